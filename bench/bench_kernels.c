@@ -1,0 +1,339 @@
+/*
+ * bench_kernels.c - speed of each kernel per ISA level at the model's shapes,
+ * single thread.
+ *
+ * Data flow: probe levels (kz_kernels_for) -> measure this core's FMA peak
+ * per vector width with a loop of independent FMA chains -> for every level
+ * the CPU runs: conv-GEMM GFLOP/s at the codec's real shapes (and % of the
+ * peak of that level's vector width), dot / axpy GB/s at L1, L2 and DRAM
+ * sizes, ns per element of snake_beta, gelu, swiglu and rms_norm. Each
+ * number is the best of several timed repetitions (at least MIN_SECONDS of
+ * work per entry).
+ *
+ * Usage: bench_kernels [scalar|avx2|avx512 ...] [--quick]
+ *   levels to run (default: all the CPU supports); --quick shortens timing.
+ */
+#include "kernels/kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double min_seconds = 0.4;
+static volatile float sink;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static float rng_float(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)(rng >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+static float *rand_buf(size_t n) {
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        p[i] = rng_float();
+    }
+    return p;
+}
+
+/* --- FMA peak --------------------------------------------------------------
+ * Twelve independent multiply-add chains of one vector width (GCC vector
+ * extensions; the target and fp-contract attributes turn a * b + c into one
+ * FMA instruction). Returns GFLOP/s. */
+#define PEAK_CHAINS 12
+#define PEAK_BODY(vec, lanes)                                                                  \
+    vec acc[PEAK_CHAINS];                                                                      \
+    for (int c = 0; c < PEAK_CHAINS; c++) {                                                    \
+        for (int l = 0; l < lanes; l++) {                                                      \
+            acc[c][l] = (float)c * 1e-3f;                                                      \
+        }                                                                                      \
+    }                                                                                          \
+    vec m;                                                                                     \
+    vec d;                                                                                     \
+    for (int l = 0; l < lanes; l++) {                                                          \
+        m[l] = 0.999999f;                                                                      \
+        d[l] = 1e-7f;                                                                          \
+    }                                                                                          \
+    const double t0 = now();                                                                   \
+    for (long it = 0; it < iters; it++) {                                                      \
+        for (int c = 0; c < PEAK_CHAINS; c++) {                                                \
+            acc[c] = acc[c] * m + d;                                                           \
+        }                                                                                      \
+        __asm__ volatile("" : "+x"(m));                                                        \
+    }                                                                                          \
+    const double t = now() - t0;                                                               \
+    float s = 0.0f;                                                                            \
+    for (int c = 0; c < PEAK_CHAINS; c++) {                                                    \
+        s += acc[c][0];                                                                        \
+    }                                                                                          \
+    sink = s;                                                                                  \
+    return 2.0 * lanes * PEAK_CHAINS * (double)iters / t * 1e-9;
+
+typedef float v8sf __attribute__((vector_size(32)));
+typedef float v16sf __attribute__((vector_size(64)));
+
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static double
+peak_avx2(long iters) {
+    PEAK_BODY(v8sf, 8)
+}
+
+__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"))) static double
+peak_avx512(long iters) {
+    PEAK_BODY(v16sf, 16)
+}
+
+static double peak_for(kz_isa isa) {
+    double best = 0.0;
+    for (int rep = 0; rep < 5; rep++) {
+        const double g = isa == KZ_ISA_AVX512 ? peak_avx512(20000000) : peak_avx2(20000000);
+        best = g > best ? g : best;
+    }
+    return best;
+}
+
+/* --- GEMM ----------------------------------------------------------------- */
+
+typedef struct gemm_shape {
+    const char *what;
+    size_t rows;
+    size_t k_in;
+    size_t taps;
+    size_t tap_stride;
+    size_t n;
+} gemm_shape;
+
+/* The codec decoder's convolutions at 12.5 Hz frames (chunk rows as used per call). */
+static const gemm_shape shapes[] = {
+    {"dilated conv k7 d3, 384 ch", 640, 384, 7, 3, 384},
+    {"dilated conv k7 d1, 768 ch", 160, 768, 7, 1, 768},
+    {"dilated conv k7 d9, 192 ch", 1920, 192, 7, 9, 192},
+    {"dilated conv k7 d1, 96 ch", 3840, 96, 7, 1, 96},
+    {"1x1 conv, 384 ch", 640, 384, 1, 1, 384},
+    {"transposed conv s8, 1536->768", 32, 1536, 2, 1, 8 * 768},
+    {"linear 1024->4096, 4 rows", 4, 1024, 1, 1, 4096},
+};
+
+static float pack_get(const void *ctx, size_t j, size_t i, size_t o) {
+    (void)ctx;
+    return sinf((float)(j * 131 + i * 7 + o * 3)) * 0.05f;
+}
+
+static void bench_gemm(const kz_kernels *k, double peak) {
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const gemm_shape *g = &shapes[s];
+        kz_packed w;
+        if (kz_packed_init(&w, g->taps, g->k_in, g->n, pack_get, NULL) != 0) {
+            fprintf(stderr, "out of memory\n");
+            exit(1);
+        }
+        const size_t x_rows = g->rows + (g->taps - 1) * g->tap_stride;
+        float *x = rand_buf(x_rows * g->k_in);
+        float *y = rand_buf(g->rows * g->n);
+        float *bias = rand_buf(g->n);
+        const kz_gemm_args a = {
+            .y = y,
+            .ldy = g->n,
+            .x = x,
+            .ldx = g->k_in,
+            .tap_stride = g->tap_stride,
+            .w = &w,
+            .bias = bias,
+            .mode = KZ_GEMM_ACCUMULATE,
+            .n_rows = g->rows,
+        };
+        const double flop = 2.0 * (double)g->rows * (double)(g->k_in * g->taps) * (double)g->n;
+        double best = 1e30;
+        double spent = 0.0;
+        int reps = 0;
+        // Scalar is slow: one repetition is enough to rank it.
+        const double budget = k->isa == KZ_ISA_SCALAR ? 0.0 : min_seconds;
+        do {
+            const double t0 = now();
+            k->gemm(&a, 0, g->rows, 0, w.n_panels);
+            const double t = now() - t0;
+            best = t < best ? t : best;
+            spent += t;
+            reps++;
+        } while (spent < budget || reps < (k->isa == KZ_ISA_SCALAR ? 1 : 3));
+        const double gflops = flop / best * 1e-9;
+        printf("  gemm %-30s T=%-5zu k_in=%-5zu taps=%zu stride=%zu n=%-5zu %7.2f ms %7.2f GFLOP/s",
+               g->what, g->rows, g->k_in, g->taps, g->tap_stride, g->n, best * 1e3, gflops);
+        if (peak > 0.0) {
+            printf("  %5.1f%% of peak", 100.0 * gflops / peak);
+        }
+        printf("\n");
+        sink = y[0];
+        free(x);
+        free(y);
+        free(bias);
+        kz_packed_free(&w);
+    }
+}
+
+/* --- vectors and rows ------------------------------------------------------ */
+
+/* Seconds per call of fn(ctx), best of repetitions totalling min_seconds. */
+typedef void (*bench_fn)(const kz_kernels *k, void *ctx);
+
+static double time_call(const kz_kernels *k, bench_fn fn, void *ctx, size_t inner) {
+    double best = 1e30;
+    double spent = 0.0;
+    int reps = 0;
+    do {
+        const double t0 = now();
+        for (size_t i = 0; i < inner; i++) {
+            fn(k, ctx);
+        }
+        const double t = (now() - t0) / (double)inner;
+        best = t < best ? t : best;
+        spent += t * (double)inner;
+        reps++;
+    } while (spent < min_seconds / 4 || reps < 3);
+    return best;
+}
+
+typedef struct vec_ctx {
+    float *a;
+    float *b;
+    float *c;
+    float *d;
+    size_t rows;
+    size_t n;
+} vec_ctx;
+
+static void run_dot(const kz_kernels *k, void *ctx) {
+    const vec_ctx *v = ctx;
+    sink = k->dot(v->a, v->b, v->n);
+}
+
+static void run_axpy(const kz_kernels *k, void *ctx) {
+    const vec_ctx *v = ctx;
+    k->axpy(v->b, 1e-7f, v->a, v->n);
+}
+
+static void run_snake(const kz_kernels *k, void *ctx) {
+    const vec_ctx *v = ctx;
+    k->snake_beta(v->b, v->a, v->rows, v->n, v->c, v->d);
+}
+
+static void run_gelu(const kz_kernels *k, void *ctx) {
+    const vec_ctx *v = ctx;
+    k->gelu(v->b, v->a, v->rows * v->n);
+}
+
+static void run_swiglu(const kz_kernels *k, void *ctx) {
+    const vec_ctx *v = ctx;
+    k->swiglu(v->b, v->a, v->c, v->rows * v->n);
+}
+
+static void run_rms(const kz_kernels *k, void *ctx) {
+    const vec_ctx *v = ctx;
+    k->rms_norm(v->b, v->a, v->c, v->rows, v->n, 1e-6f);
+}
+
+static void bench_vectors(const kz_kernels *k) {
+    static const size_t sizes[] = {1024, 32768, 8u << 20}; // 4 KB (L1), 128 KB (L2), 32 MB
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const size_t n = sizes[s];
+        vec_ctx v = {.a = rand_buf(n), .b = rand_buf(n), .rows = 1, .n = n};
+        const size_t inner = n < 100000 ? 200 : 1;
+        const double td = time_call(k, run_dot, &v, inner);
+        const double ta = time_call(k, run_axpy, &v, inner);
+        printf("  dot  n=%-8zu %8.2f GB/s    axpy n=%-8zu %8.2f GB/s\n", n,
+               2.0 * (double)n * sizeof(float) / td * 1e-9, n,
+               3.0 * (double)n * sizeof(float) / ta * 1e-9);
+        free(v.a);
+        free(v.b);
+    }
+}
+
+static void bench_rows(const kz_kernels *k) {
+    const size_t rows = 1920;
+    const size_t ch = 96;
+    const size_t n = rows * ch;
+    vec_ctx v = {.a = rand_buf(n), .b = rand_buf(n), .c = rand_buf(n), .d = rand_buf(ch),
+                 .rows = rows, .n = ch};
+    for (size_t i = 0; i < n; i++) {
+        v.a[i] *= 4.0f;
+    }
+    for (size_t c = 0; c < ch; c++) {
+        v.c[c] = expf(v.c[c]);
+        v.d[c] = 1.0f / (expf(v.d[c]) + 1e-9f);
+    }
+    const struct {
+        const char *name;
+        bench_fn fn;
+    } list[] = {
+        {"snake_beta", run_snake},
+        {"gelu", run_gelu},
+        {"swiglu", run_swiglu},
+        {"rms_norm", run_rms},
+    };
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        const double t = time_call(k, list[i].fn, &v, 3);
+        printf("  %-10s [%zu, %zu] %7.3f ns/element\n", list[i].name, rows, ch,
+               t / (double)n * 1e9);
+    }
+    free(v.a);
+    free(v.b);
+    free(v.c);
+    free(v.d);
+}
+
+int main(int argc, char **argv) {
+    int want[KZ_ISA_NEON + 1] = {0};
+    int any = 0;
+    for (int i = 1; i < argc; i++) {
+        kz_isa isa;
+        if (strcmp(argv[i], "--quick") == 0) {
+            min_seconds = 0.05;
+        } else if (kz_isa_parse(argv[i], &isa) == 0 && isa <= KZ_ISA_NEON) {
+            want[isa] = 1;
+            any = 1;
+        } else {
+            fprintf(stderr, "usage: %s [scalar|avx2|avx512 ...] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    printf("cpu features: %s\n", kz_cpu_features());
+    printf("single thread; best of repeated runs\n");
+    double peak[KZ_ISA_NEON + 1] = {0};
+    for (int l = KZ_ISA_AVX2; l <= KZ_ISA_AVX512; l++) {
+        if (kz_kernels_for((kz_isa)l)) {
+            peak[l] = peak_for((kz_isa)l);
+            printf("measured FMA peak, %s vectors: %.2f GFLOP/s\n", kz_isa_name((kz_isa)l),
+                   peak[l]);
+        }
+    }
+    for (int l = KZ_ISA_SCALAR; l <= KZ_ISA_NEON; l++) {
+        if (any && !want[l]) {
+            continue;
+        }
+        const kz_kernels *k = kz_kernels_for((kz_isa)l);
+        if (!k) {
+            printf("\n[%s] skipped: not supported by this CPU or build\n", kz_isa_name((kz_isa)l));
+            continue;
+        }
+        printf("\n[%s]\n", k->name);
+        bench_gemm(k, peak[l]);
+        bench_vectors(k);
+        bench_rows(k);
+    }
+    return 0;
+}

@@ -1,0 +1,209 @@
+/*
+ * kztts.h - public API of kztts, a CPU inference engine for Qwen3-TTS (12 Hz codec).
+ *
+ * Objects:
+ *   kz_model    immutable after load: mapped weights, configs, kernel table. May be
+ *               shared by any number of threads and sessions.
+ *   kz_session  everything that changes during synthesis (codec state, scratch,
+ *               thread pool). One thread uses a session at a time.
+ *
+ * Flow for decoding codec codes to audio:
+ *   kz_model_default_params(&mp);   kz_model_load(dir, &mp, &model);
+ *   kz_session_default_params(&sp); kz_session_new(model, &sp, &session);
+ *   kz_decode(session, codes, n_frames, &dp, on_audio, user);   (streaming)
+ *   kz_session_free(session); kz_model_free(model);
+ *
+ * Errors are values: every fallible call returns a kz_status (KZ_OK == 0) and
+ * sets a thread-local message readable with kz_last_error(). The library never
+ * prints (except through the log callback) and never exits. Destructors accept
+ * NULL. Strings are UTF-8 and borrowed for the duration of the call.
+ *
+ * Environment: KZ_ISA=scalar|avx2|avx512 lowers the kernel level like
+ * kz_model_params.isa does (it can only lower it). Nothing else is read.
+ */
+#ifndef KZTTS_H
+#define KZTTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(KZ_BUILDING_LIBRARY) && defined(__GNUC__)
+#define KZ_API __attribute__((visibility("default")))
+#else
+#define KZ_API
+#endif
+
+/* ---- version, status, logging ------------------------------------------ */
+
+/* Library version string, e.g. "0.1.0". Static, do not free. */
+KZ_API const char *kz_version(void);
+
+/* One-line description of the CPU features and kernel levels available. Static. */
+KZ_API const char *kz_system_info(void);
+
+typedef enum kz_status {
+    KZ_OK = 0,
+    KZ_STATUS_INVALID_ARGUMENT = 1, /* a parameter is out of range or NULL */
+    KZ_STATUS_IO = 2,               /* a file could not be opened or read */
+    KZ_STATUS_BAD_MODEL = 3,        /* a model file is malformed or inconsistent */
+    KZ_STATUS_BAD_INPUT = 4,        /* request data is malformed (codes, text) */
+    KZ_STATUS_OUT_OF_MEMORY = 5,
+    KZ_STATUS_CANCELLED = 6,        /* the audio callback returned false */
+    KZ_STATUS_UNSUPPORTED = 7,      /* valid request the model or build cannot serve */
+    KZ_STATUS_INTERNAL = 8,
+} kz_status;
+
+/* Static name of a status, e.g. "bad model". */
+KZ_API const char *kz_status_str(kz_status status);
+
+/* Message describing the latest failure on this thread ("" if none). Valid until
+ * the next kztts call on this thread. */
+KZ_API const char *kz_last_error(void);
+
+typedef enum kz_log_level {
+    KZ_LOG_DEBUG = 0,
+    KZ_LOG_INFO = 1,
+    KZ_LOG_WARN = 2,
+    KZ_LOG_ERROR = 3,
+} kz_log_level;
+
+typedef void (*kz_log_fn)(kz_log_level level, const char *message, void *user);
+
+/* Sets the process-wide log callback (NULL restores the default: stderr, warnings
+ * and above) and the minimum level passed to it. Not thread-safe against
+ * concurrent logging; call it at start-up. */
+KZ_API void kz_log_set(kz_log_fn fn, kz_log_level min_level, void *user);
+
+/* ---- model --------------------------------------------------------------- */
+
+typedef struct kz_model kz_model;
+
+/* Kernel level cap. */
+typedef enum kz_isa_cap {
+    KZ_ISA_CAP_AUTO = 0,   /* best the CPU supports */
+    KZ_ISA_CAP_SCALAR = 1, /* plain C kernels (reference) */
+    KZ_ISA_CAP_AVX2 = 2,   /* at most AVX2 + FMA */
+    KZ_ISA_CAP_AVX512 = 3, /* at most AVX-512 */
+} kz_isa_cap;
+
+typedef struct kz_model_params {
+    kz_isa_cap isa; /* kernel level cap. Default KZ_ISA_CAP_AUTO. */
+} kz_model_params;
+
+/* Defaults: isa = KZ_ISA_CAP_AUTO. */
+KZ_API void kz_model_default_params(kz_model_params *params);
+
+/* Loads a model from `path`: a Qwen3-TTS checkpoint directory as released
+ * (config.json, model.safetensors, speech_tokenizer/), or a codec-only directory
+ * (Qwen3-TTS-Tokenizer-12Hz: config.json of model_type qwen3_tts_tokenizer_12hz
+ * and model.safetensors). Every header and shape is validated. On success
+ * *out owns the model (kz_model_free). On failure *out is NULL. */
+KZ_API kz_status kz_model_load(const char *path, const kz_model_params *params, kz_model **out);
+
+KZ_API void kz_model_free(kz_model *model);
+
+/* Human-readable multi-line description: configs, tensor counts and types,
+ * memory, CPU features and the kernel level in use. Owned by the model. */
+KZ_API const char *kz_model_describe(const kz_model *model);
+
+/* Output sample rate in Hz (24000) and samples per codec frame (1920). */
+KZ_API int32_t kz_model_sample_rate(const kz_model *model);
+KZ_API int32_t kz_model_samples_per_frame(const kz_model *model);
+/* Codebooks per frame (16) and entries per codebook (2048). */
+KZ_API int32_t kz_model_num_codebooks(const kz_model *model);
+KZ_API int32_t kz_model_codebook_size(const kz_model *model);
+
+/* ---- session ------------------------------------------------------------- */
+
+typedef struct kz_session kz_session;
+
+typedef struct kz_session_params {
+    int32_t n_threads; /* worker threads incl. the caller, 1..256. Default 0 = number of
+                          online CPUs (at most 8). */
+} kz_session_params;
+
+/* Defaults: n_threads = 0 (auto). */
+KZ_API void kz_session_default_params(kz_session_params *params);
+
+/* Creates a session on `model` (which must outlive it). */
+KZ_API kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
+                                kz_session **out);
+
+KZ_API void kz_session_free(kz_session *session);
+
+/* ---- audio --------------------------------------------------------------- */
+
+/* Receives mono float PCM at the model's sample rate, in [-1, 1]. `pcm` is valid
+ * only during the call. `pos_frame` is the index of the first codec frame the
+ * buffer belongs to; `is_last` marks the final buffer of the request. Called on
+ * the thread that called kz_decode; it must not re-enter the session. Return
+ * true to continue, false to cancel (the call then returns KZ_STATUS_CANCELLED). */
+typedef bool (*kz_audio_fn)(const float *pcm, size_t n_samples, int64_t pos_frame, bool is_last,
+                            void *user);
+
+typedef enum kz_decode_mode {
+    /* Stateful causal decoding in chunks of chunk_frames with carried state: the
+     * output is bit-identical for every chunk size and equals one single pass
+     * over all frames. Memory does not grow with the number of frames. */
+    KZ_DECODE_STREAM = 0,
+    /* The official package's chunked_decode: independent passes over 300 frames
+     * with 25 frames of left context. Equal to KZ_DECODE_STREAM up to 300 frames;
+     * for longer inputs it reproduces the official output. */
+    KZ_DECODE_OFFICIAL = 1,
+} kz_decode_mode;
+
+typedef struct kz_decode_params {
+    kz_decode_mode mode;  /* default KZ_DECODE_STREAM */
+    int32_t chunk_frames; /* frames per callback in stream mode, 1..1024. Default 4. */
+} kz_decode_params;
+
+/* Defaults: mode = KZ_DECODE_STREAM, chunk_frames = 4. */
+KZ_API void kz_decode_default_params(kz_decode_params *params);
+
+/* Decodes `n_frames` frames of codec codes to audio, frame-major: codes[t * 16 + q]
+ * is codebook q of frame t, each in [0, codebook_size). Audio reaches `on_audio`
+ * chunk by chunk, n_frames * samples_per_frame samples in all. The session's
+ * codec state is reset at the start of every call. */
+KZ_API kz_status kz_decode(kz_session *session, const int32_t *codes, size_t n_frames,
+                           const kz_decode_params *params, kz_audio_fn on_audio, void *user);
+
+/* Whole-buffer audio owned by the caller. */
+typedef struct kz_audio {
+    float *samples;      /* [n_samples], free with kz_audio_free */
+    size_t n_samples;
+    int32_t sample_rate; /* Hz */
+} kz_audio;
+
+/* kz_decode into one buffer (built on the streaming call). On failure *audio is
+ * left empty. */
+KZ_API kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t n_frames,
+                               const kz_decode_params *params, kz_audio *audio);
+
+/* Frees audio->samples and zeroes the struct. Accepts NULL and empty structs. */
+KZ_API void kz_audio_free(kz_audio *audio);
+
+/* ---- timings ------------------------------------------------------------- */
+
+/* Cumulative wall time per stage since the session was created (or reset). */
+typedef struct kz_timings {
+    double codec_quantizer_ms;  /* codebook lookup + output projections + pre-conv */
+    double codec_transformer_ms;/* pre-transformer */
+    double codec_upsample_ms;   /* ConvTranspose + ConvNeXt stages */
+    double codec_vocoder_ms;    /* SnakeBeta decoder blocks + final conv */
+    double codec_flop;          /* floating-point operations performed by the codec */
+    int64_t codec_frames;       /* frames decoded */
+} kz_timings;
+
+KZ_API void kz_session_timings(const kz_session *session, kz_timings *out);
+KZ_API void kz_session_reset_timings(kz_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * json.c - typed getters over cJSON with file/key error messages.
+ *
+ * kz_json_load reads the whole file (bounded size) and parses it; each getter
+ * looks one key up, checks its JSON type and range, and on a mismatch records
+ * the first error in the context (later errors are dropped so the message is
+ * about the root cause).
+ */
+#include "io/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/error.h"
+
+#define MAX_JSON_BYTES (16u << 20)
+
+kz_status kz_json_load(const char *path, cJSON **root) {
+    *root = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    char *text = malloc(MAX_JSON_BYTES + 1);
+    if (!text) {
+        fclose(f);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    size_t n_bytes = fread(text, 1, MAX_JSON_BYTES + 1, f);
+    int read_error = ferror(f);
+    fclose(f);
+    if (read_error) {
+        free(text);
+        return kz_error_set(KZ_STATUS_IO, "%s: read error", path);
+    }
+    if (n_bytes > MAX_JSON_BYTES) {
+        free(text);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: larger than %u bytes", path, MAX_JSON_BYTES);
+    }
+    text[n_bytes] = '\0';
+    if (strlen(text) != n_bytes) {
+        free(text);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: contains a NUL byte", path);
+    }
+    const char *end = NULL;
+    cJSON *doc = cJSON_ParseWithOpts(text, &end, 1);
+    if (!doc) {
+        size_t offset = end ? (size_t)(end - text) : 0;
+        free(text);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: malformed JSON near byte %zu", path, offset);
+    }
+    free(text);
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: top level is not a JSON object", path);
+    }
+    *root = doc;
+    return KZ_OK;
+}
+
+static void fail(kz_json_ctx *c, const char *key, const char *fmt, ...) KZ_PRINTF(3, 4);
+
+static void fail(kz_json_ctx *c, const char *key, const char *fmt, ...) {
+    if (c->status != KZ_OK) {
+        return;
+    }
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const char *scope = c->scope ? c->scope : "";
+    c->status = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s%s%s: %s", c->path, scope,
+                             scope[0] ? "." : "", key, what);
+}
+
+static const cJSON *item(const cJSON *obj, const char *key) {
+    return obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
+static bool as_int(const cJSON *v, int64_t *out) {
+    if (!cJSON_IsNumber(v)) {
+        return false;
+    }
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || fabs(d) > 9.0e15) {
+        return false;
+    }
+    *out = (int64_t)d;
+    return true;
+}
+
+int64_t kz_json_int(kz_json_ctx *c, const cJSON *obj, const char *key, int64_t def, int64_t lo,
+                    int64_t hi) {
+    const cJSON *v = item(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        return def;
+    }
+    int64_t x;
+    if (!as_int(v, &x) || x < lo || x > hi) {
+        fail(c, key, "expected an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+        return def;
+    }
+    return x;
+}
+
+double kz_json_num(kz_json_ctx *c, const cJSON *obj, const char *key, double def, double lo,
+                   double hi) {
+    const cJSON *v = item(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        return def;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi) {
+        fail(c, key, "expected a number in [%g, %g]", lo, hi);
+        return def;
+    }
+    return v->valuedouble;
+}
+
+bool kz_json_bool(kz_json_ctx *c, const cJSON *obj, const char *key, bool def) {
+    const cJSON *v = item(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        return def;
+    }
+    if (!cJSON_IsBool(v)) {
+        fail(c, key, "expected true or false");
+        return def;
+    }
+    return cJSON_IsTrue(v);
+}
+
+const char *kz_json_str(kz_json_ctx *c, const cJSON *obj, const char *key, const char *def) {
+    const cJSON *v = item(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        return def;
+    }
+    if (!cJSON_IsString(v)) {
+        fail(c, key, "expected a string");
+        return def;
+    }
+    return v->valuestring;
+}
+
+int kz_json_int_array(kz_json_ctx *c, const cJSON *obj, const char *key, int64_t *out, int max_n,
+                      const int64_t *def, int def_n, int64_t lo, int64_t hi) {
+    const cJSON *v = item(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        memcpy(out, def, (size_t)def_n * sizeof *out);
+        return def_n;
+    }
+    int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
+    if (n < 1 || n > max_n) {
+        fail(c, key, "expected an array of 1 to %d integers", max_n);
+        memcpy(out, def, (size_t)def_n * sizeof *out);
+        return def_n;
+    }
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        if (!as_int(e, &out[i]) || out[i] < lo || out[i] > hi) {
+            fail(c, key, "element %d: expected an integer in [%lld, %lld]", i, (long long)lo,
+                 (long long)hi);
+            memcpy(out, def, (size_t)def_n * sizeof *out);
+            return def_n;
+        }
+        i++;
+    }
+    return n;
+}
+
+const cJSON *kz_json_obj(kz_json_ctx *c, const cJSON *obj, const char *key) {
+    const cJSON *v = item(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        return NULL;
+    }
+    if (!cJSON_IsObject(v)) {
+        fail(c, key, "expected an object");
+        return NULL;
+    }
+    return v;
+}

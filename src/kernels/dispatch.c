@@ -1,0 +1,177 @@
+/*
+ * dispatch.c - CPU feature probe and kernel table selection.
+ *
+ * Data flow: the first call of any function here runs probe() once
+ * (pthread_once): on x86, CPUID leaves 1 and 7 say what the CPU implements
+ * and XGETBV(0) says which register state the OS saves (XMM+YMM for AVX2,
+ * plus opmask and both ZMM halves for AVX-512). That gives the best level and
+ * a feature string. kz_kernels_select(cap) then returns the table for
+ * min(cap, best, $KZ_ISA). This file is the only place in the library that
+ * reads the environment; an unknown KZ_ISA value is logged and ignored.
+ * Builds without KZ_HAVE_X86 offer only the scalar table (NEON is reserved).
+ */
+#include "kernels/kernels.h"
+
+#include "runtime/error.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef KZ_HAVE_X86
+#include <cpuid.h>
+#endif
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static kz_isa probe_best = KZ_ISA_SCALAR;
+static char probe_features[192];
+
+static void features_add(const char *name) {
+    const size_t used = strlen(probe_features);
+    snprintf(probe_features + used, sizeof probe_features - used, "%s%s", used ? " " : "", name);
+}
+
+#ifdef KZ_HAVE_X86
+/* XCR0: which register state the OS saves on a context switch. Only valid
+ * when CPUID.1:ECX.OSXSAVE is set. Encoded as bytes for old assemblers. */
+static uint64_t xgetbv0(void) {
+    uint32_t lo;
+    uint32_t hi;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static void probe(void) {
+    unsigned a;
+    unsigned b;
+    unsigned c;
+    unsigned d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) {
+        features_add("(no cpuid)");
+        return;
+    }
+    const int sse42 = (c >> 20) & 1;
+    const int fma = (c >> 12) & 1;
+    const int osxsave = (c >> 27) & 1;
+    const int avx = (c >> 28) & 1;
+    const int f16c = (c >> 29) & 1;
+    int avx2 = 0;
+    int avx512f = 0;
+    int avx512dq = 0;
+    int avx512bw = 0;
+    int avx512vl = 0;
+    int avx512vnni = 0;
+    if (__get_cpuid_max(0, NULL) >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        avx2 = (b >> 5) & 1;
+        avx512f = (b >> 16) & 1;
+        avx512dq = (b >> 17) & 1;
+        avx512bw = (b >> 30) & 1;
+        avx512vl = (b >> 31) & 1;
+        avx512vnni = (c >> 11) & 1;
+    }
+    const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+    const int os_ymm = (xcr0 & 0x6) == 0x6;   // XMM, YMM upper halves
+    const int os_zmm = (xcr0 & 0xe6) == 0xe6; // + opmask, ZMM upper halves, ZMM16-31
+
+    const struct {
+        int on;
+        const char *name;
+    } list[] = {
+        {sse42, "sse4.2"},       {avx, "avx"},           {avx2, "avx2"},
+        {fma, "fma"},            {f16c, "f16c"},         {avx512f, "avx512f"},
+        {avx512dq, "avx512dq"},  {avx512bw, "avx512bw"}, {avx512vl, "avx512vl"},
+        {avx512vnni, "avx512vnni"}, {os_ymm, "os-ymm"},  {os_zmm, "os-zmm"},
+    };
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        if (list[i].on) {
+            features_add(list[i].name);
+        }
+    }
+    if (avx && avx2 && fma && os_ymm) {
+        probe_best = KZ_ISA_AVX2;
+        if (avx512f && avx512dq && avx512bw && avx512vl && os_zmm) {
+            probe_best = KZ_ISA_AVX512;
+        }
+    }
+}
+#else
+static void probe(void) {
+    features_add("(no x86 kernels in this build)");
+}
+#endif
+
+kz_isa kz_cpu_best_isa(void) {
+    pthread_once(&probe_once, probe);
+    return probe_best;
+}
+
+const char *kz_cpu_features(void) {
+    pthread_once(&probe_once, probe);
+    return probe_features;
+}
+
+const kz_kernels *kz_kernels_for(kz_isa isa) {
+    const kz_isa best = kz_cpu_best_isa();
+    switch (isa) {
+    case KZ_ISA_SCALAR: return &kz_kernels_scalar;
+#ifdef KZ_HAVE_X86
+    case KZ_ISA_AVX2: return best >= KZ_ISA_AVX2 ? &kz_kernels_avx2 : NULL;
+    case KZ_ISA_AVX512: return best >= KZ_ISA_AVX512 ? &kz_kernels_avx512 : NULL;
+#endif
+    default: return NULL;
+    }
+}
+
+const kz_kernels *kz_kernels_select(kz_isa cap) {
+    kz_isa level = kz_cpu_best_isa();
+    if (cap != KZ_ISA_AUTO && cap < level) {
+        level = cap;
+    }
+    const char *env = getenv("KZ_ISA");
+    if (env && env[0]) {
+        kz_isa forced;
+        if (kz_isa_parse(env, &forced) != 0) {
+            kz_log(KZ_LOG_WARN, "KZ_ISA=%s is not one of scalar, avx2, avx512, neon, auto; ignored",
+                   env);
+        } else if (forced != KZ_ISA_AUTO && forced < level) {
+            kz_log(KZ_LOG_DEBUG, "KZ_ISA=%s lowers the kernel level", env);
+            level = forced;
+        }
+    }
+    // Levels are ordered; walk down to one this build has a table for (NEON on x86, say).
+    for (int l = (int)level; l > 0; l--) {
+        const kz_kernels *k = kz_kernels_for((kz_isa)l);
+        if (k) {
+            return k;
+        }
+    }
+    return &kz_kernels_scalar;
+}
+
+const char *kz_isa_name(kz_isa isa) {
+    switch (isa) {
+    case KZ_ISA_SCALAR: return "scalar";
+    case KZ_ISA_AVX2: return "avx2";
+    case KZ_ISA_AVX512: return "avx512";
+    case KZ_ISA_NEON: return "neon";
+    case KZ_ISA_AUTO: return "auto";
+    }
+    return "unknown";
+}
+
+int kz_isa_parse(const char *s, kz_isa *out) {
+    static const kz_isa all[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON,
+                                 KZ_ISA_AUTO};
+    if (!s) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcasecmp(s, kz_isa_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}

@@ -1,0 +1,186 @@
+/*
+ * kernels.h - the compute kernel table and the contract of every kernel.
+ *
+ * Data flow: model code never calls an ISA-specific function. At model load
+ * kz_kernels_select() (dispatch.c) probes the CPU once and returns a table of
+ * function pointers for the best level allowed by the cap; model and layer
+ * code call through that table. Each kernel family has a scalar definition in
+ * kernels/ref/ (the specification of the result) and optional AVX2 / AVX-512
+ * variants in kernels/x86/ compiled with their own target flags.
+ *
+ * Layout conventions: activations are row-major [rows, cols] with the time
+ * axis as rows (time-major, [T, C]); weights are packed once at load into the
+ * panel layout described at kz_packed. Shapes in comments use [rows, cols].
+ *
+ * Determinism contract (what makes chunked decoding and any thread count give
+ * bit-identical output): every output element of every kernel is computed by
+ * one call in an order that depends only on the element's own inputs, never
+ * on which rows or column panels were handed to the call, nor on how many rows
+ * the call covers. Ragged tails use the same instruction sequence as the main
+ * body (masked or zero-padded lanes), so a row gives the same bits whether it
+ * is the first of a tile or the last.
+ *
+ * Headers seen by ISA files hold only declarations and static inline helpers.
+ */
+#ifndef KZ_KERNELS_H
+#define KZ_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Instruction-set levels, ordered: a cap at level L allows every level <= L. */
+typedef enum kz_isa {
+    KZ_ISA_SCALAR = 0, /* plain C, the definition */
+    KZ_ISA_AVX2 = 1,   /* x86-64 AVX2 + FMA */
+    KZ_ISA_AVX512 = 2, /* x86-64 AVX-512 F/BW/DQ/VL */
+    KZ_ISA_NEON = 3,   /* aarch64 Advanced SIMD (layout reserved, no variants yet) */
+    KZ_ISA_AUTO = 99,  /* best level the CPU supports */
+} kz_isa;
+
+/* Width of one packed weight panel in output columns. Fixed for every ISA so
+ * packed weights do not depend on the kernel level. */
+#define KZ_PANEL 16
+
+/*
+ * Packed weight matrix for kz_kernels.gemm. Logically a stack of `taps`
+ * matrices W_j of shape [k_in, n] (input channel i, output column o). Stored
+ * as n_panels = ceil(n / KZ_PANEL) panels; panel p is a contiguous block of
+ * [taps * k_in, KZ_PANEL] floats, row (j * k_in + i) holding
+ * W_j[i, p*KZ_PANEL .. p*KZ_PANEL + 15], zero beyond column n.
+ * data is 64-byte aligned and owned by whoever packed it (kz_packed_free).
+ */
+typedef struct kz_packed {
+    float *data;     /* [n_panels, taps * k_in, KZ_PANEL], owned */
+    size_t k_in;     /* input channels per tap */
+    size_t taps;     /* number of taps (1 for a linear layer or 1x1 conv) */
+    size_t n;        /* output columns actually used */
+    size_t n_panels; /* ceil(n / KZ_PANEL) */
+} kz_packed;
+
+/* What gemm does with the existing contents of y. */
+typedef enum kz_gemm_mode {
+    KZ_GEMM_STORE = 0,      /* y = acc (+ bias) */
+    KZ_GEMM_ACCUMULATE = 1, /* y = y + (acc (+ bias)) : fused residual add */
+} kz_gemm_mode;
+
+/*
+ * Arguments of the conv-GEMM. For output row t in [0, n_rows) and column o:
+ *
+ *   acc = 0
+ *   for j in 0..taps-1, for i in 0..k_in-1 (this order):
+ *       acc = fma(x[(t + j * tap_stride) * ldx + i], W_j[i, o], acc)
+ *   r = acc;  if bias: r = r + bias[o];  if ACCUMULATE: r = y[t*ldy + o] + r
+ *   y[t * ldy + o] = r
+ *
+ * (The scalar definition uses fmaf so that every level computes the same
+ * rounding sequence; SIMD variants may differ only where they reassociate,
+ * which they must not do across k: parity is exact in practice and tested
+ * with a tight tolerance.)
+ *
+ * One routine covers every convolution of the codec: a linear layer or 1x1
+ * conv (taps 1), a causal dilated conv (x points at the first history row,
+ * taps k, tap_stride = dilation) and a transposed conv with kernel 2s and
+ * stride s (taps 2 over rows t-1 and t, n = s * c_out so that output row t
+ * holds the s output samples of input step t, time-major).
+ * y and x must not overlap. Columns >= n of y are not written.
+ */
+typedef struct kz_gemm_args {
+    float *y;                /* [n_rows, ldy] output */
+    size_t ldy;              /* >= n */
+    const float *x;          /* rows [(n_rows - 1) + (taps - 1) * tap_stride + 1, ldx] */
+    size_t ldx;              /* >= k_in */
+    size_t tap_stride;       /* rows between consecutive taps (conv dilation) */
+    const kz_packed *w;      /* packed weights */
+    const float *bias;       /* [n] or NULL */
+    kz_gemm_mode mode;       /* store or accumulate */
+    size_t n_rows;           /* output rows (time steps) */
+} kz_gemm_args;
+
+/* Elementwise and row kernels. Rows are contiguous, [n_rows, n_ch]. */
+typedef struct kz_kernels {
+    kz_isa isa;       /* level this table implements */
+    const char *name; /* "scalar", "avx2", "avx512" */
+
+    /* Rows [t0, t1) and column panels [p0, p1) of the conv-GEMM above. Any
+     * split of rows and panels over calls gives identical bits. */
+    void (*gemm)(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+
+    /* SnakeBeta, in place allowed (y == x):
+     *   y[t, c] = x[t, c] + inv_beta[c] * sin(alpha[c] * x[t, c])^2
+     * alpha = exp(alpha_log), inv_beta = 1 / (exp(beta_log) + 1e-9), both
+     * precomputed per channel by the caller. x, y: [n_rows, n_ch]. Accuracy:
+     * sin within 2 ulp-ish of libm for |arg| < 1e4 (tested vs scalar). */
+    void (*snake_beta)(float *y, const float *x, size_t n_rows, size_t n_ch, const float *alpha,
+                       const float *inv_beta);
+
+    /* RMSNorm per row: y = (x * (1 / sqrt(mean(x^2) + eps))) * w.
+     * Sum of squares accumulated in float, sequential order is not required
+     * but must be fixed per n_ch. y == x allowed. x, y: [n_rows, n_ch]. */
+    void (*rms_norm)(float *y, const float *x, const float *w, size_t n_rows, size_t n_ch,
+                     float eps);
+
+    /* LayerNorm per row: mean, biased variance; y = (x - mu) / sqrt(var + eps) * w + b.
+     * y == x allowed. */
+    void (*layer_norm)(float *y, const float *x, const float *w, const float *b, size_t n_rows,
+                       size_t n_ch, float eps);
+
+    /* Exact GELU, in place allowed: y = 0.5 * x * (1 + erf(x / sqrt(2))). [n] */
+    void (*gelu)(float *y, const float *x, size_t n);
+
+    /* SwiGLU, in place into gate allowed: y[i] = silu(gate[i]) * up[i], silu(v) = v / (1 + exp(-v)). [n] */
+    void (*swiglu)(float *y, const float *gate, const float *up, size_t n);
+
+    /* Dot product of two [n] vectors, fixed summation order for a given n. */
+    float (*dot)(const float *a, const float *b, size_t n);
+
+    /* y[i] += a * x[i], [n]. */
+    void (*axpy)(float *y, float a, const float *x, size_t n);
+} kz_kernels;
+
+/* --- dispatch.c ---------------------------------------------------------- */
+
+/* Best level this CPU and OS support (CPUID + XGETBV on x86). Computed once. */
+kz_isa kz_cpu_best_isa(void);
+
+/* CPU feature summary, e.g. "avx2 fma" (static string, do not free). */
+const char *kz_cpu_features(void);
+
+/* Table for min(cap, best); cap KZ_ISA_AUTO means best, further lowered by the
+ * environment variable KZ_ISA=scalar|avx2|avx512 (the only environment read in
+ * the library; an unknown value is ignored). Returns a static table. */
+const kz_kernels *kz_kernels_select(kz_isa cap);
+
+/* Table for exactly this level, or NULL if the CPU cannot run it (tests). */
+const kz_kernels *kz_kernels_for(kz_isa isa);
+
+/* Name of a level ("scalar", "avx2", ...). */
+const char *kz_isa_name(kz_isa isa);
+
+/* Parse a level name, returns 0 on success. Accepts "auto". */
+int kz_isa_parse(const char *s, kz_isa *out);
+
+/* --- packing (ref/gemm_ref.c) ------------------------------------------- */
+
+/* Packs taps matrices given by an accessor into p (allocates p->data).
+ * get(ctx, j, i, o) returns W_j[i, o]. Returns 0, or -1 if out of memory. */
+typedef float (*kz_pack_get_fn)(const void *ctx, size_t j, size_t i, size_t o);
+int kz_packed_init(kz_packed *p, size_t taps, size_t k_in, size_t n, kz_pack_get_fn get,
+                   const void *ctx);
+void kz_packed_free(kz_packed *p);
+
+/* --- scalar definitions (ref/), also used directly by tests ------------- */
+extern const kz_kernels kz_kernels_scalar;
+
+/* --- per-level tables and gemms, for dispatch.c -------------------------
+ * Model code takes a table from kz_kernels_select(); tests use
+ * kz_kernels_for(), which returns NULL for a level the CPU cannot run. The
+ * x86 symbols exist only in builds with KZ_HAVE_X86. Each gemm lives in its
+ * own file (ref/gemm_ref.c, x86/gemm_avx2.c, x86/gemm_avx512.c) and the table
+ * in the level's rows file names it. */
+extern const kz_kernels kz_kernels_avx2;   /* x86/rows_avx2.c */
+extern const kz_kernels kz_kernels_avx512; /* x86/rows_avx512.c */
+void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+
+#endif

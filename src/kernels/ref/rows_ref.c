@@ -1,0 +1,105 @@
+/*
+ * rows_ref.c - scalar definitions of the row and elementwise kernels, and the
+ * scalar kernel table.
+ *
+ * Data flow: each function reads [n_rows, n_ch] (or [n]) activations and
+ * writes the same shape, row by row, in plain C with libm (sinf, erff, expf,
+ * sqrtf). These are the results the AVX2 / AVX-512 variants in kernels/x86/
+ * are tested against: axpy bit for bit; snake_beta, gelu and swiglu within the
+ * error of their vectorised sin / erf / exp; dot and the norms within the
+ * rounding of their lane-parallel sums. Reductions here run sequentially in
+ * index order; the build's -ffp-contract=off keeps a*b+c as two roundings.
+ */
+#include "kernels/kernels.h"
+
+#include <math.h>
+
+static void snake_beta_ref(float *y, const float *x, size_t n_rows, size_t n_ch,
+                           const float *alpha, const float *inv_beta) {
+    for (size_t t = 0; t < n_rows; t++) {
+        for (size_t c = 0; c < n_ch; c++) {
+            const float v = x[t * n_ch + c];
+            const float s = sinf(alpha[c] * v);
+            y[t * n_ch + c] = v + inv_beta[c] * (s * s);
+        }
+    }
+}
+
+static void rms_norm_ref(float *y, const float *x, const float *w, size_t n_rows, size_t n_ch,
+                         float eps) {
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        float ss = 0.0f;
+        for (size_t c = 0; c < n_ch; c++) {
+            ss += xr[c] * xr[c];
+        }
+        const float scale = 1.0f / sqrtf(ss / (float)n_ch + eps);
+        for (size_t c = 0; c < n_ch; c++) {
+            yr[c] = (xr[c] * scale) * w[c];
+        }
+    }
+}
+
+static void layer_norm_ref(float *y, const float *x, const float *w, const float *b,
+                           size_t n_rows, size_t n_ch, float eps) {
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        float sum = 0.0f;
+        for (size_t c = 0; c < n_ch; c++) {
+            sum += xr[c];
+        }
+        const float mu = sum / (float)n_ch;
+        float var = 0.0f;
+        for (size_t c = 0; c < n_ch; c++) {
+            const float d = xr[c] - mu;
+            var += d * d;
+        }
+        const float rstd = 1.0f / sqrtf(var / (float)n_ch + eps);
+        for (size_t c = 0; c < n_ch; c++) {
+            yr[c] = ((xr[c] - mu) * rstd) * w[c] + b[c];
+        }
+    }
+}
+
+static void gelu_ref(float *y, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = (0.5f * v) * (1.0f + erff(v * 0.70710678118654752f));
+    }
+}
+
+static void swiglu_ref(float *y, const float *gate, const float *up, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const float g = gate[i];
+        y[i] = (g / (1.0f + expf(-g))) * up[i];
+    }
+}
+
+static float dot_ref(const float *a, const float *b, size_t n) {
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        acc += a[i] * b[i];
+    }
+    return acc;
+}
+
+static void axpy_ref(float *y, float a, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        y[i] = y[i] + a * x[i];
+    }
+}
+
+const kz_kernels kz_kernels_scalar = {
+    .isa = KZ_ISA_SCALAR,
+    .name = "scalar",
+    .gemm = kz_gemm_ref,
+    .snake_beta = snake_beta_ref,
+    .rms_norm = rms_norm_ref,
+    .layer_norm = layer_norm_ref,
+    .gelu = gelu_ref,
+    .swiglu = swiglu_ref,
+    .dot = dot_ref,
+    .axpy = axpy_ref,
+};

@@ -1,0 +1,215 @@
+/*
+ * gemm_avx2.c - AVX2 + FMA conv-GEMM, bit-identical to ref/gemm_ref.c.
+ *
+ * Data flow for one call, rows [t0, t1) x panels [p0, p1):
+ *
+ *   for each row block of up to mc rows       (its x rows, all taps, stay in L2)
+ *     for each 16-column panel p
+ *       for each k block of up to KC panel rows  (KC x 64 B of the panel stay in L1)
+ *         for each tile of MR = 6 rows: 12 ymm accumulators [6, 16]
+ *           acc = 0 (first k block) or partial sums from part[]
+ *           per panel row r = j * k_in + i: two loads of W, for each row a
+ *           broadcast of x[t + j*tap_stride, i] and two FMAs
+ *           store partial sums to part[], or after the last k block: + bias,
+ *           + y (accumulate mode), store to y
+ *
+ * Why this is bit-identical to the scalar definition: each ymm lane is one
+ * output column and sees exactly the fmaf chain of gemm_ref.c (j outer, i
+ * inner, starting from +0), because k blocks run in order and a partial sum
+ * parked in part[] is reloaded unchanged. Blocking and tiling only decide
+ * which elements are computed together, never an element's own order. The
+ * epilogue is the same add, add. Tail rows use the same code with fewer rows
+ * (a compile-time row count), tail columns compute all 16 lanes of the
+ * zero-padded panel and store only the valid ones.
+ *
+ * Zen 1 executes a ymm FMA as two 128-bit halves: peak is one ymm FMA per
+ * cycle, 5-cycle latency, so 12 independent accumulators cover the latency
+ * and the 2 W loads + 6 broadcasts per 12 FMAs fit the two load ports.
+ */
+#include "kernels/kernels.h"
+
+#include <immintrin.h>
+
+enum {
+    MR = 6,       // output rows per micro-tile
+    KC = 256,     // panel rows per k block: 256 x 64 B = 16 KB, half of a 32 KB L1D
+    MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
+    PREFETCH_ROWS = 16, // panel rows (64 B each) prefetched ahead
+};
+// Budget for the x rows (all taps) of one row block, reused by every panel from L2
+// (512 KB on Zen 1, 1-2 MB on recent cores).
+#define X_BLOCK_BYTES (320u * 1024u)
+
+typedef struct tile_job {
+    const float *x;     // x row of the tile's first output row
+    size_t ldx;         // x row stride
+    size_t tap_step;    // tap_stride * ldx
+    size_t k_in;        // input channels per tap
+    const float *panel; // [taps * k_in, 16]
+    size_t r0;          // k block: flat panel rows [r0, r1), r = j * k_in + i
+    size_t r1;
+    float *part;        // [MR, 16] partial sums carried between k blocks
+    int first;          // r0 == 0: start from zero
+    int last;           // r1 == taps * k_in: run the epilogue
+    float *y;           // y row of the tile's first row, at the panel's first column
+    size_t ldy;         // y row stride
+    const float *bias;  // bias at the panel's first column, or NULL
+    int accumulate;     // KZ_GEMM_ACCUMULATE
+    size_t width;       // valid columns of this panel, 1..16
+} tile_job;
+
+/* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
+static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
+                                                                 __m256 lo, __m256 hi) {
+    if (jb->width == KZ_PANEL) {
+        if (jb->bias) {
+            lo = _mm256_add_ps(lo, _mm256_loadu_ps(jb->bias));
+            hi = _mm256_add_ps(hi, _mm256_loadu_ps(jb->bias + 8));
+        }
+        if (jb->accumulate) {
+            lo = _mm256_add_ps(_mm256_loadu_ps(yr), lo);
+            hi = _mm256_add_ps(_mm256_loadu_ps(yr + 8), hi);
+        }
+        _mm256_storeu_ps(yr, lo);
+        _mm256_storeu_ps(yr + 8, hi);
+        return;
+    }
+    // Ragged last panel: the same two adds per element, done one lane at a time.
+    _Alignas(32) float acc[KZ_PANEL];
+    _mm256_store_ps(acc, lo);
+    _mm256_store_ps(acc + 8, hi);
+    for (size_t c = 0; c < jb->width; c++) {
+        float r = acc[c];
+        if (jb->bias) {
+            r = r + jb->bias[c];
+        }
+        if (jb->accumulate) {
+            r = yr[c] + r;
+        }
+        yr[c] = r;
+    }
+}
+
+/* One micro-tile of `rows` (1..MR, a constant after inlining) over one k block.
+ * The accumulators are named variables, not an array, so that GCC keeps all
+ * twelve in registers; rows beyond `rows` are dead code after inlining. */
+#define TILE_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+static inline __attribute__((always_inline)) void tile(const tile_job *jb, const int rows) {
+    const __m256 zero = _mm256_setzero_ps();
+#define TILE_INIT(q)                                                                           \
+    __m256 lo##q = zero;                                                                       \
+    __m256 hi##q = zero;                                                                       \
+    if (rows > q && !jb->first) {                                                              \
+        lo##q = _mm256_load_ps(jb->part + q * KZ_PANEL);                                       \
+        hi##q = _mm256_load_ps(jb->part + q * KZ_PANEL + 8);                                   \
+    }
+    TILE_ROWS(TILE_INIT)
+    const size_t ldx = jb->ldx;
+    size_t r = jb->r0;
+    while (r < jb->r1) {
+        // One segment per tap inside the k block: x moves to the tap's rows.
+        const size_t j = r / jb->k_in;
+        const size_t i = r - j * jb->k_in;
+        const size_t end = (j + 1) * jb->k_in < jb->r1 ? (j + 1) * jb->k_in : jb->r1;
+        const float *xp = jb->x + j * jb->tap_step + i;
+        const float *wp = jb->panel + r * KZ_PANEL;
+        const size_t count = end - r;
+        for (size_t k = 0; k < count; k++) {
+            // The first tile of a k block streams the panel from L2 or DRAM.
+            _mm_prefetch((const char *)(wp + (k + PREFETCH_ROWS) * KZ_PANEL), _MM_HINT_T0);
+            const __m256 w0 = _mm256_load_ps(wp + k * KZ_PANEL);
+            const __m256 w1 = _mm256_load_ps(wp + k * KZ_PANEL + 8);
+#define TILE_FMA(q)                                                                            \
+    if (rows > q) {                                                                            \
+        const __m256 xb = _mm256_broadcast_ss(xp + q * ldx + k);                               \
+        lo##q = _mm256_fmadd_ps(xb, w0, lo##q);                                                \
+        hi##q = _mm256_fmadd_ps(xb, w1, hi##q);                                                \
+    }
+            TILE_ROWS(TILE_FMA)
+        }
+        r = end;
+    }
+    if (!jb->last) {
+#define TILE_PARK(q)                                                                           \
+    if (rows > q) {                                                                            \
+        _mm256_store_ps(jb->part + q * KZ_PANEL, lo##q);                                       \
+        _mm256_store_ps(jb->part + q * KZ_PANEL + 8, hi##q);                                   \
+    }
+        TILE_ROWS(TILE_PARK)
+        return;
+    }
+#define TILE_EPILOGUE(q)                                                                       \
+    if (rows > q) {                                                                            \
+        tile_store_row(jb, jb->y + q * jb->ldy, lo##q, hi##q);                                 \
+    }
+    TILE_ROWS(TILE_EPILOGUE)
+}
+#undef TILE_INIT
+#undef TILE_FMA
+#undef TILE_PARK
+#undef TILE_EPILOGUE
+
+static void tile_rows(const tile_job *jb, size_t rows) {
+    switch (rows) {
+    case 1: tile(jb, 1); break;
+    case 2: tile(jb, 2); break;
+    case 3: tile(jb, 3); break;
+    case 4: tile(jb, 4); break;
+    case 5: tile(jb, 5); break;
+    default: tile(jb, MR); break;
+    }
+}
+
+/* Rows per row block: as many whole tiles as keep the block's x rows (all
+ * taps) within X_BLOCK_BYTES, at least one tile, at most MC_MAX, then evened
+ * out over the call's rows: each row block streams the whole packed weight
+ * once more, so a small remainder block would cost a full weight pass. */
+static size_t row_block(size_t rows, size_t k_in, size_t span) {
+    const size_t row_bytes = (k_in ? k_in : 1) * sizeof(float);
+    const size_t fit = X_BLOCK_BYTES / row_bytes;
+    size_t mc = fit > span ? (fit - span) / MR * MR : 0;
+    mc = mc < MR ? MR : mc;
+    mc = mc > MC_MAX ? MC_MAX : mc;
+    const size_t n_blocks = (rows + mc - 1) / mc;
+    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
+    return (even + MR - 1) / MR * MR;
+}
+
+void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
+    const kz_packed *w = a->w;
+    const size_t k_rows = w->taps * w->k_in;
+    const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
+    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, w->k_in, span);
+    _Alignas(32) float part[MC_MAX * KZ_PANEL];
+    tile_job jb = {
+        .ldx = a->ldx,
+        .tap_step = a->tap_stride * a->ldx,
+        .k_in = w->k_in,
+        .ldy = a->ldy,
+        .accumulate = a->mode == KZ_GEMM_ACCUMULATE,
+    };
+    for (size_t tb = t0; tb < t1; tb += mc) {
+        const size_t te = t1 - tb < mc ? t1 : tb + mc;
+        for (size_t p = p0; p < p1; p++) {
+            const size_t o0 = p * KZ_PANEL;
+            jb.panel = w->data + p * k_rows * KZ_PANEL;
+            jb.width = w->n - o0 < KZ_PANEL ? w->n - o0 : KZ_PANEL;
+            jb.bias = a->bias ? a->bias + o0 : NULL;
+            size_t r0 = 0;
+            do {
+                const size_t r1 = k_rows - r0 < KC ? k_rows : r0 + KC;
+                jb.r0 = r0;
+                jb.r1 = r1;
+                jb.first = r0 == 0;
+                jb.last = r1 == k_rows;
+                for (size_t t = tb; t < te; t += MR) {
+                    jb.x = a->x + t * a->ldx;
+                    jb.y = a->y + t * a->ldy + o0;
+                    jb.part = part + (t - tb) * KZ_PANEL;
+                    tile_rows(&jb, te - t < MR ? te - t : MR);
+                }
+                r0 = r1;
+            } while (r0 < k_rows);
+        }
+    }
+}

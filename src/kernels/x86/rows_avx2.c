@@ -1,0 +1,256 @@
+/*
+ * rows_avx2.c - AVX2 + FMA row and elementwise kernels, and the AVX2 table.
+ *
+ * Data flow: the AVX2 versions of ref/rows_ref.c. Each walks its rows 8
+ * channels at a time from the row start with unaligned loads; the last
+ * n % 8 channels go through a zero-padded 8-lane buffer and the same
+ * instruction sequence as the body, so results do not depend on alignment or
+ * on where a row sits in a call. Reductions (dot, the norms) sum in a fixed
+ * lane layout per n; they differ from the sequential scalar sums by rounding
+ * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
+ * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
+ * simd_math.h. The table at the end pairs these with kz_gemm_avx2.
+ */
+#include "kernels/kernels.h"
+#include "kernels/x86/simd_math.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+/* Up to 7 trailing floats into a zeroed vector, and back. */
+static inline __m256 load_tail(const float *p, size_t n) {
+    _Alignas(32) float buf[8] = {0};
+    memcpy(buf, p, n * sizeof(float));
+    return _mm256_load_ps(buf);
+}
+
+static inline void store_tail(float *p, __m256 v, size_t n) {
+    _Alignas(32) float buf[8];
+    _mm256_store_ps(buf, v);
+    memcpy(p, buf, n * sizeof(float));
+}
+
+/* All-ones in the first n lanes (n <= 8). */
+static inline __m256 lane_mask(size_t n) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), idx));
+}
+
+/* Sum of the 8 lanes in a fixed order. */
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+/* y = x + inv_beta * sin(alpha * x)^2 for 8 lanes; lanes with a huge or
+ * non-finite argument fall back to libm. */
+static inline __m256 snake8(__m256 v, __m256 alpha, __m256 inv_beta) {
+    const __m256 arg = _mm256_mul_ps(alpha, v);
+    __m256 s2 = sm_sin2_8(arg);
+    const int bad = sm_sin2_bad8(arg);
+    if (bad) {
+        _Alignas(32) float a[8];
+        _Alignas(32) float s[8];
+        _mm256_store_ps(a, arg);
+        _mm256_store_ps(s, s2);
+        for (int l = 0; l < 8; l++) {
+            if (bad >> l & 1) {
+                const float sl = sinf(a[l]);
+                s[l] = sl * sl;
+            }
+        }
+        s2 = _mm256_load_ps(s);
+    }
+    return _mm256_add_ps(v, _mm256_mul_ps(inv_beta, s2));
+}
+
+static void snake_beta_avx2(float *y, const float *x, size_t n_rows, size_t n_ch,
+                            const float *alpha, const float *inv_beta) {
+    const size_t body = n_ch / 8 * 8;
+    const size_t rest = n_ch - body;
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        for (size_t c = 0; c < body; c += 8) {
+            const __m256 r = snake8(_mm256_loadu_ps(xr + c), _mm256_loadu_ps(alpha + c),
+                                    _mm256_loadu_ps(inv_beta + c));
+            _mm256_storeu_ps(yr + c, r);
+        }
+        if (rest) {
+            const __m256 r = snake8(load_tail(xr + body, rest), load_tail(alpha + body, rest),
+                                    load_tail(inv_beta + body, rest));
+            store_tail(yr + body, r, rest);
+        }
+    }
+}
+
+/* Two accumulators over 16 channels, then one over 8, then the padded tail. */
+static float sum_squares(const float *x, size_t n) {
+    __m256 a0 = _mm256_setzero_ps();
+    __m256 a1 = _mm256_setzero_ps();
+    size_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const __m256 v0 = _mm256_loadu_ps(x + c);
+        const __m256 v1 = _mm256_loadu_ps(x + c + 8);
+        a0 = _mm256_fmadd_ps(v0, v0, a0);
+        a1 = _mm256_fmadd_ps(v1, v1, a1);
+    }
+    if (c + 8 <= n) {
+        const __m256 v = _mm256_loadu_ps(x + c);
+        a0 = _mm256_fmadd_ps(v, v, a0);
+        c += 8;
+    }
+    if (c < n) {
+        const __m256 v = load_tail(x + c, n - c);
+        a1 = _mm256_fmadd_ps(v, v, a1);
+    }
+    return hsum(_mm256_add_ps(a0, a1));
+}
+
+static void rms_norm_avx2(float *y, const float *x, const float *w, size_t n_rows, size_t n_ch,
+                          float eps) {
+    const size_t body = n_ch / 8 * 8;
+    const size_t rest = n_ch - body;
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        const float ss = sum_squares(xr, n_ch);
+        const __m256 scale = _mm256_set1_ps(1.0f / sqrtf(ss / (float)n_ch + eps));
+        for (size_t c = 0; c < body; c += 8) {
+            const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xr + c), scale);
+            _mm256_storeu_ps(yr + c, _mm256_mul_ps(v, _mm256_loadu_ps(w + c)));
+        }
+        if (rest) {
+            const __m256 v = _mm256_mul_ps(load_tail(xr + body, rest), scale);
+            store_tail(yr + body, _mm256_mul_ps(v, load_tail(w + body, rest)), rest);
+        }
+    }
+}
+
+static void layer_norm_avx2(float *y, const float *x, const float *w, const float *b,
+                            size_t n_rows, size_t n_ch, float eps) {
+    const size_t body = n_ch / 8 * 8;
+    const size_t rest = n_ch - body;
+    const __m256 tail_mask = lane_mask(rest);
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        __m256 acc = _mm256_setzero_ps();
+        for (size_t c = 0; c < body; c += 8) {
+            acc = _mm256_add_ps(acc, _mm256_loadu_ps(xr + c));
+        }
+        if (rest) {
+            acc = _mm256_add_ps(acc, load_tail(xr + body, rest));
+        }
+        const float mu_s = hsum(acc) / (float)n_ch;
+        const __m256 mu = _mm256_set1_ps(mu_s);
+        acc = _mm256_setzero_ps();
+        for (size_t c = 0; c < body; c += 8) {
+            const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xr + c), mu);
+            acc = _mm256_fmadd_ps(d, d, acc);
+        }
+        if (rest) {
+            // Padded lanes would contribute (0 - mu)^2: mask them out.
+            const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_tail(xr + body, rest), mu), tail_mask);
+            acc = _mm256_fmadd_ps(d, d, acc);
+        }
+        const __m256 rstd = _mm256_set1_ps(1.0f / sqrtf(hsum(acc) / (float)n_ch + eps));
+        for (size_t c = 0; c < body; c += 8) {
+            const __m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + c), mu), rstd);
+            const __m256 r = _mm256_add_ps(_mm256_mul_ps(d, _mm256_loadu_ps(w + c)),
+                                           _mm256_loadu_ps(b + c));
+            _mm256_storeu_ps(yr + c, r);
+        }
+        if (rest) {
+            const __m256 d = _mm256_mul_ps(_mm256_sub_ps(load_tail(xr + body, rest), mu), rstd);
+            const __m256 r = _mm256_add_ps(_mm256_mul_ps(d, load_tail(w + body, rest)),
+                                           load_tail(b + body, rest));
+            store_tail(yr + body, r, rest);
+        }
+    }
+}
+
+static inline __m256 gelu8(__m256 v) {
+    const __m256 e = sm_erf8(_mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752f)));
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v),
+                         _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+static void gelu_avx2(float *y, const float *x, size_t n) {
+    const size_t body = n / 8 * 8;
+    for (size_t i = 0; i < body; i += 8) {
+        _mm256_storeu_ps(y + i, gelu8(_mm256_loadu_ps(x + i)));
+    }
+    if (n > body) {
+        store_tail(y + body, gelu8(load_tail(x + body, n - body)), n - body);
+    }
+}
+
+static inline __m256 swiglu8(__m256 g, __m256 up) {
+    const __m256 e = sm_exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return _mm256_mul_ps(silu, up);
+}
+
+static void swiglu_avx2(float *y, const float *gate, const float *up, size_t n) {
+    const size_t body = n / 8 * 8;
+    for (size_t i = 0; i < body; i += 8) {
+        _mm256_storeu_ps(y + i, swiglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    }
+    if (n > body) {
+        const size_t rest = n - body;
+        store_tail(y + body, swiglu8(load_tail(gate + body, rest), load_tail(up + body, rest)),
+                   rest);
+    }
+}
+
+/* Four accumulators over 32 elements, then one over 8, then the padded tail. */
+static float dot_avx2(const float *a, const float *b, size_t n) {
+    __m256 a0 = _mm256_setzero_ps();
+    __m256 a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps();
+    __m256 a3 = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
+    }
+    if (i < n) {
+        a1 = _mm256_fmadd_ps(load_tail(a + i, n - i), load_tail(b + i, n - i), a1);
+    }
+    return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+static void axpy_avx2(float *y, float a, const float *x, size_t n) {
+    const __m256 av = _mm256_set1_ps(a);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 r = _mm256_add_ps(_mm256_loadu_ps(y + i),
+                                       _mm256_mul_ps(av, _mm256_loadu_ps(x + i)));
+        _mm256_storeu_ps(y + i, r);
+    }
+    for (; i < n; i++) {
+        y[i] = y[i] + a * x[i];
+    }
+}
+
+const kz_kernels kz_kernels_avx2 = {
+    .isa = KZ_ISA_AVX2,
+    .name = "avx2",
+    .gemm = kz_gemm_avx2,
+    .snake_beta = snake_beta_avx2,
+    .rms_norm = rms_norm_avx2,
+    .layer_norm = layer_norm_avx2,
+    .gelu = gelu_avx2,
+    .swiglu = swiglu_avx2,
+    .dot = dot_avx2,
+    .axpy = axpy_avx2,
+};

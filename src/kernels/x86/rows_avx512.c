@@ -1,0 +1,241 @@
+/*
+ * rows_avx512.c - AVX-512 row and elementwise kernels, and the AVX-512 table.
+ *
+ * Data flow: the AVX-512 versions of ref/rows_ref.c, 16 channels at a time
+ * from the row start with unaligned loads; the last n % 16 channels use
+ * masked loads and stores (zero in the idle lanes) through the same
+ * instruction sequence as the body, so results do not depend on alignment or
+ * on where a row sits in a call. Reductions (dot, the norms) sum in a fixed
+ * lane layout per n and differ from the sequential scalar sums by rounding
+ * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
+ * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
+ * simd_math.h. The table at the end pairs these with kz_gemm_avx512.
+ */
+#include "kernels/kernels.h"
+#include "kernels/x86/simd_math.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+/* Mask of the first n lanes (n <= 16). */
+static inline __mmask16 first_lanes(size_t n) {
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
+}
+
+/* y = x + inv_beta * sin(alpha * x)^2 for 16 lanes; lanes with a huge or
+ * non-finite argument fall back to libm. Idle lanes hold zeros. */
+static inline __m512 snake16(__m512 v, __m512 alpha, __m512 inv_beta) {
+    const __m512 arg = _mm512_mul_ps(alpha, v);
+    __m512 s2 = sm_sin2_16(arg);
+    const __mmask16 bad = sm_sin2_bad16(arg);
+    if (bad) {
+        _Alignas(64) float a[16];
+        _Alignas(64) float s[16];
+        _mm512_store_ps(a, arg);
+        _mm512_store_ps(s, s2);
+        for (int l = 0; l < 16; l++) {
+            if (bad >> l & 1) {
+                const float sl = sinf(a[l]);
+                s[l] = sl * sl;
+            }
+        }
+        s2 = _mm512_load_ps(s);
+    }
+    return _mm512_add_ps(v, _mm512_mul_ps(inv_beta, s2));
+}
+
+static void snake_beta_avx512(float *y, const float *x, size_t n_rows, size_t n_ch,
+                              const float *alpha, const float *inv_beta) {
+    const size_t body = n_ch / 16 * 16;
+    const __mmask16 m = first_lanes(n_ch - body);
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        for (size_t c = 0; c < body; c += 16) {
+            const __m512 r = snake16(_mm512_loadu_ps(xr + c), _mm512_loadu_ps(alpha + c),
+                                     _mm512_loadu_ps(inv_beta + c));
+            _mm512_storeu_ps(yr + c, r);
+        }
+        if (m) {
+            const __m512 r = snake16(_mm512_maskz_loadu_ps(m, xr + body),
+                                     _mm512_maskz_loadu_ps(m, alpha + body),
+                                     _mm512_maskz_loadu_ps(m, inv_beta + body));
+            _mm512_mask_storeu_ps(yr + body, m, r);
+        }
+    }
+}
+
+/* Two accumulators over 32 channels, then one over 16, then the masked tail. */
+static float sum_squares(const float *x, size_t n) {
+    __m512 a0 = _mm512_setzero_ps();
+    __m512 a1 = _mm512_setzero_ps();
+    size_t c = 0;
+    for (; c + 32 <= n; c += 32) {
+        const __m512 v0 = _mm512_loadu_ps(x + c);
+        const __m512 v1 = _mm512_loadu_ps(x + c + 16);
+        a0 = _mm512_fmadd_ps(v0, v0, a0);
+        a1 = _mm512_fmadd_ps(v1, v1, a1);
+    }
+    if (c + 16 <= n) {
+        const __m512 v = _mm512_loadu_ps(x + c);
+        a0 = _mm512_fmadd_ps(v, v, a0);
+        c += 16;
+    }
+    if (c < n) {
+        const __m512 v = _mm512_maskz_loadu_ps(first_lanes(n - c), x + c);
+        a1 = _mm512_fmadd_ps(v, v, a1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+static void rms_norm_avx512(float *y, const float *x, const float *w, size_t n_rows, size_t n_ch,
+                            float eps) {
+    const size_t body = n_ch / 16 * 16;
+    const __mmask16 m = first_lanes(n_ch - body);
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        const float ss = sum_squares(xr, n_ch);
+        const __m512 scale = _mm512_set1_ps(1.0f / sqrtf(ss / (float)n_ch + eps));
+        for (size_t c = 0; c < body; c += 16) {
+            const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(xr + c), scale);
+            _mm512_storeu_ps(yr + c, _mm512_mul_ps(v, _mm512_loadu_ps(w + c)));
+        }
+        if (m) {
+            const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + body), scale);
+            _mm512_mask_storeu_ps(yr + body, m,
+                                  _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + body)));
+        }
+    }
+}
+
+static void layer_norm_avx512(float *y, const float *x, const float *w, const float *b,
+                              size_t n_rows, size_t n_ch, float eps) {
+    const size_t body = n_ch / 16 * 16;
+    const __mmask16 m = first_lanes(n_ch - body);
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        __m512 acc = _mm512_setzero_ps();
+        for (size_t c = 0; c < body; c += 16) {
+            acc = _mm512_add_ps(acc, _mm512_loadu_ps(xr + c));
+        }
+        if (m) {
+            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, xr + body));
+        }
+        const __m512 mu = _mm512_set1_ps(_mm512_reduce_add_ps(acc) / (float)n_ch);
+        acc = _mm512_setzero_ps();
+        for (size_t c = 0; c < body; c += 16) {
+            const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xr + c), mu);
+            acc = _mm512_fmadd_ps(d, d, acc);
+        }
+        if (m) {
+            // Idle lanes would contribute (0 - mu)^2: zero them.
+            const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, xr + body), mu);
+            acc = _mm512_fmadd_ps(d, d, acc);
+        }
+        const float var = _mm512_reduce_add_ps(acc) / (float)n_ch;
+        const __m512 rstd = _mm512_set1_ps(1.0f / sqrtf(var + eps));
+        for (size_t c = 0; c < body; c += 16) {
+            const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(xr + c), mu), rstd);
+            const __m512 r = _mm512_add_ps(_mm512_mul_ps(d, _mm512_loadu_ps(w + c)),
+                                           _mm512_loadu_ps(b + c));
+            _mm512_storeu_ps(yr + c, r);
+        }
+        if (m) {
+            const __m512 d =
+                _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, xr + body), mu), rstd);
+            const __m512 r = _mm512_add_ps(_mm512_mul_ps(d, _mm512_maskz_loadu_ps(m, w + body)),
+                                           _mm512_maskz_loadu_ps(m, b + body));
+            _mm512_mask_storeu_ps(yr + body, m, r);
+        }
+    }
+}
+
+static inline __m512 gelu16(__m512 v) {
+    const __m512 e = sm_erf16(_mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f)));
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v),
+                         _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+static void gelu_avx512(float *y, const float *x, size_t n) {
+    const size_t body = n / 16 * 16;
+    for (size_t i = 0; i < body; i += 16) {
+        _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
+    }
+    if (n > body) {
+        const __mmask16 m = first_lanes(n - body);
+        _mm512_mask_storeu_ps(y + body, m, gelu16(_mm512_maskz_loadu_ps(m, x + body)));
+    }
+}
+
+static inline __m512 swiglu16(__m512 g, __m512 up) {
+    const __m512 e = sm_exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    return _mm512_mul_ps(silu, up);
+}
+
+static void swiglu_avx512(float *y, const float *gate, const float *up, size_t n) {
+    const size_t body = n / 16 * 16;
+    for (size_t i = 0; i < body; i += 16) {
+        _mm512_storeu_ps(y + i, swiglu16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+    }
+    if (n > body) {
+        const __mmask16 m = first_lanes(n - body);
+        const __m512 r = swiglu16(_mm512_maskz_loadu_ps(m, gate + body),
+                                  _mm512_maskz_loadu_ps(m, up + body));
+        _mm512_mask_storeu_ps(y + body, m, r);
+    }
+}
+
+/* Four accumulators over 64 elements, then one over 16, then the masked tail. */
+static float dot_avx512(const float *a, const float *b, size_t n) {
+    __m512 a0 = _mm512_setzero_ps();
+    __m512 a1 = _mm512_setzero_ps();
+    __m512 a2 = _mm512_setzero_ps();
+    __m512 a3 = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
+    }
+    if (i < n) {
+        const __mmask16 m = first_lanes(n - i);
+        a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), a1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+static void axpy_avx512(float *y, float a, const float *x, size_t n) {
+    const __m512 av = _mm512_set1_ps(a);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 r = _mm512_add_ps(_mm512_loadu_ps(y + i),
+                                       _mm512_mul_ps(av, _mm512_loadu_ps(x + i)));
+        _mm512_storeu_ps(y + i, r);
+    }
+    if (i < n) {
+        const __mmask16 m = first_lanes(n - i);
+        const __m512 r = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i),
+                                       _mm512_mul_ps(av, _mm512_maskz_loadu_ps(m, x + i)));
+        _mm512_mask_storeu_ps(y + i, m, r);
+    }
+}
+
+const kz_kernels kz_kernels_avx512 = {
+    .isa = KZ_ISA_AVX512,
+    .name = "avx512",
+    .gemm = kz_gemm_avx512,
+    .snake_beta = snake_beta_avx512,
+    .rms_norm = rms_norm_avx512,
+    .layer_norm = layer_norm_avx512,
+    .gelu = gelu_avx512,
+    .swiglu = swiglu_avx512,
+    .dot = dot_avx512,
+    .axpy = axpy_avx512,
+};

@@ -1,0 +1,199 @@
+/*
+ * kztts.c - public entry points: parameter checks, lifecycle, status, version.
+ *
+ * Every function here validates its arguments, clears or sets the thread's
+ * last-error message and forwards to the internal object code (model/model.c,
+ * synth/session.c, synth/decode.c). Nothing below this file checks public
+ * parameters again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kztts.h"
+#include "model/model.h"
+#include "runtime/error.h"
+#include "synth/session.h"
+
+const char *kz_version(void) {
+    return "0.1.0";
+}
+
+const char *kz_system_info(void) {
+    static _Thread_local char info[256];
+    kz_isa best = kz_cpu_best_isa();
+    snprintf(info, sizeof info, "cpu features: %s; best kernels: %s", kz_cpu_features(),
+             kz_isa_name(best));
+    return info;
+}
+
+void kz_model_default_params(kz_model_params *p) {
+    if (p) {
+        memset(p, 0, sizeof *p);
+        p->isa = KZ_ISA_CAP_AUTO;
+    }
+}
+
+kz_status kz_model_load(const char *path, const kz_model_params *params, kz_model **out) {
+    kz_error_clear();
+    if (!out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_model_load: out is NULL");
+    }
+    *out = NULL;
+    if (!path || !path[0]) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_model_load: empty model path");
+    }
+    kz_model_params defaults;
+    kz_model_default_params(&defaults);
+    if (!params) {
+        params = &defaults;
+    }
+    if (params->isa < KZ_ISA_CAP_AUTO || params->isa > KZ_ISA_CAP_AVX512) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_model_load: isa cap %d out of range",
+                            (int)params->isa);
+    }
+    return kz_model_open(path, params, out);
+}
+
+void kz_model_free(kz_model *model) {
+    kz_model_close(model);
+}
+
+const char *kz_model_describe(const kz_model *model) {
+    return model ? model->description : "";
+}
+
+int32_t kz_model_sample_rate(const kz_model *model) {
+    return model ? model->codec_cfg.output_sample_rate : 0;
+}
+
+int32_t kz_model_samples_per_frame(const kz_model *model) {
+    return model ? model->codec_cfg.decode_upsample_rate : 0;
+}
+
+int32_t kz_model_num_codebooks(const kz_model *model) {
+    return model ? model->codec_cfg.num_quantizers : 0;
+}
+
+int32_t kz_model_codebook_size(const kz_model *model) {
+    return model ? model->codec_cfg.codebook_size : 0;
+}
+
+void kz_session_default_params(kz_session_params *p) {
+    if (p) {
+        memset(p, 0, sizeof *p);
+    }
+}
+
+kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
+                         kz_session **out) {
+    kz_error_clear();
+    if (!out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_session_new: out is NULL");
+    }
+    *out = NULL;
+    if (!model) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_session_new: model is NULL");
+    }
+    kz_session_params defaults;
+    kz_session_default_params(&defaults);
+    if (!params) {
+        params = &defaults;
+    }
+    if (params->n_threads < 0 || params->n_threads > 256) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_session_new: n_threads %d out of range [0, 256]",
+                            (int)params->n_threads);
+    }
+    return kz_session_create(model, params, out);
+}
+
+void kz_session_free(kz_session *session) {
+    kz_session_destroy(session);
+}
+
+void kz_decode_default_params(kz_decode_params *p) {
+    if (p) {
+        memset(p, 0, sizeof *p);
+        p->mode = KZ_DECODE_STREAM;
+        p->chunk_frames = 4;
+    }
+}
+
+kz_status kz_decode(kz_session *session, const int32_t *codes, size_t n_frames,
+                    const kz_decode_params *params, kz_audio_fn on_audio, void *user) {
+    kz_error_clear();
+    if (!session || !on_audio || (!codes && n_frames)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_decode: session, codes and on_audio must not be NULL");
+    }
+    if (n_frames == 0) {
+        return kz_error_set(KZ_STATUS_BAD_INPUT, "kz_decode: no frames to decode");
+    }
+    kz_decode_params defaults;
+    kz_decode_default_params(&defaults);
+    if (!params) {
+        params = &defaults;
+    }
+    if (params->mode != KZ_DECODE_STREAM && params->mode != KZ_DECODE_OFFICIAL) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode: unknown mode %d",
+                            (int)params->mode);
+    }
+    if (params->chunk_frames < 1 || params->chunk_frames > 1024) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_decode: chunk_frames %d out of range [1, 1024]",
+                            (int)params->chunk_frames);
+    }
+    return kz_session_decode(session, codes, n_frames, params, on_audio, user);
+}
+
+typedef struct collect {
+    float *samples;
+    size_t n_samples;
+} collect;
+
+static bool append(const float *pcm, size_t n, int64_t pos_frame, bool is_last, void *user) {
+    collect *c = user;
+    (void)pos_frame;
+    (void)is_last;
+    memcpy(c->samples + c->n_samples, pcm, n * sizeof *pcm);
+    c->n_samples += n;
+    return true;
+}
+
+kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t n_frames,
+                        const kz_decode_params *params, kz_audio *audio) {
+    kz_error_clear();
+    if (!audio) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode_all: audio is NULL");
+    }
+    memset(audio, 0, sizeof *audio);
+    if (!session) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode_all: session is NULL");
+    }
+    size_t spf = (size_t)session->model->codec_cfg.decode_upsample_rate;
+    if (n_frames > SIZE_MAX / sizeof(float) / spf) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode_all: too many frames");
+    }
+    collect c = {.samples = malloc((n_frames ? n_frames : 1) * spf * sizeof(float))};
+    if (!c.samples) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_decode_all: out of memory");
+    }
+    kz_status st = kz_decode(session, codes, n_frames, params, append, &c);
+    if (st != KZ_OK) {
+        free(c.samples);
+        return st;
+    }
+    audio->samples = c.samples;
+    audio->n_samples = c.n_samples;
+    audio->sample_rate = session->model->codec_cfg.output_sample_rate;
+    return KZ_OK;
+}
+
+void kz_audio_free(kz_audio *audio) {
+    if (audio) {
+        free(audio->samples);
+        memset(audio, 0, sizeof *audio);
+    }
+}

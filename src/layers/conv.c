@@ -1,0 +1,301 @@
+/*
+ * conv.c - loading checkpoint convolutions into packed conv-GEMMs and running
+ * them on a session's pool; streaming history of conv inputs.
+ *
+ * Load: tensor -> f32 copy -> accessor that maps (tap j, input i, column o) to
+ * the checkpoint layout -> kz_packed_init -> release the mapped pages.
+ * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
+ * groups), one pool chunk each. Each output element is computed by exactly one
+ * tile in the kernel's fixed order, so the thread count and the tiling never
+ * change the result.
+ */
+#include "layers/conv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/error.h"
+
+typedef struct weights_view {
+    const float *w;     /* checkpoint layout */
+    size_t d1, d2, d3;  /* dims of the checkpoint tensor (d3 = 1 for 2-D) */
+    size_t s;           /* transposed: stride; n = p * out + o */
+    size_t taps;
+} weights_view;
+
+/* Linear [out, in]: W_0[i, o] = w[o, i]. */
+static float get_linear(const void *ctx, size_t j, size_t i, size_t o) {
+    const weights_view *v = ctx;
+    (void)j;
+    return v->w[o * v->d2 + i];
+}
+
+/* Conv [out, in, k]: W_j[i, o] = w[o, i, j]. */
+static float get_causal(const void *ctx, size_t j, size_t i, size_t o) {
+    const weights_view *v = ctx;
+    return v->w[(o * v->d2 + i) * v->d3 + j];
+}
+
+/* ConvTranspose [in, out, k = taps * s]: tap j reads input row t - (taps-1-j),
+ * whose contribution to output sample t*s + p is w[i, o, p + (taps-1-j)*s]. */
+static float get_transposed(const void *ctx, size_t j, size_t i, size_t n) {
+    const weights_view *v = ctx;
+    size_t out = v->d2;
+    size_t p = n / out;
+    size_t o = n % out;
+    size_t kk = p + (v->taps - 1 - j) * v->s;
+    return v->w[(i * out + o) * v->d3 + kk];
+}
+
+/* Reads a tensor of the given shape as f32 (owned copy). */
+static kz_status read_f32(const kz_st_file *f, const char *name, int n_dims, const int64_t *shape,
+                          float **out, const kz_st_tensor **tensor) {
+    *out = NULL;
+    kz_status st = kz_st_get(f, name, n_dims, shape, tensor);
+    if (st != KZ_OK) {
+        return st;
+    }
+    float *buf = malloc(((*tensor)->n_elements ? (*tensor)->n_elements : 1) * sizeof *buf);
+    if (!buf) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory reading '%s'",
+                            kz_st_path(f), name);
+    }
+    st = kz_st_to_f32(*tensor, buf);
+    if (st != KZ_OK) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    return KZ_OK;
+}
+
+/* Reads bias [n_out] and tiles it `repeat` times (transposed convs). */
+static kz_status read_bias(kz_conv *c, const kz_st_file *f, const char *name, int64_t n_out,
+                           size_t repeat) {
+    if (!name) {
+        return KZ_OK;
+    }
+    const kz_st_tensor *t;
+    float *b;
+    kz_status st = read_f32(f, name, 1, &n_out, &b, &t);
+    if (st != KZ_OK) {
+        return st;
+    }
+    c->bias = malloc((size_t)n_out * repeat * sizeof *c->bias);
+    if (!c->bias) {
+        free(b);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t r = 0; r < repeat; r++) {
+        memcpy(c->bias + r * (size_t)n_out, b, (size_t)n_out * sizeof *b);
+    }
+    free(b);
+    return KZ_OK;
+}
+
+static kz_status pack(kz_conv *c, const kz_st_file *f, const kz_st_tensor *t, kz_pack_get_fn get,
+                      const weights_view *v) {
+    int rc = kz_packed_init(&c->w, c->taps, c->k_in, c->n, get, v);
+    kz_st_release(f, t);
+    if (rc != 0) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing '%s'", t->name);
+    }
+    return KZ_OK;
+}
+
+kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_name,
+                              const char *b_name, int64_t out, int64_t in) {
+    memset(c, 0, sizeof *c);
+    int64_t shape[3] = {out, in, 1};
+    const kz_st_tensor *t = kz_st_find(f, w_name);
+    int n_dims = t && t->n_dims == 3 ? 3 : 2;
+    float *w;
+    kz_status st = read_f32(f, w_name, n_dims, shape, &w, &t);
+    if (st != KZ_OK) {
+        return st;
+    }
+    *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)out, .taps = 1, .dilation = 1};
+    weights_view v = {.w = w, .d1 = (size_t)out, .d2 = (size_t)in, .d3 = 1};
+    st = pack(c, f, t, get_linear, &v);
+    free(w);
+    if (st == KZ_OK) {
+        st = read_bias(c, f, b_name, out, 1);
+    }
+    if (st != KZ_OK) {
+        kz_conv_free(c);
+    }
+    return st;
+}
+
+kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_name,
+                              const char *b_name, int64_t out, int64_t in, int64_t k, int64_t d) {
+    memset(c, 0, sizeof *c);
+    int64_t shape[3] = {out, in, k};
+    const kz_st_tensor *t;
+    float *w;
+    kz_status st = read_f32(f, w_name, 3, shape, &w, &t);
+    if (st != KZ_OK) {
+        return st;
+    }
+    *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)out, .taps = (size_t)k,
+                   .dilation = (size_t)d, .history = (size_t)((k - 1) * d)};
+    weights_view v = {.w = w, .d1 = (size_t)out, .d2 = (size_t)in, .d3 = (size_t)k};
+    st = pack(c, f, t, get_causal, &v);
+    free(w);
+    if (st == KZ_OK) {
+        st = read_bias(c, f, b_name, out, 1);
+    }
+    if (st != KZ_OK) {
+        kz_conv_free(c);
+    }
+    return st;
+}
+
+kz_status kz_conv_load_transposed(kz_conv *c, const kz_st_file *f, const char *w_name,
+                                  const char *b_name, int64_t in, int64_t out, int64_t k,
+                                  int64_t s) {
+    memset(c, 0, sizeof *c);
+    if (s <= 0 || k % s != 0) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s: '%s': transposed conv kernel %lld is not a multiple of stride %lld",
+                            kz_st_path(f), w_name, (long long)k, (long long)s);
+    }
+    int64_t shape[3] = {in, out, k};
+    const kz_st_tensor *t;
+    float *w;
+    kz_status st = read_f32(f, w_name, 3, shape, &w, &t);
+    if (st != KZ_OK) {
+        return st;
+    }
+    size_t taps = (size_t)(k / s);
+    *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)(out * s), .taps = taps, .dilation = 1,
+                   .history = taps - 1};
+    weights_view v = {.w = w, .d1 = (size_t)in, .d2 = (size_t)out, .d3 = (size_t)k,
+                      .s = (size_t)s, .taps = taps};
+    st = pack(c, f, t, get_transposed, &v);
+    free(w);
+    if (st == KZ_OK) {
+        st = read_bias(c, f, b_name, out, (size_t)s);
+    }
+    if (st != KZ_OK) {
+        kz_conv_free(c);
+    }
+    return st;
+}
+
+void kz_conv_free(kz_conv *c) {
+    if (!c) {
+        return;
+    }
+    kz_packed_free(&c->w);
+    free(c->bias);
+    memset(c, 0, sizeof *c);
+}
+
+/* --- running ------------------------------------------------------------ */
+
+typedef struct gemm_job {
+    const kz_kernels *k;
+    kz_gemm_args args;
+    size_t row_block, panel_block, n_row_blocks;
+} gemm_job;
+
+static void gemm_tile(void *arg, size_t chunk, int worker) {
+    const gemm_job *j = arg;
+    (void)worker;
+    size_t rb = chunk % j->n_row_blocks;
+    size_t pb = chunk / j->n_row_blocks;
+    size_t t0 = rb * j->row_block;
+    size_t t1 = t0 + j->row_block < j->args.n_rows ? t0 + j->row_block : j->args.n_rows;
+    size_t p0 = pb * j->panel_block;
+    size_t p1 = p0 + j->panel_block < j->args.w->n_panels ? p0 + j->panel_block
+                                                           : j->args.w->n_panels;
+    j->k->gemm(&j->args, t0, t1, p0, p1);
+}
+
+/* Tiles: row blocks of 48 (a multiple of common micro-kernel heights) and
+ * groups of 4 panels (64 columns); small problems are cut finer so that every
+ * thread gets work. */
+static void choose_tiles(gemm_job *j, int n_threads) {
+    size_t n_rows = j->args.n_rows;
+    size_t n_panels = j->args.w->n_panels;
+    j->row_block = n_rows < 48 ? n_rows : 48;
+    j->panel_block = 4;
+    size_t n_tiles;
+    for (;;) {
+        j->n_row_blocks = (n_rows + j->row_block - 1) / j->row_block;
+        n_tiles = j->n_row_blocks * ((n_panels + j->panel_block - 1) / j->panel_block);
+        if (n_tiles >= (size_t)n_threads * 4 || j->panel_block == 1) {
+            break;
+        }
+        j->panel_block /= 2;
+    }
+}
+
+void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
+                 size_t n_rows, kz_gemm_mode mode) {
+    if (n_rows == 0) {
+        return;
+    }
+    gemm_job j = {.k = e->k,
+                  .args = {.y = y, .ldy = ldy, .x = x, .ldx = ldx, .tap_stride = c->dilation,
+                           .w = &c->w, .bias = c->bias, .mode = mode, .n_rows = n_rows}};
+    choose_tiles(&j, kz_pool_threads(e->pool));
+    size_t n_chunks = j.n_row_blocks * ((c->w.n_panels + j.panel_block - 1) / j.panel_block);
+    kz_pool_run(e->pool, n_chunks, gemm_tile, &j);
+    e->flop += 2.0 * (double)n_rows * (double)c->n * (double)c->k_in * (double)c->taps;
+}
+
+/* --- streaming history -------------------------------------------------- */
+
+kz_status kz_conv_state_init(kz_conv_state *s, size_t n_rows, size_t ch) {
+    s->n_rows = n_rows;
+    s->ch = ch;
+    s->rows = calloc(n_rows * ch + 1, sizeof *s->rows);
+    if (!s->rows) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for conv state");
+    }
+    return KZ_OK;
+}
+
+void kz_conv_state_free(kz_conv_state *s) {
+    free(s->rows);
+    memset(s, 0, sizeof *s);
+}
+
+void kz_conv_state_reset(kz_conv_state *s) {
+    memset(s->rows, 0, s->n_rows * s->ch * sizeof *s->rows);
+}
+
+float *kz_conv_state_begin(const kz_conv_state *s, float *scratch) {
+    memcpy(scratch, s->rows, s->n_rows * s->ch * sizeof *scratch);
+    return scratch + s->n_rows * s->ch;
+}
+
+void kz_conv_state_end(kz_conv_state *s, const float *scratch, size_t n_new) {
+    memcpy(s->rows, scratch + n_new * s->ch, s->n_rows * s->ch * sizeof *scratch);
+}
+
+/* --- elementwise row passes --------------------------------------------- */
+
+typedef struct rows_job {
+    kz_rows_fn fn;
+    void *arg;
+    size_t n_rows, block;
+} rows_job;
+
+static void rows_chunk(void *arg, size_t chunk, int worker) {
+    const rows_job *j = arg;
+    (void)worker;
+    size_t r0 = chunk * j->block;
+    size_t r1 = r0 + j->block < j->n_rows ? r0 + j->block : j->n_rows;
+    j->fn(j->arg, r0, r1);
+}
+
+void kz_exec_rows(kz_exec *e, size_t n_rows, size_t min_block, kz_rows_fn fn, void *arg) {
+    size_t n_threads = (size_t)kz_pool_threads(e->pool);
+    size_t block = (n_rows + n_threads * 4 - 1) / (n_threads * 4);
+    block = block < min_block ? min_block : block;
+    rows_job j = {.fn = fn, .arg = arg, .n_rows = n_rows, .block = block ? block : 1};
+    kz_pool_run(e->pool, (n_rows + j.block - 1) / j.block, rows_chunk, &j);
+}

@@ -1,0 +1,89 @@
+/*
+ * conv.h - convolutions and linear layers as packed conv-GEMMs, with the
+ * streaming history that makes chunked decoding exact.
+ *
+ * Every codec convolution is one kz_kernels.gemm over time-major activations
+ * [rows, channels] (see kernels.h):
+ *   linear / 1x1 conv         taps 1
+ *   causal conv (k, dilation) taps k over rows t .. t + (k-1)d of an input that
+ *                             starts with (k-1)d history rows (left context)
+ *   transposed conv (k = m s) taps m over rows t-(m-1) .. t, n = s * c_out: output
+ *                             row t holds the s samples of input step t
+ * A kz_conv_state keeps the last history rows of a conv's input between chunks;
+ * zeros at the start equal the reference's left zero padding, so decoding in
+ * chunks of any size gives the bits of a single pass.
+ *
+ * Loading reads the checkpoint tensor (F32/F16/BF16), checks its shape, packs it
+ * and releases the mapped pages.
+ */
+#ifndef KZ_CONV_H
+#define KZ_CONV_H
+
+#include <stddef.h>
+
+#include "io/safetensors.h"
+#include "kernels/kernels.h"
+#include "runtime/threadpool.h"
+
+/* Where kernels run: the kernel table and the pool of the calling session. */
+typedef struct kz_exec {
+    const kz_kernels *k;
+    kz_pool *pool;
+    double flop; /* floating-point operations issued through kz_conv_run */
+} kz_exec;
+
+typedef struct kz_conv {
+    kz_packed w;        /* packed weights */
+    float *bias;        /* [n] or NULL, owned (tiled s times for transposed convs) */
+    size_t k_in;        /* input channels */
+    size_t n;           /* GEMM output columns (c_out, or s * c_out when transposed) */
+    size_t taps;        /* kernel taps over input rows */
+    size_t dilation;    /* rows between taps */
+    size_t history;     /* input rows of left context: (taps - 1) * dilation */
+} kz_conv;
+
+/* Linear layer: weight [out, in] (or a 1x1 conv [out, in, 1]), optional bias [out]
+ * (b_name NULL: no bias). */
+kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_name,
+                              const char *b_name, int64_t out, int64_t in);
+
+/* Causal conv1d: weight [out, in, k], bias [out], dilation d. */
+kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_name,
+                              const char *b_name, int64_t out, int64_t in, int64_t k, int64_t d);
+
+/* Transposed conv1d keeping the first L*s outputs: weight [in, out, k] with k a
+ * multiple of s, bias [out]. */
+kz_status kz_conv_load_transposed(kz_conv *c, const kz_st_file *f, const char *w_name,
+                                  const char *b_name, int64_t in, int64_t out, int64_t k,
+                                  int64_t s);
+
+void kz_conv_free(kz_conv *c);
+
+/* y[n_rows, ldy] (=|+=) conv(x) where x points at the first history row and has
+ * ldx >= k_in; the work is split over the pool. */
+void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
+                 size_t n_rows, kz_gemm_mode mode);
+
+/* Left context of one conv input between chunks. */
+typedef struct kz_conv_state {
+    float *rows;     /* [n_rows, ch], owned */
+    size_t n_rows;   /* history rows */
+    size_t ch;       /* channels */
+} kz_conv_state;
+
+kz_status kz_conv_state_init(kz_conv_state *s, size_t n_rows, size_t ch);
+void kz_conv_state_free(kz_conv_state *s);
+void kz_conv_state_reset(kz_conv_state *s);
+
+/* Copies the history to the top of scratch ([history + new rows, ch]) and
+ * returns where the new rows go. */
+float *kz_conv_state_begin(const kz_conv_state *s, float *scratch);
+
+/* Saves the last history rows of scratch after n_new rows were appended. */
+void kz_conv_state_end(kz_conv_state *s, const float *scratch, size_t n_new);
+
+/* Runs fn over [0, n_rows) in row blocks on the pool (for elementwise passes). */
+typedef void (*kz_rows_fn)(void *arg, size_t r0, size_t r1);
+void kz_exec_rows(kz_exec *e, size_t n_rows, size_t min_block, kz_rows_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * vector.c - per-channel parameter vectors and scaled residual adds.
+ */
+#include "layers/vector.h"
+
+#include "runtime/error.h"
+
+kz_status kz_vector_load(const kz_st_file *f, const char *name, size_t n, float *dst) {
+    int64_t shape[1] = {(int64_t)n};
+    const kz_st_tensor *t;
+    kz_status st = kz_st_get(f, name, 1, shape, &t);
+    if (st != KZ_OK) {
+        return st;
+    }
+    return kz_st_to_f32(t, dst);
+}
+
+void kz_vector_add_scaled_rows(float *x, const float *h, const float *scale, size_t n_rows,
+                               size_t n_ch) {
+    for (size_t t = 0; t < n_rows; t++) {
+        float *xr = x + t * n_ch;
+        const float *hr = h + t * n_ch;
+        for (size_t c = 0; c < n_ch; c++) {
+            float s = scale[c] * hr[c];
+            xr[c] = xr[c] + s;
+        }
+    }
+}

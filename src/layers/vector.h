@@ -1,0 +1,21 @@
+/*
+ * vector.h - small helpers for per-channel parameter vectors and residual
+ * updates shared by the model components.
+ */
+#ifndef KZ_VECTOR_H
+#define KZ_VECTOR_H
+
+#include <stddef.h>
+
+#include "io/safetensors.h"
+
+/* Reads tensor `name` of shape [n] as f32 into dst[n]; the message names the
+ * file and tensor on a missing tensor or wrong shape. */
+kz_status kz_vector_load(const kz_st_file *f, const char *name, size_t n, float *dst);
+
+/* x[t, c] += scale[c] * h[t, c] for [n_rows, n_ch]: the reference's
+ * `residual + scale * h`, rounded as two separate operations. */
+void kz_vector_add_scaled_rows(float *x, const float *h, const float *scale, size_t n_rows,
+                               size_t n_ch);
+
+#endif

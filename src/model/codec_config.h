@@ -1,0 +1,57 @@
+/*
+ * codec_config.h - hyperparameters of the Qwen3-TTS-Tokenizer-12Hz codec
+ * (speech_tokenizer/config.json), read into a typed struct.
+ *
+ * Field names are the checkpoint's keys. Missing keys take the defaults of the
+ * official configuration class (Qwen3TTSTokenizerV2DecoderConfig), which are
+ * NOT the released values for every key (e.g. hidden_size defaults to 1024, the
+ * release says 512), exactly as Hugging Face would load the file.
+ */
+#ifndef KZ_CODEC_CONFIG_H
+#define KZ_CODEC_CONFIG_H
+
+#include <stdint.h>
+
+#include "kztts.h"
+
+#define KZ_CODEC_MAX_RATES 8
+
+typedef struct kz_codec_config {
+    /* top level */
+    int32_t input_sample_rate;            /* 24000 */
+    int32_t output_sample_rate;           /* 24000 */
+    int32_t decode_upsample_rate;         /* 1920 = samples per frame */
+    int32_t encode_downsample_rate;       /* 1920 */
+    int32_t encoder_valid_num_quantizers; /* 16 */
+    /* decoder_config */
+    int32_t codebook_size;           /* 2048 entries per codebook */
+    int32_t codebook_dim;            /* 512; the RVQ tables are codebook_dim / 2 wide */
+    int32_t latent_dim;              /* 1024 */
+    int32_t hidden_size;             /* 512, pre-transformer width */
+    int32_t num_hidden_layers;       /* 8 */
+    int32_t num_attention_heads;     /* 16 */
+    int32_t num_key_value_heads;     /* 16 */
+    int32_t head_dim;                /* 64 */
+    int32_t intermediate_size;       /* 1024 */
+    int32_t sliding_window;          /* 72 frames */
+    int32_t max_position_embeddings; /* 8000 (informational; RoPE is computed for any position) */
+    int32_t num_quantizers;          /* 16 */
+    int32_t num_semantic_quantizers; /* 1 */
+    int32_t decoder_dim;             /* 1536 */
+    float rms_norm_eps;              /* 1e-5 */
+    float rope_theta;                /* 10000 */
+    int32_t n_upsample_rates;        /* 4 */
+    int32_t upsample_rates[KZ_CODEC_MAX_RATES];    /* 8 5 4 3 (decoder blocks) */
+    int32_t n_upsampling_ratios;     /* 2 */
+    int32_t upsampling_ratios[KZ_CODEC_MAX_RATES]; /* 2 2 (ConvNeXt stages) */
+} kz_codec_config;
+
+/* Reads `path` (a speech_tokenizer/config.json) and checks every value and the
+ * relations the decoder relies on (upsampling product == decode_upsample_rate,
+ * heads * head_dim consistent, decoder_dim divisible by 2^blocks, ...). */
+kz_status kz_codec_config_load(const char *path, kz_codec_config *out);
+
+/* Writes a one-paragraph summary into buf. */
+void kz_codec_config_describe(const kz_codec_config *c, char *buf, size_t buf_size);
+
+#endif

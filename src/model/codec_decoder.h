@@ -1,0 +1,110 @@
+/*
+ * codec_decoder.h - Qwen3-TTS-Tokenizer-12Hz decoder: 16 codes per 80 ms frame
+ * -> 1920 samples of 24 kHz audio, streaming with carried state.
+ *
+ *   codes [T, 16]
+ *   -> split RVQ lookup + output projections   [T, codebook_dim]      decoder.quantizer.*
+ *   -> pre_conv (causal k3)                    [T, latent]            decoder.pre_conv.conv.*
+ *   -> pre_transformer (window 72)             [T, latent]            decoder.pre_transformer.*
+ *   -> 2 x (ConvTranspose x2 + ConvNeXt)       [4T, latent]           decoder.upsample.{u}.*
+ *   -> causal conv k7                          [4T, decoder_dim]      decoder.decoder.0.*
+ *   -> 4 x DecoderBlock (SnakeBeta, ConvTranspose x r, 3 residual units, dilation 1/3/9)
+ *                                              [1920T, decoder_dim/16] decoder.decoder.{1..4}.*
+ *   -> SnakeBeta, causal conv k7 -> clamp      [1920T]                decoder.decoder.{5,6}.*
+ *
+ * Activations are time-major [rows, channels]. Upstream: Qwen3TTSTokenizerV2Decoder
+ * (forward). Every convolution is causal, so decoding chunk by chunk with each
+ * conv's left context and the transformer's KV window carried in
+ * kz_codec_state is bit-identical to one pass over all frames.
+ * Traps: the decoder blocks' ConvTranspose (k = 2r, stride r) drops the last r
+ * samples (kept length L*r); SnakeBeta parameters are stored as logarithms.
+ */
+#ifndef KZ_CODEC_DECODER_H
+#define KZ_CODEC_DECODER_H
+
+#include "layers/conv.h"
+#include "model/codec_config.h"
+#include "model/codec_transformer.h"
+
+#define KZ_CODEC_RES_UNITS 3
+
+typedef struct kz_snake {
+    float *alpha;    /* [ch] exp(alpha_log) */
+    float *inv_beta; /* [ch] 1 / (exp(beta_log) + 1e-9) */
+} kz_snake;
+
+typedef struct kz_res_unit {
+    kz_snake act1, act2;
+    kz_conv conv1; /* causal k7, dilation 1/3/9 */
+    kz_conv conv2; /* 1x1 */
+} kz_res_unit;
+
+typedef struct kz_decoder_block {
+    int32_t rate, c_in, c_out;
+    kz_snake act;
+    kz_conv up; /* transposed, k = 2 rate, stride rate */
+    kz_res_unit res[KZ_CODEC_RES_UNITS];
+} kz_decoder_block;
+
+typedef struct kz_convnext {
+    kz_conv up;       /* transposed, k = stride = ratio */
+    float *dw_w;      /* [latent, 7] depthwise causal conv */
+    float *dw_b;      /* [latent] */
+    float *norm_w, *norm_b, *gamma; /* [latent] */
+    kz_conv pw1, pw2; /* latent -> 4 latent -> latent */
+} kz_convnext;
+
+typedef struct kz_codec_decoder {
+    kz_codec_config cfg;
+    float *codebooks;            /* [num_quantizers, codebook_size, codebook_dim / 2] */
+    kz_conv proj_first;          /* rvq_first.output_proj, 1x1 no bias */
+    kz_conv proj_rest;           /* rvq_rest.output_proj */
+    kz_conv pre_conv;            /* causal k3, codebook_dim -> latent */
+    kz_codec_transformer transformer;
+    kz_convnext upsample[KZ_CODEC_MAX_RATES];
+    kz_conv dec0;                /* causal k7, latent -> decoder_dim */
+    kz_decoder_block blocks[KZ_CODEC_MAX_RATES];
+    kz_snake final_act;
+    kz_conv final_conv;          /* causal k7, -> 1 */
+    float *store;                /* owned storage for the per-channel vectors */
+    size_t store_used, store_size;
+} kz_codec_decoder;
+
+/* Stage observer for tests: called after each stage with the chunk's rows. */
+typedef void (*kz_codec_tap_fn)(void *user, const char *stage, const float *rows, size_t n_rows,
+                                size_t n_ch);
+
+/* Per-session decoder state. */
+typedef struct kz_codec_state {
+    size_t max_frames;           /* frames per internal step */
+    kz_conv_state pre_conv, dec0, final_conv;
+    kz_conv_state dw[KZ_CODEC_MAX_RATES];
+    kz_conv_state block_up[KZ_CODEC_MAX_RATES];
+    kz_conv_state res[KZ_CODEC_MAX_RATES][KZ_CODEC_RES_UNITS];
+    kz_codec_transformer_state tr;
+    float *a, *b, *c, *d;        /* scratch, [scratch_floats] each */
+    size_t scratch_floats;
+    double ms[4];                /* quantizer, transformer, upsample, vocoder */
+    kz_codec_tap_fn tap;         /* NULL normally */
+    void *tap_user;
+} kz_codec_state;
+
+/* Loads the decoder from the codec safetensors file with config cfg. */
+kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_st_file *f,
+                                const kz_codec_config *cfg);
+void kz_codec_decoder_free(kz_codec_decoder *d);
+
+/* State for internal steps of up to max_frames frames (memory ~ max_frames). */
+kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size_t max_frames);
+void kz_codec_state_free(kz_codec_state *s);
+
+/* Forgets all history: the next frame is decoded as the first of a stream. */
+void kz_codec_state_reset(kz_codec_state *s);
+
+/* Decodes n_frames frames (codes frame-major [n_frames, num_quantizers], each
+ * already checked to be in [0, codebook_size)) continuing the stream in s;
+ * writes n_frames * decode_upsample_rate samples to pcm. */
+void kz_codec_decode(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
+                     const int32_t *codes, size_t n_frames, float *pcm);
+
+#endif

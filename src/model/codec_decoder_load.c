@@ -1,0 +1,239 @@
+/*
+ * codec_decoder_load.c - reading the codec decoder's tensors from
+ * speech_tokenizer/model.safetensors into kz_codec_decoder.
+ *
+ * Flow: RVQ codebooks (embedding_sum / max(cluster_usage, 1e-5), as the
+ * reference's EuclideanCodebook.decode) and output projections; pre_conv; the
+ * pre-transformer (codec_transformer.c); the upsample stages; the decoder
+ * convs and blocks. Every tensor is shape-checked against the config; conv
+ * weights are packed for the GEMM kernel and their mapped pages released.
+ * Per-channel vectors (SnakeBeta, norms, ConvNeXt) live in one owned store.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers/vector.h"
+#include "model/codec_decoder.h"
+#include "runtime/error.h"
+
+/* Takes n floats from the decoder's vector store. */
+static float *take(kz_codec_decoder *d, size_t n) {
+    KZ_ASSERT(d->store_used + n <= d->store_size);
+    float *p = d->store + d->store_used;
+    d->store_used += n;
+    return p;
+}
+
+static size_t store_size(const kz_codec_config *c) {
+    size_t latent = (size_t)c->latent_dim, n = 0;
+    n += (size_t)c->n_upsampling_ratios * latent * (7 + 4);
+    size_t ch = (size_t)c->decoder_dim;
+    for (int b = 0; b < c->n_upsample_rates; b++) {
+        n += 2 * ch + KZ_CODEC_RES_UNITS * 4 * (ch / 2);
+        ch /= 2;
+    }
+    return n + 2 * ch + 16;
+}
+
+static kz_status load_snake(kz_codec_decoder *d, const kz_st_file *f, const char *prefix,
+                            size_t ch, kz_snake *s) {
+    char name[160];
+    s->alpha = take(d, ch);
+    s->inv_beta = take(d, ch);
+    snprintf(name, sizeof name, "%s.alpha", prefix);
+    kz_status st = kz_vector_load(f, name, ch, s->alpha);
+    snprintf(name, sizeof name, "%s.beta", prefix);
+    if (st == KZ_OK) {
+        st = kz_vector_load(f, name, ch, s->inv_beta);
+    }
+    for (size_t c = 0; st == KZ_OK && c < ch; c++) {
+        // As the reference: alpha = exp(alpha); 1.0 / (exp(beta) + 1e-9), in fp32.
+        s->alpha[c] = expf(s->alpha[c]);
+        s->inv_beta[c] = 1.0f / (expf(s->inv_beta[c]) + 1e-9f);
+    }
+    return st;
+}
+
+static kz_status load_quantizer(kz_codec_decoder *d, const kz_st_file *f) {
+    const kz_codec_config *c = &d->cfg;
+    size_t dim = (size_t)c->codebook_dim / 2, size = (size_t)c->codebook_size;
+    d->codebooks = malloc((size_t)c->num_quantizers * size * dim * sizeof(float));
+    float *usage = malloc(size * sizeof(float));
+    kz_status st = d->codebooks && usage ? KZ_OK
+                                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    char name[160];
+    for (int q = 0; q < c->num_quantizers && st == KZ_OK; q++) {
+        const char *base = q == 0 ? "rvq_first" : "rvq_rest";
+        int layer = q == 0 ? 0 : q - 1;
+        float *table = d->codebooks + (size_t)q * size * dim;
+        int64_t shape[2] = {(int64_t)size, (int64_t)dim};
+        const kz_st_tensor *t;
+        snprintf(name, sizeof name, "decoder.quantizer.%s.vq.layers.%d._codebook.embedding_sum",
+                 base, layer);
+        st = kz_st_get(f, name, 2, shape, &t);
+        st = st == KZ_OK ? kz_st_to_f32(t, table) : st;
+        snprintf(name, sizeof name, "decoder.quantizer.%s.vq.layers.%d._codebook.cluster_usage",
+                 base, layer);
+        st = st == KZ_OK ? kz_vector_load(f, name, size, usage) : st;
+        for (size_t r = 0; st == KZ_OK && r < size; r++) {
+            float u = usage[r] < 1e-5f ? 1e-5f : usage[r];
+            for (size_t i = 0; i < dim; i++) {
+                table[r * dim + i] = table[r * dim + i] / u;
+            }
+        }
+    }
+    free(usage);
+    int64_t out = c->codebook_dim, in = (int64_t)dim;
+    if (st == KZ_OK) {
+        st = kz_conv_load_linear(&d->proj_first, f, "decoder.quantizer.rvq_first.output_proj.weight",
+                                 NULL, out, in);
+    }
+    if (st == KZ_OK) {
+        st = kz_conv_load_linear(&d->proj_rest, f, "decoder.quantizer.rvq_rest.output_proj.weight",
+                                 NULL, out, in);
+    }
+    return st;
+}
+
+static kz_status load_convnext(kz_codec_decoder *d, const kz_st_file *f, int u) {
+    const kz_codec_config *c = &d->cfg;
+    kz_convnext *x = &d->upsample[u];
+    int64_t latent = c->latent_dim, ratio = c->upsampling_ratios[u];
+    char w[160], b[160];
+    snprintf(w, sizeof w, "decoder.upsample.%d.0.conv.weight", u);
+    snprintf(b, sizeof b, "decoder.upsample.%d.0.conv.bias", u);
+    kz_status st = kz_conv_load_transposed(&x->up, f, w, b, latent, latent, ratio, ratio);
+    x->dw_w = take(d, (size_t)latent * 7);
+    x->dw_b = take(d, (size_t)latent);
+    x->norm_w = take(d, (size_t)latent);
+    x->norm_b = take(d, (size_t)latent);
+    x->gamma = take(d, (size_t)latent);
+    int64_t dw_shape[3] = {latent, 1, 7};
+    const kz_st_tensor *t;
+    snprintf(w, sizeof w, "decoder.upsample.%d.1.dwconv.conv.weight", u);
+    st = st == KZ_OK ? kz_st_get(f, w, 3, dw_shape, &t) : st;
+    st = st == KZ_OK ? kz_st_to_f32(t, x->dw_w) : st;
+    struct { const char *n; float *dst; } vecs[4] = {{"dwconv.conv.bias", x->dw_b},
+        {"norm.weight", x->norm_w}, {"norm.bias", x->norm_b}, {"gamma", x->gamma}};
+    for (int i = 0; i < 4 && st == KZ_OK; i++) {
+        snprintf(w, sizeof w, "decoder.upsample.%d.1.%s", u, vecs[i].n);
+        st = kz_vector_load(f, w, (size_t)latent, vecs[i].dst);
+    }
+    snprintf(w, sizeof w, "decoder.upsample.%d.1.pwconv1.weight", u);
+    snprintf(b, sizeof b, "decoder.upsample.%d.1.pwconv1.bias", u);
+    st = st == KZ_OK ? kz_conv_load_linear(&x->pw1, f, w, b, 4 * latent, latent) : st;
+    snprintf(w, sizeof w, "decoder.upsample.%d.1.pwconv2.weight", u);
+    snprintf(b, sizeof b, "decoder.upsample.%d.1.pwconv2.bias", u);
+    st = st == KZ_OK ? kz_conv_load_linear(&x->pw2, f, w, b, latent, 4 * latent) : st;
+    return st;
+}
+
+static kz_status load_res_unit(kz_codec_decoder *d, const kz_st_file *f, int n, int i,
+                               int64_t ch, kz_res_unit *r) {
+    static const int dilations[KZ_CODEC_RES_UNITS] = {1, 3, 9};
+    char p[160], w[160], b[160];
+    snprintf(p, sizeof p, "decoder.decoder.%d.block.%d.act1", n, i + 2);
+    kz_status st = load_snake(d, f, p, (size_t)ch, &r->act1);
+    snprintf(p, sizeof p, "decoder.decoder.%d.block.%d.act2", n, i + 2);
+    st = st == KZ_OK ? load_snake(d, f, p, (size_t)ch, &r->act2) : st;
+    snprintf(w, sizeof w, "decoder.decoder.%d.block.%d.conv1.conv.weight", n, i + 2);
+    snprintf(b, sizeof b, "decoder.decoder.%d.block.%d.conv1.conv.bias", n, i + 2);
+    st = st == KZ_OK ? kz_conv_load_causal(&r->conv1, f, w, b, ch, ch, 7, dilations[i]) : st;
+    snprintf(w, sizeof w, "decoder.decoder.%d.block.%d.conv2.conv.weight", n, i + 2);
+    snprintf(b, sizeof b, "decoder.decoder.%d.block.%d.conv2.conv.bias", n, i + 2);
+    st = st == KZ_OK ? kz_conv_load_linear(&r->conv2, f, w, b, ch, ch) : st;
+    return st;
+}
+
+static kz_status load_block(kz_codec_decoder *d, const kz_st_file *f, int i) {
+    kz_decoder_block *blk = &d->blocks[i];
+    int n = i + 1; // decoder.decoder.{1..}
+    blk->rate = d->cfg.upsample_rates[i];
+    blk->c_in = d->cfg.decoder_dim >> i;
+    blk->c_out = blk->c_in / 2;
+    char p[160], b[160];
+    snprintf(p, sizeof p, "decoder.decoder.%d.block.0", n);
+    kz_status st = load_snake(d, f, p, (size_t)blk->c_in, &blk->act);
+    snprintf(p, sizeof p, "decoder.decoder.%d.block.1.conv.weight", n);
+    snprintf(b, sizeof b, "decoder.decoder.%d.block.1.conv.bias", n);
+    st = st == KZ_OK ? kz_conv_load_transposed(&blk->up, f, p, b, blk->c_in, blk->c_out,
+                                               2 * blk->rate, blk->rate)
+                     : st;
+    for (int r = 0; r < KZ_CODEC_RES_UNITS && st == KZ_OK; r++) {
+        st = load_res_unit(d, f, n, r, blk->c_out, &blk->res[r]);
+    }
+    return st;
+}
+
+static kz_status load_decoder_convs(kz_codec_decoder *d, const kz_st_file *f) {
+    const kz_codec_config *c = &d->cfg;
+    kz_status st = kz_conv_load_causal(&d->pre_conv, f, "decoder.pre_conv.conv.weight",
+                                       "decoder.pre_conv.conv.bias", c->latent_dim,
+                                       c->codebook_dim, 3, 1);
+    st = st == KZ_OK ? kz_conv_load_causal(&d->dec0, f, "decoder.decoder.0.conv.weight",
+                                           "decoder.decoder.0.conv.bias", c->decoder_dim,
+                                           c->latent_dim, 7, 1)
+                     : st;
+    int nb = c->n_upsample_rates;
+    int64_t out_ch = c->decoder_dim >> nb;
+    char p[64], w[160], b[160];
+    snprintf(p, sizeof p, "decoder.decoder.%d", nb + 1);
+    st = st == KZ_OK ? load_snake(d, f, p, (size_t)out_ch, &d->final_act) : st;
+    snprintf(w, sizeof w, "decoder.decoder.%d.conv.weight", nb + 2);
+    snprintf(b, sizeof b, "decoder.decoder.%d.conv.bias", nb + 2);
+    st = st == KZ_OK ? kz_conv_load_causal(&d->final_conv, f, w, b, 1, out_ch, 7, 1) : st;
+    return st;
+}
+
+kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_st_file *f,
+                                const kz_codec_config *cfg) {
+    memset(d, 0, sizeof *d);
+    d->cfg = *cfg;
+    d->store_size = store_size(cfg);
+    d->store = malloc(d->store_size * sizeof *d->store);
+    if (!d->store) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading the codec");
+    }
+    kz_status st = load_quantizer(d, f);
+    st = st == KZ_OK ? load_decoder_convs(d, f) : st;
+    st = st == KZ_OK ? kz_codec_transformer_load(&d->transformer, f, cfg) : st;
+    for (int u = 0; u < cfg->n_upsampling_ratios && st == KZ_OK; u++) {
+        st = load_convnext(d, f, u);
+    }
+    for (int i = 0; i < cfg->n_upsample_rates && st == KZ_OK; i++) {
+        st = load_block(d, f, i);
+    }
+    if (st != KZ_OK) {
+        kz_codec_decoder_free(d);
+    }
+    return st;
+}
+
+void kz_codec_decoder_free(kz_codec_decoder *d) {
+    if (!d) {
+        return;
+    }
+    kz_conv_free(&d->proj_first);
+    kz_conv_free(&d->proj_rest);
+    kz_conv_free(&d->pre_conv);
+    kz_conv_free(&d->dec0);
+    kz_conv_free(&d->final_conv);
+    kz_codec_transformer_free(&d->transformer);
+    for (int u = 0; u < KZ_CODEC_MAX_RATES; u++) {
+        kz_conv_free(&d->upsample[u].up);
+        kz_conv_free(&d->upsample[u].pw1);
+        kz_conv_free(&d->upsample[u].pw2);
+    }
+    for (int i = 0; i < KZ_CODEC_MAX_RATES; i++) {
+        kz_conv_free(&d->blocks[i].up);
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            kz_conv_free(&d->blocks[i].res[r].conv1);
+            kz_conv_free(&d->blocks[i].res[r].conv2);
+        }
+    }
+    free(d->codebooks);
+    free(d->store);
+    memset(d, 0, sizeof *d);
+}

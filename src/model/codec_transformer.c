@@ -1,0 +1,262 @@
+/*
+ * codec_transformer.c - the codec pre-transformer (see codec_transformer.h).
+ *
+ * Per layer, for a chunk of T rows at positions pos .. pos+T-1:
+ *   xn = RMSNorm(x)                        input_layernorm, eps rms_norm_eps
+ *   q, k, v = xn Wq, xn Wk, xn Wv          no bias, no QK-norm
+ *   q, k = RoPE(q, k; pos + t)             rotate-half over head_dim, theta 1e4
+ *   att[t] = softmax(q k^T / sqrt(hd)) v   keys pos+t-W+1 .. pos+t from the ring
+ *   x += attn_scale * (att Wo)             self_attn_layer_scale
+ *   xn = RMSNorm(x)                        post_attention_layernorm
+ *   x += mlp_scale * (SiLU(xn Wg) * xn Wu) Wd
+ * Tensor names: decoder.pre_transformer.{input_proj,output_proj,norm,layers.{l}.*}.
+ * Trap: the reference restarts positions at 0 for every decode call; a stream
+ * is one call, so positions here count frames since the last reset.
+ */
+#include "model/codec_transformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers/vector.h"
+#include "runtime/error.h"
+
+#define PREFIX "decoder.pre_transformer."
+
+static kz_status load_layer(kz_codec_layer *L, const kz_st_file *f, const kz_codec_config *c,
+                            int l, float *vec) {
+    char name[160], bname[8];
+    int64_t hid = c->hidden_size, att = (int64_t)c->num_attention_heads * c->head_dim;
+    int64_t kv = (int64_t)c->num_key_value_heads * c->head_dim, mlp = c->intermediate_size;
+    const char *vec_names[4] = {"input_layernorm.weight", "post_attention_layernorm.weight",
+                                "self_attn_layer_scale.scale", "mlp_layer_scale.scale"};
+    const float **vec_dst[4] = {&L->attn_norm, &L->mlp_norm, &L->attn_scale, &L->mlp_scale};
+    kz_status st = KZ_OK;
+    for (int i = 0; i < 4 && st == KZ_OK; i++) {
+        snprintf(name, sizeof name, PREFIX "layers.%d.%s", l, vec_names[i]);
+        st = kz_vector_load(f, name, (size_t)hid, vec + i * hid);
+        *vec_dst[i] = vec + i * hid;
+    }
+    struct { kz_conv *conv; const char *n; int64_t out, in; } lin[7] = {
+        {&L->q, "self_attn.q_proj", att, hid},  {&L->k, "self_attn.k_proj", kv, hid},
+        {&L->v, "self_attn.v_proj", kv, hid},   {&L->o, "self_attn.o_proj", hid, att},
+        {&L->gate, "mlp.gate_proj", mlp, hid},  {&L->up, "mlp.up_proj", mlp, hid},
+        {&L->down, "mlp.down_proj", hid, mlp}};
+    (void)bname;
+    for (int i = 0; i < 7 && st == KZ_OK; i++) {
+        snprintf(name, sizeof name, PREFIX "layers.%d.%s.weight", l, lin[i].n);
+        st = kz_conv_load_linear(lin[i].conv, f, name, NULL, lin[i].out, lin[i].in);
+    }
+    return st;
+}
+
+static void init_rope(kz_codec_transformer *t) {
+    int half = t->cfg.head_dim / 2;
+    for (int j = 0; j < half; j++) {
+        // As torch: base ** (arange(0, dim, 2).float() / dim), then 1 / that, in fp32.
+        float expo = (float)(2 * j) / (float)t->cfg.head_dim;
+        t->inv_freq[j] = 1.0f / powf(t->cfg.rope_theta, expo);
+    }
+}
+
+kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_st_file *f,
+                                    const kz_codec_config *cfg) {
+    memset(t, 0, sizeof *t);
+    t->cfg = *cfg;
+    size_t hid = (size_t)cfg->hidden_size, n_layers = (size_t)cfg->num_hidden_layers;
+    t->layers = calloc(n_layers + 1, sizeof *t->layers);
+    t->vectors = malloc((4 * n_layers + 1) * hid * sizeof *t->vectors);
+    t->inv_freq = malloc((size_t)cfg->head_dim * sizeof *t->inv_freq);
+    if (!t->layers || !t->vectors || !t->inv_freq) {
+        kz_codec_transformer_free(t);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading the codec transformer");
+    }
+    init_rope(t);
+    kz_status st = kz_conv_load_linear(&t->input_proj, f, PREFIX "input_proj.weight",
+                                       PREFIX "input_proj.bias", cfg->hidden_size, cfg->latent_dim);
+    if (st == KZ_OK) {
+        st = kz_conv_load_linear(&t->output_proj, f, PREFIX "output_proj.weight",
+                                 PREFIX "output_proj.bias", cfg->latent_dim, cfg->hidden_size);
+    }
+    float *norm = t->vectors + 4 * n_layers * hid;
+    if (st == KZ_OK) {
+        st = kz_vector_load(f, PREFIX "norm.weight", hid, norm);
+        t->norm = norm;
+    }
+    for (size_t l = 0; l < n_layers && st == KZ_OK; l++) {
+        st = load_layer(&t->layers[l], f, cfg, (int)l, t->vectors + 4 * l * hid);
+    }
+    if (st != KZ_OK) {
+        kz_codec_transformer_free(t);
+    }
+    return st;
+}
+
+void kz_codec_transformer_free(kz_codec_transformer *t) {
+    if (!t) {
+        return;
+    }
+    for (int l = 0; t->layers && l < t->cfg.num_hidden_layers; l++) {
+        kz_codec_layer *L = &t->layers[l];
+        kz_conv *convs[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        for (int i = 0; i < 7; i++) {
+            kz_conv_free(convs[i]);
+        }
+    }
+    kz_conv_free(&t->input_proj);
+    kz_conv_free(&t->output_proj);
+    free(t->layers);
+    free(t->vectors);
+    free(t->inv_freq);
+    memset(t, 0, sizeof *t);
+}
+
+/* --- state ---------------------------------------------------------------- */
+
+kz_status kz_codec_transformer_state_init(kz_codec_transformer_state *s,
+                                          const kz_codec_transformer *t, size_t max_rows) {
+    memset(s, 0, sizeof *s);
+    const kz_codec_config *c = &t->cfg;
+    size_t kv = (size_t)c->num_key_value_heads * c->head_dim;
+    size_t att = (size_t)c->num_attention_heads * c->head_dim;
+    size_t hid = (size_t)c->hidden_size, mlp = (size_t)c->intermediate_size;
+    size_t ring = (size_t)c->num_hidden_layers * (size_t)c->sliding_window * kv;
+    s->max_rows = max_rows;
+    s->k_ring = calloc(ring + 1, sizeof(float));
+    s->v_ring = calloc(ring + 1, sizeof(float));
+    s->x = malloc(max_rows * hid * sizeof(float));
+    s->xn = malloc(max_rows * hid * sizeof(float));
+    s->h = malloc(max_rows * hid * sizeof(float));
+    s->q = malloc(max_rows * att * sizeof(float));
+    s->att = malloc(max_rows * att * sizeof(float));
+    s->k = malloc(max_rows * kv * sizeof(float));
+    s->v = malloc(max_rows * kv * sizeof(float));
+    s->gate = malloc(max_rows * mlp * sizeof(float));
+    s->up = malloc(max_rows * mlp * sizeof(float));
+    s->scores = malloc((size_t)c->sliding_window * sizeof(float));
+    if (!s->k_ring || !s->v_ring || !s->x || !s->xn || !s->h || !s->q || !s->att || !s->k ||
+        !s->v || !s->gate || !s->up || !s->scores) {
+        kz_codec_transformer_state_free(s);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for codec transformer state");
+    }
+    return KZ_OK;
+}
+
+void kz_codec_transformer_state_free(kz_codec_transformer_state *s) {
+    float *bufs[] = {s->k_ring, s->v_ring, s->x,    s->xn, s->h,  s->q,
+                     s->att,    s->k,      s->v,    s->gate, s->up, s->scores};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+void kz_codec_transformer_state_reset(kz_codec_transformer_state *s) {
+    s->pos = 0;
+}
+
+/* --- forward -------------------------------------------------------------- */
+
+/* Rotate-half RoPE on each head of row x ([n_heads, hd]) at position pos. */
+static void rope_row(float *x, int n_heads, int hd, const float *inv_freq, int64_t pos) {
+    int half = hd / 2;
+    for (int j = 0; j < half; j++) {
+        float angle = (float)pos * inv_freq[j];
+        float c = cosf(angle), s = sinf(angle);
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (size_t)h * hd;
+            float a = v[j], b = v[j + half];
+            float ac = a * c, bs = b * s, bc = b * c, as = a * s;
+            v[j] = ac - bs;
+            v[j + half] = bc + as;
+        }
+    }
+}
+
+/* One query row attends to the ring entries for positions lo..pos (ascending). */
+static void attend_row(const kz_codec_transformer *t, kz_codec_transformer_state *s,
+                       const kz_kernels *k, int l, size_t row, int64_t pos) {
+    const kz_codec_config *c = &t->cfg;
+    int hd = c->head_dim, W = c->sliding_window;
+    size_t kv = (size_t)c->num_key_value_heads * hd;
+    size_t att_w = (size_t)c->num_attention_heads * hd;
+    const float *kr = s->k_ring + (size_t)l * W * kv;
+    const float *vr = s->v_ring + (size_t)l * W * kv;
+    int64_t lo = pos - W + 1 < 0 ? 0 : pos - W + 1;
+    int group = c->num_attention_heads / c->num_key_value_heads;
+    float scale = 1.0f / sqrtf((float)hd);
+    for (int h = 0; h < c->num_attention_heads; h++) {
+        const float *q = s->q + row * att_w + (size_t)h * hd;
+        size_t koff = (size_t)(h / group) * hd;
+        float max = -INFINITY;
+        for (int64_t j = lo; j <= pos; j++) {
+            float sc = k->dot(q, kr + (size_t)(j % W) * kv + koff, (size_t)hd) * scale;
+            s->scores[j - lo] = sc;
+            max = sc > max ? sc : max;
+        }
+        float sum = 0.0f;
+        for (int64_t j = lo; j <= pos; j++) {
+            s->scores[j - lo] = expf(s->scores[j - lo] - max);
+            sum += s->scores[j - lo];
+        }
+        float *out = s->att + row * att_w + (size_t)h * hd;
+        memset(out, 0, (size_t)hd * sizeof *out);
+        for (int64_t j = lo; j <= pos; j++) {
+            k->axpy(out, s->scores[j - lo] / sum, vr + (size_t)(j % W) * kv + koff, (size_t)hd);
+        }
+    }
+}
+
+static void attention(const kz_codec_transformer *t, kz_codec_transformer_state *s, kz_exec *e,
+                      int l, size_t n_rows) {
+    const kz_codec_config *c = &t->cfg;
+    const kz_codec_layer *L = &t->layers[l];
+    size_t hid = (size_t)c->hidden_size, W = (size_t)c->sliding_window;
+    size_t kv = (size_t)c->num_key_value_heads * c->head_dim;
+    size_t att_w = (size_t)c->num_attention_heads * c->head_dim;
+    e->k->rms_norm(s->xn, s->x, L->attn_norm, n_rows, hid, c->rms_norm_eps);
+    kz_conv_run(&L->q, e, s->q, att_w, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    kz_conv_run(&L->k, e, s->k, kv, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    kz_conv_run(&L->v, e, s->v, kv, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    for (size_t r = 0; r < n_rows; r++) {
+        int64_t pos = s->pos + (int64_t)r;
+        rope_row(s->q + r * att_w, c->num_attention_heads, c->head_dim, t->inv_freq, pos);
+        rope_row(s->k + r * kv, c->num_key_value_heads, c->head_dim, t->inv_freq, pos);
+        size_t slot = ((size_t)l * W + (size_t)(pos % (int64_t)W)) * kv;
+        memcpy(s->k_ring + slot, s->k + r * kv, kv * sizeof(float));
+        memcpy(s->v_ring + slot, s->v + r * kv, kv * sizeof(float));
+        attend_row(t, s, e->k, l, r, pos);
+    }
+    kz_conv_run(&L->o, e, s->h, hid, s->att, att_w, n_rows, KZ_GEMM_STORE);
+    kz_vector_add_scaled_rows(s->x, s->h, L->attn_scale, n_rows, hid);
+}
+
+static void mlp(const kz_codec_transformer *t, kz_codec_transformer_state *s, kz_exec *e, int l,
+                size_t n_rows) {
+    const kz_codec_config *c = &t->cfg;
+    const kz_codec_layer *L = &t->layers[l];
+    size_t hid = (size_t)c->hidden_size, inter = (size_t)c->intermediate_size;
+    e->k->rms_norm(s->xn, s->x, L->mlp_norm, n_rows, hid, c->rms_norm_eps);
+    kz_conv_run(&L->gate, e, s->gate, inter, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    kz_conv_run(&L->up, e, s->up, inter, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    e->k->swiglu(s->gate, s->gate, s->up, n_rows * inter);
+    kz_conv_run(&L->down, e, s->h, hid, s->gate, inter, n_rows, KZ_GEMM_STORE);
+    kz_vector_add_scaled_rows(s->x, s->h, L->mlp_scale, n_rows, hid);
+}
+
+void kz_codec_transformer_forward(const kz_codec_transformer *t, kz_codec_transformer_state *s,
+                                  kz_exec *e, float *y, const float *x, size_t n_rows) {
+    const kz_codec_config *c = &t->cfg;
+    size_t hid = (size_t)c->hidden_size, latent = (size_t)c->latent_dim;
+    KZ_ASSERT(n_rows <= s->max_rows);
+    kz_conv_run(&t->input_proj, e, s->x, hid, x, latent, n_rows, KZ_GEMM_STORE);
+    for (int l = 0; l < c->num_hidden_layers; l++) {
+        attention(t, s, e, l, n_rows);
+        mlp(t, s, e, l, n_rows);
+    }
+    e->k->rms_norm(s->xn, s->x, t->norm, n_rows, hid, c->rms_norm_eps);
+    kz_conv_run(&t->output_proj, e, y, latent, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    s->pos += (int64_t)n_rows;
+}

@@ -1,0 +1,201 @@
+/*
+ * config.c - config.json of a Qwen3-TTS checkpoint -> kz_tts_config.
+ *
+ * Flow: parse JSON (io/json.c); top-level ids; talker_config with its name
+ * tables (codec_language_id, spk_id whose values may be an int or a one-element
+ * list, spk_is_dialect whose values are a dialect name or false); the nested
+ * code_predictor_config; speaker_encoder_config. Then cross-field checks.
+ */
+#include "model/config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "io/json.h"
+#include "runtime/error.h"
+
+static void copy_str(char *dst, size_t n, const char *src) {
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+static void read_cp(kz_json_ctx *j, const cJSON *o, kz_code_predictor_config *c) {
+    c->vocab_size = (int32_t)kz_json_int(j, o, "vocab_size", 2048, 1, 1 << 20);
+    c->hidden_size = (int32_t)kz_json_int(j, o, "hidden_size", 1024, 1, 1 << 16);
+    c->intermediate_size = (int32_t)kz_json_int(j, o, "intermediate_size", 3072, 1, 1 << 20);
+    c->num_hidden_layers = (int32_t)kz_json_int(j, o, "num_hidden_layers", 5, 1, 256);
+    c->num_attention_heads = (int32_t)kz_json_int(j, o, "num_attention_heads", 16, 1, 1024);
+    c->num_key_value_heads = (int32_t)kz_json_int(j, o, "num_key_value_heads", 8, 1, 1024);
+    c->head_dim = (int32_t)kz_json_int(j, o, "head_dim", 128, 2, 4096);
+    c->max_position_embeddings =
+        (int32_t)kz_json_int(j, o, "max_position_embeddings", 32768, 1, 1 << 30);
+    c->num_code_groups = (int32_t)kz_json_int(j, o, "num_code_groups", 32, 2, 64);
+    c->rms_norm_eps = (float)kz_json_num(j, o, "rms_norm_eps", 1e-6, 0.0, 1.0);
+    c->rope_theta = (float)kz_json_num(j, o, "rope_theta", 10000.0, 1.0, 1e12);
+}
+
+/* Reads a {name: id} table; ids may be written as n or [n]. */
+static int read_name_ids(kz_json_ctx *j, const cJSON *table, const char *key, kz_name_id *out,
+                         int32_t vocab) {
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, table) {
+        const cJSON *v = cJSON_IsArray(e) && cJSON_GetArraySize(e) == 1 ? e->child : e;
+        if (n == KZ_MAX_NAMES || !cJSON_IsNumber(v) || v->valuedouble < 0 ||
+            v->valuedouble >= vocab || v->valuedouble != (double)(int32_t)v->valuedouble ||
+            strlen(e->string) >= KZ_NAME_LEN) {
+            if (j->status == KZ_OK) {
+                j->status = kz_error_set(KZ_STATUS_BAD_MODEL,
+                                         "%s: talker_config.%s.%s: expected a codec id in [0, %d) "
+                                         "(and at most %d names of < %d bytes)",
+                                         j->path, key, e->string, vocab, KZ_MAX_NAMES, KZ_NAME_LEN);
+            }
+            return n;
+        }
+        copy_str(out[n].name, sizeof out[n].name, e->string);
+        out[n].id = (int32_t)v->valuedouble;
+        n++;
+    }
+    return n;
+}
+
+static void read_dialects(const cJSON *table, kz_talker_config *t) {
+    for (int i = 0; i < t->n_speakers; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(table, t->speakers[i].name);
+        if (cJSON_IsString(v)) {
+            copy_str(t->speakers[i].dialect, sizeof t->speakers[i].dialect, v->valuestring);
+        }
+    }
+}
+
+static void read_talker_ids(kz_json_ctx *j, const cJSON *o, kz_talker_config *t) {
+    int64_t hi = t->vocab_size - 1;
+    t->codec_eos_token_id = (int32_t)kz_json_int(j, o, "codec_eos_token_id", 4198, 0, hi);
+    t->codec_think_id = (int32_t)kz_json_int(j, o, "codec_think_id", 4202, 0, hi);
+    t->codec_nothink_id = (int32_t)kz_json_int(j, o, "codec_nothink_id", 4203, 0, hi);
+    t->codec_think_bos_id = (int32_t)kz_json_int(j, o, "codec_think_bos_id", 4204, 0, hi);
+    t->codec_think_eos_id = (int32_t)kz_json_int(j, o, "codec_think_eos_id", 4205, 0, hi);
+    t->codec_pad_id = (int32_t)kz_json_int(j, o, "codec_pad_id", 4196, 0, hi);
+    t->codec_bos_id = (int32_t)kz_json_int(j, o, "codec_bos_id", 4197, 0, hi);
+}
+
+static void read_talker(kz_json_ctx *j, const cJSON *o, kz_talker_config *t) {
+    t->vocab_size = (int32_t)kz_json_int(j, o, "vocab_size", 3072, 1, 1 << 20);
+    t->hidden_size = (int32_t)kz_json_int(j, o, "hidden_size", 1024, 1, 1 << 16);
+    t->intermediate_size = (int32_t)kz_json_int(j, o, "intermediate_size", 2048, 1, 1 << 20);
+    t->num_hidden_layers = (int32_t)kz_json_int(j, o, "num_hidden_layers", 20, 1, 256);
+    t->num_attention_heads = (int32_t)kz_json_int(j, o, "num_attention_heads", 16, 1, 1024);
+    t->num_key_value_heads = (int32_t)kz_json_int(j, o, "num_key_value_heads", 2, 1, 1024);
+    t->head_dim = (int32_t)kz_json_int(j, o, "head_dim",
+                                       t->hidden_size / t->num_attention_heads, 2, 4096);
+    t->max_position_embeddings =
+        (int32_t)kz_json_int(j, o, "max_position_embeddings", 32768, 1, 1 << 30);
+    t->num_code_groups = (int32_t)kz_json_int(j, o, "num_code_groups", 32, 2, 64);
+    t->text_hidden_size = (int32_t)kz_json_int(j, o, "text_hidden_size", 2048, 1, 1 << 16);
+    t->text_vocab_size = (int32_t)kz_json_int(j, o, "text_vocab_size", 151936, 1, 1 << 24);
+    t->rms_norm_eps = (float)kz_json_num(j, o, "rms_norm_eps", 1e-6, 0.0, 1.0);
+    t->rope_theta = (float)kz_json_num(j, o, "rope_theta", 10000.0, 1.0, 1e12);
+    read_talker_ids(j, o, t);
+    const cJSON *langs = kz_json_obj(j, o, "codec_language_id");
+    t->n_languages = langs ? read_name_ids(j, langs, "codec_language_id", t->languages,
+                                           t->vocab_size)
+                           : 0;
+    const cJSON *spk = kz_json_obj(j, o, "spk_id");
+    t->n_speakers = spk ? read_name_ids(j, spk, "spk_id", t->speakers, t->vocab_size) : 0;
+    const cJSON *dialect = kz_json_obj(j, o, "spk_is_dialect");
+    if (dialect) {
+        read_dialects(dialect, t);
+    }
+    const char *scope = j->scope;
+    j->scope = "talker_config.code_predictor_config";
+    read_cp(j, kz_json_obj(j, o, "code_predictor_config"), &t->code_predictor);
+    j->scope = scope;
+}
+
+static void read_top(kz_json_ctx *j, const cJSON *root, kz_tts_config *c) {
+    copy_str(c->tts_model_type, sizeof c->tts_model_type,
+             kz_json_str(j, root, "tts_model_type", ""));
+    copy_str(c->tts_model_size, sizeof c->tts_model_size,
+             kz_json_str(j, root, "tts_model_size", ""));
+    copy_str(c->tokenizer_type, sizeof c->tokenizer_type,
+             kz_json_str(j, root, "tokenizer_type", ""));
+    c->im_start_token_id = (int32_t)kz_json_int(j, root, "im_start_token_id", 151644, 0, 1 << 24);
+    c->im_end_token_id = (int32_t)kz_json_int(j, root, "im_end_token_id", 151645, 0, 1 << 24);
+    c->tts_pad_token_id = (int32_t)kz_json_int(j, root, "tts_pad_token_id", 151671, 0, 1 << 24);
+    c->tts_bos_token_id = (int32_t)kz_json_int(j, root, "tts_bos_token_id", 151672, 0, 1 << 24);
+    c->tts_eos_token_id = (int32_t)kz_json_int(j, root, "tts_eos_token_id", 151673, 0, 1 << 24);
+}
+
+static kz_status check(const char *path, const kz_tts_config *c) {
+    const kz_talker_config *t = &c->talker;
+    if (strcmp(c->tts_model_type, "custom_voice") != 0 &&
+        strcmp(c->tts_model_type, "voice_design") != 0 && strcmp(c->tts_model_type, "base") != 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: tts_model_type '%s' is not custom_voice, voice_design or base",
+                            path, c->tts_model_type);
+    }
+    if (t->num_attention_heads % t->num_key_value_heads != 0 ||
+        t->code_predictor.num_attention_heads % t->code_predictor.num_key_value_heads != 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: attention heads are not a multiple of key/value heads", path);
+    }
+    if (t->code_predictor.num_code_groups != t->num_code_groups) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: talker num_code_groups %d != code predictor's %d", path,
+                            t->num_code_groups, t->code_predictor.num_code_groups);
+    }
+    return KZ_OK;
+}
+
+kz_status kz_tts_config_load(const char *path, kz_tts_config *out) {
+    memset(out, 0, sizeof *out);
+    cJSON *root = NULL;
+    kz_status st = kz_json_load(path, &root);
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_json_ctx j = {.path = path, .scope = "", .status = KZ_OK};
+    const char *type = kz_json_str(&j, root, "model_type", "");
+    if (j.status == KZ_OK && strcmp(type, "qwen3_tts") != 0) {
+        j.status = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: model_type is '%s', expected 'qwen3_tts'",
+                                path, type);
+    }
+    read_top(&j, root, out);
+    j.scope = "talker_config";
+    read_talker(&j, kz_json_obj(&j, root, "talker_config"), &out->talker);
+    j.scope = "speaker_encoder_config";
+    const cJSON *spk = kz_json_obj(&j, root, "speaker_encoder_config");
+    out->speaker_enc_dim = (int32_t)kz_json_int(&j, spk, "enc_dim", 1024, 1, 1 << 16);
+    out->speaker_sample_rate = (int32_t)kz_json_int(&j, spk, "sample_rate", 24000, 1, 384000);
+    cJSON_Delete(root);
+    if (j.status != KZ_OK) {
+        memset(out, 0, sizeof *out);
+        return j.status;
+    }
+    return check(path, out);
+}
+
+void kz_tts_config_describe(const kz_tts_config *c, char *buf, size_t buf_size) {
+    const kz_talker_config *t = &c->talker;
+    const kz_code_predictor_config *p = &t->code_predictor;
+    int n = snprintf(buf, buf_size,
+                     "model: %s %s\n"
+                     "talker: %d layers x %d (heads %d/%d x %d, mlp %d), codec vocab %d, "
+                     "text %d x %d\n"
+                     "code predictor: %d layers x %d (heads %d/%d x %d, mlp %d), %d groups\n"
+                     "speakers:",
+                     c->tts_model_type, c->tts_model_size, t->num_hidden_layers, t->hidden_size,
+                     t->num_attention_heads, t->num_key_value_heads, t->head_dim,
+                     t->intermediate_size, t->vocab_size, t->text_vocab_size, t->text_hidden_size,
+                     p->num_hidden_layers, p->hidden_size, p->num_attention_heads,
+                     p->num_key_value_heads, p->head_dim, p->intermediate_size, p->num_code_groups);
+    for (int i = 0; i < t->n_speakers && n > 0 && (size_t)n < buf_size; i++) {
+        n += snprintf(buf + n, buf_size - (size_t)n, " %s", t->speakers[i].name);
+    }
+    if (n > 0 && (size_t)n < buf_size) {
+        n += snprintf(buf + n, buf_size - (size_t)n, "%s\nlanguages: auto",
+                      t->n_speakers ? "" : " (none)");
+    }
+    for (int i = 0; i < t->n_languages && n > 0 && (size_t)n < buf_size; i++) {
+        n += snprintf(buf + n, buf_size - (size_t)n, " %s", t->languages[i].name);
+    }
+}

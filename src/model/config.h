@@ -1,0 +1,84 @@
+/*
+ * config.h - hyperparameters of a Qwen3-TTS checkpoint (config.json) as typed
+ * structs: the top level, talker_config, its nested code_predictor_config and
+ * speaker_encoder_config.
+ *
+ * Field names are the checkpoint's keys. Missing keys take the official
+ * configuration classes' defaults (configuration_qwen3_tts.py), which differ
+ * from the released values for several keys, as Hugging Face would load them.
+ * Name tables (speakers, languages) keep the checkpoint's spelling; lookups
+ * lower-case the query as the official wrapper does.
+ */
+#ifndef KZ_CONFIG_H
+#define KZ_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kztts.h"
+
+#define KZ_MAX_NAMES 64
+#define KZ_NAME_LEN 48
+
+typedef struct kz_name_id {
+    char name[KZ_NAME_LEN];    /* as written in config.json */
+    int32_t id;                /* codec-vocabulary id */
+    char dialect[KZ_NAME_LEN]; /* spk_is_dialect value for speakers ("" if none) */
+} kz_name_id;
+
+typedef struct kz_code_predictor_config {
+    int32_t vocab_size;              /* 2048 per codebook */
+    int32_t hidden_size;             /* 1024 */
+    int32_t intermediate_size;       /* 3072 */
+    int32_t num_hidden_layers;       /* 5 */
+    int32_t num_attention_heads;     /* 16 */
+    int32_t num_key_value_heads;     /* 8 */
+    int32_t head_dim;                /* 128 */
+    int32_t max_position_embeddings; /* 65536 */
+    int32_t num_code_groups;         /* 16 */
+    float rms_norm_eps;              /* 1e-6 */
+    float rope_theta;                /* 1e6 */
+} kz_code_predictor_config;
+
+typedef struct kz_talker_config {
+    int32_t vocab_size;              /* 3072 codec ids */
+    int32_t hidden_size;             /* D: 1024 (0.6B) or 2048 (1.7B) */
+    int32_t intermediate_size;       /* 3072 / 6144 */
+    int32_t num_hidden_layers;       /* 28 */
+    int32_t num_attention_heads;     /* 16 */
+    int32_t num_key_value_heads;     /* 8 */
+    int32_t head_dim;                /* 128 */
+    int32_t max_position_embeddings; /* 32768 */
+    int32_t num_code_groups;         /* 16 */
+    int32_t text_hidden_size;        /* 2048 */
+    int32_t text_vocab_size;         /* 151936 */
+    float rms_norm_eps;              /* 1e-6 */
+    float rope_theta;                /* 1e6 */
+    int32_t codec_eos_token_id;      /* 2150 */
+    int32_t codec_think_id, codec_nothink_id, codec_think_bos_id, codec_think_eos_id;
+    int32_t codec_pad_id, codec_bos_id;
+    int32_t n_languages;
+    kz_name_id languages[KZ_MAX_NAMES]; /* codec_language_id */
+    int32_t n_speakers;
+    kz_name_id speakers[KZ_MAX_NAMES];  /* spk_id + spk_is_dialect */
+    kz_code_predictor_config code_predictor;
+} kz_talker_config;
+
+typedef struct kz_tts_config {
+    char tts_model_type[32]; /* "custom_voice", "voice_design", "base" */
+    char tts_model_size[16]; /* "0b6", "1b7" */
+    char tokenizer_type[48]; /* "qwen3_tts_tokenizer_12hz" */
+    int32_t im_start_token_id, im_end_token_id;                  /* 151644, 151645 */
+    int32_t tts_pad_token_id, tts_bos_token_id, tts_eos_token_id; /* 151671..151673 */
+    int32_t speaker_enc_dim;     /* speaker_encoder_config.enc_dim */
+    int32_t speaker_sample_rate; /* speaker_encoder_config.sample_rate */
+    kz_talker_config talker;
+} kz_tts_config;
+
+/* Reads and validates config.json of a Qwen3-TTS checkpoint. */
+kz_status kz_tts_config_load(const char *path, kz_tts_config *out);
+
+/* Writes a multi-line summary into buf. */
+void kz_tts_config_describe(const kz_tts_config *c, char *buf, size_t buf_size);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * model.c - loading a checkpoint directory into a kz_model (see model.h).
+ *
+ * Layouts accepted:
+ *   DIR/config.json (model_type qwen3_tts), DIR/model.safetensors,
+ *   DIR/speech_tokenizer/{config.json, model.safetensors}     full checkpoint
+ *   DIR/config.json (model_type qwen3_tts_tokenizer_12hz),
+ *   DIR/model.safetensors                                      codec only
+ * Each file is validated as it is read; the first failure is returned with a
+ * message naming the file.
+ */
+#include "model/model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "io/json.h"
+#include "runtime/error.h"
+
+static char *join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p) {
+        snprintf(p, n, "%s/%s", dir, name);
+    }
+    return p;
+}
+
+/* Reads config.json's model_type into type (empty if absent). */
+static kz_status peek_model_type(const char *config_path, char *type, size_t n) {
+    cJSON *root;
+    kz_status st = kz_json_load(config_path, &root);
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_json_ctx j = {.path = config_path, .scope = "", .status = KZ_OK};
+    snprintf(type, n, "%s", kz_json_str(&j, root, "model_type", ""));
+    cJSON_Delete(root);
+    return j.status;
+}
+
+static kz_status check_dir(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        return kz_error_set(KZ_STATUS_IO, "%s: %s", path, strerror(errno));
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        size_t n = strlen(path);
+        if (n > 5 && strcmp(path + n - 5, ".gguf") == 0) {
+            return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                                "%s: GGUF models are not supported yet (use the checkpoint "
+                                "directory)",
+                                path);
+        }
+        return kz_error_set(KZ_STATUS_IO, "%s: not a model directory", path);
+    }
+    return KZ_OK;
+}
+
+/* Opens codec config + weights from dir (codec-only or speech_tokenizer/). */
+static kz_status load_codec(kz_model *m, const char *dir) {
+    char *cfg_path = join(dir, "config.json");
+    char *st_path = join(dir, "model.safetensors");
+    kz_status st = cfg_path && st_path ? KZ_OK
+                                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    st = st == KZ_OK ? kz_codec_config_load(cfg_path, &m->codec_cfg) : st;
+    st = st == KZ_OK ? kz_st_open(st_path, &m->codec_st) : st;
+    st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_st, &m->codec_cfg) : st;
+    free(cfg_path);
+    free(st_path);
+    return st;
+}
+
+static kz_status load_tts(kz_model *m, const char *dir) {
+    char *cfg_path = join(dir, "config.json");
+    char *st_path = join(dir, "model.safetensors");
+    char *codec_dir = join(dir, "speech_tokenizer");
+    kz_status st = cfg_path && st_path && codec_dir
+                       ? KZ_OK
+                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    st = st == KZ_OK ? kz_tts_config_load(cfg_path, &m->cfg) : st;
+    st = st == KZ_OK ? kz_st_open(st_path, &m->main_st) : st;
+    st = st == KZ_OK ? load_codec(m, codec_dir) : st;
+    free(cfg_path);
+    free(st_path);
+    free(codec_dir);
+    return st;
+}
+
+/* Counts tensors per dtype name into a short text like "BF16 x 411". */
+static int describe_file(char *buf, size_t n, const char *label, const kz_st_file *f) {
+    if (!f) {
+        return 0;
+    }
+    const char *names[8] = {0};
+    size_t counts[8] = {0}, bytes = 0;
+    int n_names = 0;
+    for (size_t i = 0; i < kz_st_count(f); i++) {
+        const kz_st_tensor *t = kz_st_at(f, i);
+        bytes += t->n_bytes;
+        int k = 0;
+        while (k < n_names && strcmp(names[k], t->dtype_name) != 0) {
+            k++;
+        }
+        if (k == n_names && n_names < 8) {
+            names[n_names++] = t->dtype_name;
+        }
+        if (k < 8) {
+            counts[k]++;
+        }
+    }
+    int w = snprintf(buf, n, "%s: %s: %zu tensors, %.1f MB (", label, kz_st_path(f),
+                     kz_st_count(f), (double)bytes / 1e6);
+    for (int k = 0; k < n_names && w > 0 && (size_t)w < n; k++) {
+        w += snprintf(buf + w, n - (size_t)w, "%s%s x %zu", k ? ", " : "", names[k], counts[k]);
+    }
+    if (w > 0 && (size_t)w < n) {
+        w += snprintf(buf + w, n - (size_t)w, ")\n");
+    }
+    return w;
+}
+
+static kz_status build_description(kz_model *m) {
+    size_t n = 8192;
+    m->description = malloc(n);
+    if (!m->description) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    char *b = m->description;
+    int w = snprintf(b, n, "path: %s\n", m->path);
+    if (m->has_tts) {
+        w += snprintf(b + w, n - (size_t)w, "type: Qwen3-TTS checkpoint\n");
+        kz_tts_config_describe(&m->cfg, b + w, n - (size_t)w);
+        w += (int)strlen(b + w);
+        w += snprintf(b + w, n - (size_t)w, "\n");
+    } else {
+        w += snprintf(b + w, n - (size_t)w, "type: codec only (Qwen3-TTS-Tokenizer-12Hz)\n");
+    }
+    kz_codec_config_describe(&m->codec_cfg, b + w, n - (size_t)w);
+    w += (int)strlen(b + w);
+    w += snprintf(b + w, n - (size_t)w, "\n");
+    w += describe_file(b + w, n - (size_t)w, "weights", m->main_st);
+    w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_st);
+    snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\nload: %.0f ms", kz_cpu_features(),
+             m->kernels->name, m->load_ms);
+    return KZ_OK;
+}
+
+static kz_isa cap_to_isa(kz_isa_cap cap) {
+    switch (cap) {
+    case KZ_ISA_CAP_SCALAR: return KZ_ISA_SCALAR;
+    case KZ_ISA_CAP_AVX2: return KZ_ISA_AVX2;
+    case KZ_ISA_CAP_AVX512: return KZ_ISA_AVX512;
+    case KZ_ISA_CAP_AUTO: break;
+    }
+    return KZ_ISA_AUTO;
+}
+
+kz_status kz_model_open(const char *path, const kz_model_params *params, kz_model **out) {
+    *out = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kz_status st = check_dir(path);
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_model *m = calloc(1, sizeof *m);
+    char *cfg_path = join(path, "config.json");
+    if (!m || !cfg_path || !(m->path = strdup(path))) {
+        free(cfg_path);
+        kz_model_close(m);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    m->kernels = kz_kernels_select(cap_to_isa(params->isa));
+    char type[64];
+    st = peek_model_type(cfg_path, type, sizeof type);
+    free(cfg_path);
+    if (st == KZ_OK) {
+        m->has_tts = strcmp(type, "qwen3_tts_tokenizer_12hz") != 0;
+        st = m->has_tts ? load_tts(m, path) : load_codec(m, path);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+    st = st == KZ_OK ? build_description(m) : st;
+    if (st != KZ_OK) {
+        kz_model_close(m);
+        return st;
+    }
+    *out = m;
+    return KZ_OK;
+}
+
+void kz_model_close(kz_model *m) {
+    if (!m) {
+        return;
+    }
+    kz_codec_decoder_free(&m->decoder);
+    kz_st_close(m->main_st);
+    kz_st_close(m->codec_st);
+    free(m->description);
+    free(m->path);
+    free(m);
+}

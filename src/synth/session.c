@@ -1,0 +1,68 @@
+/*
+ * session.c - creating and destroying sessions; stage timings.
+ */
+#include "synth/session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/error.h"
+
+static int auto_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+kz_status kz_session_create(const kz_model *model, const kz_session_params *params,
+                            kz_session **out) {
+    *out = NULL;
+    kz_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    s->model = model;
+    int n_threads = params->n_threads > 0 ? params->n_threads : auto_threads();
+    kz_status st = kz_pool_new(n_threads, &s->pool);
+    if (st == KZ_OK) {
+        s->exec = (kz_exec){.k = model->kernels, .pool = s->pool};
+        st = kz_codec_state_init(&s->codec, &model->decoder, KZ_CODEC_STEP_FRAMES);
+    }
+    if (st != KZ_OK) {
+        kz_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return KZ_OK;
+}
+
+void kz_session_destroy(kz_session *s) {
+    if (!s) {
+        return;
+    }
+    kz_codec_state_free(&s->codec);
+    kz_pool_free(s->pool);
+    free(s);
+}
+
+void kz_session_timings(const kz_session *s, kz_timings *out) {
+    memset(out, 0, sizeof *out);
+    if (!s) {
+        return;
+    }
+    out->codec_quantizer_ms = s->codec.ms[0] - s->ms_at_reset[0];
+    out->codec_transformer_ms = s->codec.ms[1] - s->ms_at_reset[1];
+    out->codec_upsample_ms = s->codec.ms[2] - s->ms_at_reset[2];
+    out->codec_vocoder_ms = s->codec.ms[3] - s->ms_at_reset[3];
+    out->codec_flop = s->exec.flop - s->flop_at_reset;
+    out->codec_frames = s->codec_frames;
+}
+
+void kz_session_reset_timings(kz_session *s) {
+    if (!s) {
+        return;
+    }
+    memcpy(s->ms_at_reset, s->codec.ms, sizeof s->ms_at_reset);
+    s->flop_at_reset = s->exec.flop;
+    s->codec_frames = 0;
+}

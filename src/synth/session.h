@@ -1,0 +1,39 @@
+/*
+ * session.h - the kz_session object: per-synthesis mutable state.
+ *
+ * A session owns its thread pool, its execution context (kernel table + pool +
+ * FLOP counter) and the codec decoder's streaming state, all sized at creation;
+ * decoding allocates nothing per frame. One thread uses a session at a time.
+ */
+#ifndef KZ_SESSION_H
+#define KZ_SESSION_H
+
+#include "kztts.h"
+#include "layers/conv.h"
+#include "model/codec_decoder.h"
+#include "model/model.h"
+#include "runtime/threadpool.h"
+
+/* Frames per internal codec step: bounds the codec's scratch memory
+ * (about 3 MB per frame at release dimensions) independently of request size. */
+#define KZ_CODEC_STEP_FRAMES 8
+
+struct kz_session {
+    const kz_model *model;
+    kz_pool *pool;
+    kz_exec exec;
+    kz_codec_state codec;
+    int64_t codec_frames;     /* frames decoded since the timings were reset */
+    double flop_at_reset;
+    double ms_at_reset[4];
+};
+
+kz_status kz_session_create(const kz_model *model, const kz_session_params *params,
+                            kz_session **out);
+void kz_session_destroy(kz_session *s);
+
+/* kz_decode after parameter checks (synth/decode.c). */
+kz_status kz_session_decode(kz_session *s, const int32_t *codes, size_t n_frames,
+                            const kz_decode_params *params, kz_audio_fn on_audio, void *user);
+
+#endif

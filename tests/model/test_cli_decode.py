@@ -1,0 +1,108 @@
+"""`kztts decode` and `kztts info` on the tiny checkpoint, as a user runs them.
+
+Checks: f32 output equals the PyTorch reference waveform (SNR >= 60 dB); the
+same audio arrives through stdout; a WAV file has a valid 24 kHz mono 16-bit
+header and the right length; --official-chunking and --chunk give the same
+audio below 300 frames; `kztts info` describes the codec; --help exits 0.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, flush=True)
+
+
+def golden_wav(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    h = json.loads(data[8:8 + n])
+    b, e = h["wav"]["data_offsets"]
+    raw = data[8 + n + b:8 + n + e]
+    return struct.unpack(f"<{len(raw) // 4}f", raw)
+
+
+def snr_db(x, ref):
+    err = sum((a - b) ** 2 for a, b in zip(x, ref))
+    sig = sum(b * b for b in ref)
+    return 999.0 if err == 0 else 10 * math.log10(sig / err)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, timeout=300, **kw)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kztts", required=True)
+    ap.add_argument("--tiny", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    codes = os.path.join(a.golden, "codes_40.txt")
+    ref = golden_wav(os.path.join(a.golden, "golden_40.safetensors"))
+
+    f32 = os.path.join(a.work, "out.f32")
+    r = run([a.kztts, "decode", "-m", a.tiny, "--codes", codes, "-o", f32, "--threads", "2"])
+    check(r.returncode == 0, f"decode to f32: {r.stderr.decode()}")
+    data = open(f32, "rb").read() if r.returncode == 0 else b""
+    pcm = struct.unpack(f"<{len(data) // 4}f", data)
+    check(len(pcm) == 40 * 1920, f"f32 length {len(pcm)}")
+    s = snr_db(pcm, ref)
+    print(f"f32 vs reference: SNR {s:.1f} dB")
+    check(s >= 60, f"SNR {s:.1f} dB < 60")
+
+    r = run([a.kztts, "decode", "-m", a.tiny, "--codes", codes, "-o", "-", "--format", "f32"])
+    check(r.returncode == 0 and r.stdout == data, "stdout f32 differs from file f32")
+
+    for extra in (["--chunk", "1"], ["--chunk", "17"], ["--official-chunking"], ["--threads", "1"]):
+        out = os.path.join(a.work, "x.f32")
+        r = run([a.kztts, "decode", "-m", a.tiny, "--codes", codes, "-o", out] + extra)
+        same = r.returncode == 0 and open(out, "rb").read() == data
+        check(same, f"{extra} changes the audio")
+
+    wav = os.path.join(a.work, "out.wav")
+    r = run([a.kztts, "decode", "-m", a.tiny, "--codes", codes, "-o", wav])
+    check(r.returncode == 0, f"decode to wav: {r.stderr.decode()}")
+    w = open(wav, "rb").read() if r.returncode == 0 else b"\0" * 44
+    check(w[:4] == b"RIFF" and w[8:12] == b"WAVE", "WAV magic")
+    fmt = w.find(b"fmt ")
+    ch, rate = struct.unpack("<HI", w[fmt + 10:fmt + 16])
+    bits = struct.unpack("<H", w[fmt + 22:fmt + 24])[0]
+    check((ch, rate, bits) == (1, 24000, 16), f"WAV format {(ch, rate, bits)}")
+    dpos = w.find(b"data")
+    check(struct.unpack("<I", w[dpos + 4:dpos + 8])[0] == 40 * 1920 * 2, "WAV data length")
+
+    r = run([a.kztts, "decode", "-m", a.tiny, "--codes", codes, "-o", "-"])
+    check(r.returncode == 0 and r.stdout[:4] == b"RIFF" and len(r.stdout) == 44 + 40 * 1920 * 2,
+          "WAV to stdout")
+
+    r = run([a.kztts, "info", "-m", a.tiny])
+    out = r.stdout.decode()
+    check(r.returncode == 0 and "codec:" in out and "kernels:" in out, f"info: {out}")
+    for cmd in (["decode", "--help"], ["info", "--help"], ["bench", "--help"], ["--help"]):
+        check(run([a.kztts] + cmd).returncode == 0, f"{cmd} exits 0")
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1"])
+    check(r.returncode == 0 and b"real-time factor" in r.stdout, f"bench: {r.stderr.decode()}")
+    print(f"test_cli_decode: {passed} passed, {failed} failed")
+    sys.exit(1 if failed or not passed else 0)
+
+
+if __name__ == "__main__":
+    main()

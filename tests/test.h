@@ -1,0 +1,57 @@
+/*
+ * test.h - minimal assertion and tolerance macros for kztts tests.
+ *
+ * A test program calls CHECK* macros; each failure prints file:line and the
+ * values, and bumps a counter. test_main_result() prints the plain
+ * "N passed, N failed" line and returns the exit code for CTest.
+ */
+#ifndef KZ_TEST_H
+#define KZ_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int test_passed_count;
+static int test_failed_count;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            test_passed_count++;                                                         \
+        } else {                                                                         \
+            test_failed_count++;                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);      \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                             \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            test_passed_count++;                                                         \
+        } else {                                                                         \
+            test_failed_count++;                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fputc('\n', stderr);                                                         \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                               \
+    CHECK_MSG((long long)(a) == (long long)(b), "%lld != %lld", (long long)(a), (long long)(b))
+
+#define CHECK_NEAR(a, b, tol)                                                            \
+    CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%.9g vs %.9g (tol %.3g)",       \
+              (double)(a), (double)(b), (double)(tol))
+
+#define CHECK_STR_CONTAINS(hay, needle)                                                  \
+    CHECK_MSG((hay) != NULL && strstr((hay), (needle)) != NULL, "\"%s\" lacks \"%s\"",    \
+              (hay) ? (hay) : "(null)", (needle))
+
+/* Prints the closing line CTest logs show and returns the process exit code. */
+static inline int test_main_result(const char *name) {
+    printf("%s: %d passed, %d failed\n", name, test_passed_count, test_failed_count);
+    return test_failed_count == 0 && test_passed_count > 0 ? 0 : 1;
+}
+
+#endif

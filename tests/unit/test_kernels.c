@@ -1,0 +1,753 @@
+/*
+ * test_kernels.c - every kernel level against the scalar definitions.
+ *
+ * Data flow: seeded random inputs (xorshift, fixed seed) -> the scalar table
+ * and every level the CPU can run (kz_kernels_for; levels it cannot run are
+ * printed as skipped) -> compared as follows:
+ *   packing   element by element against the unpacked weights, zero padding,
+ *             64-byte alignment;
+ *   gemm      scalar vs a naive loop over the unpacked weights written here
+ *             (same fmaf order): bit-identical; every level vs scalar:
+ *             bit-identical (memcmp of the whole y buffer, row padding and
+ *             columns >= n included, which must be left untouched); random
+ *             splits of rows x panels over many calls vs one call:
+ *             bit-identical. Shapes cover ragged rows (1..13 and beyond one
+ *             row block), ragged n, odd k_in, k beyond one k block, taps
+ *             1/2/7, tap_stride 1/3/9, store and accumulate, with and
+ *             without bias, ldx > k_in, ldy > n.
+ *   rows      tolerances stated at each check (vector sin / erf / exp and
+ *             lane-parallel sums); axpy bit-identical; results independent of
+ *             the buffers' alignment (bit-identical at offsets 0 and 1).
+ *   dispatch  names, parsing, the cap, KZ_ISA through setenv (an unknown
+ *             value logs one warning and is ignored).
+ */
+#include "kernels/kernels.h"
+#include "kztts.h"
+#include "test.h"
+
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* --- helpers ------------------------------------------------------------ */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rng_u32(void) {
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* Uniform in [lo, hi). */
+static float rng_float(float lo, float hi) {
+    return lo + (hi - lo) * (float)(rng_u32() >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Uniform integer in [lo, hi]. */
+static size_t rng_size(size_t lo, size_t hi) {
+    return lo + rng_u32() % (hi - lo + 1);
+}
+
+static float *rand_array(size_t n, float lo, float hi) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        p[i] = rng_float(lo, hi);
+    }
+    return p;
+}
+
+static float *copy_array(const float *src, size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    memcpy(p, src, n * sizeof(float));
+    return p;
+}
+
+static const kz_isa all_levels[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
+#define N_LEVELS (sizeof all_levels / sizeof all_levels[0])
+
+/* Every level except scalar that this CPU runs. */
+static const kz_kernels *simd_levels[N_LEVELS];
+static size_t n_simd_levels;
+
+/* Distance in float ulps at the magnitude of ref. */
+static double ulps(double got, double ref) {
+    const double mag = fabs(ref) > FLT_MIN ? fabs(ref) : FLT_MIN;
+    int e;
+    frexp(mag, &e);
+    return fabs(got - ref) / ldexp(1.0, e - 24);
+}
+
+/* --- dispatch ----------------------------------------------------------- */
+
+static int warn_count;
+static char warn_text[256];
+
+static void count_warnings(kz_log_level level, const char *message, void *user) {
+    (void)user;
+    if (level >= KZ_LOG_WARN) {
+        warn_count++;
+        snprintf(warn_text, sizeof warn_text, "%s", message);
+    }
+}
+
+static void test_dispatch(void) {
+    const kz_isa best = kz_cpu_best_isa();
+    printf("cpu: best level %s, features: %s\n", kz_isa_name(best), kz_cpu_features());
+    CHECK(kz_cpu_features() != NULL);
+    CHECK(kz_kernels_for(KZ_ISA_SCALAR) == &kz_kernels_scalar);
+    for (size_t l = 0; l < N_LEVELS; l++) {
+        const kz_kernels *k = kz_kernels_for(all_levels[l]);
+        if (k) {
+            CHECK(k->isa == all_levels[l]);
+            CHECK_STR_CONTAINS(k->name, kz_isa_name(all_levels[l]));
+            CHECK(k->gemm && k->snake_beta && k->rms_norm && k->layer_norm && k->gelu &&
+                  k->swiglu && k->dot && k->axpy);
+            printf("level %-6s: runs here, tested\n", kz_isa_name(all_levels[l]));
+            if (all_levels[l] != KZ_ISA_SCALAR) {
+                simd_levels[n_simd_levels++] = k;
+            }
+        } else {
+            CHECK(all_levels[l] > best || all_levels[l] == KZ_ISA_NEON);
+            printf("level %-6s: SKIPPED (not supported by this CPU or build)\n",
+                   kz_isa_name(all_levels[l]));
+        }
+    }
+    CHECK(kz_kernels_for(KZ_ISA_AUTO) == NULL);
+
+    kz_isa parsed = KZ_ISA_AUTO;
+    for (size_t l = 0; l < N_LEVELS; l++) {
+        CHECK(kz_isa_parse(kz_isa_name(all_levels[l]), &parsed) == 0 && parsed == all_levels[l]);
+    }
+    CHECK(kz_isa_parse("auto", &parsed) == 0 && parsed == KZ_ISA_AUTO);
+    CHECK(kz_isa_parse("AVX2", &parsed) == 0 && parsed == KZ_ISA_AVX2);
+    CHECK(kz_isa_parse("sse9", &parsed) != 0);
+    CHECK(kz_isa_parse("", &parsed) != 0);
+    CHECK(kz_isa_parse(NULL, &parsed) != 0);
+    CHECK(strcmp(kz_isa_name((kz_isa)42), "unknown") == 0);
+
+    // The cap, with KZ_ISA unset (the caller's value is restored at the end).
+    const char *saved = getenv("KZ_ISA");
+    char saved_copy[64] = "";
+    if (saved) {
+        snprintf(saved_copy, sizeof saved_copy, "%s", saved);
+    }
+    unsetenv("KZ_ISA");
+    CHECK(kz_kernels_select(KZ_ISA_AUTO)->isa == best);
+    CHECK(kz_kernels_select(KZ_ISA_SCALAR)->isa == KZ_ISA_SCALAR);
+    CHECK(kz_kernels_select(KZ_ISA_AVX2)->isa == (best < KZ_ISA_AVX2 ? best : KZ_ISA_AVX2));
+    CHECK(kz_kernels_select(KZ_ISA_AVX512)->isa == best);
+    CHECK(kz_kernels_select(KZ_ISA_NEON)->isa == best); // no NEON table: best available
+    CHECK(kz_kernels_select(KZ_ISA_AUTO) == kz_kernels_for(best));
+
+    // KZ_ISA only lowers the level.
+    setenv("KZ_ISA", "scalar", 1);
+    CHECK(kz_kernels_select(KZ_ISA_AUTO)->isa == KZ_ISA_SCALAR);
+    CHECK(kz_kernels_select(KZ_ISA_AVX512)->isa == KZ_ISA_SCALAR);
+    setenv("KZ_ISA", "avx2", 1);
+    CHECK(kz_kernels_select(KZ_ISA_AUTO)->isa == (best < KZ_ISA_AVX2 ? best : KZ_ISA_AVX2));
+    CHECK(kz_kernels_select(KZ_ISA_SCALAR)->isa == KZ_ISA_SCALAR);
+    setenv("KZ_ISA", "auto", 1);
+    CHECK(kz_kernels_select(KZ_ISA_AUTO)->isa == best);
+
+    // An unknown value: one warning naming the variable, then ignored.
+    kz_log_set(count_warnings, KZ_LOG_WARN, NULL);
+    setenv("KZ_ISA", "pentium", 1);
+    warn_count = 0;
+    CHECK(kz_kernels_select(KZ_ISA_AUTO)->isa == best);
+    CHECK_EQ_INT(warn_count, 1);
+    const char *warned = warn_text;
+    CHECK_STR_CONTAINS(warned, "KZ_ISA");
+    kz_log_set(NULL, KZ_LOG_WARN, NULL);
+
+    if (saved_copy[0]) {
+        setenv("KZ_ISA", saved_copy, 1);
+    } else {
+        unsetenv("KZ_ISA");
+    }
+}
+
+/* --- packing and gemm --------------------------------------------------- */
+
+/* Unpacked weights W[j][i][o], as a checkpoint would hold them. */
+typedef struct weights {
+    size_t taps;
+    size_t k_in;
+    size_t n;
+    float *w; // [taps, k_in, n]
+} weights;
+
+static float weights_get(const void *ctx, size_t j, size_t i, size_t o) {
+    const weights *w = ctx;
+    return w->w[(j * w->k_in + i) * w->n + o];
+}
+
+static weights weights_rand(size_t taps, size_t k_in, size_t n) {
+    weights w = {taps, k_in, n, rand_array(taps * k_in * n, -1.0f, 1.0f)};
+    // A few exact zeros and negative zeros: their signs must survive too.
+    for (size_t i = 0; i < taps * k_in * n; i += 17) {
+        w.w[i] = (i & 1) ? -0.0f : 0.0f;
+    }
+    return w;
+}
+
+static void test_packing(void) {
+    for (int trial = 0; trial < 40; trial++) {
+        const size_t taps = rng_size(1, 7);
+        const size_t k_in = rng_size(1, 40);
+        const size_t n = rng_size(1, 70);
+        weights w = weights_rand(taps, k_in, n);
+        kz_packed p;
+        CHECK(kz_packed_init(&p, taps, k_in, n, weights_get, &w) == 0);
+        CHECK(((uintptr_t)p.data & 63) == 0);
+        CHECK(p.taps == taps && p.k_in == k_in && p.n == n);
+        CHECK_EQ_INT(p.n_panels, (n + KZ_PANEL - 1) / KZ_PANEL);
+        int bad = 0;
+        for (size_t pn = 0; pn < p.n_panels; pn++) {
+            for (size_t r = 0; r < taps * k_in; r++) {
+                for (size_t c = 0; c < KZ_PANEL; c++) {
+                    const size_t o = pn * KZ_PANEL + c;
+                    const float got = p.data[(pn * taps * k_in + r) * KZ_PANEL + c];
+                    const float want = o < n ? w.w[r * n + o] : 0.0f;
+                    bad += memcmp(&got, &want, sizeof got) != 0;
+                }
+            }
+        }
+        CHECK_EQ_INT(bad, 0);
+        kz_packed_free(&p);
+        CHECK(p.data == NULL && p.n_panels == 0);
+        free(w.w);
+    }
+    kz_packed_free(NULL);
+}
+
+typedef struct gemm_case {
+    size_t rows;
+    size_t k_in;
+    size_t taps;
+    size_t tap_stride;
+    size_t n;
+    size_t ldx;
+    size_t ldy;
+    kz_gemm_mode mode;
+    int has_bias;
+} gemm_case;
+
+/* Buffers of one case, sized exactly so that AddressSanitizer sees overruns. */
+typedef struct gemm_data {
+    gemm_case c;
+    weights w;
+    kz_packed packed;
+    float *x;      // [x_rows, ldx], columns >= k_in hold NaN (must never be read)
+    float *bias;   // [n] or NULL
+    float *y_init; // [rows, ldy] random start values (accumulate reads them)
+    size_t x_rows;
+} gemm_data;
+
+static gemm_data gemm_data_new(gemm_case c) {
+    gemm_data d = {.c = c};
+    d.w = weights_rand(c.taps, c.k_in, c.n);
+    CHECK(kz_packed_init(&d.packed, c.taps, c.k_in, c.n, weights_get, &d.w) == 0);
+    d.x_rows = (c.rows - 1) + (c.taps - 1) * c.tap_stride + 1;
+    d.x = rand_array(d.x_rows * c.ldx, -1.0f, 1.0f);
+    for (size_t t = 0; t < d.x_rows; t++) {
+        for (size_t i = c.k_in; i < c.ldx; i++) {
+            d.x[t * c.ldx + i] = NAN;
+        }
+    }
+    d.bias = c.has_bias ? rand_array(c.n, -0.5f, 0.5f) : NULL;
+    d.y_init = rand_array(c.rows * c.ldy, -2.0f, 2.0f);
+    return d;
+}
+
+static void gemm_data_free(gemm_data *d) {
+    kz_packed_free(&d->packed);
+    free(d->w.w);
+    free(d->x);
+    free(d->bias);
+    free(d->y_init);
+}
+
+static kz_gemm_args gemm_args(const gemm_data *d, float *y) {
+    const kz_gemm_args a = {
+        .y = y,
+        .ldy = d->c.ldy,
+        .x = d->x,
+        .ldx = d->c.ldx,
+        .tap_stride = d->c.tap_stride,
+        .w = &d->packed,
+        .bias = d->bias,
+        .mode = d->c.mode,
+        .n_rows = d->c.rows,
+    };
+    return a;
+}
+
+/* The contract of kernels.h read literally, on the unpacked weights. */
+static void gemm_naive(const gemm_data *d, float *y) {
+    const gemm_case *c = &d->c;
+    for (size_t t = 0; t < c->rows; t++) {
+        for (size_t o = 0; o < c->n; o++) {
+            float acc = 0.0f;
+            for (size_t j = 0; j < c->taps; j++) {
+                for (size_t i = 0; i < c->k_in; i++) {
+                    acc = fmaf(d->x[(t + j * c->tap_stride) * c->ldx + i],
+                               d->w.w[(j * c->k_in + i) * c->n + o], acc);
+                }
+            }
+            float r = acc;
+            if (d->bias) {
+                r = r + d->bias[o];
+            }
+            if (c->mode == KZ_GEMM_ACCUMULATE) {
+                r = y[t * c->ldy + o] + r;
+            }
+            y[t * c->ldy + o] = r;
+        }
+    }
+}
+
+static void print_case(const char *what, const gemm_case *c) {
+    fprintf(stderr,
+            "  %s: rows %zu k_in %zu taps %zu tap_stride %zu n %zu ldx %zu ldy %zu %s%s\n", what,
+            c->rows, c->k_in, c->taps, c->tap_stride, c->n, c->ldx, c->ldy,
+            c->mode == KZ_GEMM_ACCUMULATE ? "accumulate" : "store", c->has_bias ? " bias" : "");
+}
+
+static gemm_case gemm_case_rand(size_t max_rows, size_t max_k_in, size_t max_n) {
+    static const size_t taps_choice[] = {1, 2, 7};
+    static const size_t stride_choice[] = {1, 3, 9};
+    gemm_case c;
+    c.rows = rng_size(1, max_rows);
+    c.k_in = rng_size(1, max_k_in) | 1; // odd
+    c.taps = taps_choice[rng_u32() % 3];
+    c.tap_stride = stride_choice[rng_u32() % 3];
+    c.n = rng_size(1, max_n);
+    c.ldx = c.k_in + (rng_u32() % 2 ? rng_size(1, 5) : 0);
+    c.ldy = c.n + (rng_u32() % 2 ? rng_size(1, 9) : 0);
+    c.mode = rng_u32() % 2 ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE;
+    c.has_bias = (int)(rng_u32() % 2);
+    return c;
+}
+
+/* Scalar vs naive, then every level vs scalar, all bit for bit. */
+static void gemm_parity(gemm_case c) {
+    gemm_data d = gemm_data_new(c);
+    const size_t ny = c.rows * c.ldy;
+    float *y_naive = copy_array(d.y_init, ny);
+    float *y_ref = copy_array(d.y_init, ny);
+    gemm_naive(&d, y_naive);
+    kz_gemm_args a = gemm_args(&d, y_ref);
+    kz_kernels_scalar.gemm(&a, 0, c.rows, 0, d.packed.n_panels);
+    const int ok_ref = memcmp(y_ref, y_naive, ny * sizeof(float)) == 0;
+    CHECK(ok_ref);
+    if (!ok_ref) {
+        print_case("scalar != naive", &c);
+    }
+    for (size_t l = 0; l < n_simd_levels; l++) {
+        float *y = copy_array(d.y_init, ny);
+        a.y = y;
+        simd_levels[l]->gemm(&a, 0, c.rows, 0, d.packed.n_panels);
+        const int ok = memcmp(y, y_ref, ny * sizeof(float)) == 0;
+        CHECK_MSG(ok, "%s gemm differs from scalar", simd_levels[l]->name);
+        if (!ok) {
+            print_case("case", &c);
+        }
+        free(y);
+    }
+    free(y_naive);
+    free(y_ref);
+    gemm_data_free(&d);
+}
+
+/* Cuts [0, n) at up to max_cuts random points: sorted bounds, returns count of parts. */
+static size_t random_cuts(size_t n, size_t *bounds, size_t max_cuts) {
+    size_t m = 0;
+    bounds[m++] = 0;
+    const size_t cuts = n > 1 ? rng_size(0, max_cuts) : 0;
+    for (size_t k = 0; k < cuts; k++) {
+        bounds[m++] = rng_size(1, n - 1);
+    }
+    bounds[m++] = n;
+    for (size_t i = 1; i < m; i++) { // insertion sort, duplicates allowed (empty parts)
+        for (size_t k = i; k > 0 && bounds[k - 1] > bounds[k]; k--) {
+            const size_t tmp = bounds[k];
+            bounds[k] = bounds[k - 1];
+            bounds[k - 1] = tmp;
+        }
+    }
+    return m - 1;
+}
+
+/* One call over everything vs many calls over random rows x panels pieces. */
+static void gemm_split(const kz_kernels *k, gemm_case c) {
+    gemm_data d = gemm_data_new(c);
+    const size_t ny = c.rows * c.ldy;
+    float *y_one = copy_array(d.y_init, ny);
+    float *y_split = copy_array(d.y_init, ny);
+    kz_gemm_args a = gemm_args(&d, y_one);
+    k->gemm(&a, 0, c.rows, 0, d.packed.n_panels);
+    size_t rb[16];
+    size_t pb[16];
+    const size_t nr = random_cuts(c.rows, rb, 6);
+    const size_t np = random_cuts(d.packed.n_panels, pb, 4);
+    a.y = y_split;
+    for (size_t pi = np; pi-- > 0;) { // panels backwards, rows forwards: order must not matter
+        for (size_t ri = 0; ri < nr; ri++) {
+            k->gemm(&a, rb[ri], rb[ri + 1], pb[pi], pb[pi + 1]);
+        }
+    }
+    const int ok = memcmp(y_one, y_split, ny * sizeof(float)) == 0;
+    CHECK_MSG(ok, "%s gemm: split calls differ from one call", k->name);
+    if (!ok) {
+        print_case("case", &c);
+    }
+    free(y_one);
+    free(y_split);
+    gemm_data_free(&d);
+}
+
+static void test_gemm(void) {
+    // Small ragged shapes: rows 1..13, odd k_in, n 1..70.
+    for (int trial = 0; trial < 300; trial++) {
+        gemm_parity(gemm_case_rand(13, 41, 70));
+    }
+    // Beyond one k block (KC is 192..256 panel rows) and one row block.
+    const gemm_case big[] = {
+        {200, 301, 1, 1, 40, 301, 40, KZ_GEMM_STORE, 1},
+        {61, 129, 2, 1, 35, 130, 37, KZ_GEMM_ACCUMULATE, 1},
+        {50, 97, 7, 9, 33, 97, 33, KZ_GEMM_ACCUMULATE, 0},
+        {27, 1025, 1, 1, 17, 1025, 20, KZ_GEMM_STORE, 0},
+        {13, 0, 1, 1, 5, 0, 5, KZ_GEMM_ACCUMULATE, 1}, // k_in 0: y = (y +) bias
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        gemm_parity(big[i]);
+    }
+    // Split invariance at every level, scalar included.
+    const kz_kernels *all[N_LEVELS] = {&kz_kernels_scalar};
+    size_t n_all = 1;
+    for (size_t l = 0; l < n_simd_levels; l++) {
+        all[n_all++] = simd_levels[l];
+    }
+    for (int trial = 0; trial < 40; trial++) {
+        const gemm_case c = trial == 0 ? big[2] : gemm_case_rand(40, 67, 110);
+        for (size_t l = 0; l < n_all; l++) {
+            gemm_split(all[l], c);
+        }
+    }
+}
+
+/* --- row kernels -------------------------------------------------------- */
+
+/* Runs a level's snake on inputs at float offset `off` from 64-byte alignment. */
+static void snake_at(const kz_kernels *k, float *y, const float *x, size_t rows, size_t ch,
+                     const float *alpha, const float *ib, size_t off) {
+    const size_t n = rows * ch;
+    float *buf = aligned_alloc(64, ((4 * (n + ch) + off * 4) * sizeof(float) + 63) / 64 * 64);
+    float *xs = buf + off;
+    float *as = xs + n;
+    float *bs = as + ch;
+    float *ys = bs + ch + off;
+    memcpy(xs, x, n * sizeof(float));
+    memcpy(as, alpha, ch * sizeof(float));
+    memcpy(bs, ib, ch * sizeof(float));
+    k->snake_beta(ys, xs, rows, ch, as, bs);
+    memcpy(y, ys, n * sizeof(float));
+    free(buf);
+}
+
+static void test_snake(void) {
+    for (int trial = 0; trial < 60; trial++) {
+        const size_t rows = rng_size(1, 5);
+        const size_t ch = rng_size(1, 70);
+        const size_t n = rows * ch;
+        // Realistic activations; every 7th trial adds huge arguments (libm fallback lanes).
+        const float span = trial % 7 == 6 ? 1e6f : 10.0f;
+        float *x = rand_array(n, -span, span);
+        float *alpha = rand_array(ch, -2.0f, 2.0f);
+        float *ib = rand_array(ch, -2.0f, 2.0f);
+        for (size_t c = 0; c < ch; c++) {
+            alpha[c] = expf(alpha[c]);
+            ib[c] = 1.0f / (expf(ib[c]) + 1e-9f);
+        }
+        if (trial % 7 == 6) {
+            x[0] = INFINITY;
+            x[n - 1] = NAN;
+        }
+        float *y_ref = malloc(n * sizeof(float));
+        kz_kernels_scalar.snake_beta(y_ref, x, rows, ch, alpha, ib);
+        for (size_t l = 0; l < n_simd_levels; l++) {
+            const kz_kernels *k = simd_levels[l];
+            float *y = malloc(n * sizeof(float));
+            float *y1 = malloc(n * sizeof(float));
+            snake_at(k, y, x, rows, ch, alpha, ib, 0);
+            snake_at(k, y1, x, rows, ch, alpha, ib, 1);
+            CHECK_MSG(memcmp(y, y1, n * sizeof(float)) == 0, "%s snake depends on alignment",
+                      k->name);
+            // In place.
+            float *yi = copy_array(x, n);
+            k->snake_beta(yi, yi, rows, ch, alpha, ib);
+            CHECK_MSG(memcmp(y, yi, n * sizeof(float)) == 0, "%s snake in place differs",
+                      k->name);
+            // Tolerance: the vector sin^2 is within a few ulps of sinf^2, so
+            // |y - y_ref| <= 2^-20 (|x| + |inv_beta|), i.e. 8 ulps of the larger term.
+            // Non-finite results must agree in kind.
+            int bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                const float xv = x[i];
+                const size_t c = i % ch;
+                if (!isfinite(y_ref[i]) || !isfinite(y[i])) {
+                    bad += isnan(y_ref[i]) != isnan(y[i]) || isinf(y_ref[i]) != isinf(y[i]);
+                    continue;
+                }
+                const double tol = ldexp(1.0, -20) * (fabs(xv) + fabs(ib[c]));
+                if (fabs((double)y[i] - y_ref[i]) > tol) {
+                    if (bad++ < 3) {
+                        fprintf(stderr, "  %s snake x %.9g alpha %.9g: %.9g vs %.9g\n", k->name,
+                                xv, alpha[c], y[i], y_ref[i]);
+                    }
+                }
+            }
+            CHECK_MSG(bad == 0, "%s snake: %d elements out of tolerance", k->name, bad);
+            free(y);
+            free(y1);
+            free(yi);
+        }
+        free(x);
+        free(alpha);
+        free(ib);
+        free(y_ref);
+    }
+}
+
+/* Accuracy of sin^2 itself: x = 2^-100 and alpha = a * 2^100 make alpha * x == a
+ * exactly and y == sin(a)^2 (the 2^-100 vanishes below half an ulp while
+ * sin^2 > 2^-70). Measured against double sin, in ulps of sin^2, |a| <= 1e4. */
+static void test_sin_accuracy(void) {
+    enum { N = 40000 };
+    float *x = malloc(N * sizeof(float));
+    float *alpha = malloc(N * sizeof(float));
+    float *ib = malloc(N * sizeof(float));
+    float *y = malloc(N * sizeof(float));
+    for (size_t i = 0; i < N; i++) {
+        float a = i < N / 2 ? rng_float(-1e4f, 1e4f) : rng_float(-4.0f, 4.0f);
+        if (i % 5 == 0) { // near multiples of pi / 2, where the reduction works hardest
+            a = (float)(rng_size(0, 6000) * 1.5707963267948966) + rng_float(-1e-3f, 1e-3f);
+        }
+        x[i] = ldexpf(1.0f, -100);
+        alpha[i] = ldexpf(a, 100);
+        ib[i] = 1.0f;
+    }
+    const kz_kernels *levels[N_LEVELS] = {&kz_kernels_scalar};
+    size_t n_levels = 1;
+    for (size_t l = 0; l < n_simd_levels; l++) {
+        levels[n_levels++] = simd_levels[l];
+    }
+    for (size_t l = 0; l < n_levels; l++) {
+        levels[l]->snake_beta(y, x, 1, N, alpha, ib);
+        double worst = 0.0;
+        for (size_t i = 0; i < N; i++) {
+            const double a = ldexp((double)alpha[i], -100);
+            const double s = sin(a);
+            if (s * s < 0x1p-60) {
+                continue;
+            }
+            const double e = ulps(y[i], s * s);
+            worst = e > worst ? e : worst;
+        }
+        printf("snake_beta %-6s: max error of sin^2 %.2f ulp (|arg| <= 1e4)\n", levels[l]->name,
+               worst);
+        // Tolerance: 8 ulps of sin^2 (about 4 ulps of sin).
+        CHECK_MSG(worst <= 8.0, "%s sin^2 error %.2f ulp", levels[l]->name, worst);
+    }
+    free(x);
+    free(alpha);
+    free(ib);
+    free(y);
+}
+
+static void test_norms(void) {
+    for (int trial = 0; trial < 60; trial++) {
+        const size_t rows = rng_size(1, 4);
+        const size_t ch = trial < 50 ? rng_size(1, 140) : rng_size(1000, 3000);
+        const size_t n = rows * ch;
+        float *x = rand_array(n, -3.0f, 3.0f);
+        for (size_t i = 0; i < n; i++) {
+            x[i] += 0.5f; // a non-zero mean for layer_norm
+        }
+        float *w = rand_array(ch, 0.5f, 1.5f);
+        float *b = rand_array(ch, -0.5f, 0.5f);
+        const float eps = 1e-5f;
+        float *rms_ref = malloc(n * sizeof(float));
+        float *ln_ref = malloc(n * sizeof(float));
+        kz_kernels_scalar.rms_norm(rms_ref, x, w, rows, ch, eps);
+        kz_kernels_scalar.layer_norm(ln_ref, x, w, b, rows, ch, eps);
+        for (size_t l = 0; l < n_simd_levels; l++) {
+            const kz_kernels *k = simd_levels[l];
+            float *y = malloc(n * sizeof(float));
+            float *yi = copy_array(x, n);
+            // Tolerance: a sum of squares in another order scales a whole row by
+            // 1 + d with |d| a few ulps times sqrt(n): 4e-6 relative per element.
+            k->rms_norm(y, x, w, rows, ch, eps);
+            k->rms_norm(yi, yi, w, rows, ch, eps);
+            CHECK_MSG(memcmp(y, yi, n * sizeof(float)) == 0, "%s rms_norm in place differs",
+                      k->name);
+            int bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                bad += fabs((double)y[i] - rms_ref[i]) > 4e-6 * fabs(rms_ref[i]);
+            }
+            CHECK_MSG(bad == 0, "%s rms_norm: %d elements out of tolerance", k->name, bad);
+            // Tolerance: as above plus the mean's rounding; 1e-5 absolute on
+            // outputs of magnitude <= ~3.
+            memcpy(yi, x, n * sizeof(float));
+            k->layer_norm(y, x, w, b, rows, ch, eps);
+            k->layer_norm(yi, yi, w, b, rows, ch, eps);
+            CHECK_MSG(memcmp(y, yi, n * sizeof(float)) == 0, "%s layer_norm in place differs",
+                      k->name);
+            bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                bad += fabs((double)y[i] - ln_ref[i]) > 1e-5;
+            }
+            CHECK_MSG(bad == 0, "%s layer_norm: %d elements out of tolerance", k->name, bad);
+            free(y);
+            free(yi);
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(rms_ref);
+        free(ln_ref);
+    }
+}
+
+static const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e30f, -1e30f, 88.0f, -88.0f,
+                                 100.0f, -100.0f, INFINITY, -INFINITY, NAN, 3.92f, -0.9f};
+#define N_SPECIALS (sizeof specials / sizeof specials[0])
+
+/* Same NaN-ness and, when both are infinite, the same infinity. */
+static int same_kind(float a, float b) {
+    if (isnan(a) || isnan(b)) {
+        return isnan(a) && isnan(b);
+    }
+    if (isinf(a) || isinf(b)) {
+        return a == b;
+    }
+    return 1;
+}
+
+static void test_gelu_swiglu(void) {
+    for (int trial = 0; trial < 40; trial++) {
+        const size_t n = trial == 0 ? N_SPECIALS : rng_size(1, 300);
+        float *x = rand_array(n, -8.0f, 8.0f);
+        float *up = rand_array(n, -2.0f, 2.0f);
+        if (trial == 0) {
+            memcpy(x, specials, sizeof specials);
+        } else {
+            for (size_t i = 0; i < n; i += 11) {
+                x[i] *= 5.0f; // some gates out to +-40
+            }
+        }
+        float *g_ref = malloc(n * sizeof(float));
+        float *s_ref = malloc(n * sizeof(float));
+        kz_kernels_scalar.gelu(g_ref, x, n);
+        kz_kernels_scalar.swiglu(s_ref, x, up, n);
+        for (size_t l = 0; l < n_simd_levels; l++) {
+            const kz_kernels *k = simd_levels[l];
+            float *y = malloc(n * sizeof(float));
+            float *yi = copy_array(x, n);
+            // GELU tolerance: the vector erf is within 1.5e-7 absolute of erf, so
+            // |y - y_ref| <= 2.5e-7 |x| + 1 ulp of y_ref.
+            k->gelu(y, x, n);
+            k->gelu(yi, yi, n);
+            CHECK_MSG(memcmp(y, yi, n * sizeof(float)) == 0, "%s gelu in place differs", k->name);
+            int bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (!same_kind(y[i], g_ref[i])) {
+                    bad++;
+                } else if (isfinite(g_ref[i])) {
+                    const double tol = 2.5e-7 * fabs(x[i]) + ldexp(fabs(g_ref[i]), -23);
+                    bad += fabs((double)y[i] - g_ref[i]) > tol;
+                }
+            }
+            CHECK_MSG(bad == 0, "%s gelu: %d elements out of tolerance", k->name, bad);
+            // SwiGLU tolerance: vector exp ~1 ulp, then divide and multiply:
+            // 4 ulps of y_ref.
+            memcpy(yi, x, n * sizeof(float));
+            k->swiglu(y, x, up, n);
+            k->swiglu(yi, yi, up, n);
+            CHECK_MSG(memcmp(y, yi, n * sizeof(float)) == 0, "%s swiglu in place differs",
+                      k->name);
+            bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (!same_kind(y[i], s_ref[i])) {
+                    bad++;
+                } else if (isfinite(s_ref[i])) {
+                    bad += ulps(y[i], s_ref[i]) > 4.0;
+                }
+            }
+            CHECK_MSG(bad == 0, "%s swiglu: %d elements out of tolerance", k->name, bad);
+            free(y);
+            free(yi);
+        }
+        free(x);
+        free(up);
+        free(g_ref);
+        free(s_ref);
+    }
+}
+
+static void test_dot_axpy(void) {
+    for (int trial = 0; trial < 80; trial++) {
+        const size_t n = trial < 70 ? rng_size(0, 300) : rng_size(1000, 5000);
+        // One extra element so the same data can be used at offset 1.
+        float *a = rand_array(n + 1, -1.0f, 1.0f);
+        float *b = rand_array(n + 1, -1.0f, 1.0f);
+        const float s = rng_float(-2.0f, 2.0f);
+        double abs_sum = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            abs_sum += fabs((double)a[i] * b[i]);
+        }
+        const float d_ref = kz_kernels_scalar.dot(a, b, n);
+        float *y_ref = copy_array(b, n + 1);
+        kz_kernels_scalar.axpy(y_ref, s, a, n);
+        for (size_t l = 0; l < n_simd_levels; l++) {
+            const kz_kernels *k = simd_levels[l];
+            const float d = k->dot(a, b, n);
+            // Tolerance: both sums are within n * 2^-24 * sum|a_i b_i| of the exact dot.
+            CHECK_NEAR(d, d_ref, 2.0 * (double)n * ldexp(abs_sum, -24) + 1e-30);
+            float *a1 = malloc((n + 1) * sizeof(float));
+            float *b1 = malloc((n + 1) * sizeof(float));
+            memcpy(a1 + 1, a, n * sizeof(float));
+            memcpy(b1 + 1, b, n * sizeof(float));
+            const float d1 = k->dot(a1 + 1, b1 + 1, n);
+            CHECK_MSG(memcmp(&d, &d1, sizeof d) == 0, "%s dot depends on alignment", k->name);
+            // axpy: bit-identical to scalar (mul then add per element).
+            float *y = copy_array(b, n + 1);
+            k->axpy(y, s, a, n);
+            CHECK_MSG(memcmp(y, y_ref, (n + 1) * sizeof(float)) == 0, "%s axpy differs (n %zu)",
+                      k->name, n);
+            k->axpy(b1 + 1, s, a1 + 1, n);
+            CHECK_MSG(memcmp(b1 + 1, y_ref, n * sizeof(float)) == 0, "%s axpy offset differs",
+                      k->name);
+            free(a1);
+            free(b1);
+            free(y);
+        }
+        free(a);
+        free(b);
+        free(y_ref);
+    }
+}
+
+int main(void) {
+    test_dispatch();
+    test_packing();
+    test_gemm();
+    test_snake();
+    test_sin_accuracy();
+    test_norms();
+    test_gelu_swiglu();
+    test_dot_axpy();
+    return test_main_result("test_kernels");
+}

@@ -1,0 +1,54 @@
+/*
+ * cli.c - model/session opening and error reporting shared by subcommands.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void cli_report(const char *cmd, kz_status st) {
+    const char *msg = kz_last_error();
+    fprintf(stderr, "kztts %s: %s%s%s\n", cmd, kz_status_str(st), msg[0] ? ": " : "", msg);
+}
+
+static int parse_isa(const char *isa, kz_isa_cap *cap) {
+    static const struct { const char *name; kz_isa_cap cap; } names[] = {
+        {"auto", KZ_ISA_CAP_AUTO}, {"scalar", KZ_ISA_CAP_SCALAR},
+        {"avx2", KZ_ISA_CAP_AVX2}, {"avx512", KZ_ISA_CAP_AVX512}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(isa, names[i].name) == 0) {
+            *cap = names[i].cap;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
+             kz_session **session) {
+    *model = NULL;
+    *session = NULL;
+    kz_model_params mp;
+    kz_model_default_params(&mp);
+    if (parse_isa(isa, &mp.isa) != 0) {
+        fprintf(stderr, "kztts %s: --isa must be auto, scalar, avx2 or avx512, got '%s'\n", cmd,
+                isa);
+        return -1;
+    }
+    kz_status st = kz_model_load(path, &mp, model);
+    if (st != KZ_OK) {
+        cli_report(cmd, st);
+        return -1;
+    }
+    kz_session_params sp;
+    kz_session_default_params(&sp);
+    sp.n_threads = n_threads;
+    st = kz_session_new(*model, &sp, session);
+    if (st != KZ_OK) {
+        cli_report(cmd, st);
+        kz_model_free(*model);
+        *model = NULL;
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,24 @@
+/*
+ * cli.h - pieces shared by the kztts subcommands: the subcommand entry points,
+ * loading a model and session with one-line error reporting, and the ISA option.
+ * Exit codes: 0 success, 1 failure at run time, 2 bad command line.
+ */
+#ifndef KZ_CLI_H
+#define KZ_CLI_H
+
+#include "kztts.h"
+
+int cmd_decode(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* Loads the model at path with the given ISA name ("auto", "scalar", "avx2",
+ * "avx512") and creates a session with n_threads. Prints "kztts CMD: message"
+ * and returns -1 on failure (both outputs NULL). */
+int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
+             kz_session **session);
+
+/* Prints "kztts CMD: <status>: <last error>" to stderr. */
+void cli_report(const char *cmd, kz_status st);
+
+#endif

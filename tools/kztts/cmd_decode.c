@@ -1,0 +1,112 @@
+/*
+ * cmd_decode.c - `kztts decode`: a codes file -> audio file.
+ *
+ * Flow: options -> model + session -> codes file (checked against the model's
+ * codebook count and size) -> output opened under a temporary name -> streaming
+ * kz_decode writing each chunk as it arrives -> rename on success, delete on
+ * any failure.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "audio_out.h"
+#include "cli.h"
+#include "codes_file.h"
+
+typedef struct decode_opts {
+    const char *model, *codes, *out, *format, *isa;
+    int64_t threads, chunk;
+    bool official, help;
+} decode_opts;
+
+static bool write_chunk(const float *pcm, size_t n, int64_t pos_frame, bool is_last, void *user) {
+    (void)pos_frame;
+    (void)is_last;
+    return audio_out_write(user, pcm, n) == 0;
+}
+
+/* Output format: --format, else the output's extension, else wav. */
+static const char *pick_format(const decode_opts *o) {
+    if (o->format) {
+        return o->format;
+    }
+    const char *dot = strrchr(o->out, '.');
+    if (dot && audio_format_check(dot + 1) == 0) {
+        return dot + 1;
+    }
+    return "wav";
+}
+
+static int run(const decode_opts *o) {
+    const char *format = pick_format(o);
+    if (audio_format_check(format) != 0) {
+        fprintf(stderr, "kztts decode: unknown format '%s' (wav, f32, s16, flac, ogg)\n", format);
+        return 2;
+    }
+    kz_model *model;
+    kz_session *session;
+    if (cli_open("decode", o->model, o->isa, (int)o->threads, &model, &session) != 0) {
+        return 1;
+    }
+    int32_t *codes = NULL;
+    size_t n_frames = 0;
+    int rc = codes_file_read(o->codes, kz_model_num_codebooks(model),
+                             kz_model_codebook_size(model), &codes, &n_frames);
+    audio_out *out = NULL;
+    if (rc == 0) {
+        size_t n_samples = n_frames * (size_t)kz_model_samples_per_frame(model);
+        out = audio_out_open(o->out, format, kz_model_sample_rate(model), n_samples);
+        rc = out ? 0 : -1;
+    }
+    if (rc == 0) {
+        kz_decode_params dp;
+        kz_decode_default_params(&dp);
+        dp.chunk_frames = (int32_t)o->chunk;
+        dp.mode = o->official ? KZ_DECODE_OFFICIAL : KZ_DECODE_STREAM;
+        kz_status st = kz_decode(session, codes, n_frames, &dp, write_chunk, out);
+        if (st != KZ_OK) {
+            cli_report("decode", st);
+            rc = -1;
+        }
+    }
+    if (out && audio_out_finish(out, rc == 0) != 0) {
+        rc = -1;
+    }
+    free(codes);
+    kz_session_free(session);
+    kz_model_free(model);
+    return rc == 0 ? 0 : 1;
+}
+
+int cmd_decode(int argc, char **argv) {
+    decode_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4};
+    const arg_spec specs[] = {
+        {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   checkpoint or codec directory"},
+        {"--codes", NULL, ARG_STRING, &o.codes, 0, 0, "FILE  codes, one frame of 16 per line (- = stdin)"},
+        {"--output", "-o", ARG_STRING, &o.out, 0, 0, "OUT   output file, - for stdout (default out.wav)"},
+        {"--format", NULL, ARG_STRING, &o.format, 0, 0, "FMT   wav|f32|s16|flac|ogg (default: from OUT, else wav)"},
+        {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
+        {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"},
+        {"--official-chunking", NULL, ARG_FLAG, &o.official, 0, 0, "decode in 300-frame windows with 25 frames of context, as the official package"},
+        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512 kernel cap"},
+        {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
+    };
+    int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    const char *pos[1];
+    int n_pos;
+    if (args_parse("decode", specs, n_specs, argc, argv, pos, 0, &n_pos) != 0) {
+        return 2;
+    }
+    if (o.help) {
+        args_usage("decode", "-m MODEL --codes FILE [-o OUT] [options]", specs, n_specs);
+        return 0;
+    }
+    if (!o.model || !o.codes) {
+        fprintf(stderr, "kztts decode: -m MODEL and --codes FILE are required\n");
+        return 2;
+    }
+    return run(&o);
+}

@@ -1,0 +1,21 @@
+/*
+ * codes_file.h - reading codec code files: one frame per line, N integers
+ * separated by spaces or tabs, codebook 0 first. Blank lines are not allowed
+ * inside the data (a trailing newline is fine). Errors name file and line.
+ */
+#ifndef KZ_CODES_FILE_H
+#define KZ_CODES_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reads path ("-" = stdin) expecting n_codebooks values per line, each in
+ * [0, codebook_size). On success *codes is malloc'ed [n_frames * n_codebooks].
+ * Returns 0, or -1 after printing one line "kztts: FILE:LINE: problem". */
+int codes_file_read(const char *path, int n_codebooks, int codebook_size, int32_t **codes,
+                    size_t *n_frames);
+
+/* Writes codes to path, one frame per line. Returns 0 or -1. */
+int codes_file_write(const char *path, const int32_t *codes, size_t n_frames, int n_codebooks);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * main.c - the kztts command-line tool: dispatches argv[1] to cmd_<name>.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "kztts %s - Qwen3-TTS inference on the CPU\n\n"
+            "usage: kztts COMMAND [options]\n\n"
+            "commands:\n"
+            "  decode   codec codes file -> audio       kztts decode -m MODEL --codes FILE -o OUT\n"
+            "  info     describe a model and this CPU   kztts info -m MODEL\n"
+            "  bench    measure stage speed             kztts bench -m MODEL --decoder-only\n\n"
+            "'kztts COMMAND --help' lists a command's options.\n",
+            kz_version());
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("kztts %s\n", kz_version());
+        return 0;
+    }
+    static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
+        {"decode", cmd_decode}, {"info", cmd_info}, {"bench", cmd_bench}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        if (strcmp(argv[1], cmds[i].name) == 0) {
+            return cmds[i].fn(argc - 2, argv + 2);
+        }
+    }
+    fprintf(stderr, "kztts: unknown command '%s' (see 'kztts --help')\n", argv[1]);
+    return 2;
+}
