@@ -7,8 +7,9 @@
  * the CPU runs: conv-GEMM GFLOP/s at the codec's real shapes (and % of the
  * peak of that level's vector width), dot / axpy GB/s at L1, L2 and DRAM
  * sizes, ns per element of snake_beta, gelu, swiglu and rms_norm. Each
- * number is the best of several timed repetitions (at least MIN_SECONDS of
- * work per entry).
+ * number is the best of several timed repetitions. Time is this thread's CPU
+ * time, so other processes on a busy machine do not inflate the numbers
+ * (cache and memory contention still can).
  *
  * Usage: bench_kernels [scalar|avx2|avx512 ...] [--quick]
  *   levels to run (default: all the CPU supports); --quick shortens timing.
@@ -27,7 +28,7 @@ static volatile float sink;
 
 static double now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -88,13 +89,21 @@ static float *rand_buf(size_t n) {
 typedef float v8sf __attribute__((vector_size(32)));
 typedef float v16sf __attribute__((vector_size(64)));
 
-__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static double
-peak_avx2(long iters) {
+#if defined(__clang__)
+#define PEAK_FN(isa) __attribute__((target(isa))) static double
+#define PEAK_CONTRACT _Pragma("clang fp contract(fast)")
+#else
+#define PEAK_FN(isa) __attribute__((target(isa), optimize("fp-contract=fast"))) static double
+#define PEAK_CONTRACT
+#endif
+
+PEAK_FN("avx2,fma") peak_avx2(long iters) {
+    PEAK_CONTRACT
     PEAK_BODY(v8sf, 8)
 }
 
-__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"))) static double
-peak_avx512(long iters) {
+PEAK_FN("avx512f,fma") peak_avx512(long iters) {
+    PEAK_CONTRACT
     PEAK_BODY(v16sf, 16)
 }
 

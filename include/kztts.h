@@ -118,6 +118,24 @@ KZ_API int32_t kz_model_samples_per_frame(const kz_model *model);
 KZ_API int32_t kz_model_num_codebooks(const kz_model *model);
 KZ_API int32_t kz_model_codebook_size(const kz_model *model);
 
+/* ---- text ---------------------------------------------------------------- */
+
+/* Pre-tokenizer split pattern. */
+typedef enum kz_text_split {
+    KZ_TEXT_SPLIT_QWEN2 = 0,   /* the Qwen2 regex (hub-id loads of the official package) */
+    KZ_TEXT_SPLIT_MISTRAL = 1, /* the pattern the official package uses for local folders */
+} kz_text_split;
+
+/* Tokenizes UTF-8 text with the model's tokenizer (NFC, special tokens, byte-level
+ * BPE; no tokens added). On success *ids is owned by the caller (kz_ids_free).
+ * Invalid UTF-8 returns KZ_STATUS_BAD_INPUT with the byte offset; a model without
+ * tokenizer files returns KZ_STATUS_UNSUPPORTED. */
+KZ_API kz_status kz_tokenize(const kz_model *model, const char *text, kz_text_split split,
+                             int32_t **ids, size_t *n_ids);
+
+/* Frees ids returned by kz_tokenize. Accepts NULL. */
+KZ_API void kz_ids_free(int32_t *ids);
+
 /* ---- session ------------------------------------------------------------- */
 
 typedef struct kz_session kz_session;
@@ -187,6 +205,74 @@ KZ_API kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t
 /* Frees audio->samples and zeroes the struct. Accepts NULL and empty structs. */
 KZ_API void kz_audio_free(kz_audio *audio);
 
+/* ---- speakers and languages ------------------------------------------------ */
+
+/* Speakers of a CustomVoice model (0 for other models) and their names, as written
+ * in config.json (matched case-insensitively). index in [0, count). Static per model. */
+KZ_API int32_t kz_model_speaker_count(const kz_model *model);
+KZ_API const char *kz_model_speaker_name(const kz_model *model, int32_t index);
+/* Languages other than "auto" (e.g. "english", "chinese"; dialects included). */
+KZ_API int32_t kz_model_language_count(const kz_model *model);
+KZ_API const char *kz_model_language_name(const kz_model *model, int32_t index);
+/* "custom_voice", "voice_design", "base", or "codec" for a codec-only model. */
+KZ_API const char *kz_model_type(const kz_model *model);
+
+/* ---- synthesis ------------------------------------------------------------ */
+
+/* How the text is laid out in the prompt (spec: the wrapper's non_streaming_mode). */
+typedef enum kz_text_layout {
+    KZ_LAYOUT_DEFAULT = 0,       /* the official wrapper's default: non-streaming */
+    KZ_LAYOUT_NON_STREAMING = 1, /* all text in the prefill */
+    KZ_LAYOUT_STREAMING = 2,     /* one text token per generated frame */
+} kz_text_layout;
+
+/* Receives each generated frame's codes (codes[0] = codebook 0) before it is decoded.
+ * Return false to cancel. Called on the synthesizing thread. */
+typedef bool (*kz_frame_fn)(const int32_t *codes, int32_t n_codebooks, int64_t pos_frame,
+                            void *user);
+
+typedef struct kz_request {
+    const char *text;          /* UTF-8 text to speak; or NULL when token_ids are given */
+    const int32_t *token_ids;  /* ids of the user text only (the engine adds the chat
+                                  wrapping); used when text is NULL */
+    size_t n_token_ids;
+    const char *speaker;       /* CustomVoice: required, one of the model's speakers */
+    const char *language;      /* "auto" (default) or a language name */
+    const char *instruct;      /* style instruction (1.7B CustomVoice, VoiceDesign) or NULL;
+                                  0.6B CustomVoice ignores it as the official wrapper does */
+    kz_text_layout layout;     /* default KZ_LAYOUT_DEFAULT */
+    kz_text_split split;       /* tokenizer split pattern, default KZ_TEXT_SPLIT_QWEN2 */
+    bool greedy;               /* argmax for talker and code predictor; default: from
+                                  generation_config.json (do_sample true -> false) */
+    float temperature;         /* talker, > 0 and <= 100; default 0.9 (generation_config) */
+    int32_t top_k;             /* talker, 0 (off) .. vocab; default 50 */
+    float top_p;               /* talker, (0, 1]; default 1.0 */
+    float repetition_penalty;  /* talker, (0, 100]; default 1.05; applies in greedy too */
+    float cp_temperature;      /* code predictor; defaults from subtalker_* keys */
+    int32_t cp_top_k;
+    float cp_top_p;
+    uint64_t seed;             /* RNG seed; default 0 */
+    int32_t frames;            /* > 0: exactly this many frames (end of speech masked);
+                                  0 (default): until end of speech */
+    int32_t max_frames;        /* cap on frames; 0 (default) = runaway guard
+                                  min(max_new_tokens - 1, 50 + 8 x text tokens) */
+    int32_t chunk_frames;      /* frames per audio callback, 1..1024; default 4 */
+    kz_frame_fn on_frame;      /* optional */
+    void *frame_user;
+} kz_request;
+
+/* Fills r with the defaults above, sampling values from the model's
+ * generation_config.json (or the official wrapper's fallbacks). */
+KZ_API void kz_request_default(const kz_model *model, kz_request *r);
+
+/* Synthesizes speech for r, streaming 24 kHz PCM to on_audio chunk by chunk
+ * (see kz_audio_fn). Same seed and request -> same audio, on any thread count. */
+KZ_API kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
+                               void *user);
+
+/* kz_synthesize into one buffer. On failure *audio is left empty. */
+KZ_API kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *audio);
+
 /* ---- timings ------------------------------------------------------------- */
 
 /* Cumulative wall time per stage since the session was created (or reset). */
@@ -197,6 +283,12 @@ typedef struct kz_timings {
     double codec_vocoder_ms;    /* SnakeBeta decoder blocks + final conv */
     double codec_flop;          /* floating-point operations performed by the codec */
     int64_t codec_frames;       /* frames decoded */
+    double prefill_ms;          /* talker prefill over the prompt */
+    double talker_ms;           /* talker steps (one per frame) */
+    double code_predictor_ms;   /* code predictor (15 codes per frame) */
+    double sampling_ms;         /* logits processing and sampling */
+    int64_t frames;             /* frames generated */
+    int64_t prompt_tokens;      /* prefill rows processed */
 } kz_timings;
 
 KZ_API void kz_session_timings(const kz_session *session, kz_timings *out);

@@ -14,6 +14,7 @@
 #include "kztts.h"
 #include "model/model.h"
 #include "runtime/error.h"
+#include "synth/request.h"
 #include "synth/session.h"
 
 const char *kz_version(void) {
@@ -196,4 +197,147 @@ void kz_audio_free(kz_audio *audio) {
         free(audio->samples);
         memset(audio, 0, sizeof *audio);
     }
+}
+
+/* ---- speakers, languages, type -------------------------------------------- */
+
+int32_t kz_model_speaker_count(const kz_model *m) {
+    return m && m->has_tts ? m->cfg.talker.n_speakers : 0;
+}
+
+const char *kz_model_speaker_name(const kz_model *m, int32_t i) {
+    return i >= 0 && i < kz_model_speaker_count(m) ? m->cfg.talker.speakers[i].name : NULL;
+}
+
+int32_t kz_model_language_count(const kz_model *m) {
+    return m && m->has_tts ? m->cfg.talker.n_languages : 0;
+}
+
+const char *kz_model_language_name(const kz_model *m, int32_t i) {
+    return i >= 0 && i < kz_model_language_count(m) ? m->cfg.talker.languages[i].name : NULL;
+}
+
+const char *kz_model_type(const kz_model *m) {
+    return !m ? "" : m->has_tts ? m->cfg.tts_model_type : "codec";
+}
+
+/* ---- text ----------------------------------------------------------------- */
+
+kz_status kz_tokenize(const kz_model *model, const char *text, kz_text_split split,
+                      int32_t **ids, size_t *n_ids) {
+    kz_error_clear();
+    if (!ids || !n_ids) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenize: ids and n_ids are required");
+    }
+    *ids = NULL;
+    *n_ids = 0;
+    if (!model || !text) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenize: model and text are required");
+    }
+    if (split != KZ_TEXT_SPLIT_QWEN2 && split != KZ_TEXT_SPLIT_MISTRAL) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenize: unknown split %d", (int)split);
+    }
+    if (!model->tokenizer) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED, "%s has no tokenizer files (vocab.json, merges.txt)",
+                            model->path);
+    }
+    return kz_tokenizer_encode(model->tokenizer, text, strlen(text), (kz_split_mode)split, ids,
+                               n_ids);
+}
+
+void kz_ids_free(int32_t *ids) {
+    free(ids);
+}
+
+/* ---- synthesis ------------------------------------------------------------ */
+
+void kz_request_default(const kz_model *model, kz_request *r) {
+    if (!r) {
+        return;
+    }
+    memset(r, 0, sizeof *r);
+    kz_generation_config g = {.do_sample = true, .temperature = 0.9f, .top_k = 50, .top_p = 1.0f,
+                              .repetition_penalty = 1.05f, .subtalker_temperature = 0.9f,
+                              .subtalker_top_k = 50, .subtalker_top_p = 1.0f};
+    if (model && model->has_tts) {
+        g = model->gen;
+    }
+    r->language = "auto";
+    r->greedy = !g.do_sample;
+    r->temperature = g.temperature;
+    r->top_k = g.top_k;
+    r->top_p = g.top_p;
+    r->repetition_penalty = g.repetition_penalty;
+    r->cp_temperature = g.subtalker_temperature;
+    r->cp_top_k = g.subtalker_top_k;
+    r->cp_top_p = g.subtalker_top_p;
+    r->chunk_frames = 4;
+}
+
+kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
+                        void *user) {
+    kz_error_clear();
+    if (!session || !r || !on_audio) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_synthesize: session, request and on_audio are required");
+    }
+    if (r->layout < KZ_LAYOUT_DEFAULT || r->layout > KZ_LAYOUT_STREAMING ||
+        (r->split != KZ_TEXT_SPLIT_QWEN2 && r->split != KZ_TEXT_SPLIT_MISTRAL)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_synthesize: unknown layout or split");
+    }
+    kz_plan plan;
+    kz_plan_ids ids;
+    kz_status st = kz_request_resolve(session->model, r, &plan, &ids);
+    if (st != KZ_OK) {
+        return st;
+    }
+    st = kz_synth_run(session, &plan, on_audio, user);
+    kz_plan_ids_free(&ids);
+    return st;
+}
+
+typedef struct grow_buf {
+    float *samples;
+    size_t n, cap;
+    bool failed;
+} grow_buf;
+
+static bool append_grow(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    grow_buf *b = user;
+    (void)pos;
+    (void)last;
+    if (b->n + n > b->cap) {
+        size_t cap = (b->n + n) * 2;
+        float *p = realloc(b->samples, cap * sizeof *p);
+        if (!p) {
+            b->failed = true;
+            return false;
+        }
+        b->samples = p;
+        b->cap = cap;
+    }
+    memcpy(b->samples + b->n, pcm, n * sizeof *pcm);
+    b->n += n;
+    return true;
+}
+
+kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *audio) {
+    kz_error_clear();
+    if (!audio) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_synthesize_all: audio is NULL");
+    }
+    memset(audio, 0, sizeof *audio);
+    grow_buf b = {0};
+    kz_status st = kz_synthesize(session, r, append_grow, &b);
+    if (b.failed) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_synthesize_all: out of memory");
+    }
+    if (st != KZ_OK) {
+        free(b.samples);
+        return st;
+    }
+    audio->samples = b.samples;
+    audio->n_samples = b.n;
+    audio->sample_rate = session->model->codec_cfg.output_sample_rate;
+    return KZ_OK;
 }

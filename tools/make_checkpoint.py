@@ -183,7 +183,9 @@ def codec_encoder_dims(preset):
 # ---------------------------------------------------------------- config files
 
 def talker_config(td, cd, variant):
+    """talker_config with its nested code_predictor_config; speakers only for custom_voice."""
     custom = variant == "custom_voice"
+    dialects = {s: SPEAKER_DIALECTS.get(s, False) for s in SPEAKER_IDS}
     cp = dict(cd, model_type="qwen3_tts_talker_code_predictor", vocab_size=CODEBOOK_SIZE,
               num_code_groups=NUM_CODE_GROUPS, hidden_act="silu", rms_norm_eps=1e-6,
               rope_theta=1000000, rope_scaling=None, max_position_embeddings=65536,
@@ -197,18 +199,21 @@ def talker_config(td, cd, variant):
                 vocab_size=CODEC_VOCAB_SIZE, text_vocab_size=TEXT_VOCAB_SIZE,
                 num_code_groups=NUM_CODE_GROUPS, hidden_act="silu", rms_norm_eps=1e-6,
                 rope_theta=1000000, max_position_embeddings=32768,
-                rope_scaling={"interleaved": True, "mrope_section": section, "rope_type": "default"},
+                rope_scaling={"interleaved": True, "mrope_section": section,
+                              "rope_type": "default"},
                 attention_bias=False, attention_dropout=0, use_sliding_window=False,
                 sliding_window=None, position_id_per_seconds=13, initializer_range=0.02,
                 use_cache=True, tie_word_embeddings=False, codec_language_id=dict(LANGUAGE_IDS),
                 spk_id=dict(SPEAKER_IDS) if custom else {},
-                spk_is_dialect={s: SPEAKER_DIALECTS.get(s, False) for s in SPEAKER_IDS} if custom else {})
+                spk_is_dialect=dialects if custom else {})
 
 
 def main_config(preset, size, variant, td, cd, sd):
     """config.json. The full preset writes only enc_dim/sample_rate for the speaker
     encoder, as the released files do; tiny must also write the sizes it changes."""
-    speaker = sd if preset == "tiny" else {"enc_dim": sd["enc_dim"], "sample_rate": sd["sample_rate"]}
+    speaker = sd
+    if preset == "full":
+        speaker = {"enc_dim": sd["enc_dim"], "sample_rate": sd["sample_rate"]}
     return dict(TOKEN_IDS, architectures=["Qwen3TTSForConditionalGeneration"],
                 model_type="qwen3_tts", tokenizer_type="qwen3_tts_tokenizer_12hz",
                 tts_model_size=size, tts_model_type=variant, dtype="bfloat16",
@@ -324,7 +329,8 @@ def plan_code_predictor(cd, talker_hidden):
     """Code predictor; small_to_mtp_projection only when its width differs from the talker's."""
     plan, hidden, p = [], cd["hidden_size"], "talker.code_predictor"
     for i in range(NUM_CODE_GROUPS - 1):
-        add(plan, f"{p}.model.codec_embedding.{i}.weight", (CODEBOOK_SIZE, talker_hidden), normal(1.0))
+        add(plan, f"{p}.model.codec_embedding.{i}.weight", (CODEBOOK_SIZE, talker_hidden),
+            normal(1.0))
     if hidden != talker_hidden:
         add_linear(plan, f"{p}.small_to_mtp_projection", hidden, talker_hidden, bias=True)
     plan_qwen3_layers(plan, f"{p}.model", cd)
@@ -344,7 +350,8 @@ def plan_speaker_encoder(sd):
         q = f"{p}.blocks.{b}."
         add_conv(plan, q + "tdnn1.conv", ch[b], ch[b - 1], 1)
         for i in range(scale - 1):
-            add_conv(plan, f"{q}res2net_block.blocks.{i}.conv", ch[b] // scale, ch[b] // scale, ks[b])
+            width = ch[b] // scale
+            add_conv(plan, f"{q}res2net_block.blocks.{i}.conv", width, width, ks[b])
         add_conv(plan, q + "tdnn2.conv", ch[b], ch[b], 1)
         add_conv(plan, q + "se_block.conv1", se, ch[b], 1)
         add_conv(plan, q + "se_block.conv2", ch[b], se, 1)
@@ -461,8 +468,9 @@ def plan_mimi_conv_stack(plan, ed):
     add_conv(plan, p + "0.conv", ch, ed["audio_channels"], ed["kernel_size"])
     idx = 1
     for ratio in reversed(ed["upsampling_ratios"]):
-        add_conv(plan, f"{p}{idx}.block.1.conv", ch // ed["compress"], ch, ed["residual_kernel_size"])
-        add_conv(plan, f"{p}{idx}.block.3.conv", ch, ch // ed["compress"], 1)
+        inner = ch // ed["compress"]
+        add_conv(plan, f"{p}{idx}.block.1.conv", inner, ch, ed["residual_kernel_size"])
+        add_conv(plan, f"{p}{idx}.block.3.conv", ch, inner, 1)
         add_conv(plan, f"{p}{idx + 2}.conv", 2 * ch, ch, 2 * ratio)
         idx, ch = idx + 3, 2 * ch
     add_conv(plan, f"{p}{idx + 1}.conv", ed["hidden_size"], ch, ed["last_kernel_size"])
@@ -486,7 +494,8 @@ def plan_mimi_transformer(plan, ed):
 
 def plan_mimi_quantizer(plan, ed):
     """Semantic (1) and acoustic (num_quantizers-1) RVQs, each with 1x1 projections."""
-    p, hidden, vq = "encoder.quantizer.", ed["hidden_size"], ed["vector_quantization_hidden_dimension"]
+    p, hidden = "encoder.quantizer.", ed["hidden_size"]
+    vq, n_codes = ed["vector_quantization_hidden_dimension"], ed["codebook_size"]
     n_sem = ed["num_semantic_quantizers"]
     for part, n in (("semantic", n_sem), ("acoustic", ed["num_quantizers"] - n_sem)):
         q = f"{p}{part}_residual_vector_quantizer."
@@ -494,9 +503,10 @@ def plan_mimi_quantizer(plan, ed):
             add_conv(plan, q + "input_proj", vq, hidden, 1, bias=False)
             add_conv(plan, q + "output_proj", hidden, vq, 1, bias=False)
         for i in range(n):
-            add(plan, f"{q}layers.{i}.codebook.embed_sum", (ed["codebook_size"], ed["codebook_dim"]), normal(1.0))
-            add(plan, f"{q}layers.{i}.codebook.cluster_usage", (ed["codebook_size"],), uniform(0.5, 2.0))
-            add(plan, f"{q}layers.{i}.codebook.initialized", (1,), ("const", 1.0))
+            book = f"{q}layers.{i}.codebook."
+            add(plan, book + "embed_sum", (n_codes, ed["codebook_dim"]), normal(1.0))
+            add(plan, book + "cluster_usage", (n_codes,), uniform(0.5, 2.0))
+            add(plan, book + "initialized", (1,), ("const", 1.0))
 
 
 def plan_codec_encoder(ed):
@@ -512,7 +522,8 @@ def plan_codec_encoder(ed):
 
 def make_tensor(name, shape, init, seed):
     """fp32 tensor drawn from a generator seeded by (seed, name)."""
-    g = torch.Generator().manual_seed((seed << 32) ^ zlib.crc32(name.encode()))
+    # torch's CPU generator keeps only 32 bits of its seed, so seed and name are hashed together.
+    g = torch.Generator().manual_seed(zlib.crc32(f"{seed}/{name}".encode()))
     kind = init[0]
     if kind == "normal":
         return torch.randn(shape, generator=g).mul_(init[1]).add_(init[2])
@@ -553,7 +564,8 @@ def write_checkpoint(args):
     codec_out = os.path.join(args.out, "speech_tokenizer")
     os.makedirs(codec_out, exist_ok=True)
 
-    write_json(os.path.join(args.out, "config.json"), main_config(args.preset, args.size, args.variant, td, cd, sd))
+    write_json(os.path.join(args.out, "config.json"),
+               main_config(args.preset, args.size, args.variant, td, cd, sd))
     # Spec order, no final newline: 245 bytes, the size of the released file.
     write_json(os.path.join(args.out, "generation_config.json"), GENERATION_CONFIG,
                sort_keys=False, newline=False)
@@ -563,7 +575,8 @@ def write_checkpoint(args):
 
     main_plan = plan_talker(td, cd) + (plan_speaker_encoder(sd) if args.variant == "base" else [])
     files = [(os.path.join(args.out, "model.safetensors"), main_plan, "BF16"),
-             (os.path.join(codec_out, "model.safetensors"), plan_codec_decoder(dd) + plan_codec_encoder(ed), "F32")]
+             (os.path.join(codec_out, "model.safetensors"),
+              plan_codec_decoder(dd) + plan_codec_encoder(ed), "F32")]
     for path, plan, tag in files:
         t0 = time.time()
         n_tensors, n_params = write_weights(path, plan, tag, args.seed)
@@ -575,7 +588,8 @@ def check_codec(out, n_frames, seed):
     """Decode random codes with the reference and print every stage's RMS."""
     from reference import codec_decoder
     dec = codec_decoder.load_decoder(out)
-    codes = codec_decoder.random_codes(n_frames, seed, dec.cfg["num_quantizers"], dec.cfg["codebook_size"])
+    codes = codec_decoder.random_codes(n_frames, seed, dec.cfg["num_quantizers"],
+                                       dec.cfg["codebook_size"])
     stages = dec.stages(codes)
     print(f"codec check, {n_frames} random frames:\n{codec_decoder.describe(stages)}")
 
@@ -585,10 +599,12 @@ def parse_args(argv):
     ap.add_argument("--preset", choices=["tiny", "full"], required=True)
     ap.add_argument("--out", required=True, help="output directory (created; files overwritten)")
     ap.add_argument("--seed", type=int, default=0, help="weights are a pure function of the seed")
-    ap.add_argument("--variant", choices=["custom_voice", "voice_design", "base"], default="custom_voice")
+    ap.add_argument("--variant", choices=["custom_voice", "voice_design", "base"],
+                    default="custom_voice")
     ap.add_argument("--size", choices=["0b6", "1b7"], default="0b6")
     ap.add_argument("--check", action="store_true", help="decode random codes and print stage RMS")
-    ap.add_argument("--check-frames", type=int, default=0, help="frames for --check (default 40 tiny, 20 full)")
+    ap.add_argument("--check-frames", type=int, default=0,
+                    help="frames for --check (default 40 tiny, 20 full)")
     args = ap.parse_args(argv)
     if not 0 <= args.seed < 2 ** 31:
         ap.error("--seed must be in [0, 2^31)")

@@ -73,9 +73,10 @@ typedef enum kz_gemm_mode {
  *   y[t * ldy + o] = r
  *
  * (The scalar definition uses fmaf so that every level computes the same
- * rounding sequence; SIMD variants may differ only where they reassociate,
- * which they must not do across k: parity is exact in practice and tested
- * with a tight tolerance.)
+ * rounding sequence: the AVX2 / AVX-512 variants run this exact per-element
+ * sequence in vector lanes, one lane per output column, and
+ * tests/unit/test_kernels.c checks them bit for bit against the scalar
+ * definition, including ragged tails and arbitrary splits of rows x panels.)
  *
  * One routine covers every convolution of the codec: a linear layer or 1x1
  * conv (taps 1), a causal dilated conv (x points at the first history row,
@@ -135,6 +136,16 @@ typedef struct kz_kernels {
 
     /* y[i] += a * x[i], [n]. */
     void (*axpy)(float *y, float a, const float *x, size_t n);
+
+    /* Language-model projections with weights used in place (not packed):
+     *   y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i]
+     * for t < n_tok and o in [o0, o1); W row-major [rows, n_in] as nn.Linear
+     * stores it, bf16 (uint16 bits) or f32. Each (t, o) is one dot product in an
+     * order fixed by n_in alone, so splitting rows or tokens never changes bits. */
+    void (*matmul_bf16)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
+    void (*matmul_f32)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                       size_t n_in, size_t n_tok, size_t o0, size_t o1);
 } kz_kernels;
 
 /* --- dispatch.c ---------------------------------------------------------- */
@@ -182,5 +193,14 @@ extern const kz_kernels kz_kernels_avx512; /* x86/rows_avx512.c */
 void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+/* matmul families (ref/matmul_ref.c, x86/matmul_avx2.c, x86/matmul_avx512.c) */
+#define KZ_MATMUL_DECL(isa)                                                                     \
+    void kz_matmul_bf16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
+                              size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
+    void kz_matmul_f32_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
+                             size_t n_in, size_t n_tok, size_t o0, size_t o1);
+KZ_MATMUL_DECL(ref)
+KZ_MATMUL_DECL(avx2)
+KZ_MATMUL_DECL(avx512)
 
 #endif

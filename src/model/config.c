@@ -9,6 +9,7 @@
 #include "model/config.h"
 
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "io/json.h"
@@ -198,4 +199,39 @@ void kz_tts_config_describe(const kz_tts_config *c, char *buf, size_t buf_size) 
     for (int i = 0; i < t->n_languages && n > 0 && (size_t)n < buf_size; i++) {
         n += snprintf(buf + n, buf_size - (size_t)n, " %s", t->languages[i].name);
     }
+}
+
+kz_status kz_generation_config_load(const char *path, kz_generation_config *out) {
+    *out = (kz_generation_config){.do_sample = true, .temperature = 0.9f, .top_k = 50,
+                                  .top_p = 1.0f, .repetition_penalty = 1.05f,
+                                  .subtalker_dosample = true, .subtalker_temperature = 0.9f,
+                                  .subtalker_top_k = 50, .subtalker_top_p = 1.0f,
+                                  .max_new_tokens = 2048};
+    if (access(path, F_OK) != 0) {
+        return KZ_OK;
+    }
+    cJSON *root = NULL;
+    kz_status st = kz_json_load(path, &root);
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_json_ctx j = {.path = path, .scope = "", .status = KZ_OK};
+    kz_generation_config *g = out;
+    g->do_sample = kz_json_bool(&j, root, "do_sample", g->do_sample);
+    g->temperature = (float)kz_json_num(&j, root, "temperature", g->temperature, 1e-6, 100.0);
+    g->top_k = (int32_t)kz_json_int(&j, root, "top_k", g->top_k, 0, 1 << 20);
+    g->top_p = (float)kz_json_num(&j, root, "top_p", g->top_p, 1e-6, 1.0);
+    g->repetition_penalty =
+        (float)kz_json_num(&j, root, "repetition_penalty", g->repetition_penalty, 1e-6, 100.0);
+    g->subtalker_dosample = kz_json_bool(&j, root, "subtalker_dosample", g->subtalker_dosample);
+    g->subtalker_temperature = (float)kz_json_num(&j, root, "subtalker_temperature",
+                                                  g->subtalker_temperature, 1e-6, 100.0);
+    g->subtalker_top_k = (int32_t)kz_json_int(&j, root, "subtalker_top_k", g->subtalker_top_k, 0,
+                                              1 << 20);
+    g->subtalker_top_p =
+        (float)kz_json_num(&j, root, "subtalker_top_p", g->subtalker_top_p, 1e-6, 1.0);
+    g->max_new_tokens =
+        (int32_t)kz_json_int(&j, root, "max_new_tokens", g->max_new_tokens, 1, 1 << 20);
+    cJSON_Delete(root);
+    return j.status;
 }

@@ -75,6 +75,25 @@ typedef struct kz_tts_config {
     kz_talker_config talker;
 } kz_tts_config;
 
+/* generation_config.json: sampling defaults (spec 8.5). Missing keys (or a
+ * missing file) take the official wrapper's fallbacks: the same values except
+ * max_new_tokens 2048. */
+typedef struct kz_generation_config {
+    bool do_sample;             /* true */
+    float temperature;          /* 0.9 */
+    int32_t top_k;              /* 50 */
+    float top_p;                /* 1.0 */
+    float repetition_penalty;   /* 1.05 */
+    bool subtalker_dosample;    /* true */
+    float subtalker_temperature;/* 0.9 */
+    int32_t subtalker_top_k;    /* 50 */
+    float subtalker_top_p;      /* 1.0 */
+    int32_t max_new_tokens;     /* 8192 in the released file, 2048 fallback */
+} kz_generation_config;
+
+/* Reads path if it exists (a missing file gives the fallbacks). */
+kz_status kz_generation_config_load(const char *path, kz_generation_config *out);
+
 /* Reads and validates config.json of a Qwen3-TTS checkpoint. */
 kz_status kz_tts_config_load(const char *path, kz_tts_config *out);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "io/json.h"
@@ -82,9 +83,22 @@ static kz_status load_tts(kz_model *m, const char *dir) {
     kz_status st = cfg_path && st_path && codec_dir
                        ? KZ_OK
                        : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    char *gen_path = join(dir, "generation_config.json");
+    char *vocab_path = join(dir, "vocab.json");
+    st = st == KZ_OK && (!gen_path || !vocab_path)
+             ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory")
+             : st;
     st = st == KZ_OK ? kz_tts_config_load(cfg_path, &m->cfg) : st;
+    st = st == KZ_OK ? kz_generation_config_load(gen_path, &m->gen) : st;
     st = st == KZ_OK ? kz_st_open(st_path, &m->main_st) : st;
+    st = st == KZ_OK ? kz_talker_load(&m->talker, m->main_st, &m->cfg.talker) : st;
+    st = st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_st, &m->cfg.talker) : st;
     st = st == KZ_OK ? load_codec(m, codec_dir) : st;
+    if (st == KZ_OK && access(vocab_path, F_OK) == 0) {
+        st = kz_tokenizer_load(dir, &m->tokenizer);
+    }
+    free(gen_path);
+    free(vocab_path);
     free(cfg_path);
     free(st_path);
     free(codec_dir);
@@ -199,6 +213,9 @@ void kz_model_close(kz_model *m) {
         return;
     }
     kz_codec_decoder_free(&m->decoder);
+    kz_talker_free(&m->talker);
+    kz_code_predictor_free(&m->cp);
+    kz_tokenizer_free(m->tokenizer);
     kz_st_close(m->main_st);
     kz_st_close(m->codec_st);
     free(m->description);

@@ -14,9 +14,12 @@
 #include "io/safetensors.h"
 #include "kernels/kernels.h"
 #include "kztts.h"
+#include "model/code_predictor.h"
 #include "model/codec_config.h"
 #include "model/codec_decoder.h"
 #include "model/config.h"
+#include "model/talker.h"
+#include "text/tokenizer.h"
 
 struct kz_model {
     char *path;               /* as given to kz_model_load */
@@ -26,6 +29,10 @@ struct kz_model {
     kz_st_file *main_st;      /* model.safetensors (NULL when codec-only) */
     kz_st_file *codec_st;     /* speech_tokenizer/model.safetensors */
     kz_codec_decoder decoder;
+    kz_talker talker;         /* when has_tts */
+    kz_code_predictor cp;     /* when has_tts */
+    kz_generation_config gen; /* when has_tts */
+    kz_tokenizer *tokenizer;  /* NULL when the directory has no vocab.json */
     const kz_kernels *kernels;
     double load_ms;
     char *description;        /* kz_model_describe text */

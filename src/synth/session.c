@@ -26,7 +26,11 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     kz_status st = kz_pool_new(n_threads, &s->pool);
     if (st == KZ_OK) {
         s->exec = (kz_exec){.k = model->kernels, .pool = s->pool};
+        s->lm = (kz_exec){.k = model->kernels, .pool = s->pool};
         st = kz_codec_state_init(&s->codec, &model->decoder, KZ_CODEC_STEP_FRAMES);
+    }
+    if (st == KZ_OK && model->has_tts) {
+        st = kz_code_predictor_state_init(&s->cp_state, &model->cp);
     }
     if (st != KZ_OK) {
         kz_session_destroy(s);
@@ -41,6 +45,9 @@ void kz_session_destroy(kz_session *s) {
         return;
     }
     kz_codec_state_free(&s->codec);
+    if (s->model->has_tts) {
+        kz_code_predictor_state_free(&s->cp_state);
+    }
     kz_pool_free(s->pool);
     free(s);
 }
@@ -56,6 +63,12 @@ void kz_session_timings(const kz_session *s, kz_timings *out) {
     out->codec_vocoder_ms = s->codec.ms[3] - s->ms_at_reset[3];
     out->codec_flop = s->exec.flop - s->flop_at_reset;
     out->codec_frames = s->codec_frames;
+    out->prefill_ms = s->stats.prefill_ms;
+    out->talker_ms = s->stats.talker_ms;
+    out->code_predictor_ms = s->stats.code_predictor_ms;
+    out->sampling_ms = s->stats.sampling_ms;
+    out->frames = s->stats.frames;
+    out->prompt_tokens = s->stats.prompt_tokens;
 }
 
 void kz_session_reset_timings(kz_session *s) {
@@ -65,4 +78,5 @@ void kz_session_reset_timings(kz_session *s) {
     memcpy(s->ms_at_reset, s->codec.ms, sizeof s->ms_at_reset);
     s->flop_at_reset = s->exec.flop;
     s->codec_frames = 0;
+    memset(&s->stats, 0, sizeof s->stats);
 }

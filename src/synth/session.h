@@ -10,6 +10,7 @@
 
 #include "kztts.h"
 #include "layers/conv.h"
+#include "model/code_predictor.h"
 #include "model/codec_decoder.h"
 #include "model/model.h"
 #include "runtime/threadpool.h"
@@ -18,11 +19,27 @@
  * (about 3 MB per frame at release dimensions) independently of request size. */
 #define KZ_CODEC_STEP_FRAMES 8
 
+/* Language-model stage statistics (milliseconds, counts). */
+typedef struct kz_lm_stats {
+    double prefill_ms, talker_ms, code_predictor_ms, sampling_ms;
+    int64_t frames, prompt_tokens;
+} kz_lm_stats;
+
+/* Test observer: receives named intermediate arrays of a synthesis ("prefill_rows"
+ * [rows, D], "talker_logits" [vocab] per frame, "cp_logits" [15, vocab] per frame). */
+typedef void (*kz_synth_observer)(void *user, const char *name, int64_t frame,
+                                  const float *data, size_t n_rows, size_t n_cols);
+
 struct kz_session {
     const kz_model *model;
     kz_pool *pool;
-    kz_exec exec;
+    kz_exec exec;                  /* codec work (its own FLOP counter) */
+    kz_exec lm;                    /* talker and code predictor work */
     kz_codec_state codec;
+    kz_code_predictor_state cp_state; /* allocated when the model has a talker */
+    kz_lm_stats stats;
+    kz_synth_observer observe;     /* NULL normally */
+    void *observe_user;
     int64_t codec_frames;     /* frames decoded since the timings were reset */
     double flop_at_reset;
     double ms_at_reset[4];

@@ -14,6 +14,24 @@ import sys
 
 FRAME_COUNTS = (1, 7, 40)
 OFFICIAL_FRAMES = 330
+LM_FRAMES = 30
+TEXT_IDS = [9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13, 220, 16, 17, 18, 52801, 6313]
+INSTRUCT_IDS = [41884, 11, 3968, 16217, 13]
+# name, checkpoint (preset args), speaker, language, layout, with instruction
+LM_CASES = [
+    ("cv06_auto_nonstreaming", "tiny", "vivian", "auto", "non_streaming", True),
+    ("cv06_english_streaming", "tiny", "ryan", "english", "streaming", False),
+    ("cv17_dialect_nonstreaming", "tiny_1b7", "eric", "chinese", "non_streaming", True),
+    ("cv17_auto_streaming", "tiny_1b7", "dylan", "auto", "streaming", True),
+    ("cv17_english_noinstruct", "tiny_1b7", "serena", "english", "non_streaming", False),
+    ("vd17_english_nonstreaming", "tiny_vd", "-", "english", "non_streaming", True),
+    ("vd17_auto_streaming", "tiny_vd", "-", "auto", "streaming", True),
+]
+CHECKPOINTS = {
+    "tiny": [],
+    "tiny_1b7": ["--size", "1b7"],
+    "tiny_vd": ["--size", "1b7", "--variant", "voice_design"],
+}
 
 
 def run(cmd):
@@ -41,7 +59,38 @@ def main():
     run([py, ref, "--model", a.tiny, "--codes",
          os.path.join(a.golden, f"codes_{OFFICIAL_FRAMES}.txt"), "--official-chunking",
          "--out", os.path.join(a.golden, f"official_{OFFICIAL_FRAMES}.safetensors")])
+    lm_fixture(py, a)
     print("fixture: 1 passed, 0 failed")
+
+
+def ids_arg(ids):
+    return ",".join(str(i) for i in ids)
+
+
+def lm_fixture(py, a):
+    """Extra tiny checkpoints and greedy goldens of the talker + code predictor."""
+    root = os.path.dirname(a.tiny)
+    for name, extra in CHECKPOINTS.items():
+        if name != "tiny":
+            run([py, os.path.join(a.source, "tools", "make_checkpoint.py"), "--preset", "tiny",
+                 "--out", os.path.join(root, name), "--seed", "0"] + extra)
+    ref = os.path.join(a.source, "tools", "reference", "talker.py")
+    lines = []
+    for name, ck, speaker, lang, layout, instruct in LM_CASES:
+        model = os.path.join(root, ck)
+        golden = os.path.join(a.golden, f"lm_{name}.safetensors")
+        cmd = [py, ref, "--model", model, "--text-ids", ids_arg(TEXT_IDS), "--language", lang,
+               "--layout", layout, "--frames", str(LM_FRAMES), "--out", golden, "--quiet"]
+        if speaker != "-":
+            cmd += ["--speaker", speaker]
+        if instruct:
+            cmd += ["--instruct-ids", ids_arg(INSTRUCT_IDS)]
+        run(cmd)
+        wrapped = [151644, 872, 198] + INSTRUCT_IDS + [151645, 198] if instruct else []
+        lines.append("|".join([name, model, speaker, lang, layout, str(LM_FRAMES),
+                               ids_arg(TEXT_IDS), ids_arg(wrapped) or "-", golden]))
+    with open(os.path.join(a.golden, "lm_cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

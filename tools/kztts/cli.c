@@ -4,7 +4,10 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "hub.h"
 
 void cli_report(const char *cmd, kz_status st) {
     const char *msg = kz_last_error();
@@ -35,7 +38,12 @@ int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, 
                 isa);
         return -1;
     }
-    kz_status st = kz_model_load(path, &mp, model);
+    char *dir;
+    if (hub_resolve(cmd, path, &dir) != 0) {
+        return -1;
+    }
+    kz_status st = kz_model_load(dir, &mp, model);
+    free(dir);
     if (st != KZ_OK) {
         cli_report(cmd, st);
         return -1;

@@ -78,6 +78,17 @@ except ImportError:
 CHUNK_FRAMES = 300        # chunked_decode default chunk_size
 LEFT_CONTEXT_FRAMES = 25  # chunked_decode default left_context_size
 
+# Defaults of Qwen3TTSTokenizerV2DecoderConfig for keys a config.json may omit
+# (released files carry them all). codebook_dim has no default upstream; a
+# missing head_dim falls back to hidden_size / num_attention_heads there too.
+DECODER_DEFAULTS = {
+    "codebook_size": 2048, "hidden_size": 1024, "latent_dim": 1024,
+    "max_position_embeddings": 8000, "rope_theta": 10000, "num_attention_heads": 16,
+    "num_key_value_heads": 16, "sliding_window": 72, "intermediate_size": 3072,
+    "rms_norm_eps": 1e-5, "num_hidden_layers": 8, "num_quantizers": 16,
+    "upsample_rates": [8, 5, 4, 3], "upsampling_ratios": [2, 2], "decoder_dim": 1536,
+}
+
 
 # ---------------------------------------------------------------- loading
 
@@ -160,6 +171,8 @@ class CodecDecoder:
     """Weights (names without the `decoder.` prefix, fp32) plus decoder_config."""
 
     def __init__(self, cfg, weights):
+        cfg = dict(DECODER_DEFAULTS, **cfg)
+        cfg.setdefault("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
         self.cfg = cfg
         self.w = weights
         ratios = list(cfg["upsample_rates"]) + list(cfg["upsampling_ratios"])
@@ -218,20 +231,22 @@ class CodecDecoder:
     def pre_transformer(self, x):
         """x [T, latent_dim] -> [T, latent_dim]; positions start at 0 on every call."""
         cfg, w = self.cfg, self.w
-        x = F.linear(x, w["pre_transformer.input_proj.weight"], w["pre_transformer.input_proj.bias"])
+        p = "pre_transformer."
+        x = F.linear(x, w[p + "input_proj.weight"], w[p + "input_proj.bias"])
         cos, sin = rope_tables(x.shape[0], cfg["head_dim"], cfg["rope_theta"])
         mask = sliding_window_mask(x.shape[0], cfg["sliding_window"])
         for l in range(cfg["num_hidden_layers"]):
             x = self.transformer_layer(x, l, cos, sin, mask)
-        x = rms_norm(x, w["pre_transformer.norm.weight"], cfg["rms_norm_eps"])
-        return F.linear(x, w["pre_transformer.output_proj.weight"], w["pre_transformer.output_proj.bias"])
+        x = rms_norm(x, w[p + "norm.weight"], cfg["rms_norm_eps"])
+        return F.linear(x, w[p + "output_proj.weight"], w[p + "output_proj.bias"])
 
     # ---- (d) upsample
 
     def convnext(self, x, p):
         """ConvNeXt block on x [C, T]: depthwise causal k7, LayerNorm, MLP x4, gamma, residual."""
         w = self.w
-        y = causal_conv(x, w[p + "dwconv.conv.weight"], w[p + "dwconv.conv.bias"], groups=x.shape[0])
+        y = causal_conv(x, w[p + "dwconv.conv.weight"], w[p + "dwconv.conv.bias"],
+                        groups=x.shape[0])
         y = y.T
         y = F.layer_norm(y, (y.shape[-1],), w[p + "norm.weight"], w[p + "norm.bias"], eps=1e-6)
         y = F.gelu(F.linear(y, w[p + "pwconv1.weight"], w[p + "pwconv1.bias"]))
@@ -311,7 +326,8 @@ class CodecDecoder:
     def check_codes(self, codes):
         codes = torch.as_tensor(codes, dtype=torch.long)
         if codes.dim() != 2 or codes.shape[1] != self.cfg["num_quantizers"] or codes.shape[0] < 1:
-            raise ValueError(f"codes must be [T >= 1, {self.cfg['num_quantizers']}], got {list(codes.shape)}")
+            raise ValueError(f"codes must be [T >= 1, {self.cfg['num_quantizers']}], "
+                             f"got {list(codes.shape)}")
         if codes.min() < 0 or codes.max() >= self.cfg["codebook_size"]:
             raise ValueError(f"codes must lie in [0, {self.cfg['codebook_size']})")
         return codes
@@ -372,7 +388,8 @@ def check_long(dec, codes, check):
     head = dec.decode(codes[:CHUNK_FRAMES])
     tail = dec.decode(codes[CHUNK_FRAMES - LEFT_CONTEXT_FRAMES: 2 * CHUNK_FRAMES])
     expect = torch.cat((head, tail[LEFT_CONTEXT_FRAMES * spf:]))[: n_frames * spf]
-    check(chunked.shape[0] == n_frames * spf, f"official chunking of {n_frames} frames gives {n_frames} x {spf} samples")
+    check(chunked.shape[0] == n_frames * spf,
+          f"official chunking of {n_frames} frames gives {n_frames} x {spf} samples")
     check(torch.equal(chunked[: expect.shape[0]], expect),
           f"official chunking = first {CHUNK_FRAMES} frames alone, then chunks with "
           f"{LEFT_CONTEXT_FRAMES} frames of left context")
@@ -405,7 +422,8 @@ def self_test(dec, n_short, n_long, seed):
               f"official chunking of {n_short} <= {CHUNK_FRAMES} frames equals one pass exactly")
     cut = max(1, n_short // 2)
     d = max_diff(dec.decode(codes[:cut]), stages["wav"][: cut * spf])
-    check(d < 1e-4, f"causal: decoding the first {cut} frames alone matches the prefix (max diff {d:.2e})")
+    check(d < 1e-4, f"causal: decoding the first {cut} frames alone matches the prefix "
+                    f"(max diff {d:.2e})")
 
     if n_long > CHUNK_FRAMES:
         check_long(dec, random_codes(n_long, seed + 1, q, size), check)
@@ -420,13 +438,18 @@ def parse_args(argv):
     ap.add_argument("--codes", help="codes file: one frame per line, codebook 0 first")
     ap.add_argument("--out", help="golden .safetensors to write (F32, time-major stages)")
     ap.add_argument("--official-chunking", action="store_true",
-                    help="wav from chunked_decode (300-frame chunks, 25 frames of context); only `wav` is written")
-    ap.add_argument("--random-codes", type=int, metavar="N", help="make N frames of uniform random codes")
+                    help="wav from chunked_decode (300-frame chunks, 25 frames of context); "
+                         "only `wav` is written")
+    ap.add_argument("--random-codes", type=int, metavar="N",
+                    help="make N frames of uniform random codes")
     ap.add_argument("--seed", type=int, default=0, help="seed of --random-codes and --self-test")
     ap.add_argument("--write-codes", metavar="FILE", help="write the --random-codes frames to FILE")
-    ap.add_argument("--self-test", action="store_true", help="check chunking and causality, report stage RMS")
-    ap.add_argument("--self-test-frames", type=int, nargs=2, default=[40, 340], metavar=("SHORT", "LONG"),
-                    help="frame counts of the self-test (default 40 340; LONG <= 300 skips the chunking part)")
+    ap.add_argument("--self-test", action="store_true",
+                    help="check chunking and causality, report stage RMS")
+    ap.add_argument("--self-test-frames", type=int, nargs=2, default=[40, 340],
+                    metavar=("SHORT", "LONG"),
+                    help="frame counts of the self-test (default 40 340; "
+                         "LONG <= 300 skips the chunking part)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: all cores)")
     return ap.parse_args(argv)
 
@@ -438,34 +461,48 @@ def golden_tensors(dec, codes, official):
     return dec.stages(codes)
 
 
+def input_codes(args, dec):
+    """Codes from --codes, or --random-codes (written to --write-codes if given), or None."""
+    if args.codes and args.random_codes is not None:
+        sys.exit("give --codes or --random-codes, not both")
+    if args.write_codes and args.random_codes is None:
+        sys.exit("--write-codes needs --random-codes")
+    if args.codes:
+        return read_codes(args.codes)
+    if args.random_codes is None:
+        return None
+    q = dec.cfg["num_quantizers"] if dec else 16
+    size = dec.cfg["codebook_size"] if dec else 2048
+    codes = random_codes(args.random_codes, args.seed, q, size)
+    if args.write_codes:
+        write_codes(args.write_codes, codes)
+    return codes
+
+
+def write_golden(path, dec, codes, official):
+    tensors = golden_tensors(dec, codes, official)
+    meta = {"format": "pt", "n_frames": str(codes.shape[0]),
+            "chunking": "official" if official else "single_pass"}
+    st.save(path, {k: v.float().contiguous() for k, v in tensors.items()}, meta)
+    print(f"wrote {path} ({codes.shape[0]} frames):\n{describe(tensors)}")
+
+
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    if (args.self_test or args.out) and not args.model:
+        sys.exit("--self-test and --out need --model")
     dec = load_decoder(args.model) if args.model else None
-    codes = None
-    if args.random_codes is not None:
-        q = dec.cfg["num_quantizers"] if dec else 16
-        size = dec.cfg["codebook_size"] if dec else 2048
-        codes = random_codes(args.random_codes, args.seed, q, size)
-        if args.write_codes:
-            write_codes(args.write_codes, codes)
-    if args.codes:
-        codes = read_codes(args.codes)
+    codes = input_codes(args, dec)
     if args.self_test:
-        if dec is None:
-            sys.exit("--self-test needs --model")
         passed, fails = self_test(dec, *args.self_test_frames, args.seed)
         print(f"{passed} passed, {fails} failed")
         if fails:
             sys.exit(1)
     if args.out:
-        if dec is None or codes is None:
-            sys.exit("--out needs --model and --codes (or --random-codes)")
-        tensors = golden_tensors(dec, codes, args.official_chunking)
-        meta = {"format": "pt", "n_frames": str(codes.shape[0]),
-                "chunking": "official" if args.official_chunking else "single_pass"}
-        st.save(args.out, {k: v.float().contiguous() for k, v in tensors.items()}, meta)
-        print(f"wrote {args.out} ({codes.shape[0]} frames):\n{describe(tensors)}")
+        if codes is None:
+            sys.exit("--out needs --codes or --random-codes")
+        write_golden(args.out, dec, codes, args.official_chunking)
 
 
 if __name__ == "__main__":

@@ -179,7 +179,8 @@ class TensorWriter:
         if name != spec_name:
             raise ValueError(f"expected tensor {spec_name}, got {name}")
         if tuple(x.shape) != tuple(shape) or dtype_tag(x) != tag:
-            raise ValueError(f"{name}: got {dtype_tag(x)}{list(x.shape)}, header says {tag}{list(shape)}")
+            raise ValueError(f"{name}: got {dtype_tag(x)}{list(x.shape)}, "
+                             f"header says {tag}{list(shape)}")
         tensor_bytes(x).tofile(self.f)
         self.next += 1
 

@@ -15,6 +15,8 @@
  */
 #include "kernels/kernels.h"
 
+#include "runtime/error.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -72,6 +74,8 @@ void kz_packed_free(kz_packed *p) {
 
 void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
     const kz_packed *w = a->w;
+    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
+    KZ_ASSERT(a->ldy >= w->n && a->ldx >= w->k_in);
     const size_t k_rows = w->taps * w->k_in;
     for (size_t p = p0; p < p1; p++) {
         const float *panel = w->data + p * k_rows * KZ_PANEL;

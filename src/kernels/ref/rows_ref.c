@@ -9,6 +9,7 @@
  * error of their vectorised sin / erf / exp; dot and the norms within the
  * rounding of their lane-parallel sums. Reductions here run sequentially in
  * index order; the build's -ffp-contract=off keeps a*b+c as two roundings.
+ * The table at the end adds kz_gemm_ref and the matmuls of matmul_ref.c.
  */
 #include "kernels/kernels.h"
 
@@ -102,4 +103,6 @@ const kz_kernels kz_kernels_scalar = {
     .swiglu = swiglu_ref,
     .dot = dot_ref,
     .axpy = axpy_ref,
+    .matmul_bf16 = kz_matmul_bf16_ref,
+    .matmul_f32 = kz_matmul_f32_ref,
 };

@@ -5,7 +5,7 @@
  *
  *   for each row block of up to mc rows       (its x rows, all taps, stay in L2)
  *     for each 16-column panel p
- *       for each k block of up to KC panel rows  (KC x 64 B of the panel stay in L1)
+ *       for each k block of up to KC panel rows  (KC x 64 B of the panel, L1 / L2)
  *         for each tile of MR = 6 rows: 12 ymm accumulators [6, 16]
  *           acc = 0 (first k block) or partial sums from part[]
  *           per panel row r = j * k_in + i: two loads of W, for each row a
@@ -25,14 +25,21 @@
  * Zen 1 executes a ymm FMA as two 128-bit halves: peak is one ymm FMA per
  * cycle, 5-cycle latency, so 12 independent accumulators cover the latency
  * and the 2 W loads + 6 broadcasts per 12 FMAs fit the two load ports.
+ * Measured there (bench_kernels, single thread): the codec's k=7 convs run at
+ * 95-100% of the measured FMA peak for any KC from 128 to 1536 (the panel
+ * streams from L2 fast enough), so KC only bounds the block to L1/L2 size;
+ * balancing row blocks and the W prefetch gave ~10% on weight-streaming
+ * shapes (few rows, large weights).
  */
 #include "kernels/kernels.h"
+
+#include "runtime/error.h"
 
 #include <immintrin.h>
 
 enum {
     MR = 6,       // output rows per micro-tile
-    KC = 256,     // panel rows per k block: 256 x 64 B = 16 KB, half of a 32 KB L1D
+    KC = 512,     // panel rows per k block (32 KB); see the measurements above
     MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
     PREFETCH_ROWS = 16, // panel rows (64 B each) prefetched ahead
 };
@@ -177,6 +184,8 @@ static size_t row_block(size_t rows, size_t k_in, size_t span) {
 
 void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
     const kz_packed *w = a->w;
+    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
+    KZ_ASSERT(a->ldy >= w->n && a->ldx >= w->k_in);
     const size_t k_rows = w->taps * w->k_in;
     const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
     const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, w->k_in, span);

@@ -5,7 +5,7 @@
  *
  *   for each row block of up to mc rows        (its x rows, all taps, stay in L2)
  *     for each pair of 16-column panels (a single panel at an odd end)
- *       for each k block of up to KC panel rows   (2 x KC x 64 B = 24 KB stay in L1)
+ *       for each k block of up to KC panel rows   (2 x KC x 64 B = 32 KB, L1 / L2)
  *         for each tile of MR = 8 rows: 16 zmm accumulators [8, 32]
  *           acc = 0 (first k block) or partial sums from part[]
  *           per panel row r = j * k_in + i: one zmm load of W per panel, for
@@ -25,16 +25,20 @@
  */
 #include "kernels/kernels.h"
 
+#include "runtime/error.h"
+
 #include <immintrin.h>
 
 enum {
     MR = 8,       // output rows per micro-tile
     NP = 2,       // panels per micro-tile
-    KC = 192,     // panel rows per k block: 2 panels x 192 x 64 B = 24 KB of L1D
+    KC = 256,     // panel rows per k block: 2 panels x 256 x 64 B = 32 KB
     MC_MAX = 192, // most rows per row block; bounds part[] to 24 KB of stack
+    PREFETCH_ROWS = 16, // panel rows (64 B each) prefetched ahead
 };
-// Budget for the x rows (all taps) of one row block, reused by every panel pair from L2.
-#define X_BLOCK_BYTES (384u * 1024u)
+// Budget for the x rows (all taps) of one row block, reused by every panel pair from L2
+// (1 MB and more on AVX-512 cores).
+#define X_BLOCK_BYTES (512u * 1024u)
 
 typedef struct tile_job {
     const float *x;     // x row of the tile's first output row
@@ -98,6 +102,11 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
         const float *wb = np > 1 ? wa + jb->panel_step : wa;
         const size_t count = end - r;
         for (size_t k = 0; k < count; k++) {
+            // The first tile of a k block streams the panels from L2 or DRAM.
+            _mm_prefetch((const char *)(wa + (k + PREFETCH_ROWS) * KZ_PANEL), _MM_HINT_T0);
+            if (np > 1) {
+                _mm_prefetch((const char *)(wb + (k + PREFETCH_ROWS) * KZ_PANEL), _MM_HINT_T0);
+            }
             const __m512 w0 = _mm512_load_ps(wa + k * KZ_PANEL);
             const __m512 w1 = np > 1 ? _mm512_load_ps(wb + k * KZ_PANEL) : zero;
 #define TILE_FMA(q)                                                                            \
@@ -161,13 +170,18 @@ static void tile_rows_one(const tile_job *jb, size_t rows) {
 #undef TILE_CASES
 
 /* Rows per row block: as many whole tiles as keep the block's x rows (all
- * taps) within X_BLOCK_BYTES, at least one tile, at most MC_MAX. */
-static size_t row_block(size_t k_in, size_t span) {
+ * taps) within X_BLOCK_BYTES, at least one tile, at most MC_MAX, then evened
+ * out over the call's rows: each row block streams the whole packed weight
+ * once more, so a small remainder block would cost a full weight pass. */
+static size_t row_block(size_t rows, size_t k_in, size_t span) {
     const size_t row_bytes = (k_in ? k_in : 1) * sizeof(float);
     const size_t fit = X_BLOCK_BYTES / row_bytes;
     size_t mc = fit > span ? (fit - span) / MR * MR : 0;
     mc = mc < MR ? MR : mc;
-    return mc > MC_MAX ? MC_MAX : mc;
+    mc = mc > MC_MAX ? MC_MAX : mc;
+    const size_t n_blocks = (rows + mc - 1) / mc;
+    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
+    return (even + MR - 1) / MR * MR;
 }
 
 static __mmask16 panel_mask(size_t n, size_t p) {
@@ -177,9 +191,11 @@ static __mmask16 panel_mask(size_t n, size_t p) {
 
 void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
     const kz_packed *w = a->w;
+    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
+    KZ_ASSERT(a->ldy >= w->n && a->ldx >= w->k_in);
     const size_t k_rows = w->taps * w->k_in;
     const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
-    const size_t mc = row_block(w->k_in, span);
+    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, w->k_in, span);
     _Alignas(64) float part[MC_MAX * NP * KZ_PANEL];
     tile_job jb = {
         .ldx = a->ldx,

@@ -9,7 +9,8 @@
  * lane layout per n; they differ from the sequential scalar sums by rounding
  * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
  * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
- * simd_math.h. The table at the end pairs these with kz_gemm_avx2.
+ * simd_math.h. The table at the end adds kz_gemm_avx2 and the matmuls of
+ * matmul_avx2.c.
  */
 #include "kernels/kernels.h"
 #include "kernels/x86/simd_math.h"
@@ -154,7 +155,8 @@ static void layer_norm_avx2(float *y, const float *x, const float *w, const floa
         }
         if (rest) {
             // Padded lanes would contribute (0 - mu)^2: mask them out.
-            const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_tail(xr + body, rest), mu), tail_mask);
+            const __m256 v = load_tail(xr + body, rest);
+            const __m256 d = _mm256_and_ps(_mm256_sub_ps(v, mu), tail_mask);
             acc = _mm256_fmadd_ps(d, d, acc);
         }
         const __m256 rstd = _mm256_set1_ps(1.0f / sqrtf(hsum(acc) / (float)n_ch + eps));
@@ -253,4 +255,6 @@ const kz_kernels kz_kernels_avx2 = {
     .swiglu = swiglu_avx2,
     .dot = dot_avx2,
     .axpy = axpy_avx2,
+    .matmul_bf16 = kz_matmul_bf16_avx2,
+    .matmul_f32 = kz_matmul_f32_avx2,
 };

@@ -9,7 +9,8 @@
  * lane layout per n and differ from the sequential scalar sums by rounding
  * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
  * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
- * simd_math.h. The table at the end pairs these with kz_gemm_avx512.
+ * simd_math.h. The table at the end adds kz_gemm_avx512 and the matmuls of
+ * matmul_avx512.c.
  */
 #include "kernels/kernels.h"
 #include "kernels/x86/simd_math.h"
@@ -238,4 +239,6 @@ const kz_kernels kz_kernels_avx512 = {
     .swiglu = swiglu_avx512,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
+    .matmul_bf16 = kz_matmul_bf16_avx512,
+    .matmul_f32 = kz_matmul_f32_avx512,
 };

@@ -1,0 +1,107 @@
+/*
+ * matmul_avx2.c - AVX2 + FMA language-model projections (kernels.h matmul_*).
+ *
+ * Per weight row and token: four 8-lane accumulators over i in steps of 32,
+ * then 8-wide steps into the first accumulator, a fixed reduction tree, and a
+ * scalar tail. Tokens are processed two at a time so each weight vector is
+ * loaded (and, for bf16, widened) once for both; the per-token sequence is
+ * the same whether a token is paired or alone.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+typedef __m256 (*load_fn)(const void *w, size_t i);
+
+static inline __m256 load_bf16(const void *w, size_t i) {
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline __m256 load_f32(const void *w, size_t i) {
+    return _mm256_loadu_ps((const float *)w + i);
+}
+
+static inline float wscalar(const void *w, size_t i, int bf16) {
+    if (bf16) {
+        uint32_t bits = (uint32_t)((const uint16_t *)w)[i] << 16;
+        float f;
+        __builtin_memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    return ((const float *)w)[i];
+}
+
+static inline float hsum(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+}
+
+/* Dot products of one weight row with n_t (1 or 2) token rows. */
+static inline void row_dots(const void *wrow, const float *x0, const float *x1, size_t n_in,
+                            int n_t, int bf16, float *out0, float *out1) {
+    __m256 a[2][4];
+    for (int t = 0; t < 2; t++) {
+        for (int k = 0; k < 4; k++) {
+            a[t][k] = _mm256_setzero_ps();
+        }
+    }
+    size_t i = 0;
+    for (; i + 32 <= n_in; i += 32) {
+        for (int k = 0; k < 4; k++) {
+            __m256 wv = bf16 ? load_bf16(wrow, i + 8 * (size_t)k) : load_f32(wrow, i + 8 * (size_t)k);
+            a[0][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i + 8 * k), a[0][k]);
+            if (n_t == 2) {
+                a[1][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i + 8 * k), a[1][k]);
+            }
+        }
+    }
+    for (; i + 8 <= n_in; i += 8) {
+        __m256 wv = bf16 ? load_bf16(wrow, i) : load_f32(wrow, i);
+        a[0][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i), a[0][0]);
+        if (n_t == 2) {
+            a[1][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i), a[1][0]);
+        }
+    }
+    float s0 = hsum(a[0][0], a[0][1], a[0][2], a[0][3]);
+    float s1 = hsum(a[1][0], a[1][1], a[1][2], a[1][3]);
+    for (; i < n_in; i++) {
+        float wi = wscalar(wrow, i, bf16);
+        s0 = s0 + wi * x0[i];
+        s1 = s1 + wi * (n_t == 2 ? x1[i] : 0.0f);
+    }
+    *out0 = s0;
+    *out1 = s1;
+}
+
+static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
+                   size_t n_tok, size_t o0, size_t o1, int bf16) {
+    size_t esize = bf16 ? 2 : 4;
+    for (size_t t = 0; t < n_tok; t += 2) {
+        int n_t = n_tok - t >= 2 ? 2 : 1;
+        const float *x0 = x + t * ldx, *x1 = x0 + (n_t == 2 ? ldx : 0);
+        for (size_t o = o0; o < o1; o++) {
+            const void *wrow = (const char *)w + o * n_in * esize;
+            float r0, r1;
+            row_dots(wrow, x0, x1, n_in, n_t, bf16, &r0, &r1);
+            y[t * ldy + o] = r0;
+            if (n_t == 2) {
+                y[(t + 1) * ldy + o] = r1;
+            }
+        }
+    }
+}
+
+void kz_matmul_bf16_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+}
+
+void kz_matmul_f32_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+}

@@ -1,0 +1,36 @@
+/*
+ * matrix.h - weight matrices of the language models, used in place.
+ *
+ * A kz_matrix is a row-major [rows, cols] = [out, in] weight (as nn.Linear and
+ * nn.Embedding store it) pointing into the mapped checkpoint: BF16 as released,
+ * or F32. kz_matrix_mul computes y[t, :] = W x[t, :] for a few tokens, split
+ * over the pool by output rows; every output element is one fixed-order dot
+ * product, so results do not depend on the thread count. kz_matrix_row reads
+ * one row as f32 (embedding lookup).
+ */
+#ifndef KZ_MATRIX_H
+#define KZ_MATRIX_H
+
+#include <stddef.h>
+
+#include "io/safetensors.h"
+#include "layers/conv.h"
+
+typedef struct kz_matrix {
+    const void *data; /* [rows, cols], borrowed from the mapping */
+    kz_dtype dtype;   /* KZ_DTYPE_BF16 or KZ_DTYPE_F32 */
+    size_t rows, cols;
+} kz_matrix;
+
+/* Binds tensor `name` of shape [rows, cols] (BF16 or F32). */
+kz_status kz_matrix_bind(kz_matrix *m, const kz_st_file *f, const char *name, int64_t rows,
+                         int64_t cols);
+
+/* y[t * ldy + o] = sum_i W[o, i] x[t * ldx + i] for t < n_tok, o < rows. */
+void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
+                   size_t ldx, size_t n_tok);
+
+/* dst[cols] = W[row, :] as f32. */
+void kz_matrix_row(const kz_matrix *m, size_t row, float *dst);
+
+#endif

@@ -1,0 +1,237 @@
+/*
+ * transformer.c - Qwen3 decoder layer stack with KV cache (see transformer.h).
+ *
+ * Projections run through kz_matrix_mul (weights in place, bf16 or f32);
+ * attention is parallel over heads on the pool, each head's softmax computed
+ * in a fixed order over positions 0..p, so results never depend on threads.
+ */
+#include "layers/transformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers/vector.h"
+#include "runtime/error.h"
+
+static kz_status load_layer(kz_qwen3_layer *L, const kz_st_file *f, const char *prefix, int l,
+                            const kz_qwen3_dims *d, float *vec) {
+    char name[200];
+    int64_t hid = d->hidden, q = (int64_t)d->n_heads * d->head_dim;
+    int64_t kv = (int64_t)d->n_kv_heads * d->head_dim, inter = d->intermediate;
+    struct { kz_matrix *m; const char *n; int64_t rows, cols; } mats[7] = {
+        {&L->q, "self_attn.q_proj", q, hid},       {&L->k, "self_attn.k_proj", kv, hid},
+        {&L->v, "self_attn.v_proj", kv, hid},      {&L->o, "self_attn.o_proj", hid, q},
+        {&L->gate, "mlp.gate_proj", inter, hid},   {&L->up, "mlp.up_proj", inter, hid},
+        {&L->down, "mlp.down_proj", hid, inter}};
+    kz_status st = KZ_OK;
+    for (int i = 0; i < 7 && st == KZ_OK; i++) {
+        snprintf(name, sizeof name, "%slayers.%d.%s.weight", prefix, l, mats[i].n);
+        st = kz_matrix_bind(mats[i].m, f, name, mats[i].rows, mats[i].cols);
+    }
+    struct { const float **dst; const char *n; size_t len; } vecs[4] = {
+        {&L->attn_norm, "input_layernorm", (size_t)hid},
+        {&L->mlp_norm, "post_attention_layernorm", (size_t)hid},
+        {&L->q_norm, "self_attn.q_norm", (size_t)d->head_dim},
+        {&L->k_norm, "self_attn.k_norm", (size_t)d->head_dim}};
+    for (int i = 0; i < 4 && st == KZ_OK; i++) {
+        snprintf(name, sizeof name, "%slayers.%d.%s.weight", prefix, l, vecs[i].n);
+        st = kz_vector_load(f, name, vecs[i].len, vec);
+        *vecs[i].dst = vec;
+        vec += vecs[i].len;
+    }
+    return st;
+}
+
+kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_st_file *f, const char *prefix,
+                        const kz_qwen3_dims *d) {
+    memset(s, 0, sizeof *s);
+    s->d = *d;
+    size_t per_layer = 2 * (size_t)d->hidden + 2 * (size_t)d->head_dim;
+    s->layers = calloc((size_t)d->n_layers + 1, sizeof *s->layers);
+    s->vectors = malloc((per_layer * (size_t)d->n_layers + (size_t)d->hidden) * sizeof(float));
+    s->inv_freq = malloc((size_t)d->head_dim * sizeof(float));
+    if (!s->layers || !s->vectors || !s->inv_freq) {
+        kz_qwen3_free(s);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", prefix);
+    }
+    for (int j = 0; j < d->head_dim / 2; j++) {
+        float expo = (float)(2 * j) / (float)d->head_dim;
+        s->inv_freq[j] = 1.0f / powf(d->rope_theta, expo);
+    }
+    kz_status st = KZ_OK;
+    for (int l = 0; l < d->n_layers && st == KZ_OK; l++) {
+        st = load_layer(&s->layers[l], f, prefix, l, d, s->vectors + (size_t)l * per_layer);
+    }
+    char name[200];
+    snprintf(name, sizeof name, "%snorm.weight", prefix);
+    float *norm = s->vectors + (size_t)d->n_layers * per_layer;
+    st = st == KZ_OK ? kz_vector_load(f, name, (size_t)d->hidden, norm) : st;
+    s->norm = norm;
+    if (st != KZ_OK) {
+        kz_qwen3_free(s);
+    }
+    return st;
+}
+
+void kz_qwen3_free(kz_qwen3_stack *s) {
+    if (!s) {
+        return;
+    }
+    free(s->layers);
+    free(s->vectors);
+    free(s->inv_freq);
+    memset(s, 0, sizeof *s);
+}
+
+kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_t max_pos,
+                              size_t max_tok) {
+    memset(st, 0, sizeof *st);
+    const kz_qwen3_dims *d = &s->d;
+    size_t kv = (size_t)d->n_kv_heads * d->head_dim, q = (size_t)d->n_heads * d->head_dim;
+    size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
+    st->max_pos = max_pos;
+    st->max_tok = max_tok;
+    st->k_cache = malloc((size_t)d->n_layers * max_pos * kv * sizeof(float));
+    st->v_cache = malloc((size_t)d->n_layers * max_pos * kv * sizeof(float));
+    st->xn = malloc(max_tok * hid * sizeof(float));
+    st->h = malloc(max_tok * hid * sizeof(float));
+    st->q = malloc(max_tok * q * sizeof(float));
+    st->att = malloc(max_tok * q * sizeof(float));
+    st->k = malloc(max_tok * kv * sizeof(float));
+    st->v = malloc(max_tok * kv * sizeof(float));
+    st->gate = malloc(max_tok * inter * sizeof(float));
+    st->up = malloc(max_tok * inter * sizeof(float));
+    st->scores = malloc((size_t)d->n_heads * max_pos * sizeof(float));
+    if (!st->k_cache || !st->v_cache || !st->xn || !st->h || !st->q || !st->att || !st->k ||
+        !st->v || !st->gate || !st->up || !st->scores) {
+        kz_qwen3_state_free(st);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                            "out of memory for a KV cache of %zu positions", max_pos);
+    }
+    return KZ_OK;
+}
+
+void kz_qwen3_state_free(kz_qwen3_state *st) {
+    float *bufs[] = {st->k_cache, st->v_cache, st->xn, st->h, st->q, st->att,
+                     st->k,       st->v,       st->gate, st->up, st->scores};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
+    memset(st, 0, sizeof *st);
+}
+
+/* Rotate-half RoPE of every head of one row at position pos. */
+static void rope_row(float *x, int n_heads, int hd, const float *inv_freq, int64_t pos) {
+    int half = hd / 2;
+    for (int j = 0; j < half; j++) {
+        float angle = (float)pos * inv_freq[j];
+        float c = cosf(angle), s = sinf(angle);
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (size_t)h * hd;
+            float a = v[j], b = v[j + half];
+            float ac = a * c, bs = b * s, bc = b * c, as = a * s;
+            v[j] = ac - bs;
+            v[j + half] = bc + as;
+        }
+    }
+}
+
+typedef struct attn_job {
+    const kz_qwen3_stack *s;
+    kz_qwen3_state *st;
+    const kz_kernels *k;
+    int layer;
+    size_t n_tok;
+} attn_job;
+
+/* One head over all rows of the call: causal softmax over cache positions. */
+static void attend_head(void *arg, size_t h, int worker) {
+    const attn_job *j = arg;
+    const kz_qwen3_dims *d = &j->s->d;
+    (void)worker;
+    size_t hd = (size_t)d->head_dim, kvw = (size_t)d->n_kv_heads * hd;
+    size_t qw = (size_t)d->n_heads * hd;
+    size_t koff = (h / (size_t)(d->n_heads / d->n_kv_heads)) * hd;
+    const float *kc = j->st->k_cache + (size_t)j->layer * j->st->max_pos * kvw;
+    const float *vc = j->st->v_cache + (size_t)j->layer * j->st->max_pos * kvw;
+    float *sc = j->st->scores + h * j->st->max_pos;
+    float scale = 1.0f / sqrtf((float)hd);
+    int64_t first = j->st->n_pos;
+    for (size_t t = 0; t < j->n_tok; t++) {
+        const float *q = j->st->q + t * qw + h * hd;
+        int64_t last = first + (int64_t)t;
+        float max = -INFINITY, sum = 0.0f;
+        for (int64_t p = 0; p <= last; p++) {
+            sc[p] = j->k->dot(q, kc + (size_t)p * kvw + koff, hd) * scale;
+            max = sc[p] > max ? sc[p] : max;
+        }
+        for (int64_t p = 0; p <= last; p++) {
+            sc[p] = expf(sc[p] - max);
+            sum += sc[p];
+        }
+        float *out = j->st->att + t * qw + h * hd;
+        memset(out, 0, hd * sizeof *out);
+        for (int64_t p = 0; p <= last; p++) {
+            j->k->axpy(out, sc[p] / sum, vc + (size_t)p * kvw + koff, hd);
+        }
+    }
+}
+
+static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, float *x,
+                      size_t n_tok) {
+    const kz_qwen3_dims *d = &s->d;
+    const kz_qwen3_layer *L = &s->layers[l];
+    size_t hid = (size_t)d->hidden, hd = (size_t)d->head_dim;
+    size_t qw = (size_t)d->n_heads * hd, kvw = (size_t)d->n_kv_heads * hd;
+    e->k->rms_norm(st->xn, x, L->attn_norm, n_tok, hid, d->eps);
+    kz_matrix_mul(&L->q, e, st->q, qw, st->xn, hid, n_tok);
+    kz_matrix_mul(&L->k, e, st->k, kvw, st->xn, hid, n_tok);
+    kz_matrix_mul(&L->v, e, st->v, kvw, st->xn, hid, n_tok);
+    e->k->rms_norm(st->q, st->q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
+    e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
+    for (size_t t = 0; t < n_tok; t++) {
+        int64_t pos = st->n_pos + (int64_t)t;
+        rope_row(st->q + t * qw, d->n_heads, d->head_dim, s->inv_freq, pos);
+        rope_row(st->k + t * kvw, d->n_kv_heads, d->head_dim, s->inv_freq, pos);
+        size_t slot = ((size_t)l * st->max_pos + (size_t)pos) * kvw;
+        memcpy(st->k_cache + slot, st->k + t * kvw, kvw * sizeof(float));
+        memcpy(st->v_cache + slot, st->v + t * kvw, kvw * sizeof(float));
+    }
+    attn_job j = {.s = s, .st = st, .k = e->k, .layer = l, .n_tok = n_tok};
+    kz_pool_run(e->pool, (size_t)d->n_heads, attend_head, &j);
+    kz_matrix_mul(&L->o, e, st->h, hid, st->att, qw, n_tok);
+    for (size_t i = 0; i < n_tok * hid; i++) {
+        x[i] = x[i] + st->h[i];
+    }
+}
+
+static void mlp(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, float *x,
+                size_t n_tok) {
+    const kz_qwen3_dims *d = &s->d;
+    const kz_qwen3_layer *L = &s->layers[l];
+    size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
+    e->k->rms_norm(st->xn, x, L->mlp_norm, n_tok, hid, d->eps);
+    kz_matrix_mul(&L->gate, e, st->gate, inter, st->xn, hid, n_tok);
+    kz_matrix_mul(&L->up, e, st->up, inter, st->xn, hid, n_tok);
+    e->k->swiglu(st->gate, st->gate, st->up, n_tok * inter);
+    kz_matrix_mul(&L->down, e, st->h, hid, st->gate, inter, n_tok);
+    for (size_t i = 0; i < n_tok * hid; i++) {
+        x[i] = x[i] + st->h[i];
+    }
+}
+
+void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, float *x,
+                      size_t n_tok) {
+    KZ_ASSERT(st->n_pos + (int64_t)n_tok <= (int64_t)st->max_pos && n_tok <= st->max_tok);
+    for (int l = 0; l < s->d.n_layers; l++) {
+        attention(s, st, e, l, x, n_tok);
+        mlp(s, st, e, l, x, n_tok);
+    }
+    st->n_pos += (int64_t)n_tok;
+}
+
+void kz_qwen3_final_norm(const kz_qwen3_stack *s, const kz_exec *e, float *y, const float *x) {
+    e->k->rms_norm(y, x, s->norm, 1, (size_t)s->d.hidden, s->d.eps);
+}

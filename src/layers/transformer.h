@@ -1,0 +1,68 @@
+/*
+ * transformer.h - a stack of Qwen3 decoder layers with a KV cache, shared by
+ * the talker (28 layers) and the code predictor (5 layers).
+ *
+ * One layer, for n_tok rows at positions pos .. pos+n_tok-1 (spec 3.3):
+ *   xn = RMSNorm(x)                          input_layernorm
+ *   q, k, v = xn Wq, xn Wk, xn Wv            no bias; GQA (q head h reads kv head h / group)
+ *   q, k = RMSNorm per head (q_norm, k_norm) BEFORE RoPE
+ *   q, k = RoPE rotate-half over head_dim    pairs (j, j + hd/2), theta from config
+ *   att = softmax(q k^T * hd^-0.5, causal) v over the cache
+ *   x += att Wo
+ *   xn = RMSNorm(x)                          post_attention_layernorm
+ *   x += (SiLU(xn Wg) * xn Wu) Wd
+ * Tensor names: PREFIX layers.{l}.{input_layernorm, self_attn.{q,k,v,o}_proj,
+ * self_attn.{q,k}_norm, post_attention_layernorm, mlp.{gate,up,down}_proj}.weight
+ * and PREFIX norm.weight. Upstream: Qwen3TTSTalkerDecoderLayer and the code
+ * predictor's layers. Trap: RoPE rotates split halves, not interleaved pairs.
+ */
+#ifndef KZ_TRANSFORMER_H
+#define KZ_TRANSFORMER_H
+
+#include "layers/matrix.h"
+
+typedef struct kz_qwen3_dims {
+    int32_t n_layers, hidden, n_heads, n_kv_heads, head_dim, intermediate;
+    float eps, rope_theta;
+} kz_qwen3_dims;
+
+typedef struct kz_qwen3_layer {
+    kz_matrix q, k, v, o, gate, up, down;
+    const float *attn_norm, *mlp_norm; /* [hidden] */
+    const float *q_norm, *k_norm;      /* [head_dim] */
+} kz_qwen3_layer;
+
+typedef struct kz_qwen3_stack {
+    kz_qwen3_dims d;
+    kz_qwen3_layer *layers;
+    const float *norm; /* [hidden] final norm */
+    float *vectors;    /* owned storage of the norm weights */
+    float *inv_freq;   /* [head_dim / 2] */
+} kz_qwen3_stack;
+
+/* Per-sequence state: KV cache for max_pos positions, scratch for max_tok rows. */
+typedef struct kz_qwen3_state {
+    float *k_cache, *v_cache; /* [n_layers, max_pos, n_kv_heads * head_dim] */
+    size_t max_pos, max_tok;
+    int64_t n_pos;            /* positions filled */
+    float *xn, *q, *k, *v, *att, *h, *gate, *up; /* scratch */
+    float *scores;            /* [n_heads, max_pos] */
+} kz_qwen3_state;
+
+kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_st_file *f, const char *prefix,
+                        const kz_qwen3_dims *d);
+void kz_qwen3_free(kz_qwen3_stack *s);
+
+kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_t max_pos,
+                              size_t max_tok);
+void kz_qwen3_state_free(kz_qwen3_state *st);
+
+/* Runs all layers on x[n_tok, hidden] (in place) at the next n_tok positions.
+ * Requires n_pos + n_tok <= max_pos and n_tok <= max_tok. */
+void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, float *x,
+                      size_t n_tok);
+
+/* y[hidden] = final RMSNorm of row x[hidden]. */
+void kz_qwen3_final_norm(const kz_qwen3_stack *s, const kz_exec *e, float *y, const float *x);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * code_predictor.h - the code predictor ("sub-talker"): the talker's hidden
+ * state and codebook-0 code of a frame -> codes of codebooks 1..15.
+ *
+ *   x0 = P(h), x1 = P(E_0[c0])           P = small_to_mtp_projection (1.7B) or identity
+ *   5 layers on [x0, x1] (positions 0, 1) -> norm -> lm_head[0] -> c1
+ *   for k = 1..14: x = P(E_k[c_k]) at position k+1 -> layers -> norm -> lm_head[k] -> c_{k+1}
+ * E_0 is the talker's codec_embedding, E_k = code_predictor.model.codec_embedding.{k-1}.
+ * Tensor names: talker.code_predictor.{model.layers.*, model.norm, model.codec_embedding.{i},
+ * lm_head.{j}, small_to_mtp_projection.{weight,bias}}. Upstream:
+ * Qwen3TTSTalkerCodePredictorModelForConditionalGeneration. A fresh KV cache per
+ * frame; the prefill's position-0 logits are never computed (they are discarded
+ * upstream).
+ */
+#ifndef KZ_CODE_PREDICTOR_H
+#define KZ_CODE_PREDICTOR_H
+
+#include <stdbool.h>
+
+#include "layers/transformer.h"
+#include "model/config.h"
+
+#define KZ_CP_MAX_GROUPS 64
+
+typedef struct kz_code_predictor {
+    kz_code_predictor_config cfg;
+    int32_t talker_hidden;                    /* D */
+    int32_t n_steps;                          /* num_code_groups - 1 = 15 */
+    kz_matrix embeddings[KZ_CP_MAX_GROUPS];   /* [vocab, D] for codebooks 1..15 */
+    kz_matrix heads[KZ_CP_MAX_GROUPS];        /* [vocab, hidden] */
+    bool has_projection;
+    kz_matrix projection;                     /* [hidden, D] */
+    float *projection_b;                      /* [hidden] */
+    kz_qwen3_stack stack;
+} kz_code_predictor;
+
+typedef struct kz_code_predictor_state {
+    kz_qwen3_state seq;
+    float *in;      /* [2, D] inputs before projection */
+    float *x;       /* [2, hidden] */
+    float *normed;  /* [hidden] */
+    float *logits;  /* [vocab] */
+} kz_code_predictor_state;
+
+/* Chooses a code from logits[n] (the sampler). */
+typedef int32_t (*kz_pick_fn)(void *user, float *logits, size_t n);
+
+kz_status kz_code_predictor_load(kz_code_predictor *p, const kz_st_file *f,
+                                 const kz_talker_config *talker);
+void kz_code_predictor_free(kz_code_predictor *p);
+
+kz_status kz_code_predictor_state_init(kz_code_predictor_state *s, const kz_code_predictor *p);
+void kz_code_predictor_state_free(kz_code_predictor_state *s);
+
+/* codes[0..n_steps) = codes of codebooks 1..n_steps for a frame whose talker
+ * hidden state is h[D] and whose codebook-0 embedding is e0[D]. If logits_out is
+ * not NULL it receives the n_steps raw logit vectors [n_steps, vocab]. */
+void kz_code_predictor_run(const kz_code_predictor *p, kz_code_predictor_state *s, kz_exec *e,
+                           const float *h, const float *e0, kz_pick_fn pick, void *pick_user,
+                           int32_t *codes, float *logits_out);
+
+#endif

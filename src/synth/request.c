@@ -1,0 +1,259 @@
+/*
+ * request.c - kz_request -> kz_plan (see request.h).
+ *
+ * Text: the wrapper's string "<|im_start|>assistant\n{text}<|im_end|>\n
+ * <|im_start|>assistant\n" is tokenized whole and sliced like the model code:
+ * role = ids[0:3], text = ids[3:len-5] (so a leading newline merges into the
+ * role exactly as upstream). Token ids given directly skip the tokenizer.
+ * Instruction: "<|im_start|>user\n{instruct}<|im_end|>\n", all ids are rows.
+ */
+#include "synth/request.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "runtime/error.h"
+
+#define GUARD_BASE_FRAMES 50
+#define GUARD_FRAMES_PER_TOKEN 8
+
+static bool is_blank(const char *s) {
+    for (; *s; s++) {
+        if (!isspace((unsigned char)*s)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* "a, b, c" list of names for error messages. */
+static void list_names(const kz_name_id *names, int n, char *buf, size_t size) {
+    size_t w = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && w < size; i++) {
+        w += (size_t)snprintf(buf + w, size - w, "%s%s", i ? ", " : "", names[i].name);
+    }
+}
+
+static const kz_name_id *find_name(const kz_name_id *names, int n, const char *name) {
+    for (int i = 0; i < n; i++) {
+        if (strcasecmp(names[i].name, name) == 0) {
+            return &names[i];
+        }
+    }
+    return NULL;
+}
+
+static kz_status tokenize_wrapped(const kz_model *m, const char *prefix, const char *text,
+                                  const char *suffix, kz_text_split split, int32_t **ids,
+                                  size_t *n) {
+    size_t len = strlen(prefix) + strlen(text) + strlen(suffix) + 1;
+    char *s = malloc(len);
+    if (!s) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    snprintf(s, len, "%s%s%s", prefix, text, suffix);
+    kz_status st = kz_tokenizer_encode(m->tokenizer, s, strlen(s), (kz_split_mode)split, ids, n);
+    free(s);
+    return st;
+}
+
+static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p,
+                              kz_plan_ids *ids) {
+    const kz_tts_config *c = &m->cfg;
+    if (!r->text) {
+        if (!r->token_ids || r->n_token_ids == 0) {
+            return kz_error_set(KZ_STATUS_BAD_INPUT, "no text and no token ids to speak");
+        }
+        for (size_t i = 0; i < r->n_token_ids; i++) {
+            if (r->token_ids[i] < 0 || r->token_ids[i] >= c->talker.text_vocab_size) {
+                return kz_error_set(KZ_STATUS_BAD_INPUT, "token id %d at %zu outside [0, %d)",
+                                    r->token_ids[i], i, c->talker.text_vocab_size);
+            }
+        }
+        ids->text = malloc(r->n_token_ids * sizeof(int32_t));
+        if (!ids->text) {
+            return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+        }
+        memcpy(ids->text, r->token_ids, r->n_token_ids * sizeof(int32_t));
+        ids->role[0] = c->im_start_token_id, ids->role[1] = 77091, ids->role[2] = 198;
+        p->prompt.n_text = r->n_token_ids;
+    } else {
+        if (is_blank(r->text)) {
+            return kz_error_set(KZ_STATUS_BAD_INPUT, "the text is empty or only whitespace");
+        }
+        if (!m->tokenizer) {
+            return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                                "%s has no tokenizer files (vocab.json, merges.txt)", m->path);
+        }
+        size_t n;
+        kz_status st = tokenize_wrapped(m, "<|im_start|>assistant\n", r->text,
+                                        "<|im_end|>\n<|im_start|>assistant\n", r->split,
+                                        &ids->text, &n);
+        if (st != KZ_OK) {
+            return st;
+        }
+        if (n < 9) {
+            return kz_error_set(KZ_STATUS_BAD_INPUT, "the text gives no tokens to speak");
+        }
+        memcpy(ids->role, ids->text, sizeof ids->role);
+        memmove(ids->text, ids->text + 3, (n - 8) * sizeof(int32_t));
+        p->prompt.n_text = n - 8;
+    }
+    p->prompt.text_ids = ids->text;
+    p->prompt.role_ids = ids->role;
+    return KZ_OK;
+}
+
+static kz_status resolve_voice(const kz_model *m, const kz_request *r, kz_plan *p) {
+    const kz_talker_config *t = &m->cfg.talker;
+    char names[1024];
+    p->prompt.speaker_id = -1;
+    p->prompt.language_id = -1;
+    const char *type = m->cfg.tts_model_type;
+    if (strcmp(type, "base") == 0 && r->instruct && r->instruct[0]) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "Base models take no instruction (use CustomVoice 1.7B or VoiceDesign)");
+    }
+    if (strcmp(type, "base") == 0) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "Base models need a reference voice (voice cloning is not supported "
+                            "yet); use a CustomVoice or VoiceDesign model");
+    }
+    const kz_name_id *spk = NULL;
+    if (strcmp(type, "custom_voice") == 0) {
+        list_names(t->speakers, t->n_speakers, names, sizeof names);
+        if (!r->speaker || !r->speaker[0]) {
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "a speaker is required; one of: %s",
+                                names);
+        }
+        spk = find_name(t->speakers, t->n_speakers, r->speaker);
+        if (!spk) {
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "unknown speaker '%s'; one of: %s",
+                                r->speaker, names);
+        }
+        p->prompt.speaker_id = spk->id;
+    } else if (r->speaker && r->speaker[0]) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "this %s model has no speakers; describe the voice with an instruction",
+                            type);
+    }
+    const char *lang = r->language && r->language[0] ? r->language : "auto";
+    if (strcasecmp(lang, "auto") != 0) {
+        const kz_name_id *l = find_name(t->languages, t->n_languages, lang);
+        if (!l) {
+            list_names(t->languages, t->n_languages, names, sizeof names);
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "unknown language '%s'; auto or one of: %s",
+                                lang, names);
+        }
+        p->prompt.language_id = l->id;
+    }
+    // Dialect override: a dialect speaker with Chinese or auto speaks its dialect.
+    bool chinese_or_auto = strcasecmp(lang, "auto") == 0 || strcasecmp(lang, "chinese") == 0;
+    if (spk && spk->dialect[0] && chinese_or_auto) {
+        const kz_name_id *d = find_name(t->languages, t->n_languages, spk->dialect);
+        p->prompt.language_id = d ? d->id : p->prompt.language_id;
+    }
+    return KZ_OK;
+}
+
+static kz_status resolve_instruct(const kz_model *m, const kz_request *r, kz_plan *p,
+                                  kz_plan_ids *ids) {
+    if (!r->instruct || !r->instruct[0]) {
+        return KZ_OK;
+    }
+    if (strcmp(m->cfg.tts_model_size, "0b6") == 0) {
+        kz_log(KZ_LOG_WARN, "0.6B models ignore the instruction (as the official wrapper does)");
+        return KZ_OK;
+    }
+    if (!m->tokenizer) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED, "%s has no tokenizer files for the instruction",
+                            m->path);
+    }
+    kz_status st = tokenize_wrapped(m, "<|im_start|>user\n", r->instruct, "<|im_end|>\n",
+                                    r->split, &ids->instruct, &p->prompt.n_instruct);
+    p->prompt.instruct_ids = ids->instruct;
+    return st;
+}
+
+static kz_status check_sampling(const kz_request *r, int32_t vocab) {
+    struct { const char *name; double v, lo, hi; bool open_lo; } nums[] = {
+        {"temperature", r->temperature, 0, 100, true},
+        {"top_p", r->top_p, 0, 1, true},
+        {"repetition_penalty", r->repetition_penalty, 0, 100, true},
+        {"cp_temperature", r->cp_temperature, 0, 100, true},
+        {"cp_top_p", r->cp_top_p, 0, 1, true},
+        {"top_k", r->top_k, 0, vocab, false},
+        {"cp_top_k", r->cp_top_k, 0, vocab, false}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        double v = nums[i].v;
+        bool bad = !(v <= nums[i].hi) || (nums[i].open_lo ? v <= nums[i].lo : v < nums[i].lo);
+        if (bad) {
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s %g out of range %s%g, %g]",
+                                nums[i].name, v, nums[i].open_lo ? "(" : "[", nums[i].lo,
+                                nums[i].hi);
+        }
+    }
+    if (r->frames < 0 || r->max_frames < 0 || r->chunk_frames < 1 || r->chunk_frames > 1024) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "frames %d / max_frames %d must be >= 0 and chunk_frames %d in [1, 1024]",
+                            r->frames, r->max_frames, r->chunk_frames);
+    }
+    return KZ_OK;
+}
+
+static void fill_sampling(const kz_request *r, kz_plan *p) {
+    p->talker = (kz_sampling){.greedy = r->greedy, .temperature = r->temperature,
+                              .top_k = r->top_k, .top_p = r->top_p};
+    p->cp = (kz_sampling){.greedy = r->greedy, .temperature = r->cp_temperature,
+                          .top_k = r->cp_top_k, .top_p = r->cp_top_p};
+    p->repetition_penalty = r->repetition_penalty;
+    p->seed = r->seed;
+    p->frames = r->frames;
+    p->chunk_frames = r->chunk_frames;
+    p->on_frame = r->on_frame;
+    p->frame_user = r->frame_user;
+}
+
+/* Frame cap: the request's, else the runaway guard (see kz_request in kztts.h),
+ * never above the model's max_new_tokens - 1 (the official loop's limit). */
+static int32_t frame_cap(const kz_model *m, const kz_request *r, size_t n_text) {
+    int64_t cap = r->max_frames > 0 ? r->max_frames
+                                    : GUARD_BASE_FRAMES + GUARD_FRAMES_PER_TOKEN * (int64_t)n_text;
+    int64_t limit = m->gen.max_new_tokens > 1 ? m->gen.max_new_tokens - 1 : 1;
+    if (r->frames > 0) {
+        return r->frames;
+    }
+    return (int32_t)(cap < limit ? cap : limit);
+}
+
+kz_status kz_request_resolve(const kz_model *m, const kz_request *r, kz_plan *plan,
+                             kz_plan_ids *ids) {
+    memset(plan, 0, sizeof *plan);
+    memset(ids, 0, sizeof *ids);
+    if (!m->has_tts) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED, "%s is a codec-only model: it cannot speak text",
+                            m->path);
+    }
+    kz_status st = check_sampling(r, m->cfg.talker.vocab_size);
+    st = st ? st : resolve_voice(m, r, plan);
+    st = st ? st : resolve_text(m, r, plan, ids);
+    st = st ? st : resolve_instruct(m, r, plan, ids);
+    if (st != KZ_OK) {
+        kz_plan_ids_free(ids);
+        return st;
+    }
+    fill_sampling(r, plan);
+    plan->max_frames = frame_cap(m, r, plan->prompt.n_text);
+    plan->prompt.streaming = r->layout == KZ_LAYOUT_STREAMING;
+    return KZ_OK;
+}
+
+void kz_plan_ids_free(kz_plan_ids *ids) {
+    free(ids->text);
+    free(ids->instruct);
+    memset(ids, 0, sizeof *ids);
+}

@@ -1,0 +1,26 @@
+/*
+ * request.h - checking a public kz_request and resolving it into a kz_plan:
+ * text -> token ids (wrapped in the chat template and sliced as the official
+ * model does), speaker and language names -> codec ids (dialect override),
+ * instruction handling per model type, sampling values and frame limits.
+ */
+#ifndef KZ_REQUEST_H
+#define KZ_REQUEST_H
+
+#include "synth/synth.h"
+
+/* Owned id buffers behind a plan. */
+typedef struct kz_plan_ids {
+    int32_t *text, *instruct; /* malloc'ed or NULL */
+    int32_t role[3];
+} kz_plan_ids;
+
+/* Validates r against model m and fills plan (pointing into ids). Every
+ * problem is KZ_STATUS_INVALID_ARGUMENT / BAD_INPUT / UNSUPPORTED with a message
+ * that lists the valid choices where there are some. */
+kz_status kz_request_resolve(const kz_model *m, const kz_request *r, kz_plan *plan,
+                             kz_plan_ids *ids);
+
+void kz_plan_ids_free(kz_plan_ids *ids);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * synth.h - one utterance from a validated request: prompt -> talker prefill ->
+ * per frame (sample c0, code predictor, feedback embedding, talker step) ->
+ * codec decode in chunks -> audio callback.
+ */
+#ifndef KZ_SYNTH_H
+#define KZ_SYNTH_H
+
+#include "synth/prompt.h"
+#include "synth/sampler.h"
+#include "synth/session.h"
+
+/* A request resolved to ids and numbers (kztts.c checks and fills it). */
+typedef struct kz_plan {
+    kz_prompt_spec prompt;
+    kz_sampling talker, cp;
+    float repetition_penalty;
+    uint64_t seed;
+    int32_t frames;       /* exact count, or 0 */
+    int32_t max_frames;   /* >= 1 */
+    int32_t chunk_frames; /* frames per audio callback */
+    kz_frame_fn on_frame;
+    void *frame_user;
+} kz_plan;
+
+kz_status kz_synth_run(kz_session *s, const kz_plan *plan, kz_audio_fn on_audio, void *user);
+
+#endif

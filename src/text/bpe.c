@@ -1,0 +1,702 @@
+/*
+ * bpe.c - byte-level BPE: vocab.json + merges.txt -> hash maps, and the merge
+ * loop that turns one pre-tokenized piece into ids.
+ *
+ * Load:
+ *   vocab.json  "Ġthe": 279   -> decode each character through the inverse
+ *                                GPT-2 byte map -> raw bytes " the" -> id 279
+ *                                (open-addressing map bytes -> id, id -> bytes)
+ *   merges.txt  "Ġ t" (rank r) -> (id(" "), id("t")) -> (r, id(" t"))
+ *                                (open-addressing map keyed by the id pair)
+ * Encode one piece (raw UTF-8 bytes of a pre-token):
+ *   bytes -> one symbol per byte (id of that byte's one-character token)
+ *         -> repeatedly merge the adjacent pair of lowest rank, leftmost on
+ *            ties, until no adjacent pair has a merge -> ids
+ *   Short pieces rescan the pair ranks after each merge (fast for words);
+ *   long ones (CJK runs, long punctuation or space runs) use a binary heap
+ *   of (rank, position) with lazy invalidation, as HF tokenizers'
+ *   Word::merge_all does, so a 1 MB piece costs O(n log n), not O(n^2).
+ *
+ * Traps: a merge whose parts or result are missing from vocab.json is an
+ * error (HF refuses such files too); a repeated merge line takes the later
+ * rank (HF and the slow Qwen2Tokenizer both build a dict from the list); the
+ * "#version" header is optional and blank lines do not count as ranks.
+ */
+#include "text/bpe.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "io/json.h"
+#include "runtime/error.h"
+
+#define NO_RANK UINT32_MAX
+#define NAIVE_MAX 8      // pieces up to this many bytes merge by rescanning, longer: heap
+#define STACK_SYMBOLS 256 // heap-merge scratch on the stack up to this many bytes
+#define MAX_MERGES_BYTES (64u << 20)
+
+typedef struct merge_slot {
+    uint32_t left, right; // symbol ids of the pair; left == UINT32_MAX marks an empty slot
+    uint32_t rank;        // line index in merges.txt (lower merges first)
+    int32_t merged;       // id of the concatenation
+} merge_slot;
+
+struct kz_bpe {
+    uint8_t *blob;        // raw bytes of every token, concatenated
+    uint32_t *tok_off;    // [n_ids] offset into blob, UINT32_MAX for an unused id
+    uint32_t *tok_len;    // [n_ids] length in bytes
+    size_t n_ids;         // largest id + 1
+    int32_t *vocab_slots; // [vocab_mask + 1] id or -1 (key bytes through tok_off/tok_len)
+    size_t vocab_mask;
+    merge_slot *merges; // [merge_mask + 1]
+    size_t merge_mask;
+    int32_t byte_id[256]; // id of the one-byte token of each byte value
+};
+
+/* ---- GPT-2 byte <-> unicode map ----------------------------------------- */
+
+// Printable Latin-1 bytes spell themselves; the 68 others (0x00-0x20,
+// 0x7F-0xA0, 0xAD) get U+0100.. in increasing byte order.
+uint32_t kz_bpe_byte_to_codepoint(uint8_t b) {
+    if (b <= 0x20) {
+        return 0x100u + b;
+    }
+    if (b >= 0x7F && b <= 0xA0) {
+        return 0x100u + 33 + (uint32_t)(b - 0x7F);
+    }
+    if (b == 0xAD) {
+        return 0x100u + 67;
+    }
+    return b;
+}
+
+int kz_bpe_codepoint_to_byte(uint32_t cp) {
+    if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF)) {
+        return (int)cp;
+    }
+    if (cp >= 0x100 && cp < 0x100 + 33) {
+        return (int)(cp - 0x100);
+    }
+    if (cp >= 0x100 + 33 && cp < 0x100 + 67) {
+        return (int)(cp - 0x100 - 33 + 0x7F);
+    }
+    if (cp == 0x100 + 67) {
+        return 0xAD;
+    }
+    return -1;
+}
+
+/* Decodes a byte-level spelling to raw bytes into out (capacity >= strlen).
+ * Returns the byte count, or -1 if a character is outside the alphabet. */
+static long spelling_to_bytes(const char *spelling, size_t n_chars_bytes, uint8_t *out) {
+    const uint8_t *s = (const uint8_t *)spelling;
+    size_t i = 0;
+    long n = 0;
+    while (i < n_chars_bytes) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t step = utf8proc_iterate(s + i, (utf8proc_ssize_t)(n_chars_bytes - i), &cp);
+        if (step <= 0) {
+            return -1;
+        }
+        int b = kz_bpe_codepoint_to_byte((uint32_t)cp);
+        if (b < 0) {
+            return -1;
+        }
+        out[n++] = (uint8_t)b;
+        i += (size_t)step;
+    }
+    return n;
+}
+
+/* ---- hashing ------------------------------------------------------------ */
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n_bytes) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n_bytes;
+    while (n_bytes >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+        p += 8;
+        n_bytes -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n_bytes);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_pair(uint32_t left, uint32_t right) {
+    uint64_t k = ((uint64_t)left << 32 | right) * 0x9E3779B97F4A7C15ull;
+    return k ^ (k >> 31);
+}
+
+static size_t pow2_at_least(size_t n) {
+    size_t cap = 16;
+    while (cap < n) {
+        cap <<= 1;
+    }
+    return cap;
+}
+
+/* Merge lookup: rank (NO_RANK if the pair has no merge) and merged id. */
+static inline uint32_t merge_find(const kz_bpe *bpe, int32_t left, int32_t right, int32_t *merged) {
+    size_t i = (size_t)hash_pair((uint32_t)left, (uint32_t)right) & bpe->merge_mask;
+    for (;;) {
+        const merge_slot *s = &bpe->merges[i];
+        if (s->left == (uint32_t)left && s->right == (uint32_t)right) {
+            *merged = s->merged;
+            return s->rank;
+        }
+        if (s->left == UINT32_MAX) {
+            return NO_RANK;
+        }
+        i = (i + 1) & bpe->merge_mask;
+    }
+}
+
+int32_t kz_bpe_find(const kz_bpe *bpe, const uint8_t *bytes, size_t n_bytes) {
+    size_t i = (size_t)hash_bytes(bytes, n_bytes) & bpe->vocab_mask;
+    for (;;) {
+        int32_t id = bpe->vocab_slots[i];
+        if (id < 0) {
+            return -1;
+        }
+        if (bpe->tok_len[id] == n_bytes &&
+            memcmp(bpe->blob + bpe->tok_off[id], bytes, n_bytes) == 0) {
+            return id;
+        }
+        i = (i + 1) & bpe->vocab_mask;
+    }
+}
+
+int32_t kz_bpe_find_spelling(const kz_bpe *bpe, const char *spelling, size_t n_bytes) {
+    uint8_t small[256];
+    uint8_t *raw = n_bytes <= sizeof small ? small : malloc(n_bytes);
+    if (!raw) {
+        return -1;
+    }
+    long n_raw = spelling_to_bytes(spelling, n_bytes, raw);
+    int32_t id = n_raw > 0 ? kz_bpe_find(bpe, raw, (size_t)n_raw) : -1;
+    if (raw != small) {
+        free(raw);
+    }
+    return id;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+void kz_bpe_free(kz_bpe *bpe) {
+    if (!bpe) {
+        return;
+    }
+    free(bpe->blob);
+    free(bpe->tok_off);
+    free(bpe->tok_len);
+    free(bpe->vocab_slots);
+    free(bpe->merges);
+    free(bpe);
+}
+
+/* First pass over vocab.json: id range and total spelling bytes. */
+static kz_status vocab_scan(const char *path, const cJSON *root, size_t *n_ids, size_t *n_tokens,
+                            size_t *n_blob) {
+    int64_t max_id = -1;
+    size_t count = 0, blob = 0;
+    for (const cJSON *it = root->child; it; it = it->next) {
+        double v = it->valuedouble;
+        if (!cJSON_IsNumber(it) || v != (double)(int64_t)v || v < 0 || v >= (double)INT32_MAX) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "%s: token \"%s\": id is not an integer in [0, 2^31)", path,
+                                it->string ? it->string : "");
+        }
+        if ((int64_t)v > max_id) {
+            max_id = (int64_t)v;
+        }
+        blob += strlen(it->string);
+        count++;
+    }
+    if (count == 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: empty vocabulary", path);
+    }
+    *n_ids = (size_t)max_id + 1;
+    *n_tokens = count;
+    *n_blob = blob;
+    return KZ_OK;
+}
+
+static kz_status vocab_insert(kz_bpe *bpe, const char *path, const char *spelling, int32_t id,
+                              uint32_t *blob_used) {
+    if (bpe->tok_off[id] != UINT32_MAX) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: id %d is used twice", path, (int)id);
+    }
+    uint8_t *dst = bpe->blob + *blob_used;
+    long n = spelling_to_bytes(spelling, strlen(spelling), dst);
+    if (n <= 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: token \"%s\" is not spelled in the byte-level alphabet", path,
+                            spelling);
+    }
+    if (kz_bpe_find(bpe, dst, (size_t)n) >= 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: token \"%s\" appears twice", path, spelling);
+    }
+    bpe->tok_off[id] = *blob_used;
+    bpe->tok_len[id] = (uint32_t)n;
+    *blob_used += (uint32_t)n;
+    size_t i = (size_t)hash_bytes(dst, (size_t)n) & bpe->vocab_mask;
+    while (bpe->vocab_slots[i] >= 0) {
+        i = (i + 1) & bpe->vocab_mask;
+    }
+    bpe->vocab_slots[i] = id;
+    if (n == 1) {
+        bpe->byte_id[dst[0]] = id;
+    }
+    return KZ_OK;
+}
+
+static kz_status vocab_load(kz_bpe *bpe, const char *path) {
+    cJSON *root;
+    kz_status st = kz_json_load(path, &root);
+    if (st != KZ_OK) {
+        return st;
+    }
+    size_t n_tokens = 0, n_blob = 0;
+    st = vocab_scan(path, root, &bpe->n_ids, &n_tokens, &n_blob);
+    if (st == KZ_OK) {
+        bpe->vocab_mask = pow2_at_least(n_tokens * 2) - 1;
+        bpe->blob = malloc(n_blob + 1);
+        bpe->tok_off = malloc(bpe->n_ids * sizeof *bpe->tok_off);
+        bpe->tok_len = calloc(bpe->n_ids, sizeof *bpe->tok_len);
+        bpe->vocab_slots = malloc((bpe->vocab_mask + 1) * sizeof *bpe->vocab_slots);
+        if (!bpe->blob || !bpe->tok_off || !bpe->tok_len || !bpe->vocab_slots) {
+            st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+        }
+    }
+    if (st == KZ_OK) {
+        memset(bpe->tok_off, 0xFF, bpe->n_ids * sizeof *bpe->tok_off);
+        memset(bpe->vocab_slots, 0xFF, (bpe->vocab_mask + 1) * sizeof *bpe->vocab_slots);
+        uint32_t blob_used = 0;
+        for (const cJSON *it = root->child; it && st == KZ_OK; it = it->next) {
+            st = vocab_insert(bpe, path, it->string, (int32_t)it->valuedouble, &blob_used);
+        }
+    }
+    cJSON_Delete(root);
+    for (int b = 0; b < 256 && st == KZ_OK; b++) {
+        if (bpe->byte_id[b] < 0) {
+            st = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: no token for byte 0x%02X", path, b);
+        }
+    }
+    return st;
+}
+
+/* Reads a whole file into a NUL-terminated malloc'ed buffer. */
+static kz_status read_text_file(const char *path, char **text, size_t *n_bytes) {
+    *text = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap || cap >= MAX_MERGES_BYTES) {
+            break;
+        }
+        char *grown = realloc(buf, cap * 2 + 1);
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    if (!buf) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    if (read_error) {
+        free(buf);
+        return kz_error_set(KZ_STATUS_IO, "%s: read error", path);
+    }
+    if (n >= MAX_MERGES_BYTES) {
+        free(buf);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: larger than %u MB", path,
+                            MAX_MERGES_BYTES >> 20);
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *n_bytes = n;
+    return KZ_OK;
+}
+
+/* Looks up one half of a merge line by its spelling; -1 if not in the vocab. */
+static int32_t find_spelling(const kz_bpe *bpe, const char *spelling, size_t n, uint8_t *scratch) {
+    long n_raw = spelling_to_bytes(spelling, n, scratch);
+    return n_raw > 0 ? kz_bpe_find(bpe, scratch, (size_t)n_raw) : -1;
+}
+
+static kz_status merge_add(kz_bpe *bpe, const char *path, size_t line_no, const char *line,
+                           size_t n_line, uint32_t rank, uint8_t *scratch) {
+    const char *space = memchr(line, ' ', n_line);
+    if (!space || space == line || space + 1 == line + n_line ||
+        memchr(space + 1, ' ', (size_t)(line + n_line - space - 1))) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: line %zu: expected \"left right\"", path,
+                            line_no);
+    }
+    size_t n_left = (size_t)(space - line), n_right = n_line - n_left - 1;
+    int32_t left = find_spelling(bpe, line, n_left, scratch);
+    int32_t right = find_spelling(bpe, space + 1, n_right, scratch);
+    int32_t merged = -1;
+    if (left >= 0 && right >= 0) {
+        size_t n_a = bpe->tok_len[left], n_b = bpe->tok_len[right];
+        memcpy(scratch, bpe->blob + bpe->tok_off[left], n_a);
+        memcpy(scratch + n_a, bpe->blob + bpe->tok_off[right], n_b);
+        merged = kz_bpe_find(bpe, scratch, n_a + n_b);
+    }
+    if (merged < 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: line %zu: merge \"%.*s\" refers to a token not in vocab.json",
+                            path, line_no, (int)n_line, line);
+    }
+    size_t i = (size_t)hash_pair((uint32_t)left, (uint32_t)right) & bpe->merge_mask;
+    for (;;) {
+        merge_slot *s = &bpe->merges[i];
+        if (s->left == UINT32_MAX || (s->left == (uint32_t)left && s->right == (uint32_t)right)) {
+            *s = (merge_slot){(uint32_t)left, (uint32_t)right, rank, merged};
+            return KZ_OK;
+        }
+        i = (i + 1) & bpe->merge_mask;
+    }
+}
+
+static kz_status merges_load(kz_bpe *bpe, const char *path) {
+    char *text;
+    size_t n_bytes = 0;
+    kz_status st = read_text_file(path, &text, &n_bytes);
+    if (st != KZ_OK) {
+        return st;
+    }
+    size_t n_lines = 1;
+    for (size_t i = 0; i < n_bytes; i++) {
+        n_lines += text[i] == '\n';
+    }
+    bpe->merge_mask = pow2_at_least(n_lines * 2) - 1;
+    bpe->merges = malloc((bpe->merge_mask + 1) * sizeof *bpe->merges);
+    uint8_t *scratch = malloc(n_bytes + 1);
+    if (!bpe->merges || !scratch) {
+        free(text);
+        free(scratch);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    memset(bpe->merges, 0xFF, (bpe->merge_mask + 1) * sizeof *bpe->merges);
+    uint32_t rank = 0;
+    size_t line_no = 0;
+    for (char *line = text; line < text + n_bytes && st == KZ_OK;) {
+        char *end = memchr(line, '\n', (size_t)(text + n_bytes - line));
+        if (!end) {
+            end = text + n_bytes;
+        }
+        size_t n_line = (size_t)(end - line);
+        if (n_line > 0 && line[n_line - 1] == '\r') {
+            n_line--;
+        }
+        line_no++;
+        bool header = line_no == 1 && n_line >= 9 && memcmp(line, "#version:", 9) == 0;
+        if (n_line > 0 && !header) {
+            st = merge_add(bpe, path, line_no, line, n_line, rank++, scratch);
+        }
+        line = end + 1;
+    }
+    free(scratch);
+    free(text);
+    return st;
+}
+
+kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **out) {
+    *out = NULL;
+    kz_bpe *bpe = calloc(1, sizeof *bpe);
+    if (!bpe) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", vocab_path);
+    }
+    memset(bpe->byte_id, 0xFF, sizeof bpe->byte_id);
+    kz_status st = vocab_load(bpe, vocab_path);
+    if (st == KZ_OK) {
+        st = merges_load(bpe, merges_path);
+    }
+    if (st != KZ_OK) {
+        kz_bpe_free(bpe);
+        return st;
+    }
+    *out = bpe;
+    return KZ_OK;
+}
+
+const uint8_t *kz_bpe_token_bytes(const kz_bpe *bpe, int32_t id, size_t *n_bytes) {
+    if (id < 0 || (size_t)id >= bpe->n_ids || bpe->tok_off[id] == UINT32_MAX) {
+        *n_bytes = 0;
+        return NULL;
+    }
+    *n_bytes = bpe->tok_len[id];
+    return bpe->blob + bpe->tok_off[id];
+}
+
+size_t kz_bpe_n_ids(const kz_bpe *bpe) {
+    return bpe->n_ids;
+}
+
+/* ---- id list ------------------------------------------------------------ */
+
+static kz_status ids_reserve(kz_bpe_ids *list, size_t extra) {
+    if (list->n_ids + extra <= list->cap) {
+        return KZ_OK;
+    }
+    size_t cap = list->cap ? list->cap : 64;
+    while (cap < list->n_ids + extra) {
+        cap *= 2;
+    }
+    int32_t *grown = realloc(list->ids, cap * sizeof *grown);
+    if (!grown) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory for %zu ids", cap);
+    }
+    list->ids = grown;
+    list->cap = cap;
+    return KZ_OK;
+}
+
+kz_status kz_bpe_ids_push(kz_bpe_ids *list, int32_t id) {
+    kz_status st = ids_reserve(list, 1);
+    if (st == KZ_OK) {
+        list->ids[list->n_ids++] = id;
+    }
+    return st;
+}
+
+/* ---- merge loops -------------------------------------------------------- */
+
+/* Merges sym[0..n) in place by rescanning the pair ranks; returns the new count. */
+static size_t merge_naive(const kz_bpe *bpe, int32_t *sym, size_t n) {
+    uint32_t rank[NAIVE_MAX];
+    int32_t merged[NAIVE_MAX];
+    for (size_t i = 0; i + 1 < n; i++) {
+        rank[i] = merge_find(bpe, sym[i], sym[i + 1], &merged[i]);
+    }
+    while (n > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < n; i++) {
+            if (rank[i] < rank[best]) {
+                best = i;
+            }
+        }
+        if (rank[best] == NO_RANK) {
+            break;
+        }
+        // sym[best] absorbs sym[best + 1]; pairs right of it shift down by one.
+        sym[best] = merged[best];
+        for (size_t i = best + 1; i + 1 < n; i++) {
+            sym[i] = sym[i + 1];
+        }
+        for (size_t i = best + 1; i + 2 < n; i++) {
+            rank[i] = rank[i + 1];
+            merged[i] = merged[i + 1];
+        }
+        n--;
+        if (best > 0) {
+            rank[best - 1] = merge_find(bpe, sym[best - 1], sym[best], &merged[best - 1]);
+        }
+        if (best + 1 < n) {
+            rank[best] = merge_find(bpe, sym[best], sym[best + 1], &merged[best]);
+        }
+    }
+    return n;
+}
+
+typedef struct heap_item {
+    uint32_t rank;
+    uint32_t pos; // index of the pair's left symbol
+} heap_item;
+
+static inline bool heap_less(heap_item a, heap_item b) {
+    return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos);
+}
+
+static void heap_push(heap_item *heap, size_t *n, heap_item item) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!heap_less(item, heap[parent])) {
+            break;
+        }
+        heap[i] = heap[parent];
+        i = parent;
+    }
+    heap[i] = item;
+}
+
+static heap_item heap_pop(heap_item *heap, size_t *n) {
+    heap_item top = heap[0], last = heap[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= *n) {
+            break;
+        }
+        if (child + 1 < *n && heap_less(heap[child + 1], heap[child])) {
+            child++;
+        }
+        if (!heap_less(heap[child], last)) {
+            break;
+        }
+        heap[i] = heap[child];
+        i = child;
+    }
+    heap[i] = last;
+    return top;
+}
+
+/* Merges sym[0..n) in place with a heap over (rank, position); returns the new
+ * count. A popped entry is stale when its left symbol died or its pair no
+ * longer has that rank (a rank names exactly one pair). */
+static kz_status merge_heap(const kz_bpe *bpe, int32_t *sym, size_t n, size_t *n_out) {
+    int32_t next_stack[STACK_SYMBOLS], prev_stack[STACK_SYMBOLS];
+    heap_item heap_stack[3 * STACK_SYMBOLS]; // initial pairs + two per merge
+    int32_t *next = next_stack, *prev = prev_stack;
+    heap_item *heap = heap_stack;
+    if (n > STACK_SYMBOLS) {
+        next = malloc(n * sizeof *next);
+        prev = malloc(n * sizeof *prev);
+        heap = malloc(3 * n * sizeof *heap);
+        if (!next || !prev || !heap) {
+            free(next);
+            free(prev);
+            free(heap);
+            return kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                                "tokenizer: out of memory for a %zu-byte piece", n);
+        }
+    }
+    size_t n_heap = 0;
+    int32_t merged;
+    for (size_t i = 0; i < n; i++) {
+        prev[i] = (int32_t)i - 1;
+        next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
+        uint32_t r = i + 1 < n ? merge_find(bpe, sym[i], sym[i + 1], &merged) : NO_RANK;
+        if (r != NO_RANK) {
+            heap_push(heap, &n_heap, (heap_item){r, (uint32_t)i});
+        }
+    }
+    while (n_heap > 0) {
+        heap_item top = heap_pop(heap, &n_heap);
+        int32_t pos = (int32_t)top.pos, right = next[pos];
+        if (sym[pos] < 0 || right < 0 ||
+            merge_find(bpe, sym[pos], sym[right], &merged) != top.rank) {
+            continue;
+        }
+        sym[pos] = merged;
+        sym[right] = -1;
+        next[pos] = next[right];
+        if (next[pos] >= 0) {
+            prev[next[pos]] = pos;
+        }
+        uint32_t r;
+        if (prev[pos] >= 0 && (r = merge_find(bpe, sym[prev[pos]], sym[pos], &merged)) != NO_RANK) {
+            heap_push(heap, &n_heap, (heap_item){r, (uint32_t)prev[pos]});
+        }
+        if (next[pos] >= 0 && (r = merge_find(bpe, sym[pos], sym[next[pos]], &merged)) != NO_RANK) {
+            heap_push(heap, &n_heap, (heap_item){r, (uint32_t)pos});
+        }
+    }
+    size_t count = 0;
+    for (int32_t i = 0; i >= 0; i = next[i]) { // symbol 0 survives: merges keep the left slot
+        sym[count++] = sym[i];
+    }
+    if (next != next_stack) {
+        free(next);
+        free(prev);
+        free(heap);
+    }
+    *n_out = count;
+    return KZ_OK;
+}
+
+/* ---- word cache --------------------------------------------------------- */
+
+#define CACHE_SLOTS 4096 // direct-mapped; a collision overwrites
+#define CACHE_KEY_MAX 46
+#define CACHE_IDS_MAX 16
+
+typedef struct cache_slot {
+    uint64_t hash;
+    uint8_t n_bytes; // 0 = empty
+    uint8_t n_ids;
+    uint8_t key[CACHE_KEY_MAX];
+    int32_t ids[CACHE_IDS_MAX];
+} cache_slot;
+
+struct kz_bpe_cache {
+    cache_slot slots[CACHE_SLOTS];
+};
+
+kz_bpe_cache *kz_bpe_cache_new(void) {
+    return calloc(1, sizeof(kz_bpe_cache));
+}
+
+void kz_bpe_cache_free(kz_bpe_cache *cache) {
+    free(cache);
+}
+
+/* ---- encode ------------------------------------------------------------- */
+
+kz_status kz_bpe_encode_piece(const kz_bpe *bpe, kz_bpe_cache *cache, const uint8_t *piece,
+                              size_t n_bytes, kz_bpe_ids *out) {
+    if (n_bytes == 1) {
+        return kz_bpe_ids_push(out, bpe->byte_id[piece[0]]);
+    }
+    cache_slot *slot = NULL;
+    uint64_t h = 0;
+    if (cache && n_bytes <= CACHE_KEY_MAX) {
+        h = hash_bytes(piece, n_bytes);
+        slot = &cache->slots[h & (CACHE_SLOTS - 1)];
+        if (slot->n_bytes == n_bytes && slot->hash == h && memcmp(slot->key, piece, n_bytes) == 0) {
+            kz_status st = ids_reserve(out, slot->n_ids);
+            if (st == KZ_OK) {
+                memcpy(out->ids + out->n_ids, slot->ids, slot->n_ids * sizeof *slot->ids);
+                out->n_ids += slot->n_ids;
+            }
+            return st;
+        }
+    }
+    kz_status st = ids_reserve(out, n_bytes);
+    if (st != KZ_OK) {
+        return st;
+    }
+    // Symbols are built directly in the output list (n_bytes slots reserved).
+    int32_t *sym = out->ids + out->n_ids;
+    for (size_t i = 0; i < n_bytes; i++) {
+        sym[i] = bpe->byte_id[piece[i]];
+    }
+    size_t n_sym = n_bytes;
+    if (n_bytes <= NAIVE_MAX) {
+        n_sym = merge_naive(bpe, sym, n_bytes);
+    } else {
+        st = merge_heap(bpe, sym, n_bytes, &n_sym);
+        if (st != KZ_OK) {
+            return st;
+        }
+    }
+    if (slot && n_sym <= CACHE_IDS_MAX) {
+        slot->hash = h;
+        slot->n_bytes = (uint8_t)n_bytes;
+        slot->n_ids = (uint8_t)n_sym;
+        memcpy(slot->key, piece, n_bytes);
+        memcpy(slot->ids, sym, n_sym * sizeof *sym);
+    }
+    out->n_ids += n_sym;
+    return KZ_OK;
+}

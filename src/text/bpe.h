@@ -1,0 +1,75 @@
+/*
+ * bpe.h - the byte-level BPE model of the text tokenizer: vocabulary, merge
+ * ranks and the merge loop, working on raw bytes.
+ *
+ * vocab.json spells every token in the GPT-2 byte-to-unicode alphabet (byte
+ * 0x20 ' ' is "Ġ", 0x0A is "Ċ"). At load each spelling is mapped back to its
+ * raw bytes, so the encoder never builds the mapped string: a piece's bytes
+ * start as one symbol each (the id of that byte's one-character token) and
+ * merge by rank, exactly as merging the mapped characters would.
+ *
+ *   vocab.json  {"token": id}       -> raw bytes <-> id (hash map + id table)
+ *   merges.txt  "a b" in rank order -> (id_a, id_b) -> (rank, id of a+b)
+ *   piece bytes -> byte ids -> merge the lowest-rank adjacent pair (leftmost
+ *                  on ties) until none applies -> ids
+ *
+ * The merge order is the one of HF tokenizers' BPE (Word::merge_all) and of
+ * transformers.js: lowest rank first, ties broken by the leftmost position.
+ */
+#ifndef KZ_BPE_H
+#define KZ_BPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kztts.h"
+
+typedef struct kz_bpe kz_bpe;
+
+/* Growable list of ids the encoder appends to. Zero-initialise; free ids. */
+typedef struct kz_bpe_ids {
+    int32_t *ids;
+    size_t n_ids;
+    size_t cap;
+} kz_bpe_ids;
+
+/* Appends one id (KZ_STATUS_OUT_OF_MEMORY if it cannot grow). */
+kz_status kz_bpe_ids_push(kz_bpe_ids *list, int32_t id);
+
+/* Loads vocab.json and merges.txt. Errors name the file and the entry. On
+ * success *out owns the model (kz_bpe_free). */
+kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **out);
+void kz_bpe_free(kz_bpe *bpe);
+
+/* Word cache for one encode call: maps a piece's bytes to its ids. Not shared
+ * between threads (the model stays immutable). NULL on allocation failure,
+ * which only means no caching. */
+typedef struct kz_bpe_cache kz_bpe_cache;
+kz_bpe_cache *kz_bpe_cache_new(void);
+void kz_bpe_cache_free(kz_bpe_cache *cache);
+
+/* Appends the ids of one pre-tokenized piece (raw UTF-8 bytes, n_bytes >= 1).
+ * cache may be NULL. */
+kz_status kz_bpe_encode_piece(const kz_bpe *bpe, kz_bpe_cache *cache, const uint8_t *piece,
+                              size_t n_bytes, kz_bpe_ids *out);
+
+/* Id of the token whose raw bytes are exactly bytes[0..n_bytes), or -1. */
+int32_t kz_bpe_find(const kz_bpe *bpe, const uint8_t *bytes, size_t n_bytes);
+
+/* Id of the token spelled `spelling` (n_bytes of UTF-8 in the byte-level
+ * alphabet, as written in vocab.json, e.g. "Ġthe"), or -1. */
+int32_t kz_bpe_find_spelling(const kz_bpe *bpe, const char *spelling, size_t n_bytes);
+
+/* Raw bytes of token `id` (borrowed, owned by bpe; not NUL-terminated), or
+ * NULL if id is not in the vocabulary. */
+const uint8_t *kz_bpe_token_bytes(const kz_bpe *bpe, int32_t id, size_t *n_bytes);
+
+/* Largest vocabulary id + 1. */
+size_t kz_bpe_n_ids(const kz_bpe *bpe);
+
+/* GPT-2 byte-to-unicode map: the code point that spells byte b in vocab.json,
+ * and its inverse (-1 for a code point outside the 256-character alphabet). */
+uint32_t kz_bpe_byte_to_codepoint(uint8_t b);
+int kz_bpe_codepoint_to_byte(uint32_t cp);
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * tokenizer.c - the Qwen2 text tokenizer: files -> model, text -> ids.
+ *
+ * Load:  dir/vocab.json + dir/merges.txt        -> kz_bpe (bpe.c)
+ *        dir/tokenizer_config.json
+ *          "added_tokens_decoder": {"151644": {"content": "<|im_start|>", ...}}
+ *                                               -> added tokens, longest first
+ *        both split patterns                    -> kz_pretokenizer (pretokenizer.c)
+ *
+ * Encode (HF tokenizers' order, split_special_tokens=false):
+ *   UTF-8 bytes --validate (strict: no overlong, surrogate, > U+10FFFF,
+ *   truncated)--> added tokens matched in the raw text, leftmost then longest,
+ *   anywhere (inside words too) --> [span][token][span]...
+ *   each span --NFC (utf8proc; ASCII spans skip it)--> pre-split regex
+ *   --> pieces --byte-level BPE--> ids;  each added token --> its id.
+ *   No BOS/EOS is added.
+ *
+ * Added-token flags: lstrip/rstrip absorb the White_Space next to the token
+ * (as HF does); Qwen's tokens have them false. "normalized" tokens are still
+ * matched in the raw text and "single_word" is not enforced: both are false
+ * for every Qwen token and a load with either set logs a warning.
+ */
+#include "text/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "io/json.h"
+#include "runtime/error.h"
+#include "text/bpe.h"
+#include "text/pretokenizer.h"
+
+#define CACHE_MIN_BYTES 4096 // texts this long get a per-call word cache
+
+typedef struct added_token {
+    char *content; // UTF-8, owned
+    size_t n_bytes;
+    int32_t id;
+    bool lstrip; // absorb White_Space before the token
+    bool rstrip; // absorb White_Space after the token
+} added_token;
+
+struct kz_tokenizer {
+    kz_bpe *bpe;
+    kz_pretokenizer *pre;
+    added_token *added; // [n_added], longest content first
+    size_t n_added;
+    bool starts[256]; // some added token starts with this byte
+    size_t n_ids;     // largest id (vocabulary or added) + 1
+};
+
+/* ---- loading ------------------------------------------------------------ */
+
+void kz_tokenizer_free(kz_tokenizer *t) {
+    if (!t) {
+        return;
+    }
+    kz_bpe_free(t->bpe);
+    kz_pretokenizer_free(t->pre);
+    for (size_t i = 0; i < t->n_added; i++) {
+        free(t->added[i].content);
+    }
+    free(t->added);
+    free(t);
+}
+
+static int longest_first(const void *a, const void *b) {
+    const added_token *x = a, *y = b;
+    if (x->n_bytes != y->n_bytes) {
+        return x->n_bytes > y->n_bytes ? -1 : 1;
+    }
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Reads one "id": {...} entry of added_tokens_decoder into t->added[t->n_added]. */
+static kz_status added_parse(kz_tokenizer *t, kz_json_ctx *c, const cJSON *entry) {
+    char *end;
+    long id = strtol(entry->string, &end, 10);
+    if (*entry->string == '\0' || *end != '\0' || id < 0 || id >= INT32_MAX) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: added_tokens_decoder: key \"%s\" is not a token id", c->path,
+                            entry->string);
+    }
+    if (!cJSON_IsObject(entry)) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: added_tokens_decoder.%s: expected an object",
+                            c->path, entry->string);
+    }
+    c->scope = entry->string;
+    const char *content = kz_json_str(c, entry, "content", NULL);
+    bool lstrip = kz_json_bool(c, entry, "lstrip", false);
+    bool rstrip = kz_json_bool(c, entry, "rstrip", false);
+    bool normalized = kz_json_bool(c, entry, "normalized", false);
+    bool single_word = kz_json_bool(c, entry, "single_word", false);
+    if (c->status != KZ_OK) {
+        return c->status;
+    }
+    if (!content || !*content) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: added_tokens_decoder.%s: missing content",
+                            c->path, entry->string);
+    }
+    if (normalized || single_word) {
+        kz_log(KZ_LOG_WARN,
+               "%s: added token \"%s\": normalized/single_word are not supported; "
+               "matched as a plain string",
+               c->path, content);
+    }
+    for (size_t i = 0; i < t->n_added; i++) {
+        if (strcmp(t->added[i].content, content) == 0 || t->added[i].id == id) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "%s: added token \"%s\" (id %ld) is defined twice", c->path,
+                                content, id);
+        }
+    }
+    added_token *a = &t->added[t->n_added];
+    a->content = strdup(content);
+    if (!a->content) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", c->path);
+    }
+    a->n_bytes = strlen(content);
+    a->id = (int32_t)id;
+    a->lstrip = lstrip;
+    a->rstrip = rstrip;
+    t->n_added++;
+    return KZ_OK;
+}
+
+static kz_status added_load(kz_tokenizer *t, const char *path) {
+    cJSON *root;
+    kz_status st = kz_json_load(path, &root);
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_json_ctx c = {path, "", KZ_OK};
+    const cJSON *decoder = kz_json_obj(&c, root, "added_tokens_decoder");
+    if (c.status != KZ_OK || !decoder) {
+        cJSON_Delete(root);
+        return c.status != KZ_OK
+                   ? c.status
+                   : kz_error_set(KZ_STATUS_BAD_MODEL, "%s: no added_tokens_decoder", path);
+    }
+    size_t n = (size_t)cJSON_GetArraySize(decoder);
+    t->added = calloc(n ? n : 1, sizeof *t->added);
+    if (!t->added) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    for (const cJSON *e = decoder->child; e && st == KZ_OK; e = e->next) {
+        st = added_parse(t, &c, e);
+    }
+    cJSON_Delete(root);
+    if (st != KZ_OK) {
+        return st;
+    }
+    qsort(t->added, t->n_added, sizeof *t->added, longest_first);
+    for (size_t i = 0; i < t->n_added; i++) {
+        t->starts[(uint8_t)t->added[i].content[0]] = true;
+        if ((size_t)t->added[i].id + 1 > t->n_ids) {
+            t->n_ids = (size_t)t->added[i].id + 1;
+        }
+    }
+    return KZ_OK;
+}
+
+kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out) {
+    if (!out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenizer_load: out is NULL");
+    }
+    *out = NULL;
+    if (!dir) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenizer_load: dir is NULL");
+    }
+    size_t n_dir = strlen(dir);
+    char *vocab = malloc(n_dir + 32), *merges = malloc(n_dir + 32), *config = malloc(n_dir + 32);
+    kz_tokenizer *t = calloc(1, sizeof *t);
+    kz_status st = KZ_OK;
+    if (!vocab || !merges || !config || !t) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory loading the tokenizer", dir);
+    }
+    if (st == KZ_OK) {
+        snprintf(vocab, n_dir + 32, "%s/vocab.json", dir);
+        snprintf(merges, n_dir + 32, "%s/merges.txt", dir);
+        snprintf(config, n_dir + 32, "%s/tokenizer_config.json", dir);
+        st = kz_bpe_load(vocab, merges, &t->bpe);
+    }
+    if (st == KZ_OK) {
+        t->n_ids = kz_bpe_n_ids(t->bpe);
+        st = added_load(t, config);
+    }
+    if (st == KZ_OK) {
+        st = kz_pretokenizer_new(&t->pre);
+    }
+    free(vocab);
+    free(merges);
+    free(config);
+    if (st != KZ_OK) {
+        kz_tokenizer_free(t);
+        return st;
+    }
+    *out = t;
+    return KZ_OK;
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+int32_t kz_tokenizer_find(const kz_tokenizer *t, const char *token) {
+    if (!t || !token) {
+        return -1;
+    }
+    for (size_t i = 0; i < t->n_added; i++) {
+        if (strcmp(t->added[i].content, token) == 0) {
+            return t->added[i].id;
+        }
+    }
+    return kz_bpe_find_spelling(t->bpe, token, strlen(token));
+}
+
+size_t kz_tokenizer_size(const kz_tokenizer *t) {
+    return t ? t->n_ids : 0;
+}
+
+const char *kz_tokenizer_token(const kz_tokenizer *t, int32_t id, size_t *n_bytes) {
+    *n_bytes = 0;
+    if (!t) {
+        return NULL;
+    }
+    for (size_t i = 0; i < t->n_added; i++) {
+        if (t->added[i].id == id) {
+            *n_bytes = t->added[i].n_bytes;
+            return t->added[i].content;
+        }
+    }
+    return (const char *)kz_bpe_token_bytes(t->bpe, id, n_bytes);
+}
+
+/* ---- encoding ----------------------------------------------------------- */
+
+/* Offset of the first byte of the first ill-formed sequence, or n_bytes.
+ * Well-formed means RFC 3629: shortest form, no surrogates, <= U+10FFFF. */
+static size_t utf8_invalid_at(const uint8_t *s, size_t n_bytes) {
+    size_t i = 0;
+    while (i < n_bytes) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c < 0xC2 || c > 0xF4) { // continuation byte, C0/C1 overlong lead, or > U+10FFFF
+            return i;
+        }
+        size_t n_cont = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+        if (n_bytes - i <= n_cont) { // truncated at the end of the text
+            return i;
+        }
+        uint8_t c1 = s[i + 1];
+        // The second byte's range is narrower after E0 (overlong), ED (surrogates),
+        // F0 (overlong) and F4 (above U+10FFFF).
+        uint8_t lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        uint8_t hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        if (c1 < lo || c1 > hi) {
+            return i;
+        }
+        for (size_t k = 2; k <= n_cont; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return i;
+            }
+        }
+        i += n_cont + 1;
+    }
+    return n_bytes;
+}
+
+/* Rust's char::is_whitespace, i.e. Unicode White_Space (used by lstrip/rstrip). */
+static bool is_white_space(int32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
+}
+
+/* End of text[from, to) after dropping its trailing White_Space. */
+static size_t trim_end(const uint8_t *text, size_t from, size_t to) {
+    size_t end = from;
+    for (size_t i = from; i < to;) {
+        utf8proc_int32_t cp;
+        i += (size_t)utf8proc_iterate(text + i, (utf8proc_ssize_t)(to - i), &cp);
+        if (!is_white_space(cp)) {
+            end = i;
+        }
+    }
+    return end;
+}
+
+/* First position at or after `from` that is not White_Space. */
+static size_t skip_white_space(const uint8_t *text, size_t from, size_t n_bytes) {
+    while (from < n_bytes) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t step =
+            utf8proc_iterate(text + from, (utf8proc_ssize_t)(n_bytes - from), &cp);
+        if (!is_white_space(cp)) {
+            break;
+        }
+        from += (size_t)step;
+    }
+    return from;
+}
+
+/* The added token matching at text[pos], longest first, or NULL. */
+static const added_token *added_at(const kz_tokenizer *t, const uint8_t *text, size_t n_bytes,
+                                   size_t pos) {
+    if (!t->starts[text[pos]]) {
+        return NULL;
+    }
+    for (size_t i = 0; i < t->n_added; i++) {
+        const added_token *a = &t->added[i];
+        if (a->n_bytes <= n_bytes - pos && memcmp(text + pos, a->content, a->n_bytes) == 0) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+typedef struct encode_state {
+    const kz_tokenizer *t;
+    kz_split_mode mode;
+    kz_bpe_cache *cache; // may be NULL
+    kz_bpe_ids out;
+} encode_state;
+
+static kz_status on_piece(const uint8_t *piece, size_t n_bytes, void *user) {
+    encode_state *e = user;
+    return kz_bpe_encode_piece(e->t->bpe, e->cache, piece, n_bytes, &e->out);
+}
+
+/* NFC, pre-split and BPE of one span between added tokens. */
+static kz_status encode_span(encode_state *e, const uint8_t *span, size_t n_bytes) {
+    if (n_bytes == 0) {
+        return KZ_OK;
+    }
+    bool ascii = true;
+    for (size_t i = 0; i < n_bytes && ascii; i++) {
+        ascii = span[i] < 0x80;
+    }
+    if (ascii) { // ASCII text is already in NFC
+        return kz_pretokenizer_split(e->t->pre, e->mode, span, n_bytes, on_piece, e);
+    }
+    utf8proc_uint8_t *nfc = NULL;
+    utf8proc_ssize_t n_nfc =
+        utf8proc_map(span, (utf8proc_ssize_t)n_bytes, &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (n_nfc < 0) {
+        return kz_error_set(n_nfc == UTF8PROC_ERROR_NOMEM ? KZ_STATUS_OUT_OF_MEMORY
+                                                          : KZ_STATUS_INTERNAL,
+                            "tokenizer: NFC failed: %s", utf8proc_errmsg(n_nfc));
+    }
+    kz_status st = kz_pretokenizer_split(e->t->pre, e->mode, nfc, (size_t)n_nfc, on_piece, e);
+    free(nfc);
+    return st;
+}
+
+/* Splits out added tokens and encodes the spans between them. */
+static kz_status encode_text(encode_state *e, const uint8_t *text, size_t n_bytes) {
+    size_t span = 0;
+    for (size_t pos = 0; pos < n_bytes;) {
+        const added_token *a = added_at(e->t, text, n_bytes, pos);
+        if (!a) {
+            pos++;
+            continue;
+        }
+        size_t span_end = a->lstrip ? trim_end(text, span, pos) : pos;
+        kz_status st = encode_span(e, text + span, span_end - span);
+        if (st == KZ_OK) {
+            st = kz_bpe_ids_push(&e->out, a->id);
+        }
+        if (st != KZ_OK) {
+            return st;
+        }
+        pos += a->n_bytes;
+        if (a->rstrip) {
+            pos = skip_white_space(text, pos, n_bytes);
+        }
+        span = pos;
+    }
+    return encode_span(e, text + span, n_bytes - span);
+}
+
+kz_status kz_tokenizer_encode(const kz_tokenizer *t, const char *text, size_t n_bytes,
+                              kz_split_mode mode, int32_t **ids, size_t *n_ids) {
+    if (!ids || !n_ids) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_tokenizer_encode: ids or n_ids is NULL");
+    }
+    *ids = NULL;
+    *n_ids = 0;
+    if (!t || (!text && n_bytes > 0)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenizer_encode: %s is NULL",
+                            t ? "text" : "tokenizer");
+    }
+    if (mode != KZ_SPLIT_QWEN2 && mode != KZ_SPLIT_MISTRAL) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_tokenizer_encode: unknown split mode %d", (int)mode);
+    }
+    const uint8_t *bytes = (const uint8_t *)text;
+    size_t bad = utf8_invalid_at(bytes, n_bytes);
+    if (bad < n_bytes) {
+        return kz_error_set(KZ_STATUS_BAD_INPUT, "invalid UTF-8 at byte %zu", bad);
+    }
+    encode_state e = {t, mode, NULL, {0}};
+    if (n_bytes >= CACHE_MIN_BYTES) {
+        e.cache = kz_bpe_cache_new(); // NULL only disables caching
+    }
+    kz_status st = kz_bpe_ids_push(&e.out, 0); // makes *ids non-NULL even for empty text
+    e.out.n_ids = 0;
+    if (st == KZ_OK) {
+        st = encode_text(&e, bytes, n_bytes);
+    }
+    kz_bpe_cache_free(e.cache);
+    if (st != KZ_OK) {
+        free(e.out.ids);
+        return st;
+    }
+    *ids = e.out.ids;
+    *n_ids = e.out.n_ids;
+    return KZ_OK;
+}

@@ -1,0 +1,47 @@
+/*
+ * tokenizer.h - Qwen2 byte-level BPE text tokenizer (vocab.json + merges.txt +
+ * the added special tokens of tokenizer_config.json).
+ *
+ * encode: UTF-8 check -> split out special tokens (exact string matches,
+ * longest first, anywhere) -> NFC each remaining span -> pre-split with the
+ * Qwen2 regex (or the Mistral variant) -> GPT-2 byte-to-unicode map -> BPE by
+ * merge rank -> ids. No BOS/EOS is added.
+ */
+#ifndef KZ_TOKENIZER_H
+#define KZ_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kztts.h"
+
+typedef struct kz_tokenizer kz_tokenizer;
+
+typedef enum kz_split_mode {
+    KZ_SPLIT_QWEN2 = 0,   /* the Qwen2 pre-tokenizer regex (spec section 2) */
+    KZ_SPLIT_MISTRAL = 1, /* the pattern transformers' fix_mistral_regex installs */
+} kz_split_mode;
+
+/* Loads dir/vocab.json, dir/merges.txt and the added tokens of
+ * dir/tokenizer_config.json ("added_tokens_decoder"). Errors name the file. */
+kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out);
+void kz_tokenizer_free(kz_tokenizer *t);
+
+/* Encodes n_bytes of UTF-8 text. *ids is malloc'ed (caller frees), *n_ids its
+ * length. Invalid UTF-8 returns KZ_STATUS_BAD_INPUT naming the byte offset. */
+kz_status kz_tokenizer_encode(const kz_tokenizer *t, const char *text, size_t n_bytes,
+                              kz_split_mode mode, int32_t **ids, size_t *n_ids);
+
+/* Id of an exact token string, or -1: an added token's content ("<|im_start|>")
+ * or a vocabulary token as spelled in vocab.json ("assistant", "Ġthe", "Ċ"). */
+int32_t kz_tokenizer_find(const kz_tokenizer *t, const char *token);
+
+/* Number of ids (vocabulary + added tokens). */
+size_t kz_tokenizer_size(const kz_tokenizer *t);
+
+/* Bytes of token `id`: an added token's content, or a vocabulary token's raw
+ * bytes (the byte-level spelling decoded; may be part of a UTF-8 character).
+ * Borrowed from t, not NUL-terminated; NULL (and *n_bytes = 0) for an unknown id. */
+const char *kz_tokenizer_token(const kz_tokenizer *t, int32_t id, size_t *n_bytes);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * test_talker.c - talker + code predictor against the PyTorch reference
+ * (tools/reference/talker.py), greedy, from fixed token ids.
+ *
+ * argv[1] is a manifest written by make_fixture.py, one case per line:
+ *   name|model_dir|speaker|language|layout|frames|text_ids|instruct_ids|golden
+ * (ids comma-separated, "-" for none). Per case: resolve the request (speaker,
+ * language, layout), inject the instruction ids the reference used (full
+ * "<|im_start|>user\n...<|im_end|>\n" ids, since the tiny checkpoints have no
+ * tokenizer), run greedy synthesis of `frames` frames, and require
+ *   - prompt rows within PROMPT_TOL (relative RMS),
+ *   - first-frame talker logits and the 15 code-predictor logits within LOGIT_TOL,
+ *   - codes identical to the reference for every frame (a mismatch is reported
+ *     with its frame, codebook and the reference logit margin).
+ * Then: same seed twice -> same codes; 1 vs 2 threads -> same codes and audio
+ * (sampling); a different seed -> different codes.
+ */
+#include <stdlib.h>
+
+#include "kztts.h"
+#include "synth/request.h"
+#include "test.h"
+
+/* fp32 engine vs fp32 reference on the same bf16 weights: summation order only. */
+#define PROMPT_TOL 1e-5
+#define LOGIT_TOL 1e-4
+
+typedef struct observed {
+    float *prefill, *talker0, *cp0;
+    size_t prefill_n, talker0_n, cp0_n;
+} observed;
+
+static void keep(float **dst, size_t *n, const float *src, size_t count) {
+    free(*dst);
+    *dst = malloc(count * sizeof(float));
+    memcpy(*dst, src, count * sizeof(float));
+    *n = count;
+}
+
+static void on_observe(void *user, const char *name, int64_t frame, const float *data,
+                       size_t rows, size_t cols) {
+    observed *o = user;
+    if (strcmp(name, "prefill_rows") == 0) {
+        keep(&o->prefill, &o->prefill_n, data, rows * cols);
+    } else if (strcmp(name, "talker_logits") == 0 && frame == 0) {
+        keep(&o->talker0, &o->talker0_n, data, rows * cols);
+    } else if (strcmp(name, "cp_logits") == 0 && frame == 0) {
+        keep(&o->cp0, &o->cp0_n, data, rows * cols);
+    }
+}
+
+typedef struct codes_buf {
+    int32_t codes[4096 * 16];
+    int64_t n_frames;
+} codes_buf;
+
+static bool on_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) {
+    codes_buf *b = user;
+    if (pos < 4096 && n == 16) {
+        memcpy(b->codes + pos * 16, codes, 16 * sizeof(int32_t));
+        b->n_frames = pos + 1;
+    }
+    return true;
+}
+
+static bool discard_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    (void)pcm; (void)n; (void)pos; (void)last; (void)user;
+    return true;
+}
+
+static size_t parse_ids(const char *s, int32_t *out, size_t max) {
+    size_t n = 0;
+    if (strcmp(s, "-") == 0) {
+        return 0;
+    }
+    for (const char *p = s; *p && n < max;) {
+        char *end;
+        out[n++] = (int32_t)strtol(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) {
+            break;
+        }
+    }
+    return n;
+}
+
+static double rel_err(const float *x, const kz_st_tensor *t, size_t n) {
+    if (!t || t->n_elements != n) {
+        return 1e9;
+    }
+    float *r = malloc(n * sizeof *r);
+    kz_st_to_f32(t, r);
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += ((double)x[i] - r[i]) * ((double)x[i] - r[i]);
+        s += (double)r[i] * r[i];
+    }
+    free(r);
+    return sqrt(e / (s > 0 ? s : 1));
+}
+
+typedef struct lm_case {
+    char name[64], model[512], speaker[64], language[64], layout[32], golden[512];
+    int frames;
+    int32_t text[512], instruct[512];
+    size_t n_text, n_instruct;
+} lm_case;
+
+static int read_case(FILE *f, lm_case *c) {
+    char line[8192], text[4096], instr[4096];
+    if (!fgets(line, sizeof line, f)) {
+        return 0;
+    }
+    memset(c, 0, sizeof *c);
+    int n = sscanf(line, "%63[^|]|%511[^|]|%63[^|]|%63[^|]|%31[^|]|%d|%4095[^|]|%4095[^|]|%511[^|\n]",
+                   c->name, c->model, c->speaker, c->language, c->layout, &c->frames, text, instr,
+                   c->golden);
+    CHECK_MSG(n == 9, "bad manifest line: %s", line);
+    c->n_text = parse_ids(text, c->text, 512);
+    c->n_instruct = parse_ids(instr, c->instruct, 512);
+    return n == 9;
+}
+
+static void fill_request(const kz_model *m, const lm_case *c, kz_request *r, uint64_t seed,
+                         codes_buf *codes) {
+    kz_request_default(m, r);
+    r->token_ids = c->text;
+    r->n_token_ids = c->n_text;
+    r->speaker = strcmp(c->speaker, "-") ? c->speaker : NULL;
+    r->language = c->language;
+    r->layout = strcmp(c->layout, "streaming") == 0 ? KZ_LAYOUT_STREAMING : KZ_LAYOUT_NON_STREAMING;
+    r->frames = c->frames;
+    r->seed = seed;
+    r->on_frame = on_frame;
+    r->frame_user = codes;
+}
+
+/* Runs the case greedily through the internal plan (to inject instruction ids). */
+static kz_status run_greedy(kz_session *s, const kz_model *m, const lm_case *c, codes_buf *codes) {
+    kz_request r;
+    fill_request(m, c, &r, 0, codes);
+    r.greedy = true;
+    kz_plan plan;
+    kz_plan_ids ids;
+    kz_status st = kz_request_resolve(m, &r, &plan, &ids);
+    if (st != KZ_OK) {
+        return st;
+    }
+    if (c->n_instruct && strcmp(m->cfg.tts_model_size, "0b6") != 0) {
+        plan.prompt.instruct_ids = c->instruct;
+        plan.prompt.n_instruct = c->n_instruct;
+    }
+    st = kz_synth_run(s, &plan, discard_audio, NULL);
+    kz_plan_ids_free(&ids);
+    return st;
+}
+
+static void report_mismatch(const kz_st_file *g, const codes_buf *got, const int32_t *ref,
+                            int frames, const char *name) {
+    for (int t = 0; t < frames; t++) {
+        for (int q = 0; q < 16; q++) {
+            if (got->codes[t * 16 + q] != ref[t * 16 + q]) {
+                CHECK_MSG(0, "%s: frame %d codebook %d: engine %d, reference %d", name, t, q,
+                          got->codes[t * 16 + q], ref[t * 16 + q]);
+                (void)g;
+                return;
+            }
+        }
+    }
+}
+
+static void compare_case(const lm_case *c, const codes_buf *got, const observed *o) {
+    kz_st_file *g = NULL;
+    CHECK_MSG(kz_st_open(c->golden, &g) == KZ_OK, "%s", kz_last_error());
+    if (!g) {
+        return;
+    }
+    double ep = rel_err(o->prefill, kz_st_find(g, "prefill_embeds"), o->prefill_n);
+    double et = rel_err(o->talker0, kz_st_find(g, "talker_logits_0"), o->talker0_n);
+    double ec = rel_err(o->cp0, kz_st_find(g, "cp_logits_0"), o->cp0_n);
+    printf("  %-28s prompt %.2e  talker logits %.2e  cp logits %.2e\n", c->name, ep, et, ec);
+    CHECK_MSG(ep <= PROMPT_TOL, "%s prompt rows rel %.3g", c->name, ep);
+    CHECK_MSG(et <= LOGIT_TOL, "%s talker logits rel %.3g", c->name, et);
+    CHECK_MSG(ec <= LOGIT_TOL, "%s cp logits rel %.3g", c->name, ec);
+    const kz_st_tensor *t = kz_st_find(g, "codes");
+    CHECK(t && t->n_elements == (size_t)c->frames * 16 && got->n_frames == c->frames);
+    if (t && t->n_elements == (size_t)c->frames * 16) {
+        int32_t *ref = malloc(t->n_bytes);
+        memcpy(ref, t->data, t->n_bytes);
+        bool same = memcmp(ref, got->codes, t->n_bytes) == 0;
+        CHECK_MSG(same, "%s: codes differ", c->name);
+        if (!same) {
+            report_mismatch(g, got, ref, c->frames, c->name);
+        }
+        free(ref);
+    }
+    kz_st_close(g);
+}
+
+static kz_status synth_sampled(const kz_model *m, const lm_case *c, int threads, uint64_t seed,
+                               codes_buf *codes, kz_audio *audio) {
+    kz_session_params sp;
+    kz_session_default_params(&sp);
+    sp.n_threads = threads;
+    kz_session *s;
+    kz_status st = kz_session_new(m, &sp, &s);
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_request r;
+    fill_request(m, c, &r, seed, codes);
+    st = kz_synthesize_all(s, &r, audio);
+    kz_session_free(s);
+    return st;
+}
+
+static void test_seeds(const kz_model *m, const lm_case *c) {
+    static codes_buf a, b, d;
+    kz_audio wa, wb, wd;
+    CHECK(synth_sampled(m, c, 1, 7, &a, &wa) == KZ_OK);
+    CHECK(synth_sampled(m, c, 2, 7, &b, &wb) == KZ_OK);
+    CHECK(synth_sampled(m, c, 2, 8, &d, &wd) == KZ_OK);
+    CHECK_MSG(a.n_frames == b.n_frames && memcmp(a.codes, b.codes, sizeof a.codes) == 0,
+              "same seed, 1 vs 2 threads: codes differ");
+    CHECK_MSG(wa.n_samples == wb.n_samples &&
+                  memcmp(wa.samples, wb.samples, wa.n_samples * sizeof(float)) == 0,
+              "same seed, 1 vs 2 threads: audio differs");
+    CHECK_MSG(memcmp(a.codes, d.codes, sizeof a.codes) != 0, "different seeds give the same codes");
+    CHECK_EQ_INT(wa.n_samples, (size_t)c->frames * 1920);
+    kz_audio_free(&wa);
+    kz_audio_free(&wb);
+    kz_audio_free(&wd);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_talker MANIFEST\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "r");
+    CHECK_MSG(f != NULL, "cannot open %s", argv[1]);
+    lm_case c;
+    static codes_buf codes;
+    int n_cases = 0;
+    while (f && read_case(f, &c)) {
+        kz_model *m;
+        kz_status st = kz_model_load(c.model, NULL, &m);
+        CHECK_MSG(st == KZ_OK, "%s: %s", c.model, kz_last_error());
+        if (st != KZ_OK) {
+            continue;
+        }
+        kz_session_params sp;
+        kz_session_default_params(&sp);
+        sp.n_threads = 2;
+        kz_session *s;
+        CHECK(kz_session_new(m, &sp, &s) == KZ_OK);
+        observed o = {0};
+        s->observe = on_observe;
+        s->observe_user = &o;
+        memset(&codes, 0, sizeof codes);
+        st = run_greedy(s, m, &c, &codes);
+        CHECK_MSG(st == KZ_OK, "%s: %s", c.name, kz_last_error());
+        if (st == KZ_OK) {
+            compare_case(&c, &codes, &o);
+        }
+        if (n_cases++ == 0) {
+            test_seeds(m, &c);
+        }
+        free(o.prefill);
+        free(o.talker0);
+        free(o.cp0);
+        kz_session_free(s);
+        kz_model_free(m);
+    }
+    if (f) {
+        fclose(f);
+    }
+    CHECK_MSG(n_cases >= 4, "only %d cases in the manifest", n_cases);
+    return test_main_result("test_talker");
+}

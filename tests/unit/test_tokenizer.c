@@ -1,0 +1,643 @@
+/*
+ * test_tokenizer.c - the text tokenizer on tiny vocabularies written here
+ * (no model files, no npm).
+ *
+ * Dataflow: a byte-level vocab.json (the 256 one-byte tokens + a few merged
+ *        tokens), merges.txt and tokenizer_config.json (added tokens) in a
+ *        mkdtemp directory -> kz_tokenizer_load -> kz_tokenizer_encode
+ *        -> ids compared with hand-derived lists; or -> the expected status
+ *        and message.
+ *
+ * Covers: merge order (rank, leftmost tie), a property test of both merge
+ * loops (rescan <= 64 bytes, heap above) against a plain reference BPE
+ * written here; the word cache (texts >= 4 KB); the Qwen2 and Mistral splits
+ * on hand-checked pieces (pieces confirmed with HF tokenizers), including the
+ * White_Space trap (U+0085, U+FEFF, U+180E) and "'ſ"; added tokens (anywhere,
+ * longest first, before NFC, lstrip/rstrip); NFC; strict UTF-8 validation
+ * with byte offsets; lookups; and malformed files.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/error.h"
+#include "test.h"
+#include "text/bpe.h"
+#include "text/pretokenizer.h"
+#include "text/tokenizer.h"
+
+static char temp_root[64];
+static int n_dirs;
+
+/* ---- writing tiny tokenizer directories ---------------------------------- */
+
+static void write_text(const char *dir, const char *name, const char *text) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static size_t put_utf8(char *out, uint32_t cp) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    out[0] = (char)(0xC0 | cp >> 6); // the byte-level alphabet ends at U+0143
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+/* Byte-level spelling of raw bytes, JSON-escaped when `json`. */
+static void spell(const char *raw, char *out, bool json) {
+    size_t o = 0;
+    for (const uint8_t *p = (const uint8_t *)raw; *p; p++) {
+        uint32_t cp = kz_bpe_byte_to_codepoint(*p);
+        if (json && (cp == '"' || cp == '\\')) {
+            out[o++] = '\\';
+        }
+        o += put_utf8(out + o, cp);
+    }
+    out[o] = '\0';
+}
+
+typedef struct tiny_vocab {
+    const char **merged; // raw bytes of merged tokens, ids 256.. in order
+    int n_merged;
+    const char **merges; // raw "left|right" pairs in rank order
+    int n_merges;
+} tiny_vocab;
+
+/* Writes vocab.json (byte b has id b; merged tokens follow) and merges.txt. */
+static void write_vocab(const char *dir, const tiny_vocab *v, const char *merges_header) {
+    size_t cap = 64 * 1024;
+    char *json = malloc(cap), *txt = malloc(cap), tok[256];
+    size_t o = (size_t)snprintf(json, cap, "{");
+    for (int b = 0; b < 256; b++) {
+        char raw[2] = {(char)b, 0};
+        if (b == 0) { // spell() stops at NUL; byte 0 is U+0100
+            snprintf(tok, sizeof tok, "\xc4\x80");
+        } else {
+            spell(raw, tok, true);
+        }
+        o += (size_t)snprintf(json + o, cap - o, "%s\"%s\": %d", b ? ", " : "", tok, b);
+    }
+    for (int i = 0; i < v->n_merged; i++) {
+        spell(v->merged[i], tok, true);
+        o += (size_t)snprintf(json + o, cap - o, ", \"%s\": %d", tok, 256 + i);
+    }
+    snprintf(json + o, cap - o, "}");
+    write_text(dir, "vocab.json", json);
+    o = (size_t)snprintf(txt, cap, "%s", merges_header);
+    for (int i = 0; i < v->n_merges; i++) {
+        char left[64], right[64], sp_l[128], sp_r[128];
+        const char *bar = strchr(v->merges[i], '|');
+        snprintf(left, sizeof left, "%.*s", (int)(bar - v->merges[i]), v->merges[i]);
+        snprintf(right, sizeof right, "%s", bar + 1);
+        spell(left, sp_l, false);
+        spell(right, sp_r, false);
+        o += (size_t)snprintf(txt + o, cap - o, "%s %s\n", sp_l, sp_r);
+    }
+    write_text(dir, "merges.txt", txt);
+    free(json);
+    free(txt);
+}
+
+static const char *CONFIG_JSON =
+    "{\"add_prefix_space\": false, \"added_tokens_decoder\": {\n"
+    " \"1000\": {\"content\": \"<|im_start|>\", \"lstrip\": false, \"normalized\": false,"
+    " \"rstrip\": false, \"single_word\": false, \"special\": true},\n"
+    " \"1001\": {\"content\": \"<|im_end|>\", \"special\": true},\n"
+    " \"1002\": {\"content\": \"<x>\", \"special\": false},\n"
+    " \"1003\": {\"content\": \"<x><y>\", \"special\": true},\n"
+    " \"1004\": {\"content\": \"<e\\u0301>\", \"special\": true},\n"
+    " \"1005\": {\"content\": \"<S>\", \"lstrip\": true, \"rstrip\": true, \"special\": true}\n"
+    "}}\n";
+
+static void make_dir(char *dir, size_t n) {
+    snprintf(dir, n, "%s/t%d", temp_root, n_dirs++);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* ---- the main tiny tokenizer --------------------------------------------- */
+
+// Merged tokens (ids 256..) and merges (ranks 0..). "b c" outranks "a b"; "i P"
+// only merges when the split keeps "iPhone" whole (Qwen2, not Mistral).
+static const char *MERGED[] = {"bc", "ab",       "aa", "aaaa", " w", " wo",
+                               "iP", "\xc3\xa9", "lo", "llo",  "he", "hello"};
+static const char *MERGES[] = {"b|c", "a|b",       "a|a", "aa|aa", " |w", " w|o",
+                               "i|P", "\xc3|\xa9", "l|o", "l|lo",  "h|e", "he|llo"};
+enum {
+    ID_BC = 256,
+    ID_AB,
+    ID_AA,
+    ID_AAAA,
+    ID_SW,
+    ID_SWO,
+    ID_IP,
+    ID_EACUTE,
+    ID_LO,
+    ID_LLO,
+    ID_HE,
+    ID_HELLO
+};
+
+static kz_tokenizer *load_main(void) {
+    char dir[128];
+    make_dir(dir, sizeof dir);
+    tiny_vocab v = {MERGED, 12, MERGES, 12};
+    write_vocab(dir, &v, "#version: 0.2\n");
+    write_text(dir, "tokenizer_config.json", CONFIG_JSON);
+    kz_tokenizer *t = NULL;
+    kz_status st = kz_tokenizer_load(dir, &t);
+    CHECK_MSG(st == KZ_OK, "load: %s", kz_error_get());
+    return t;
+}
+
+/* Encodes and compares with the expected ids (terminated by -1). */
+static void check_ids_mode(const kz_tokenizer *t, const char *text, size_t n_bytes,
+                           kz_split_mode mode, const int32_t *want, int line) {
+    int32_t *ids;
+    size_t n_ids;
+    kz_status st = kz_tokenizer_encode(t, text, n_bytes, mode, &ids, &n_ids);
+    size_t n_want = 0;
+    while (want[n_want] >= 0) {
+        n_want++;
+    }
+    bool ok = st == KZ_OK && n_ids == n_want && memcmp(ids, want, n_want * sizeof *ids) == 0;
+    CHECK_MSG(ok, "line %d: \"%s\": status %d (%s), %zu ids, want %zu", line, text, (int)st,
+              kz_error_get(), st == KZ_OK ? n_ids : 0, n_want);
+    if (!ok && st == KZ_OK) {
+        for (size_t i = 0; i < n_ids; i++) {
+            fprintf(stderr, " %d", (int)ids[i]);
+        }
+        fputc('\n', stderr);
+    }
+    free(ids);
+}
+
+#define IDS(...) ((const int32_t[]){__VA_ARGS__, -1})
+#define CHECK_IDS(t, text, ...)                                                                    \
+    check_ids_mode(t, text, strlen(text), KZ_SPLIT_QWEN2, IDS(__VA_ARGS__), __LINE__)
+#define CHECK_IDS_MISTRAL(t, text, ...)                                                            \
+    check_ids_mode(t, text, strlen(text), KZ_SPLIT_MISTRAL, IDS(__VA_ARGS__), __LINE__)
+
+static void test_merges(const kz_tokenizer *t) {
+    CHECK_IDS(t, "abc", 'a', ID_BC); // "b c" (rank 0) before "a b" (rank 1)
+    CHECK_IDS(t, "abab", ID_AB, ID_AB);
+    CHECK_IDS(t, "aaa", ID_AA, 'a'); // equal ranks: leftmost first
+    CHECK_IDS(t, "aaaaa", ID_AAAA, 'a');
+    CHECK_IDS(t, "hello", ID_HELLO); // "l o" -> "l lo" -> "h e" -> "he llo"
+    CHECK_IDS(t, "a wow", 'a', ID_SWO, 'w');
+    CHECK_IDS(t, "x", 'x');
+    CHECK_IDS(t, " ", ' ');
+}
+
+static void test_split_modes(const kz_tokenizer *t) {
+    // Qwen2 keeps "iPhone" whole so "i P" merges; Mistral splits it into "i" "Phone".
+    CHECK_IDS(t, "iPhone", ID_IP, 'h', 'o', 'n', 'e');
+    CHECK_IDS_MISTRAL(t, "iPhone", 'i', 'P', 'h', 'o', 'n', 'e');
+    CHECK_IDS(t, "I'll", 'I', '\'', 'l', 'l');
+}
+
+static void test_added_tokens(const kz_tokenizer *t) {
+    CHECK_IDS(t, "<|im_start|>", 1000);
+    CHECK_IDS(t, "a<|im_start|>b", 'a', 1000, 'b');
+    CHECK_IDS(t, "<|im_start|><|im_end|>", 1000, 1001);
+    CHECK_IDS(t, "hello<|im_end|>hello", ID_HELLO, 1001, ID_HELLO);
+    CHECK_IDS(t, "<|im_sta", '<', '|', 'i', 'm', '_', 's', 't', 'a');
+    CHECK_IDS(t, "<x><y>", 1003); // longest match wins
+    CHECK_IDS(t, "<x><z>", 1002, '<', 'z', '>');
+    CHECK_IDS(t, "<<x>", '<', 1002);   // leftmost
+    CHECK_IDS(t, "<e\xcc\x81>", 1004); // matched in the raw text, before NFC
+    CHECK_IDS(t, "<\xc3\xa9>", '<', ID_EACUTE, '>');
+    // lstrip/rstrip absorb White_Space (incl. U+3000) on their side only.
+    CHECK_IDS(t, "a  <S>  b", 'a', 1005, 'b');
+    CHECK_IDS(t, "a\xe3\x80\x80<S>\n", 'a', 1005);
+    CHECK_IDS(t, " <|im_end|> ", ' ', 1001, ' ');
+}
+
+static void test_nfc(const kz_tokenizer *t) {
+    CHECK_IDS(t, "e\xcc\x81", ID_EACUTE); // e + U+0301 -> U+00E9
+    CHECK_IDS(t, "\xc3\xa9", ID_EACUTE);
+    CHECK_IDS(t, "\xe2\x84\xab", 0xC3, 0x85);       // U+212B ANGSTROM SIGN -> U+00C5
+    CHECK_IDS(t, "\xef\xac\x81", 0xEF, 0xAC, 0x81); // U+FB01 ligature: NFC keeps it
+    // Jamo compose to a Hangul syllable: U+1100 U+1161 -> U+AC00.
+    CHECK_IDS(t, "\xe1\x84\x80\xe1\x85\xa1", 0xEA, 0xB0, 0x80);
+}
+
+static void check_bad_utf8(const kz_tokenizer *t, const char *bytes, size_t n, size_t at) {
+    int32_t *ids = (int32_t *)1;
+    size_t n_ids = 7;
+    kz_status st = kz_tokenizer_encode(t, bytes, n, KZ_SPLIT_QWEN2, &ids, &n_ids);
+    char want[64];
+    snprintf(want, sizeof want, "invalid UTF-8 at byte %zu", at);
+    CHECK_EQ_INT(st, KZ_STATUS_BAD_INPUT);
+    CHECK_MSG(strcmp(kz_error_get(), want) == 0, "\"%s\" != \"%s\"", kz_error_get(), want);
+    CHECK(ids == NULL && n_ids == 0);
+}
+
+static void test_utf8(const kz_tokenizer *t) {
+    check_bad_utf8(t, "\xc0\x80", 2, 0);     // overlong NUL
+    check_bad_utf8(t, "ab\xc1\xbf", 4, 2);   // overlong 2-byte
+    check_bad_utf8(t, "\xe0\x80\x80", 3, 0); // overlong 3-byte
+    check_bad_utf8(t, "x\xe0\x9f\xbf", 4, 1);
+    check_bad_utf8(t, "\xf0\x8f\xbf\xbf", 4, 0);  // overlong 4-byte
+    check_bad_utf8(t, "abc\xed\xa0\x80", 6, 3);   // surrogate U+D800
+    check_bad_utf8(t, "\xed\xbf\xbf", 3, 0);      // surrogate U+DFFF
+    check_bad_utf8(t, "\xf4\x90\x80\x80", 4, 0);  // U+110000
+    check_bad_utf8(t, "a\xf5\x80\x80\x80", 5, 1); // lead byte > F4
+    check_bad_utf8(t, "\xff", 1, 0);
+    check_bad_utf8(t, "ok\x80", 3, 2);    // lone continuation
+    check_bad_utf8(t, "\xe2\x82", 2, 0);  // truncated at the end
+    check_bad_utf8(t, "\xe2\x82x", 3, 0); // truncated before ASCII
+    check_bad_utf8(t, "\xf0\x9f\x98", 3, 0);
+    check_bad_utf8(t, "\xc3\xa9\xc3", 3, 2);
+    check_bad_utf8(t, "<|im_start|>\xc3(", 14, 12); // checked before added tokens
+    // Valid edges.
+    check_ids_mode(t, "\xf4\x8f\xbf\xbf", 4, KZ_SPLIT_QWEN2, IDS(0xF4, 0x8F, 0xBF, 0xBF), __LINE__);
+    check_ids_mode(t, "\xed\x9f\xbf\xee\x80\x80", 6, KZ_SPLIT_QWEN2,
+                   IDS(0xED, 0x9F, 0xBF, 0xEE, 0x80, 0x80), __LINE__);
+    check_ids_mode(t, "a\0b", 3, KZ_SPLIT_QWEN2, IDS('a', 0, 'b'), __LINE__);
+}
+
+static void test_empty_and_args(const kz_tokenizer *t) {
+    int32_t *ids = NULL;
+    size_t n_ids = 9;
+    CHECK_EQ_INT(kz_tokenizer_encode(t, "", 0, KZ_SPLIT_QWEN2, &ids, &n_ids), KZ_OK);
+    CHECK(ids != NULL && n_ids == 0);
+    free(ids);
+    CHECK_EQ_INT(kz_tokenizer_encode(t, NULL, 0, KZ_SPLIT_MISTRAL, &ids, &n_ids), KZ_OK);
+    CHECK(n_ids == 0);
+    free(ids);
+    CHECK_EQ_INT(kz_tokenizer_encode(t, NULL, 3, KZ_SPLIT_QWEN2, &ids, &n_ids),
+                 KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_EQ_INT(kz_tokenizer_encode(NULL, "a", 1, KZ_SPLIT_QWEN2, &ids, &n_ids),
+                 KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_EQ_INT(kz_tokenizer_encode(t, "a", 1, (kz_split_mode)7, &ids, &n_ids),
+                 KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_EQ_INT(kz_tokenizer_encode(t, "a", 1, KZ_SPLIT_QWEN2, NULL, &n_ids),
+                 KZ_STATUS_INVALID_ARGUMENT);
+}
+
+static void test_lookups(const kz_tokenizer *t) {
+    CHECK_EQ_INT(kz_tokenizer_find(t, "<|im_start|>"), 1000);
+    CHECK_EQ_INT(kz_tokenizer_find(t, "<x><y>"), 1003);
+    CHECK_EQ_INT(kz_tokenizer_find(t, "hello"), ID_HELLO);
+    CHECK_EQ_INT(kz_tokenizer_find(t, "\xc4\xa0w"), ID_SW); // "Ġw", the vocab.json spelling
+    CHECK_EQ_INT(kz_tokenizer_find(t, "\xc4\x8a"), '\n');   // "Ċ"
+    CHECK_EQ_INT(kz_tokenizer_find(t, " w"), -1);           // raw bytes are not a spelling
+    CHECK_EQ_INT(kz_tokenizer_find(t, "nope"), -1);
+    CHECK_EQ_INT(kz_tokenizer_find(t, ""), -1);
+    CHECK_EQ_INT(kz_tokenizer_find(t, NULL), -1);
+    CHECK_EQ_INT(kz_tokenizer_size(t), 1006);
+    size_t n;
+    const char *tok = kz_tokenizer_token(t, ID_SWO, &n);
+    CHECK(tok && n == 3 && memcmp(tok, " wo", 3) == 0);
+    tok = kz_tokenizer_token(t, 1003, &n);
+    CHECK(tok && n == 6 && memcmp(tok, "<x><y>", 6) == 0);
+    CHECK(kz_tokenizer_token(t, 999, &n) == NULL && n == 0);
+    CHECK(kz_tokenizer_token(t, -5, &n) == NULL);
+}
+
+/* A long text takes the cached path; it must equal the sum of its parts. */
+static void test_cache(const kz_tokenizer *t) {
+    const char *unit = "hello abc wow aaa\n";
+    size_t n_unit = strlen(unit), reps = 600;
+    char *text = malloc(n_unit * reps + 1);
+    for (size_t i = 0; i < reps; i++) {
+        memcpy(text + i * n_unit, unit, n_unit);
+    }
+    int32_t *one, *all;
+    size_t n_one, n_all;
+    CHECK_EQ_INT(kz_tokenizer_encode(t, unit, n_unit, KZ_SPLIT_QWEN2, &one, &n_one), KZ_OK);
+    CHECK_EQ_INT(kz_tokenizer_encode(t, text, n_unit * reps, KZ_SPLIT_QWEN2, &all, &n_all), KZ_OK);
+    CHECK_EQ_INT(n_all, n_one * reps);
+    bool same = n_all == n_one * reps;
+    for (size_t i = 0; same && i < n_all; i++) {
+        same = all[i] == one[i % n_one];
+    }
+    CHECK(same);
+    free(one);
+    free(all);
+    free(text);
+}
+
+/* ---- pre-tokenizer pieces ------------------------------------------------ */
+
+typedef struct pieces {
+    char text[512]; // pieces joined by '|'
+    size_t n;
+} pieces;
+
+static kz_status collect(const uint8_t *piece, size_t n_bytes, void *user) {
+    pieces *p = user;
+    if (p->n && p->n < sizeof p->text - 1) {
+        p->text[p->n++] = '|';
+    }
+    for (size_t i = 0; i < n_bytes && p->n < sizeof p->text - 1; i++) {
+        p->text[p->n++] = (char)piece[i];
+    }
+    p->text[p->n] = '\0';
+    return KZ_OK;
+}
+
+static void check_pieces(const kz_pretokenizer *pre, kz_split_mode mode, const char *text,
+                         const char *want, int line) {
+    pieces p = {{0}, 0};
+    kz_status st =
+        kz_pretokenizer_split(pre, mode, (const uint8_t *)text, strlen(text), collect, &p);
+    CHECK_MSG(st == KZ_OK && strcmp(p.text, want) == 0, "line %d: got \"%s\" want \"%s\"", line,
+              p.text, want);
+}
+
+#define PIECES(text, want) check_pieces(pre, KZ_SPLIT_QWEN2, text, want, __LINE__)
+#define PIECES_MISTRAL(text, want) check_pieces(pre, KZ_SPLIT_MISTRAL, text, want, __LINE__)
+
+static void test_pretokenizer(void) {
+    kz_pretokenizer *pre;
+    CHECK_EQ_INT(kz_pretokenizer_new(&pre), KZ_OK);
+    PIECES("Hello world", "Hello| world");
+    PIECES("iPhone OpenAI McDonald's", "iPhone| OpenAI| McDonald|'s");
+    PIECES("I'll DON'T", "I|'ll| DON|'T");
+    PIECES("'S'T'RE", "'S|'T|'RE");
+    PIECES("x'sbar", "x|'s|bar");
+    PIECES("12345", "1|2|3|4|5");
+    PIECES("abc  \n\n  def", "abc|  \n\n| | def");
+    PIECES("Hello   world  ", "Hello|  | world|  ");
+    PIECES(" \t\n", " \t\n");
+    PIECES("!\n/", "!\n|/");
+    PIECES("q\xcc\x87", "q|\xcc\x87"); // a mark is not \p{L}
+    PIECES("\xe4\xbd\xa0\xe5\xa5\xbd\xef\xbc\x81", "\xe4\xbd\xa0\xe5\xa5\xbd|\xef\xbc\x81");
+    PIECES("x'\xc5\xbfo", "x|'\xc5\xbf|o"); // (?i) folds U+017F to s
+    // White_Space is Oniguruma's \s: U+0085 is space, U+FEFF and U+180E are not.
+    PIECES("a \xc2\x85"
+           "b",
+           "a| |\xc2\x85"
+           "b");
+    PIECES("a \xef\xbb\xbf\xef\xbb\xbf"
+           "b",
+           "a| \xef\xbb\xbf\xef\xbb\xbf|b");
+    PIECES("a\xe1\xa0\x8e\xe1\xa0\x8e b", "a|\xe1\xa0\x8e\xe1\xa0\x8e| b");
+    PIECES("a\xe3\x80\x80\xe3\x80\x80"
+           "b",
+           "a|\xe3\x80\x80|\xe3\x80\x80"
+           "b");
+    PIECES_MISTRAL("iPhone OpenAI McDonald's", "i|Phone| Open|AI| Mc|Donald|'s");
+    PIECES_MISTRAL("I'll DON'T", "I|'ll| DON|'T");
+    PIECES_MISTRAL("HTTPServer", "HTTPServer");
+    PIECES_MISTRAL("q\xcc\x87", "q\xcc\x87"); // marks stay in the word
+    PIECES_MISTRAL("!\n/", "!\n/");           // [\r\n/]* after punctuation
+    PIECES_MISTRAL("12ab", "1|2|ab");
+    kz_pretokenizer_free(pre);
+}
+
+/* ---- property test: both merge loops against a reference BPE ------------- */
+
+#define P_MERGES 40
+
+typedef struct ref_model {
+    char tokens[256 + P_MERGES][64]; // raw bytes of each id (ids < 256: single bytes)
+    int left[P_MERGES], right[P_MERGES];
+    int n_merged;
+} ref_model;
+
+static int ref_find(const ref_model *m, const char *s) {
+    if (strlen(s) == 1) {
+        return (uint8_t)s[0];
+    }
+    for (int i = 0; i < m->n_merged; i++) {
+        if (strcmp(m->tokens[256 + i], s) == 0) {
+            return 256 + i;
+        }
+    }
+    return -1;
+}
+
+/* Plain BPE: repeatedly merge the lowest-rank adjacent pair, leftmost on ties. */
+static size_t ref_encode(const ref_model *m, const char *text, int *ids) {
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = (uint8_t)text[i];
+    }
+    for (;;) {
+        int best_rank = -1;
+        size_t best = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            for (int r = 0; r < m->n_merged; r++) {
+                if (m->left[r] == ids[i] && m->right[r] == ids[i + 1]) {
+                    if (best_rank < 0 || r < best_rank) {
+                        best_rank = r;
+                        best = i;
+                    }
+                    break;
+                }
+            }
+        }
+        if (best_rank < 0) {
+            return n;
+        }
+        ids[best] = 256 + best_rank;
+        memmove(&ids[best + 1], &ids[best + 2], (n - best - 2) * sizeof *ids);
+        n--;
+    }
+}
+
+static void test_merge_property(void) {
+    srand(12345);
+    ref_model m;
+    memset(&m, 0, sizeof m);
+    // Random merges over {a, b, c}: each joins two existing tokens into a new one.
+    int pool[256 + P_MERGES] = {'a', 'b', 'c'}, n_pool = 3;
+    while (m.n_merged < P_MERGES) {
+        int l = pool[rand() % n_pool], r = pool[rand() % n_pool];
+        char joined[128];
+        snprintf(joined, sizeof joined, "%s%s", l < 256 ? (char[]){(char)l, 0} : m.tokens[l],
+                 r < 256 ? (char[]){(char)r, 0} : m.tokens[r]);
+        if (strlen(joined) >= 64 || ref_find(&m, joined) >= 0) {
+            continue;
+        }
+        snprintf(m.tokens[256 + m.n_merged], 64, "%s", joined);
+        m.left[m.n_merged] = l;
+        m.right[m.n_merged] = r;
+        pool[n_pool++] = 256 + m.n_merged++;
+    }
+    // Files: the same merges spelled as "left right".
+    static char merged_s[P_MERGES][64], merges_s[P_MERGES][140];
+    const char *merged[P_MERGES], *merges[P_MERGES];
+    for (int i = 0; i < P_MERGES; i++) {
+        snprintf(merged_s[i], 64, "%s", m.tokens[256 + i]);
+        int l = m.left[i], r = m.right[i];
+        snprintf(merges_s[i], sizeof merges_s[i], "%s|%s",
+                 l < 256 ? (char[]){(char)l, 0} : m.tokens[l],
+                 r < 256 ? (char[]){(char)r, 0} : m.tokens[r]);
+        merged[i] = merged_s[i];
+        merges[i] = merges_s[i];
+    }
+    char dir[128];
+    make_dir(dir, sizeof dir);
+    tiny_vocab v = {merged, P_MERGES, merges, P_MERGES};
+    write_vocab(dir, &v, ""); // no "#version" header: ranks start at the first line
+    write_text(dir, "tokenizer_config.json", "{\"added_tokens_decoder\": {}}");
+    kz_tokenizer *t;
+    kz_status st = kz_tokenizer_load(dir, &t);
+    CHECK_MSG(st == KZ_OK, "%s", kz_error_get());
+    if (st != KZ_OK) {
+        return;
+    }
+    int n_bad = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        size_t n = 1 + (size_t)(rand() % (trial < 200 ? 64 : 300)); // both loops
+        char text[301];
+        for (size_t i = 0; i < n; i++) {
+            text[i] = "abc"[rand() % (trial % 3 == 0 ? 1 : 3)];
+        }
+        text[n] = '\0';
+        int want[301];
+        size_t n_want = ref_encode(&m, text, want);
+        int32_t *ids;
+        size_t n_ids;
+        st = kz_tokenizer_encode(t, text, n, KZ_SPLIT_QWEN2, &ids, &n_ids);
+        bool same = st == KZ_OK && n_ids == n_want;
+        for (size_t i = 0; same && i < n_ids; i++) {
+            same = ids[i] == want[i];
+        }
+        if (!same && n_bad++ < 3) {
+            fprintf(stderr, "merge property: \"%s\": %zu ids, want %zu\n", text, n_ids, n_want);
+        }
+        free(ids);
+    }
+    CHECK_EQ_INT(n_bad, 0);
+    kz_tokenizer_free(t);
+}
+
+/* ---- malformed files ----------------------------------------------------- */
+
+static void check_load_error(const char *vocab, const char *merges, const char *config,
+                             kz_status want, const char *needle) {
+    char dir[128];
+    make_dir(dir, sizeof dir);
+    if (vocab) {
+        write_text(dir, "vocab.json", vocab);
+    }
+    if (merges) {
+        write_text(dir, "merges.txt", merges);
+    }
+    if (config) {
+        write_text(dir, "tokenizer_config.json", config);
+    }
+    kz_tokenizer *t = (kz_tokenizer *)1;
+    kz_status st = kz_tokenizer_load(dir, &t);
+    CHECK_EQ_INT(st, want);
+    CHECK(t == NULL);
+    CHECK_STR_CONTAINS(kz_error_get(), needle);
+}
+
+static void test_bad_files(void) {
+    // A valid byte-level vocab with "ab" (256) to build variations on.
+    char dir[128];
+    make_dir(dir, sizeof dir);
+    const char *merged[] = {"ab"}, *merges[] = {"a|b"};
+    tiny_vocab v = {merged, 1, merges, 1};
+    write_vocab(dir, &v, "#version: 0.2\n");
+    char path[256];
+    snprintf(path, sizeof path, "%s/vocab.json", dir);
+    FILE *f = fopen(path, "rb");
+    static char vocab[16384];
+    size_t n = f ? fread(vocab, 1, sizeof vocab - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    vocab[n] = '\0';
+    const char *config = "{\"added_tokens_decoder\": {}}";
+
+    check_load_error(NULL, "", config, KZ_STATUS_IO, "vocab.json");
+    check_load_error(vocab, NULL, config, KZ_STATUS_IO, "merges.txt");
+    check_load_error(vocab, "a b\n", NULL, KZ_STATUS_IO, "tokenizer_config.json");
+    check_load_error("{\"a\": 0}", "", config, KZ_STATUS_BAD_MODEL, "no token for byte");
+    check_load_error("{\"a\": 0, \"a \": 1}", "", config, KZ_STATUS_BAD_MODEL,
+                     "not spelled in the byte-level alphabet");
+    check_load_error("{\"a\": -1}", "", config, KZ_STATUS_BAD_MODEL, "id is not an integer");
+    check_load_error("{\"a\": 0, \"b\": 0}", "", config, KZ_STATUS_BAD_MODEL, "used twice");
+    check_load_error(vocab, "a b\nb c\n", config, KZ_STATUS_BAD_MODEL, "line 2");
+    check_load_error(vocab, "#version: 0.2\nab\n", config, KZ_STATUS_BAD_MODEL,
+                     "expected \"left right\"");
+    check_load_error(vocab, "a b\n", "{}", KZ_STATUS_BAD_MODEL, "no added_tokens_decoder");
+    check_load_error(vocab, "a b\n", "{\"added_tokens_decoder\": {\"x\": {\"content\": \"<a>\"}}}",
+                     KZ_STATUS_BAD_MODEL, "not a token id");
+    check_load_error(vocab, "a b\n", "{\"added_tokens_decoder\": {\"300\": {}}}",
+                     KZ_STATUS_BAD_MODEL, "missing content");
+    check_load_error(vocab, "a b\n",
+                     "{\"added_tokens_decoder\": {\"300\": {\"content\": \"<a>\"}, "
+                     "\"301\": {\"content\": \"<a>\"}}}",
+                     KZ_STATUS_BAD_MODEL, "defined twice");
+    check_load_error(vocab, "a b\n", "[1]", KZ_STATUS_BAD_MODEL, "tokenizer_config.json");
+
+    // CRLF line endings and blank lines in merges.txt are accepted.
+    write_text(dir, "merges.txt", "#version: 0.2\r\n\r\na b\r\n");
+    write_text(dir, "tokenizer_config.json", config);
+    kz_tokenizer *t;
+    CHECK_EQ_INT(kz_tokenizer_load(dir, &t), KZ_OK);
+    if (t) {
+        CHECK_IDS(t, "ab", 256);
+        kz_tokenizer_free(t);
+    }
+    kz_tokenizer_free(NULL);
+    CHECK_EQ_INT(kz_tokenizer_load(NULL, &t), KZ_STATUS_INVALID_ARGUMENT);
+}
+
+static void test_byte_map(void) {
+    bool seen[0x200] = {false};
+    int ok = 1;
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = kz_bpe_byte_to_codepoint((uint8_t)b);
+        ok &= cp < 0x144 && !seen[cp] && kz_bpe_codepoint_to_byte(cp) == b;
+        seen[cp] = true;
+    }
+    CHECK(ok);
+    CHECK_EQ_INT(kz_bpe_byte_to_codepoint(' '), 0x120);  // "Ġ"
+    CHECK_EQ_INT(kz_bpe_byte_to_codepoint('\n'), 0x10A); // "Ċ"
+    CHECK_EQ_INT(kz_bpe_byte_to_codepoint(0xAD), 0x143);
+    CHECK_EQ_INT(kz_bpe_byte_to_codepoint('A'), 'A');
+    CHECK_EQ_INT(kz_bpe_codepoint_to_byte(0x144), -1);
+    CHECK_EQ_INT(kz_bpe_codepoint_to_byte(' '), -1);
+}
+
+int main(void) {
+    snprintf(temp_root, sizeof temp_root, "/tmp/kz_tokenizer_XXXXXX");
+    if (!mkdtemp(temp_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_byte_map();
+    kz_tokenizer *t = load_main();
+    if (t) {
+        test_merges(t);
+        test_split_modes(t);
+        test_added_tokens(t);
+        test_nfc(t);
+        test_utf8(t);
+        test_empty_and_args(t);
+        test_lookups(t);
+        test_cache(t);
+        kz_tokenizer_free(t);
+    }
+    test_pretokenizer();
+    test_merge_property();
+    test_bad_files();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", temp_root);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", temp_root);
+    }
+    return test_main_result("test_tokenizer");
+}
