@@ -289,6 +289,8 @@ typedef struct kz_timings {
     double sampling_ms;         /* logits processing and sampling */
     int64_t frames;             /* frames generated */
     int64_t prompt_tokens;      /* prefill rows processed */
+    double talker_bytes;        /* weight bytes the talker streamed (prefill and steps) */
+    double code_predictor_bytes;/* weight bytes the code predictor streamed */
 } kz_timings;
 
 KZ_API void kz_session_timings(const kz_session *session, kz_timings *out);

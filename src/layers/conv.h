@@ -29,7 +29,8 @@
 typedef struct kz_exec {
     const kz_kernels *k;
     kz_pool *pool;
-    double flop; /* floating-point operations issued through kz_conv_run */
+    double flop;  /* floating-point operations issued (kz_conv_run, kz_matrix_mul) */
+    double bytes; /* weight bytes streamed by kz_matrix_mul */
 } kz_exec;
 
 typedef struct kz_conv {

@@ -63,6 +63,7 @@ void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const f
                  .block = block};
     kz_pool_run(e->pool, (m->rows + block - 1) / block, mul_rows, &j);
     e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
+    e->bytes += (double)m->rows * (double)m->cols * (m->dtype == KZ_DTYPE_BF16 ? 2.0 : 4.0);
 }
 
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst) {

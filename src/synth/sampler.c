@@ -73,19 +73,49 @@ static int32_t argmax(const float *x, size_t n) {
     return (int32_t)best;
 }
 
-static int cmp_desc(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x < y) - (x > y);
+static void swap(float *a, float *b) {
+    float t = *a;
+    *a = *b;
+    *b = t;
 }
 
-/* Masks values below the k-th largest. */
+/* The k-th largest (k >= 1) of v[0..n), reordering v: quickselect with a
+ * median-of-three pivot, O(n) on average. The value (not the order) is the
+ * result, so any selection algorithm gives the same threshold. */
+static float kth_largest(float *v, size_t n, size_t k) {
+    size_t lo = 0, hi = n - 1, want = k - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] > v[lo]) swap(&v[mid], &v[lo]);
+        if (v[hi] > v[lo]) swap(&v[hi], &v[lo]);
+        if (v[mid] > v[hi]) swap(&v[mid], &v[hi]);
+        float pivot = v[hi]; // median of the three, descending order partition
+        size_t store = lo;
+        for (size_t i = lo; i < hi; i++) {
+            if (v[i] > pivot) {
+                swap(&v[i], &v[store++]);
+            }
+        }
+        swap(&v[store], &v[hi]);
+        if (store == want) {
+            return v[store];
+        }
+        if (store < want) {
+            lo = store + 1;
+        } else {
+            hi = store - 1;
+        }
+    }
+    return v[lo];
+}
+
+/* Masks values below the k-th largest (ties at the threshold survive, as HF). */
 static void top_k(float *x, size_t n, size_t k, float *tmp) {
     if (k == 0 || k >= n) {
         return;
     }
     memcpy(tmp, x, n * sizeof *tmp);
-    qsort(tmp, n, sizeof *tmp, cmp_desc);
-    float thr = tmp[k - 1];
+    float thr = kth_largest(tmp, n, k);
     for (size_t i = 0; i < n; i++) {
         if (x[i] < thr) {
             x[i] = -INFINITY;

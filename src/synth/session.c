@@ -27,6 +27,7 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     if (st == KZ_OK) {
         s->exec = (kz_exec){.k = model->kernels, .pool = s->pool};
         s->lm = (kz_exec){.k = model->kernels, .pool = s->pool};
+        s->cp = (kz_exec){.k = model->kernels, .pool = s->pool};
         st = kz_codec_state_init(&s->codec, &model->decoder, KZ_CODEC_STEP_FRAMES);
     }
     if (st == KZ_OK && model->has_tts) {
@@ -69,6 +70,8 @@ void kz_session_timings(const kz_session *s, kz_timings *out) {
     out->sampling_ms = s->stats.sampling_ms;
     out->frames = s->stats.frames;
     out->prompt_tokens = s->stats.prompt_tokens;
+    out->talker_bytes = s->lm.bytes - s->lm_bytes_at_reset;
+    out->code_predictor_bytes = s->cp.bytes - s->cp_bytes_at_reset;
 }
 
 void kz_session_reset_timings(kz_session *s) {
@@ -79,4 +82,6 @@ void kz_session_reset_timings(kz_session *s) {
     s->flop_at_reset = s->exec.flop;
     s->codec_frames = 0;
     memset(&s->stats, 0, sizeof s->stats);
+    s->lm_bytes_at_reset = s->lm.bytes;
+    s->cp_bytes_at_reset = s->cp.bytes;
 }

@@ -34,7 +34,8 @@ struct kz_session {
     const kz_model *model;
     kz_pool *pool;
     kz_exec exec;                  /* codec work (its own FLOP counter) */
-    kz_exec lm;                    /* talker and code predictor work */
+    kz_exec lm;                    /* talker work (prompt and steps) */
+    kz_exec cp;                    /* code predictor work */
     kz_codec_state codec;
     kz_code_predictor_state cp_state; /* allocated when the model has a talker */
     kz_lm_stats stats;
@@ -42,6 +43,7 @@ struct kz_session {
     void *observe_user;
     int64_t codec_frames;     /* frames decoded since the timings were reset */
     double flop_at_reset;
+    double lm_bytes_at_reset, cp_bytes_at_reset;
     double ms_at_reset[4];
 };
 

@@ -39,6 +39,7 @@ typedef struct synth {
     int64_t n_decoded;     /* frames decoded */
     kz_audio_fn on_audio;
     void *audio_user;
+    double cp_sampling_ms; /* sampling time inside the code predictor (not CP time) */
 } synth;
 
 static double now_ms(void) {
@@ -129,7 +130,12 @@ static int32_t pick_c0(synth *y) {
 
 static int32_t pick_cp(void *user, float *logits, size_t n) {
     synth *y = user;
-    return kz_sample(logits, n, &y->plan->cp, &y->rng, y->scratch);
+    double t0 = now_ms();
+    int32_t code = kz_sample(logits, n, &y->plan->cp, &y->rng, y->scratch);
+    double dt = now_ms() - t0;
+    y->s->stats.sampling_ms += dt;
+    y->cp_sampling_ms += dt;
+    return code;
 }
 
 /* Next talker input: sum of the frame's 16 embeddings + trailing text vector. */
@@ -176,14 +182,15 @@ static kz_status frame_step(synth *y, int32_t c0) {
     int32_t *frame = y->codes + (size_t)y->n_pending * groups;
     frame[0] = c0;
     double t0 = now_ms();
+    y->cp_sampling_ms = 0;
     kz_talker_codec_vector(&m->talker, c0, y->emb);
-    kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->lm, y->ts.hidden, y->emb, pick_cp, y,
+    kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts.hidden, y->emb, pick_cp, y,
                           frame + 1, y->cp_logits);
     if (y->cp_logits) {
         observe(y, "cp_logits", y->cp_logits, (size_t)m->cp.n_steps, (size_t)m->cp.cfg.vocab_size);
     }
     double t1 = now_ms();
-    y->s->stats.code_predictor_ms += t1 - t0;
+    y->s->stats.code_predictor_ms += t1 - t0 - y->cp_sampling_ms;
     if (y->plan->on_frame &&
         !y->plan->on_frame(frame, (int32_t)groups, y->n_frames, y->plan->frame_user)) {
         return kz_error_set(KZ_STATUS_CANCELLED, "cancelled by the frame callback at frame %lld",

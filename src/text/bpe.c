@@ -6,16 +6,18 @@
  *   vocab.json  "Ġthe": 279   -> decode each character through the inverse
  *                                GPT-2 byte map -> raw bytes " the" -> id 279
  *                                (open-addressing map bytes -> id, id -> bytes)
- *   merges.txt  "Ġ t" (rank r) -> (id(" "), id("t")) -> (r, id(" t"))
- *                                (open-addressing map keyed by the id pair)
+ *   merges.txt  "Ġ t" (rank r) -> (id(" "), id("t")) -> r, and id(" t") by rank
+ *                                (open-addressing map of 64-bit packed slots)
  * Encode one piece (raw UTF-8 bytes of a pre-token):
+ *   [word cache hit -> ids] (per encode call, for long texts)
  *   bytes -> one symbol per byte (id of that byte's one-character token)
  *         -> repeatedly merge the adjacent pair of lowest rank, leftmost on
  *            ties, until no adjacent pair has a merge -> ids
- *   Short pieces rescan the pair ranks after each merge (fast for words);
- *   long ones (CJK runs, long punctuation or space runs) use a binary heap
- *   of (rank, position) with lazy invalidation, as HF tokenizers'
+ *   Pieces up to NAIVE_MAX bytes rescan the pair ranks after each merge;
+ *   longer ones (CJK runs, long punctuation or space runs) use a binary heap
+ *   of (rank, position, pair) with lazy invalidation, as HF tokenizers'
  *   Word::merge_all does, so a 1 MB piece costs O(n log n), not O(n^2).
+ *   Lookups in the merge table dominate the time (see bench_tokenizer).
  *
  * Traps: a merge whose parts or result are missing from vocab.json is an
  * error (HF refuses such files too); a repeated merge line takes the later
@@ -36,26 +38,34 @@
 #include "runtime/error.h"
 
 #define NO_RANK UINT32_MAX
-#define NAIVE_MAX 8      // pieces up to this many bytes merge by rescanning, longer: heap
+#define NAIVE_MAX 8       // pieces up to this many bytes merge by rescanning, longer: heap
 #define STACK_SYMBOLS 256 // heap-merge scratch on the stack up to this many bytes
 #define MAX_MERGES_BYTES (64u << 20)
 
-typedef struct merge_slot {
-    uint32_t left, right; // symbol ids of the pair; left == UINT32_MAX marks an empty slot
-    uint32_t rank;        // line index in merges.txt (lower merges first)
-    int32_t merged;       // id of the concatenation
-} merge_slot;
+// A merge slot packs the pair and its rank (line index in merges.txt, lower
+// merges first) into 64 bits, so the table stays small enough to hit cache:
+// left id (21 bits) | right id (21 bits) | rank (22 bits). All ones is empty.
+#define ID_LIMIT ((1u << 21) - 1)   // ids must be below this
+#define RANK_LIMIT ((1u << 22) - 1) // ranks must be below this
+#define RANK_MASK ((uint64_t)RANK_LIMIT)
+#define EMPTY_SLOT UINT64_MAX
+
+typedef struct vocab_slot {
+    int32_t id;   // -1 for an empty slot
+    uint32_t tag; // high hash bits: most mismatches never touch the token bytes
+} vocab_slot;
 
 struct kz_bpe {
-    uint8_t *blob;        // raw bytes of every token, concatenated
-    uint32_t *tok_off;    // [n_ids] offset into blob, UINT32_MAX for an unused id
-    uint32_t *tok_len;    // [n_ids] length in bytes
-    size_t n_ids;         // largest id + 1
-    int32_t *vocab_slots; // [vocab_mask + 1] id or -1 (key bytes through tok_off/tok_len)
+    uint8_t *blob;           // raw bytes of every token, concatenated
+    uint32_t *tok_off;       // [n_ids] offset into blob, UINT32_MAX for an unused id
+    uint32_t *tok_len;       // [n_ids] length in bytes
+    size_t n_ids;            // largest id + 1
+    vocab_slot *vocab_slots; // [vocab_mask + 1] (key bytes through tok_off/tok_len)
     size_t vocab_mask;
-    merge_slot *merges; // [merge_mask + 1]
+    uint64_t *merges; // [merge_mask + 1] packed (left, right, rank) slots
     size_t merge_mask;
-    int32_t byte_id[256]; // id of the one-byte token of each byte value
+    int32_t *merge_result; // [number of merge lines] id of the concatenation, by rank
+    int32_t byte_id[256];  // id of the one-byte token of each byte value
 };
 
 /* ---- GPT-2 byte <-> unicode map ----------------------------------------- */
@@ -144,16 +154,20 @@ static size_t pow2_at_least(size_t n) {
     return cap;
 }
 
-/* Merge lookup: rank (NO_RANK if the pair has no merge) and merged id. */
-static inline uint32_t merge_find(const kz_bpe *bpe, int32_t left, int32_t right, int32_t *merged) {
+static inline uint64_t pair_key(int32_t left, int32_t right) {
+    return (uint64_t)(uint32_t)left << 43 | (uint64_t)(uint32_t)right << 22;
+}
+
+/* Rank of the merge of (left, right), or NO_RANK; the merged id is merge_result[rank]. */
+static inline uint32_t merge_rank(const kz_bpe *bpe, int32_t left, int32_t right) {
+    uint64_t key = pair_key(left, right);
     size_t i = (size_t)hash_pair((uint32_t)left, (uint32_t)right) & bpe->merge_mask;
     for (;;) {
-        const merge_slot *s = &bpe->merges[i];
-        if (s->left == (uint32_t)left && s->right == (uint32_t)right) {
-            *merged = s->merged;
-            return s->rank;
+        uint64_t slot = bpe->merges[i];
+        if ((slot & ~RANK_MASK) == key) {
+            return (uint32_t)(slot & RANK_MASK);
         }
-        if (s->left == UINT32_MAX) {
+        if (slot == EMPTY_SLOT) {
             return NO_RANK;
         }
         i = (i + 1) & bpe->merge_mask;
@@ -161,13 +175,14 @@ static inline uint32_t merge_find(const kz_bpe *bpe, int32_t left, int32_t right
 }
 
 int32_t kz_bpe_find(const kz_bpe *bpe, const uint8_t *bytes, size_t n_bytes) {
-    size_t i = (size_t)hash_bytes(bytes, n_bytes) & bpe->vocab_mask;
+    uint64_t h = hash_bytes(bytes, n_bytes);
+    size_t i = (size_t)h & bpe->vocab_mask;
     for (;;) {
-        int32_t id = bpe->vocab_slots[i];
+        int32_t id = bpe->vocab_slots[i].id;
         if (id < 0) {
             return -1;
         }
-        if (bpe->tok_len[id] == n_bytes &&
+        if (bpe->vocab_slots[i].tag == (uint32_t)(h >> 32) && bpe->tok_len[id] == n_bytes &&
             memcmp(bpe->blob + bpe->tok_off[id], bytes, n_bytes) == 0) {
             return id;
         }
@@ -200,6 +215,7 @@ void kz_bpe_free(kz_bpe *bpe) {
     free(bpe->tok_len);
     free(bpe->vocab_slots);
     free(bpe->merges);
+    free(bpe->merge_result);
     free(bpe);
 }
 
@@ -223,6 +239,10 @@ static kz_status vocab_scan(const char *path, const cJSON *root, size_t *n_ids, 
     }
     if (count == 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: empty vocabulary", path);
+    }
+    if (max_id >= ID_LIMIT) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: id %lld is too large (at most %u)", path,
+                            (long long)max_id, ID_LIMIT - 1);
     }
     *n_ids = (size_t)max_id + 1;
     *n_tokens = count;
@@ -248,11 +268,12 @@ static kz_status vocab_insert(kz_bpe *bpe, const char *path, const char *spellin
     bpe->tok_off[id] = *blob_used;
     bpe->tok_len[id] = (uint32_t)n;
     *blob_used += (uint32_t)n;
-    size_t i = (size_t)hash_bytes(dst, (size_t)n) & bpe->vocab_mask;
-    while (bpe->vocab_slots[i] >= 0) {
+    uint64_t h = hash_bytes(dst, (size_t)n);
+    size_t i = (size_t)h & bpe->vocab_mask;
+    while (bpe->vocab_slots[i].id >= 0) {
         i = (i + 1) & bpe->vocab_mask;
     }
-    bpe->vocab_slots[i] = id;
+    bpe->vocab_slots[i] = (vocab_slot){id, (uint32_t)(h >> 32)};
     if (n == 1) {
         bpe->byte_id[dst[0]] = id;
     }
@@ -366,15 +387,14 @@ static kz_status merge_add(kz_bpe *bpe, const char *path, size_t line_no, const 
                             "%s: line %zu: merge \"%.*s\" refers to a token not in vocab.json",
                             path, line_no, (int)n_line, line);
     }
+    bpe->merge_result[rank] = merged;
+    uint64_t key = pair_key(left, right);
     size_t i = (size_t)hash_pair((uint32_t)left, (uint32_t)right) & bpe->merge_mask;
-    for (;;) {
-        merge_slot *s = &bpe->merges[i];
-        if (s->left == UINT32_MAX || (s->left == (uint32_t)left && s->right == (uint32_t)right)) {
-            *s = (merge_slot){(uint32_t)left, (uint32_t)right, rank, merged};
-            return KZ_OK;
-        }
+    while (bpe->merges[i] != EMPTY_SLOT && (bpe->merges[i] & ~RANK_MASK) != key) {
         i = (i + 1) & bpe->merge_mask;
     }
+    bpe->merges[i] = key | rank; // a repeated pair takes the later rank
+    return KZ_OK;
 }
 
 static kz_status merges_load(kz_bpe *bpe, const char *path) {
@@ -388,10 +408,15 @@ static kz_status merges_load(kz_bpe *bpe, const char *path) {
     for (size_t i = 0; i < n_bytes; i++) {
         n_lines += text[i] == '\n';
     }
+    if (n_lines >= RANK_LIMIT) {
+        free(text);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: more than %u merges", path, RANK_LIMIT);
+    }
     bpe->merge_mask = pow2_at_least(n_lines * 2) - 1;
     bpe->merges = malloc((bpe->merge_mask + 1) * sizeof *bpe->merges);
+    bpe->merge_result = malloc(n_lines * sizeof *bpe->merge_result);
     uint8_t *scratch = malloc(n_bytes + 1);
-    if (!bpe->merges || !scratch) {
+    if (!bpe->merges || !bpe->merge_result || !scratch) {
         free(text);
         free(scratch);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -484,9 +509,8 @@ kz_status kz_bpe_ids_push(kz_bpe_ids *list, int32_t id) {
 /* Merges sym[0..n) in place by rescanning the pair ranks; returns the new count. */
 static size_t merge_naive(const kz_bpe *bpe, int32_t *sym, size_t n) {
     uint32_t rank[NAIVE_MAX];
-    int32_t merged[NAIVE_MAX];
     for (size_t i = 0; i + 1 < n; i++) {
-        rank[i] = merge_find(bpe, sym[i], sym[i + 1], &merged[i]);
+        rank[i] = merge_rank(bpe, sym[i], sym[i + 1]);
     }
     while (n > 1) {
         size_t best = 0;
@@ -499,20 +523,19 @@ static size_t merge_naive(const kz_bpe *bpe, int32_t *sym, size_t n) {
             break;
         }
         // sym[best] absorbs sym[best + 1]; pairs right of it shift down by one.
-        sym[best] = merged[best];
+        sym[best] = bpe->merge_result[rank[best]];
         for (size_t i = best + 1; i + 1 < n; i++) {
             sym[i] = sym[i + 1];
         }
         for (size_t i = best + 1; i + 2 < n; i++) {
             rank[i] = rank[i + 1];
-            merged[i] = merged[i + 1];
         }
         n--;
         if (best > 0) {
-            rank[best - 1] = merge_find(bpe, sym[best - 1], sym[best], &merged[best - 1]);
+            rank[best - 1] = merge_rank(bpe, sym[best - 1], sym[best]);
         }
         if (best + 1 < n) {
-            rank[best] = merge_find(bpe, sym[best], sym[best + 1], &merged[best]);
+            rank[best] = merge_rank(bpe, sym[best], sym[best + 1]);
         }
     }
     return n;
@@ -520,7 +543,8 @@ static size_t merge_naive(const kz_bpe *bpe, int32_t *sym, size_t n) {
 
 typedef struct heap_item {
     uint32_t rank;
-    uint32_t pos; // index of the pair's left symbol
+    uint32_t pos;        // index of the pair's left symbol
+    int32_t left, right; // the pair's ids when pushed, to recognise stale entries
 } heap_item;
 
 static inline bool heap_less(heap_item a, heap_item b) {
@@ -561,9 +585,18 @@ static heap_item heap_pop(heap_item *heap, size_t *n) {
     return top;
 }
 
+/* Pushes the pair starting at symbol `pos` if it has a merge. */
+static inline void push_pair(const kz_bpe *bpe, heap_item *heap, size_t *n_heap, const int32_t *sym,
+                             int32_t pos, int32_t right) {
+    uint32_t r = merge_rank(bpe, sym[pos], sym[right]);
+    if (r != NO_RANK) {
+        heap_push(heap, n_heap, (heap_item){r, (uint32_t)pos, sym[pos], sym[right]});
+    }
+}
+
 /* Merges sym[0..n) in place with a heap over (rank, position); returns the new
- * count. A popped entry is stale when its left symbol died or its pair no
- * longer has that rank (a rank names exactly one pair). */
+ * count. A popped entry is stale when the symbols at its position are no
+ * longer the pair it was pushed for. */
 static kz_status merge_heap(const kz_bpe *bpe, int32_t *sym, size_t n, size_t *n_out) {
     int32_t next_stack[STACK_SYMBOLS], prev_stack[STACK_SYMBOLS];
     heap_item heap_stack[3 * STACK_SYMBOLS]; // initial pairs + two per merge
@@ -582,34 +615,30 @@ static kz_status merge_heap(const kz_bpe *bpe, int32_t *sym, size_t n, size_t *n
         }
     }
     size_t n_heap = 0;
-    int32_t merged;
     for (size_t i = 0; i < n; i++) {
         prev[i] = (int32_t)i - 1;
         next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
-        uint32_t r = i + 1 < n ? merge_find(bpe, sym[i], sym[i + 1], &merged) : NO_RANK;
-        if (r != NO_RANK) {
-            heap_push(heap, &n_heap, (heap_item){r, (uint32_t)i});
+        if (i + 1 < n) {
+            push_pair(bpe, heap, &n_heap, sym, (int32_t)i, (int32_t)i + 1);
         }
     }
     while (n_heap > 0) {
         heap_item top = heap_pop(heap, &n_heap);
         int32_t pos = (int32_t)top.pos, right = next[pos];
-        if (sym[pos] < 0 || right < 0 ||
-            merge_find(bpe, sym[pos], sym[right], &merged) != top.rank) {
+        if (sym[pos] != top.left || right < 0 || sym[right] != top.right) {
             continue;
         }
-        sym[pos] = merged;
+        sym[pos] = bpe->merge_result[top.rank];
         sym[right] = -1;
         next[pos] = next[right];
         if (next[pos] >= 0) {
             prev[next[pos]] = pos;
         }
-        uint32_t r;
-        if (prev[pos] >= 0 && (r = merge_find(bpe, sym[prev[pos]], sym[pos], &merged)) != NO_RANK) {
-            heap_push(heap, &n_heap, (heap_item){r, (uint32_t)prev[pos]});
+        if (prev[pos] >= 0) {
+            push_pair(bpe, heap, &n_heap, sym, prev[pos], pos);
         }
-        if (next[pos] >= 0 && (r = merge_find(bpe, sym[pos], sym[next[pos]], &merged)) != NO_RANK) {
-            heap_push(heap, &n_heap, (heap_item){r, (uint32_t)pos});
+        if (next[pos] >= 0) {
+            push_pair(bpe, heap, &n_heap, sym, pos, next[pos]);
         }
     }
     size_t count = 0;

@@ -6,12 +6,14 @@
  *          "added_tokens_decoder": {"151644": {"content": "<|im_start|>", ...}}
  *                                               -> added tokens, longest first
  *        both split patterns                    -> kz_pretokenizer (pretokenizer.c)
+ *        utf8proc's data                        -> NFC quick-check table (nfc.c)
  *
  * Encode (HF tokenizers' order, split_special_tokens=false):
  *   UTF-8 bytes --validate (strict: no overlong, surrogate, > U+10FFFF,
  *   truncated)--> added tokens matched in the raw text, leftmost then longest,
  *   anywhere (inside words too) --> [span][token][span]...
- *   each span --NFC (utf8proc; ASCII spans skip it)--> pre-split regex
+ *   each span --NFC (nfc.c: utf8proc on the segments a quick check flags)-->
+ *   pre-split regex
  *   --> pieces --byte-level BPE--> ids;  each added token --> its id.
  *   No BOS/EOS is added.
  *
@@ -33,6 +35,7 @@
 #include "io/json.h"
 #include "runtime/error.h"
 #include "text/bpe.h"
+#include "text/nfc.h"
 #include "text/pretokenizer.h"
 
 #define CACHE_MIN_BYTES 4096 // texts this long get a per-call word cache
@@ -48,6 +51,7 @@ typedef struct added_token {
 struct kz_tokenizer {
     kz_bpe *bpe;
     kz_pretokenizer *pre;
+    kz_nfc *nfc;
     added_token *added; // [n_added], longest content first
     size_t n_added;
     bool starts[256]; // some added token starts with this byte
@@ -62,6 +66,7 @@ void kz_tokenizer_free(kz_tokenizer *t) {
     }
     kz_bpe_free(t->bpe);
     kz_pretokenizer_free(t->pre);
+    kz_nfc_free(t->nfc);
     for (size_t i = 0; i < t->n_added; i++) {
         free(t->added[i].content);
     }
@@ -192,6 +197,9 @@ kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out) {
     }
     if (st == KZ_OK) {
         st = kz_pretokenizer_new(&t->pre);
+    }
+    if (st == KZ_OK) {
+        st = kz_nfc_new(&t->nfc);
     }
     free(vocab);
     free(merges);
@@ -339,22 +347,13 @@ static kz_status encode_span(encode_state *e, const uint8_t *span, size_t n_byte
     if (n_bytes == 0) {
         return KZ_OK;
     }
-    bool ascii = true;
-    for (size_t i = 0; i < n_bytes && ascii; i++) {
-        ascii = span[i] < 0x80;
+    uint8_t *nfc;
+    size_t n_nfc;
+    kz_status st = kz_nfc_apply(e->t->nfc, span, n_bytes, &nfc, &n_nfc);
+    if (st == KZ_OK) {
+        st = nfc ? kz_pretokenizer_split(e->t->pre, e->mode, nfc, n_nfc, on_piece, e)
+                 : kz_pretokenizer_split(e->t->pre, e->mode, span, n_bytes, on_piece, e);
     }
-    if (ascii) { // ASCII text is already in NFC
-        return kz_pretokenizer_split(e->t->pre, e->mode, span, n_bytes, on_piece, e);
-    }
-    utf8proc_uint8_t *nfc = NULL;
-    utf8proc_ssize_t n_nfc =
-        utf8proc_map(span, (utf8proc_ssize_t)n_bytes, &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    if (n_nfc < 0) {
-        return kz_error_set(n_nfc == UTF8PROC_ERROR_NOMEM ? KZ_STATUS_OUT_OF_MEMORY
-                                                          : KZ_STATUS_INTERNAL,
-                            "tokenizer: NFC failed: %s", utf8proc_errmsg(n_nfc));
-    }
-    kz_status st = kz_pretokenizer_split(e->t->pre, e->mode, nfc, (size_t)n_nfc, on_piece, e);
     free(nfc);
     return st;
 }

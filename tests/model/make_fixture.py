@@ -31,6 +31,7 @@ CHECKPOINTS = {
     "tiny": [],
     "tiny_1b7": ["--size", "1b7"],
     "tiny_vd": ["--size", "1b7", "--variant", "voice_design"],
+    "tiny_base": ["--variant", "base"],
 }
 
 

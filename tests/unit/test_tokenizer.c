@@ -13,8 +13,9 @@
  * written here; the word cache (texts >= 4 KB); the Qwen2 and Mistral splits
  * on hand-checked pieces (pieces confirmed with HF tokenizers), including the
  * White_Space trap (U+0085, U+FEFF, U+180E) and "'ſ"; added tokens (anywhere,
- * longest first, before NFC, lstrip/rstrip); NFC; strict UTF-8 validation
- * with byte offsets; lookups; and malformed files.
+ * longest first, before NFC, lstrip/rstrip); NFC, and a property test of the
+ * NFC quick check against utf8proc on whole strings of tricky characters;
+ * strict UTF-8 validation with byte offsets; lookups; and malformed files.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,7 +26,10 @@
 
 #include "runtime/error.h"
 #include "test.h"
+#include <utf8proc.h>
+
 #include "text/bpe.h"
+#include "text/nfc.h"
 #include "text/pretokenizer.h"
 #include "text/tokenizer.h"
 
@@ -466,7 +470,7 @@ static void test_merge_property(void) {
         if (strlen(joined) >= 64 || ref_find(&m, joined) >= 0) {
             continue;
         }
-        snprintf(m.tokens[256 + m.n_merged], 64, "%s", joined);
+        memcpy(m.tokens[256 + m.n_merged], joined, strlen(joined) + 1); // < 64 bytes
         m.left[m.n_merged] = l;
         m.right[m.n_merged] = r;
         pool[n_pool++] = 256 + m.n_merged++;
@@ -518,6 +522,68 @@ static void test_merge_property(void) {
     }
     CHECK_EQ_INT(n_bad, 0);
     kz_tokenizer_free(t);
+}
+
+/* ---- NFC quick check against whole-string utf8proc ---------------------- */
+
+static void test_nfc_property(void) {
+    kz_nfc *nfc;
+    CHECK_EQ_INT(kz_nfc_new(&nfc), KZ_OK);
+    int stable_ok = 1;
+    for (int32_t cp = 0; cp < 0x80; cp++) {
+        stable_ok &= kz_nfc_is_stable(nfc, cp);
+    }
+    CHECK(stable_ok);
+    CHECK(kz_nfc_is_stable(nfc, 0xE9)); // precomposed e-acute is its own NFC
+    CHECK(kz_nfc_is_stable(nfc, 0x4E00));
+    CHECK(kz_nfc_is_stable(nfc, 0xAC00));   // Hangul LV syllable
+    CHECK(kz_nfc_is_stable(nfc, 0x304C));   // ga, composed kana
+    CHECK(!kz_nfc_is_stable(nfc, 0x301));   // combining acute
+    CHECK(!kz_nfc_is_stable(nfc, 0x1161));  // Hangul V jamo composes after L
+    CHECK(!kz_nfc_is_stable(nfc, 0x11A8));  // Hangul T jamo composes after LV
+    CHECK(!kz_nfc_is_stable(nfc, 0x0B3E));  // second half of a two-part vowel sign
+    CHECK(!kz_nfc_is_stable(nfc, 0x212B));  // singleton (ANGSTROM SIGN)
+    CHECK(!kz_nfc_is_stable(nfc, 0x0344));  // decomposes to two marks
+    CHECK(!kz_nfc_is_stable(nfc, 0x20000)); // beyond the table
+    static const int32_t pool[] = {
+        'a',     'e',     'o',     'A',    ' ',    '=',    '<',    0xE9,   0xFC,    0x1D6,
+        0x300,   0x301,   0x308,   0x323,  0x327,  0x338,  0x345,  0x5B0,  0x93C,   0x928,
+        0x929,   0x1100,  0x1112,  0x1161, 0x1175, 0x11A8, 0x11C2, 0xAC00, 0xAC01,  0xD7A3,
+        0x304B,  0x3099,  0x309A,  0x30CF, 0x0B47, 0x0B3E, 0x0B57, 0x0BC6, 0x0BBE,  0x0DD9,
+        0x0DCF,  0x0DDF,  0x1025,  0x102E, 0x212B, 0x2126, 0x0958, 0xF900, 0x2F800, 0x391,
+        0x3B1,   0x313,   0x1F00,  0x344,  0x0F73, 0x0F71, 0x0F72, 0x0F80, 0x4E00,  0x1F600,
+        0x11099, 0x110BA, 0x1109A, 0x2260, 0x1E0A, 0x1E0C, 0x307,  0x1EC7, 0xC5,    0x30A};
+    int n_pool = (int)(sizeof pool / sizeof pool[0]), n_bad = 0;
+    srand(777);
+    for (int trial = 0; trial < 20000; trial++) {
+        uint8_t text[64];
+        size_t n = 0;
+        int n_chars = 1 + rand() % 10;
+        for (int k = 0; k < n_chars; k++) {
+            n += (size_t)utf8proc_encode_char(pool[rand() % n_pool], text + n);
+        }
+        utf8proc_uint8_t *want;
+        utf8proc_ssize_t n_want =
+            utf8proc_map(text, (utf8proc_ssize_t)n, &want, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+        uint8_t *got;
+        size_t n_got;
+        kz_status st = kz_nfc_apply(nfc, text, n, &got, &n_got);
+        const uint8_t *g = got ? got : text;
+        size_t n_g = got ? n_got : n;
+        if (st != KZ_OK || n_want < 0 || (size_t)n_want != n_g || memcmp(want, g, n_g) != 0) {
+            if (n_bad++ < 3) {
+                fprintf(stderr, "nfc mismatch on %zu bytes:", n);
+                for (size_t i = 0; i < n; i++) {
+                    fprintf(stderr, " %02x", text[i]);
+                }
+                fputc('\n', stderr);
+            }
+        }
+        free(want);
+        free(got);
+    }
+    CHECK_EQ_INT(n_bad, 0);
+    kz_nfc_free(nfc);
 }
 
 /* ---- malformed files ----------------------------------------------------- */
@@ -632,6 +698,7 @@ int main(void) {
         kz_tokenizer_free(t);
     }
     test_pretokenizer();
+    test_nfc_property();
     test_merge_property();
     test_bad_files();
     char cmd[128];

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct audio_out {
@@ -40,10 +41,13 @@ static void put_u32(unsigned char *p, uint32_t v) {
     p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
 }
 
-/* 44-byte header of a 16-bit mono PCM WAV of n_samples samples. */
+/* 44-byte header of a 16-bit mono PCM WAV of n_samples samples; n_samples 0
+ * means "unknown" (streaming): the sizes are set to the maximum, which players
+ * read as "until the end of the stream". */
 static int write_wav_header(FILE *f, int32_t rate, size_t n_samples) {
     unsigned char h[44];
-    uint32_t data = n_samples * 2 > 0xFFFFFFF0u ? 0xFFFFFFF0u : (uint32_t)(n_samples * 2);
+    uint32_t data = n_samples == 0 || n_samples * 2 > 0xFFFFFFD0u ? 0xFFFFFFFFu - 36
+                                                                  : (uint32_t)(n_samples * 2);
     memcpy(h, "RIFF", 4); put_u32(h + 4, 36 + data); memcpy(h + 8, "WAVEfmt ", 8);
     put_u32(h + 16, 16); h[20] = 1; h[21] = 0; h[22] = 1; h[23] = 0;
     put_u32(h + 24, (uint32_t)rate); put_u32(h + 28, (uint32_t)rate * 2);
@@ -84,6 +88,10 @@ static int open_file(audio_out *o, int32_t rate) {
         o->tmp_path = NULL;
         return -1;
     }
+    // mkstemp creates 0600; give the file the mode a plain fopen would (0666 & ~umask).
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
     if (is_raw(o->format)) {
         o->raw = fdopen(fd, "wb");
         return o->raw ? 0 : -1;

@@ -5,7 +5,8 @@
  * (OUT.partial-XXXXXX) and renamed to OUT only by audio_out_finish(true); any
  * failure or audio_out_finish(false) removes it. Formats: wav (16-bit PCM),
  * flac, ogg (Vorbis) through libsndfile; f32 (raw float32 LE) and s16 (raw
- * int16 LE). "-" writes to stdout (wav there needs the total length up front).
+ * int16 LE). "-" writes to stdout (wav there carries the total length when
+ * known, else maximal sizes, the streaming convention players accept).
  */
 #ifndef KZ_AUDIO_OUT_H
 #define KZ_AUDIO_OUT_H
@@ -20,7 +21,7 @@ typedef struct audio_out audio_out;
 int audio_format_check(const char *name);
 
 /* Opens the destination. total_samples is the final length when known (needed
- * for wav on stdout), else 0. On failure prints one line and returns NULL. */
+ * for an exact wav header on stdout), else 0. On failure prints one line and returns NULL. */
 audio_out *audio_out_open(const char *path, const char *format, int32_t sample_rate,
                           size_t total_samples);
 

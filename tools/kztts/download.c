@@ -224,12 +224,10 @@ static struct curl_slist *make_headers(const downloader *d, uint64_t range_from,
 /* Fills r for a libcurl failure: TRANSFER (worth retrying) once the server has
  * answered or when the connection broke mid-way, UNREACHABLE when there never was a
  * usable connection or retrying cannot help. */
-static download_status curl_failure(downloader *d, CURLcode rc, bool answered,
-                                    download_result *r) {
+static download_status curl_failure(downloader *d, CURLcode rc, bool answered, download_result *r) {
     const char *why = d->curl_error[0] ? d->curl_error : curl_easy_strerror(rc);
-    bool transient = rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR ||
-                     rc == CURLE_SEND_ERROR || rc == CURLE_GOT_NOTHING ||
-                     rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM ||
+    bool transient = rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
+                     rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM ||
                      (rc == CURLE_OPERATION_TIMEDOUT && answered);
     r->status = transient ? DOWNLOAD_TRANSFER : DOWNLOAD_UNREACHABLE;
     snprintf(r->message, sizeof r->message, "%s", why);
@@ -425,12 +423,13 @@ static void progress_draw(xfer *x, bool final) {
         return;
     }
     x->last_draw = t;
-    char have[32], size[32];
+    char have[32], size[32], rate[32];
     download_format_size(have, sizeof have, x->have);
     download_format_size(size, sizeof size, x->size);
+    download_format_size(rate, sizeof rate,
+                         t > x->t0 ? (uint64_t)((double)x->got_now / (t - x->t0)) : 0);
     double pct = x->size ? 100.0 * (double)x->have / (double)x->size : 100.0;
-    double rate = t > x->t0 ? (double)x->got_now / (t - x->t0) / 1e6 : 0.0;
-    fprintf(stderr, "\r%s  %s / %s  %3.0f%%  %.1f MB/s\033[K%s", x->label, have, size, pct, rate,
+    fprintf(stderr, "\r%s  %9s / %-9s %3.0f%%  %9s/s\033[K%s", x->label, have, size, pct, rate,
             final ? "\n" : "");
 }
 
@@ -569,8 +568,9 @@ static download_status attempt(xfer *x, const char *url, download_result *r) {
     if (rc != CURLE_OK) {
         char why[CURL_ERROR_SIZE];
         snprintf(why, sizeof why, "%.*s", (int)sizeof why - 1, r->message);
-        snprintf(r->message, sizeof r->message, "transfer cut off at %" PRIu64 " of %" PRIu64
-                 " bytes (%s)", x->have, x->size, why);
+        snprintf(r->message, sizeof r->message,
+                 "transfer cut off at %" PRIu64 " of %" PRIu64 " bytes (%s)", x->have, x->size,
+                 why);
         return r->status;
     }
     if (x->have < x->size) {
@@ -643,9 +643,8 @@ download_status download_file(downloader *d, const char *url, const char *dest, 
         if (file_size(tmp_path) > want->size) {
             unlink(tmp_path);
         }
-        st = file_size(tmp_path) == want->size && access(tmp_path, F_OK) == 0
-                 ? DOWNLOAD_OK
-                 : attempt(&x, url, r);
+        st = file_size(tmp_path) == want->size && access(tmp_path, F_OK) == 0 ? DOWNLOAD_OK
+                                                                              : attempt(&x, url, r);
         if (st == DOWNLOAD_OK) {
             x.have = file_size(tmp_path);
             st = finish(&x, dest, want, r);

@@ -65,9 +65,9 @@ static const char *const wanted_names[] = {
 };
 
 typedef struct hub_file {
-    char path[128];  /* path inside the repo */
-    uint64_t size;   /* bytes */
-    char oid[72];    /* lfs: sha256 of the content; else git blob sha1 (may be "") */
+    char path[128]; /* path inside the repo */
+    uint64_t size;  /* bytes */
+    char oid[72];   /* lfs: sha256 of the content; else git blob sha1 (may be "") */
     bool lfs;
 } hub_file;
 
@@ -84,13 +84,13 @@ typedef struct hub {
     bool offline;        /* HF_HUB_OFFLINE */
     bool tty;            /* stderr is a terminal: progress and notes */
     long stall_s;
-    char repo[256];      /* owner/name */
+    char repo[256]; /* owner/name */
     char revision[256];
     char repo_dir[PATH_MAX];
     char snapshot[PATH_MAX];
     char manifest[PATH_MAX];
-    hub_files cached;    /* REVISION.manifest */
-    hub_files listed;    /* the wanted files of the listing */
+    hub_files cached; /* REVISION.manifest */
+    hub_files listed; /* the wanted files of the listing */
     downloader *dl;
 } hub;
 
@@ -204,8 +204,8 @@ static const char *env_set(const char *name) {
 
 static bool env_true(const char *name) {
     const char *v = env_set(name);
-    return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 ||
-                 strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0);
+    return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+                 strcasecmp(v, "on") == 0);
 }
 
 static int cache_root(char *out, size_t n) {
@@ -252,8 +252,10 @@ static int hub_init(hub *h, const char *cmd, const char *repo, const char *revis
         if (*end == '\0' && s >= 1 && s <= 3600) {
             h->stall_s = (long)s;
         } else {
-            fprintf(stderr, "kztts %s: warning: ignoring HF_HUB_DOWNLOAD_TIMEOUT='%s' (want "
-                    "seconds in [1, 3600])\n", cmd, timeout);
+            fprintf(stderr,
+                    "kztts %s: warning: ignoring HF_HUB_DOWNLOAD_TIMEOUT='%s' (want "
+                    "seconds in [1, 3600])\n",
+                    cmd, timeout);
         }
     }
     char root[PATH_MAX - 512];
@@ -297,8 +299,8 @@ static int make_dirs(const char *path) {
             char c = *p;
             *p = '\0';
             struct stat sb;
-            if (mkdir(buf, 0755) != 0 && (errno != EEXIST || stat(buf, &sb) != 0 ||
-                                          !S_ISDIR(sb.st_mode))) {
+            if (mkdir(buf, 0755) != 0 &&
+                (errno != EEXIST || stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
                 if (errno == EEXIST) {
                     errno = ENOTDIR;
                 }
@@ -511,8 +513,8 @@ static int add_page(hub *h, const char *body) {
 static int list_repo(hub *h, download_result *r) {
     char rev[768], first[4096];
     encode_revision(rev, sizeof rev, h->revision);
-    snprintf(first, sizeof first, "%s/api/models/%s/tree/%s?recursive=true", h->endpoint,
-             h->repo, rev);
+    snprintf(first, sizeof first, "%s/api/models/%s/tree/%s?recursive=true", h->endpoint, h->repo,
+             rev);
     char *url = strdup(first);
     memset(&h->listed, 0, sizeof h->listed);
     for (int page = 0; url; page++) {
@@ -526,8 +528,9 @@ static int list_repo(hub *h, download_result *r) {
         int rc = add_page(h, body);
         free(body);
         size_t n_endpoint = strlen(h->endpoint);
-        if (rc == 0 && next && (strncmp(next, h->endpoint, n_endpoint) != 0 ||
-                                next[n_endpoint] != '/' || page + 1 == MAX_PAGES)) {
+        if (rc == 0 && next &&
+            (strncmp(next, h->endpoint, n_endpoint) != 0 || next[n_endpoint] != '/' ||
+             page + 1 == MAX_PAGES)) {
             // The token goes with every page: never follow a link to another host.
             rc = fail(h, "%s: unexpected pagination link from %s", h->repo, h->endpoint);
         }
@@ -542,13 +545,16 @@ static int list_repo(hub *h, download_result *r) {
 
 static int fail_auth(const hub *h, long status, const char *what) {
     if (h->token) {
-        return fail(h, "%s: access denied by %s (HTTP %ld) with the token in HF_TOKEN; check "
+        return fail(h,
+                    "%s: access denied by %s (HTTP %ld) with the token in HF_TOKEN; check "
                     "that it can read %s (gated models need their terms accepted on the model "
-                    "page)", what, h->endpoint, status, h->repo);
+                    "page)",
+                    what, h->endpoint, status, h->repo);
     }
-    return fail(h, "%s: access denied by %s (HTTP %ld); if the repository is private or "
-                "gated, set HF_TOKEN to an access token that can read it", what, h->endpoint,
-                status);
+    return fail(h,
+                "%s: access denied by %s (HTTP %ld); if the repository is private or "
+                "gated, set HF_TOKEN to an access token that can read it",
+                what, h->endpoint, status);
 }
 
 static int fail_listing(const hub *h, const download_result *r) {
@@ -562,20 +568,26 @@ static int fail_listing(const hub *h, const download_result *r) {
                     h->endpoint);
     }
     if (r->status == DOWNLOAD_HTTP && s == 404) {
-        return fail(h, "%s: repository not found on %s (HTTP 404), and there is no local "
-                    "directory of that name", h->repo, h->endpoint);
+        return fail(h,
+                    "%s: repository not found on %s (HTTP 404), and there is no local "
+                    "directory of that name",
+                    h->repo, h->endpoint);
     }
     if (r->status == DOWNLOAD_HTTP && s == 401 && !h->token &&
         strcmp(r->error_code, "RepoNotFound") == 0) { // the hub's answer to anonymous clients
-        return fail(h, "%s: repository not found on %s (HTTP 401); if it is private or gated, "
-                    "set HF_TOKEN to an access token that can read it", h->repo, h->endpoint);
+        return fail(h,
+                    "%s: repository not found on %s (HTTP 401); if it is private or gated, "
+                    "set HF_TOKEN to an access token that can read it",
+                    h->repo, h->endpoint);
     }
     if (r->status == DOWNLOAD_HTTP && (s == 401 || s == 403)) {
         return fail_auth(h, s, h->repo);
     }
     if (r->status == DOWNLOAD_HTTP && s >= 500) {
-        return fail(h, "%s: %s answered HTTP %ld (server error) when listing files; try again "
-                    "later", h->repo, h->endpoint, s);
+        return fail(h,
+                    "%s: %s answered HTTP %ld (server error) when listing files; try again "
+                    "later",
+                    h->repo, h->endpoint, s);
     }
     return fail(h, "%s: listing files on %s failed: %s", h->repo, h->endpoint, r->message);
 }
@@ -638,8 +650,7 @@ static void record(hub *h, const hub_file *f) {
 static int check_required(const hub *h) {
     bool shards = false;
     for (int i = 0; i < h->listed.n; i++) {
-        shards |= strchr(h->listed.items[i].path, '/') == NULL &&
-                  is_shard(h->listed.items[i].path);
+        shards |= strchr(h->listed.items[i].path, '/') == NULL && is_shard(h->listed.items[i].path);
     }
     const hub_files *listed = &h->listed;
     if (!find_file(listed, "config.json")) {
@@ -671,8 +682,10 @@ static int check_space(const hub *h, uint64_t need) {
         char n_need[32], n_avail[32];
         download_format_size(n_need, sizeof n_need, need);
         download_format_size(n_avail, sizeof n_avail, avail);
-        return fail(h, "not enough disk space in %s: %s needs %s, %s free (set KZTTS_CACHE to "
-                    "another disk)", h->snapshot, h->repo, n_need, n_avail);
+        return fail(h,
+                    "not enough disk space in %s: %s needs %s, %s free (set KZTTS_CACHE to "
+                    "another disk)",
+                    h->snapshot, h->repo, n_need, n_avail);
     }
     return 0;
 }
@@ -689,16 +702,43 @@ static void remove_stale(const hub *h) {
     }
 }
 
+/* Downloads one file into the snapshot and records it in the manifest (marked
+ * incomplete until every file is in). label is the padded name for the progress bar. */
+static int fetch_one(hub *h, const hub_file *f, const char *label) {
+    char dest[PATH_MAX + 256], url[4096], rev[768];
+    snprintf(dest, sizeof dest, "%s/%s", h->snapshot, f->path);
+    char *slash = strrchr(dest, '/');
+    *slash = '\0';
+    if (make_dirs(dest) != 0) {
+        return fail(h, "cannot create %s: %s", dest, strerror(errno));
+    }
+    *slash = '/';
+    encode_revision(rev, sizeof rev, h->revision);
+    snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", h->endpoint, h->repo, rev, f->path);
+    download_expect e;
+    download_result r;
+    expect_of(f, &e);
+    if (download_file(h->dl, url, dest, label, &e, &r) != DOWNLOAD_OK) {
+        return fail_download(h, f, &r);
+    }
+    record(h, f);
+    h->cached.complete = false;
+    return manifest_save(h);
+}
+
 static int fetch_files(hub *h) {
     bool todo[MAX_FILES] = {false};
-    int n_todo = 0;
+    int n_todo = 0, width = 0; // width: the longest name, to align the progress bars
     uint64_t need = 0, total = 0;
     for (int i = 0; i < h->listed.n; i++) {
         const hub_file *f = &h->listed.items[i];
         todo[i] = !up_to_date(h, &h->cached, f);
-        n_todo += todo[i];
-        need += todo[i] ? f->size - partial_size(h, f) : 0;
-        total += todo[i] ? f->size : 0;
+        if (todo[i]) {
+            n_todo++;
+            need += f->size - partial_size(h, f);
+            total += f->size;
+            width = (int)strlen(f->path) > width ? (int)strlen(f->path) : width;
+        }
     }
     if (n_todo > 0 && check_space(h, need) != 0) {
         return -1;
@@ -709,8 +749,6 @@ static int fetch_files(hub *h) {
         fprintf(stderr, "kztts: downloading %s@%s from %s (%d file%s, %s) into %s\n", h->repo,
                 h->revision, h->endpoint, n_todo, n_todo > 1 ? "s" : "", n_total, h->snapshot);
     }
-    char rev[768];
-    encode_revision(rev, sizeof rev, h->revision);
     bool changed = n_todo > 0 || !h->cached.complete || h->cached.n != h->listed.n;
     for (int i = 0; i < h->listed.n; i++) {
         const hub_file *f = &h->listed.items[i];
@@ -719,24 +757,9 @@ static int fetch_files(hub *h) {
             changed |= !c || strcasecmp(c->oid, f->oid) != 0;
             continue;
         }
-        char dest[PATH_MAX + 256], url[4096];
-        snprintf(dest, sizeof dest, "%s/%s", h->snapshot, f->path);
-        char *slash = strrchr(dest, '/');
-        *slash = '\0';
-        if (make_dirs(dest) != 0) {
-            return fail(h, "cannot create %s: %s", dest, strerror(errno));
-        }
-        *slash = '/';
-        snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", h->endpoint, h->repo, rev, f->path);
-        download_expect e;
-        download_result r;
-        expect_of(f, &e);
-        if (download_file(h->dl, url, dest, f->path, &e, &r) != DOWNLOAD_OK) {
-            return fail_download(h, f, &r);
-        }
-        record(h, f);
-        h->cached.complete = false;
-        if (manifest_save(h) != 0) {
+        char label[sizeof f->path];
+        snprintf(label, sizeof label, "%-*s", width, f->path);
+        if (fetch_one(h, f, label) != 0) {
             return -1;
         }
     }
@@ -772,12 +795,16 @@ static int use_cache_after(hub *h, const download_result *r) {
         return fail_listing(h, r);
     }
     if (r->status == DOWNLOAD_UNREACHABLE) {
-        fprintf(stderr, "kztts %s: warning: cannot reach %s (%s); using the cached copy of %s@%s "
-                "in %s\n", h->cmd, h->endpoint, r->message, h->repo, h->revision, h->snapshot);
+        fprintf(stderr,
+                "kztts %s: warning: cannot reach %s (%s); using the cached copy of %s@%s "
+                "in %s\n",
+                h->cmd, h->endpoint, r->message, h->repo, h->revision, h->snapshot);
     } else {
-        fprintf(stderr, "kztts %s: warning: listing %s on %s failed (%s%ld); using the cached "
-                "copy in %s\n", h->cmd, h->repo, h->endpoint,
-                r->status == DOWNLOAD_HTTP ? "HTTP " : "", s, h->snapshot);
+        fprintf(stderr,
+                "kztts %s: warning: listing %s on %s failed (%s%ld); using the cached "
+                "copy in %s\n",
+                h->cmd, h->repo, h->endpoint, r->status == DOWNLOAD_HTTP ? "HTTP " : "", s,
+                h->snapshot);
     }
     return 0;
 }
@@ -815,8 +842,10 @@ static int sync_online(hub *h) {
 static int sync_repo(hub *h) {
     if (h->offline) {
         return cached_copy_ready(h) ? 0
-                                    : fail(h, "HF_HUB_OFFLINE is set and %s@%s is not in the "
-                                           "cache (%s)", h->repo, h->revision, h->snapshot);
+                                    : fail(h,
+                                           "HF_HUB_OFFLINE is set and %s@%s is not in the "
+                                           "cache (%s)",
+                                           h->repo, h->revision, h->snapshot);
     }
     return sync_online(h);
 }

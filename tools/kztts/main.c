@@ -11,6 +11,8 @@ static void usage(FILE *f) {
             "kztts %s - Qwen3-TTS inference on the CPU\n\n"
             "usage: kztts COMMAND [options]\n\n"
             "commands:\n"
+            "  synth    text -> speech                  kztts synth -m MODEL -s SPEAKER \"Hello\" -o out.wav\n"
+            "  speakers list speakers and languages     kztts speakers -m MODEL\n"
             "  decode   codec codes file -> audio       kztts decode -m MODEL --codes FILE -o OUT\n"
             "  info     describe a model and this CPU   kztts info -m MODEL\n"
             "  bench    measure stage speed             kztts bench -m MODEL --decoder-only\n\n"
@@ -28,7 +30,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
-        {"decode", cmd_decode}, {"info", cmd_info}, {"bench", cmd_bench}};
+        {"synth", cmd_synth}, {"decode", cmd_decode}, {"speakers", cmd_speakers},
+        {"info", cmd_info},   {"bench", cmd_bench}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) == 0) {
             return cmds[i].fn(argc - 2, argv + 2);

@@ -1,0 +1,146 @@
+"""`kztts synth`, `speakers` and `tokenize` as a user runs them, on tiny checkpoints.
+
+Good paths: text from an argument and from stdin, exact --frames, --dump-codes,
+same seed -> same audio, different seed -> different audio, stdout output.
+Bad input (each: exit status 1 or 2, a one-line message naming the problem, no
+output file left behind): empty and whitespace-only text, invalid UTF-8, unknown
+speaker or language, missing speaker, a speaker on VoiceDesign, an instruction
+on a Base model, --frames 0, out-of-range sampling values, malformed
+--token-ids, missing tokenizer files, a config that disagrees with the tensors.
+"""
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, flush=True)
+
+
+def link_copy(src, dst, copy_json=True):
+    shutil.rmtree(dst, ignore_errors=True)
+    for root, _, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        os.makedirs(os.path.join(dst, rel), exist_ok=True)
+        for f in files:
+            s, d = os.path.join(root, f), os.path.join(dst, rel, f)
+            if copy_json and f.endswith(".json"):
+                shutil.copy(s, d)
+            else:
+                os.symlink(os.path.abspath(s), d)
+    return dst
+
+
+def run(kztts, args, stdin=None):
+    return subprocess.run([kztts] + args, input=stdin, capture_output=True, timeout=300)
+
+
+def expect_error(kztts, name, args, expect, work, stdin=None):
+    out_dir = os.path.join(work, "err_" + name.replace(" ", "_"))
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, "out.wav")
+    r = run(kztts, ["synth"] + args + ["-o", out], stdin)
+    err = r.stderr.decode("utf-8", "replace").strip()
+    check(r.returncode in (1, 2), f"{name}: exit status {r.returncode}")
+    check(expect in err, f"{name}: message {err!r} lacks {expect!r}")
+    check(len(err.splitlines()) == 1, f"{name}: expected one line, got {err!r}")
+    check(os.listdir(out_dir) == [], f"{name}: output left behind: {os.listdir(out_dir)}")
+    print(f"ok   {name}: {err}")
+
+
+def f32(path):
+    data = open(path, "rb").read()
+    return data
+
+
+def good_paths(k, model, work):
+    out = os.path.join(work, "a.f32")
+    codes = os.path.join(work, "a.codes")
+    r = run(k, ["synth", "-m", model, "-s", "Ryan", "Hello world.", "--frames", "5", "--seed", "1",
+                "-o", out, "--dump-codes", codes])
+    check(r.returncode == 0, f"synth: {r.stderr.decode()}")
+    a = f32(out) if r.returncode == 0 else b""
+    check(len(a) == 5 * 1920 * 4, f"5 frames of f32 audio, got {len(a)} bytes")
+    lines = open(codes).read().split("\n") if r.returncode == 0 else []
+    check(len(lines) == 6 and all(len(x.split()) == 16 for x in lines[:5]), "dump-codes lines")
+    r = run(k, ["synth", "-m", model, "-s", "ryan", "--frames", "5", "--seed", "1", "-o", "-",
+                "--format", "f32"], stdin=b"Hello world.")
+    check(r.returncode == 0 and r.stdout == a, "stdin text + stdout output equals the file run")
+    r = run(k, ["synth", "-m", model, "-s", "ryan", "Hello world.", "--frames", "5", "--seed", "2",
+                "-o", "-", "--format", "f32"])
+    check(r.returncode == 0 and r.stdout != a, "a different seed changes the audio")
+    r = run(k, ["synth", "-m", model, "-s", "ryan", "Hello world.", "--frames", "5", "--seed", "1",
+                "--threads", "1", "-o", "-", "--format", "f32"])
+    check(r.returncode == 0 and r.stdout == a, "1 thread gives the same audio as all threads")
+    wav = os.path.join(work, "b.wav")
+    r = run(k, ["synth", "-m", model, "-s", "vivian", "-l", "english", "--greedy", "Hi!",
+                "--max-frames", "6", "-o", wav])
+    check(r.returncode == 0 and os.path.getsize(wav) > 44, f"wav: {r.stderr.decode()}")
+    r = run(k, ["speakers", "-m", model])
+    check(r.returncode == 0 and b"ryan" in r.stdout and b"english" in r.stdout, "speakers")
+    r = run(k, ["tokenize", "-m", model, "Hello world"])
+    check(r.returncode == 0 and r.stdout.split() == [b"9707", b"1879"],
+          f"tokenize: {r.stdout!r} {r.stderr!r}")
+
+
+def bad_inputs(k, a, model, work):
+    base = ["-m", model, "-s", "ryan", "--frames", "3"]
+    expect_error(k, "empty text", base + [""], "empty", work)
+    expect_error(k, "whitespace text", base + ["  \t\n "], "empty", work)
+    expect_error(k, "invalid utf8", base + ["-"], "invalid UTF-8", work, stdin=b"ab\xff\xfecd")
+    expect_error(k, "unknown speaker", ["-m", model, "-s", "nobody", "hi"], "ryan", work)
+    expect_error(k, "missing speaker", ["-m", model, "hi"], "speaker is required", work)
+    expect_error(k, "unknown language", base + ["-l", "klingon", "hi"], "unknown language", work)
+    expect_error(k, "frames 0", base + ["--frames", "0", "hi"], "--frames", work)
+    expect_error(k, "negative temperature", base + ["--temperature", "-1", "hi"], "--temperature",
+                 work)
+    expect_error(k, "zero temperature", base + ["--temperature", "0", "hi"], "temperature", work)
+    expect_error(k, "absurd top-p", base + ["--top-p", "1.5", "hi"], "--top-p", work)
+    expect_error(k, "negative top-k", base + ["--top-k", "-5", "hi"], "--top-k", work)
+    expect_error(k, "zero penalty", base + ["--repetition-penalty", "0", "hi"],
+                 "repetition_penalty", work)
+    expect_error(k, "bad token ids", base + ["--token-ids", "1,x"], "--token-ids", work)
+    expect_error(k, "text and token ids", base + ["--token-ids", "1", "hi"], "not both", work)
+    expect_error(k, "no tokenizer files", ["-m", a.tiny, "-s", "ryan", "hi"], "tokenizer", work)
+    expect_error(k, "speaker on voice design", ["-m", a.tiny_vd, "-s", "ryan", "--token-ids", "5"],
+                 "no speakers", work)
+    expect_error(k, "instruction on base", ["-m", a.tiny_base, "-i", "happy", "--token-ids", "5"],
+                 "instruction", work)
+    broken = link_copy(a.tiny, os.path.join(work, "broken"))
+    cfg_path = os.path.join(broken, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["talker_config"]["hidden_size"] *= 2
+    json.dump(cfg, open(cfg_path, "w"))
+    expect_error(k, "config disagrees with tensors", ["-m", broken, "-s", "ryan", "--token-ids",
+                                                     "5"], "expected", work)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for name in ("kztts", "tiny", "tiny_vd", "tiny_base", "tokenizer", "work"):
+        ap.add_argument("--" + name.replace("_", "-"), required=True, dest=name)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    model = link_copy(a.tiny, os.path.join(a.work, "tiny_tok"))
+    for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
+        shutil.copy(os.path.join(a.tokenizer, f), os.path.join(model, f))
+    good_paths(a.kztts, model, a.work)
+    bad_inputs(a.kztts, a, model, a.work)
+    print(f"test_cli_synth: {passed} passed, {failed} failed")
+    sys.exit(1 if failed or not passed else 0)
+
+
+if __name__ == "__main__":
+    main()

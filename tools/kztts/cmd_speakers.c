@@ -1,0 +1,44 @@
+/*
+ * cmd_speakers.c - `kztts speakers`: the speakers and languages a model offers.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "args.h"
+#include "cli.h"
+
+int cmd_speakers(int argc, char **argv) {
+    const char *model_path = NULL;
+    bool help = false;
+    const arg_spec specs[] = {
+        {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   model directory or repo id"},
+        {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
+    };
+    int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    const char *pos[1];
+    int n_pos;
+    if (args_parse("speakers", specs, n_specs, argc, argv, pos, 0, &n_pos) != 0) {
+        return 2;
+    }
+    if (help || !model_path) {
+        args_usage("speakers", "-m MODEL", specs, n_specs);
+        return help ? 0 : 2;
+    }
+    kz_model *m;
+    kz_session *s;
+    if (cli_open("speakers", model_path, "auto", 1, &m, &s) != 0) {
+        return 1;
+    }
+    printf("type: %s\nspeakers:", kz_model_type(m));
+    for (int32_t i = 0; i < kz_model_speaker_count(m); i++) {
+        printf(" %s", kz_model_speaker_name(m, i));
+    }
+    printf("%s\nlanguages: auto", kz_model_speaker_count(m) ? "" : " (none)");
+    for (int32_t i = 0; i < kz_model_language_count(m); i++) {
+        printf(" %s", kz_model_language_name(m, i));
+    }
+    printf("\n");
+    kz_session_free(s);
+    kz_model_free(m);
+    return 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * cmd_tokenize.c - `kztts tokenize`: text -> the model's text token ids.
+ *
+ *   TEXT (the positional argument; standard input, read verbatim, when it is
+ *   absent or "-") -> kz_tokenize(model, text, --split) -> the ids on one
+ *   line, separated by spaces (an empty line for empty text).
+ *
+ * No tokens are added (no ChatML wrapper, no BOS/EOS). A trailing newline
+ * read from standard input is text like any other and becomes id 198.
+ * Invalid UTF-8 prints "kztts tokenize: bad input: invalid UTF-8 at byte N"
+ * and exits 1; a NUL byte in standard input is refused the same way, since
+ * the text crosses the API as a C string.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+
+/* Reads all of standard input into a NUL-terminated buffer; NULL on failure. */
+static char *read_stdin(size_t *n_bytes) {
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, stdin);
+        if (n < cap) {
+            break;
+        }
+        cap *= 2;
+        char *grown = realloc(buf, cap + 1);
+        if (!grown) {
+            free(buf);
+            return NULL;
+        }
+        buf = grown;
+    }
+    if (!buf || ferror(stdin)) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *n_bytes = n;
+    return buf;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *model_path = NULL, *split_name = "qwen2";
+    bool help = false;
+    const arg_spec specs[] = {
+        {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   model directory or repo id"},
+        {"--split", NULL, ARG_STRING, &split_name, 0, 0,
+         "MODE  pre-tokenizer pattern: qwen2 (default) or mistral"},
+        {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
+    };
+    int n_specs = (int)(sizeof specs / sizeof specs[0]);
+    const char *pos[1];
+    int n_pos;
+    if (args_parse("tokenize", specs, n_specs, argc, argv, pos, 1, &n_pos) != 0) {
+        return 2;
+    }
+    if (help || !model_path) {
+        args_usage("tokenize", "-m MODEL [--split qwen2|mistral] [TEXT | -]", specs, n_specs);
+        return help ? 0 : 2;
+    }
+    kz_text_split split;
+    if (strcmp(split_name, "qwen2") == 0) {
+        split = KZ_TEXT_SPLIT_QWEN2;
+    } else if (strcmp(split_name, "mistral") == 0) {
+        split = KZ_TEXT_SPLIT_MISTRAL;
+    } else {
+        fprintf(stderr, "kztts tokenize: --split must be qwen2 or mistral, got '%s'\n", split_name);
+        return 2;
+    }
+    char *owned = NULL;
+    const char *text = n_pos == 1 ? pos[0] : "-";
+    if (strcmp(text, "-") == 0) {
+        size_t n_bytes;
+        owned = read_stdin(&n_bytes);
+        if (!owned) {
+            fprintf(stderr, "kztts tokenize: cannot read standard input\n");
+            return 1;
+        }
+        if (strlen(owned) != n_bytes) {
+            fprintf(stderr, "kztts tokenize: bad input: NUL byte at byte %zu\n", strlen(owned));
+            free(owned);
+            return 1;
+        }
+        text = owned;
+    }
+    kz_model *model;
+    kz_session *session;
+    if (cli_open("tokenize", model_path, "auto", 1, &model, &session) != 0) {
+        free(owned);
+        return 1;
+    }
+    int32_t *ids;
+    size_t n_ids;
+    kz_status st = kz_tokenize(model, text, split, &ids, &n_ids);
+    if (st == KZ_OK) {
+        for (size_t i = 0; i < n_ids; i++) {
+            printf(i ? " %d" : "%d", (int)ids[i]);
+        }
+        printf("\n");
+        kz_ids_free(ids);
+    } else {
+        cli_report("tokenize", st);
+    }
+    kz_session_free(session);
+    kz_model_free(model);
+    free(owned);
+    return st == KZ_OK ? 0 : 1;
+}
