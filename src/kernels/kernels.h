@@ -179,6 +179,10 @@ int kz_packed_init(kz_packed *p, size_t taps, size_t k_in, size_t n, kz_pack_get
                    const void *ctx);
 void kz_packed_free(kz_packed *p);
 
+/* The same packing from a row-major source [taps * k_in, n] whose row j * k_in + i
+ * holds W_j[i, :]: reads the source once, sequentially (fast model loading). */
+int kz_packed_init_rows(kz_packed *p, size_t taps, size_t k_in, size_t n, const float *src);
+
 /* --- scalar definitions (ref/), also used directly by tests ------------- */
 extern const kz_kernels kz_kernels_scalar;
 

@@ -2,8 +2,9 @@
  * conv.c - loading checkpoint convolutions into packed conv-GEMMs and running
  * them on a session's pool; streaming history of conv inputs.
  *
- * Load: tensor -> f32 copy -> accessor that maps (tap j, input i, column o) to
- * the checkpoint layout -> kz_packed_init -> release the mapped pages.
+ * Load: tensor -> f32 copy -> rearranged into the packer's row-major source
+ * [taps * k_in, n] (cache-blocked, sequential reads) -> kz_packed_init_rows ->
+ * release the mapped pages.
  * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
  * groups), one pool chunk each. Each output element is computed by exactly one
  * tile in the kernel's fixed order, so the thread count and the tiling never
@@ -16,35 +17,54 @@
 
 #include "runtime/error.h"
 
-typedef struct weights_view {
-    const float *w;     /* checkpoint layout */
-    size_t d1, d2, d3;  /* dims of the checkpoint tensor (d3 = 1 for 2-D) */
-    size_t s;           /* transposed: stride; n = p * out + o */
-    size_t taps;
-} weights_view;
-
-/* Linear [out, in]: W_0[i, o] = w[o, i]. */
-static float get_linear(const void *ctx, size_t j, size_t i, size_t o) {
-    const weights_view *v = ctx;
-    (void)j;
-    return v->w[o * v->d2 + i];
+/* Linear and causal conv weights [out, in, k] are rearranged to the packer's
+ * row-major source [k * in, out] (row j * in + i), tile by tile so that reads
+ * and writes stay in cache, then packed row by row. */
+static int pack_out_in_k(kz_conv *c, const float *w, size_t out, size_t in, size_t k) {
+    size_t count = out * in * k;
+    float *m = malloc((count ? count : 1) * sizeof *m);
+    if (!m) {
+        return -1;
+    }
+    for (size_t o0 = 0; o0 < out; o0 += 32) {
+        for (size_t i0 = 0; i0 < in; i0 += 32) {
+            size_t o1 = o0 + 32 < out ? o0 + 32 : out, i1 = i0 + 32 < in ? i0 + 32 : in;
+            for (size_t o = o0; o < o1; o++) {
+                for (size_t i = i0; i < i1; i++) {
+                    for (size_t j = 0; j < k; j++) {
+                        m[(j * in + i) * out + o] = w[(o * in + i) * k + j];
+                    }
+                }
+            }
+        }
+    }
+    int rc = kz_packed_init_rows(&c->w, k, in, out, m);
+    free(m);
+    return rc;
 }
 
-/* Conv [out, in, k]: W_j[i, o] = w[o, i, j]. */
-static float get_causal(const void *ctx, size_t j, size_t i, size_t o) {
-    const weights_view *v = ctx;
-    return v->w[(o * v->d2 + i) * v->d3 + j];
-}
-
-/* ConvTranspose [in, out, k = taps * s]: tap j reads input row t - (taps-1-j),
- * whose contribution to output sample t*s + p is w[i, o, p + (taps-1-j)*s]. */
-static float get_transposed(const void *ctx, size_t j, size_t i, size_t n) {
-    const weights_view *v = ctx;
-    size_t out = v->d2;
-    size_t p = n / out;
-    size_t o = n % out;
-    size_t kk = p + (v->taps - 1 - j) * v->s;
-    return v->w[(i * out + o) * v->d3 + kk];
+/* ConvTranspose [in, out, k = taps * s] -> packer source [taps * in, s * out]:
+ * tap j reads input row t - (taps-1-j), whose contribution to output sample
+ * t*s + p is w[i, o, p + (taps-1-j)*s]; column p * out + o. The source is
+ * read sequentially; each input channel's writes stay within taps rows. */
+static int pack_transposed(kz_conv *c, const float *w, size_t in, size_t out, size_t k,
+                           size_t s) {
+    size_t taps = k / s, n = s * out, count = in * out * k;
+    float *m = malloc((count ? count : 1) * sizeof *m);
+    if (!m) {
+        return -1;
+    }
+    for (size_t i = 0; i < in; i++) {
+        for (size_t o = 0; o < out; o++) {
+            for (size_t kk = 0; kk < k; kk++) {
+                size_t j = taps - 1 - kk / s, p = kk % s;
+                m[(j * in + i) * n + p * out + o] = w[(i * out + o) * k + kk];
+            }
+        }
+    }
+    int rc = kz_packed_init_rows(&c->w, taps, in, n, m);
+    free(m);
+    return rc;
 }
 
 /* Reads a tensor of the given shape as f32 (owned copy). */
@@ -93,14 +113,8 @@ static kz_status read_bias(kz_conv *c, const kz_st_file *f, const char *name, in
     return KZ_OK;
 }
 
-static kz_status pack(kz_conv *c, const kz_st_file *f, const kz_st_tensor *t, kz_pack_get_fn get,
-                      const weights_view *v) {
-    int rc = kz_packed_init(&c->w, c->taps, c->k_in, c->n, get, v);
-    kz_st_release(f, t);
-    if (rc != 0) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing '%s'", t->name);
-    }
-    return KZ_OK;
+static kz_status oom(const char *name) {
+    return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing '%s'", name);
 }
 
 kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_name,
@@ -115,8 +129,8 @@ kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_nam
         return st;
     }
     *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)out, .taps = 1, .dilation = 1};
-    weights_view v = {.w = w, .d1 = (size_t)out, .d2 = (size_t)in, .d3 = 1};
-    st = pack(c, f, t, get_linear, &v);
+    st = pack_out_in_k(c, w, (size_t)out, (size_t)in, 1) == 0 ? KZ_OK : oom(w_name);
+    kz_st_release(f, t);
     free(w);
     if (st == KZ_OK) {
         st = read_bias(c, f, b_name, out, 1);
@@ -139,8 +153,8 @@ kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_nam
     }
     *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)out, .taps = (size_t)k,
                    .dilation = (size_t)d, .history = (size_t)((k - 1) * d)};
-    weights_view v = {.w = w, .d1 = (size_t)out, .d2 = (size_t)in, .d3 = (size_t)k};
-    st = pack(c, f, t, get_causal, &v);
+    st = pack_out_in_k(c, w, (size_t)out, (size_t)in, (size_t)k) == 0 ? KZ_OK : oom(w_name);
+    kz_st_release(f, t);
     free(w);
     if (st == KZ_OK) {
         st = read_bias(c, f, b_name, out, 1);
@@ -170,9 +184,9 @@ kz_status kz_conv_load_transposed(kz_conv *c, const kz_st_file *f, const char *w
     size_t taps = (size_t)(k / s);
     *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)(out * s), .taps = taps, .dilation = 1,
                    .history = taps - 1};
-    weights_view v = {.w = w, .d1 = (size_t)in, .d2 = (size_t)out, .d3 = (size_t)k,
-                      .s = (size_t)s, .taps = taps};
-    st = pack(c, f, t, get_transposed, &v);
+    st = pack_transposed(c, w, (size_t)in, (size_t)out, (size_t)k, (size_t)s) == 0 ? KZ_OK
+                                                                                  : oom(w_name);
+    kz_st_release(f, t);
     free(w);
     if (st == KZ_OK) {
         st = read_bias(c, f, b_name, out, (size_t)s);

@@ -13,6 +13,7 @@ int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_speakers(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 /* Loads the model at path with the given ISA name ("auto", "scalar", "avx2",
  * "avx512") and creates a session with n_threads. Prints "kztts CMD: message"

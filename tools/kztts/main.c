@@ -13,6 +13,7 @@ static void usage(FILE *f) {
             "commands:\n"
             "  synth    text -> speech                  kztts synth -m MODEL -s SPEAKER \"Hello\" -o out.wav\n"
             "  speakers list speakers and languages     kztts speakers -m MODEL\n"
+            "  tokenize text -> token ids               kztts tokenize -m MODEL \"Hello\"\n"
             "  decode   codec codes file -> audio       kztts decode -m MODEL --codes FILE -o OUT\n"
             "  info     describe a model and this CPU   kztts info -m MODEL\n"
             "  bench    measure stage speed             kztts bench -m MODEL --decoder-only\n\n"
@@ -31,7 +32,7 @@ int main(int argc, char **argv) {
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"synth", cmd_synth}, {"decode", cmd_decode}, {"speakers", cmd_speakers},
-        {"info", cmd_info},   {"bench", cmd_bench}};
+        {"tokenize", cmd_tokenize}, {"info", cmd_info}, {"bench", cmd_bench}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) == 0) {
             return cmds[i].fn(argc - 2, argv + 2);

@@ -65,8 +65,9 @@ Command line:
               --out GOLDEN.safetensors
     talker.py --model DIR --self-test
 
-Python API: load_model(dir) -> LanguageModel; prompt.build_prompt(model, ...);
-generate.generate_greedy(model, prompt, ...). See README.md beside this file.
+Python API: load_model(dir) -> LanguageModel; build_prompt(model, ...) -> prompt.Prompt;
+generate_greedy(model, prompt, ...) -> generate.GenerationResult (the last two forward to
+prompt.py and generate.py). See README.md beside this file.
 """
 
 import argparse
@@ -329,6 +330,28 @@ def load_model(path):
     return LanguageModel(path, cfg, generation_config, w)
 
 
+# ---------------------------------------------------------------- API shortcuts
+
+def _helpers():
+    """(prompt, generate) modules, imported late: generate.py imports this file."""
+    try:
+        from . import generate as gen, prompt as pr
+    except ImportError:
+        import generate as gen
+        import prompt as pr
+    return pr, gen
+
+
+def build_prompt(model, **kwargs):
+    """prompt.build_prompt: prefill rows and trailing text rows (see prompt.py)."""
+    return _helpers()[0].build_prompt(model, **kwargs)
+
+
+def generate_greedy(model, prompt, **kwargs):
+    """generate.generate_greedy: greedy frames for a prompt (see generate.py)."""
+    return _helpers()[1].generate_greedy(model, prompt, **kwargs)
+
+
 # ---------------------------------------------------------------- command line
 
 def parse_ids(text):
@@ -347,6 +370,11 @@ def parse_args(argv):
     ap.add_argument("--language", default="auto", help="auto or a language name")
     ap.add_argument("--layout", choices=("non_streaming", "streaming"),
                     help="prompt body layout (default: the wrapper's default for the variant)")
+    ap.add_argument("--speaker-embed", help="Base: .safetensors holding the speaker-encoder "
+                    "vector [D] (tensor `speaker_embedding`, or the file's only tensor)")
+    ap.add_argument("--ref-codes", help="Base ICL: reference codes file (one frame per line, "
+                    "16 integers, codebook 0 first)")
+    ap.add_argument("--ref-text-ids", help="Base ICL: token ids of the reference transcript only")
     lim = ap.add_mutually_exclusive_group()
     lim.add_argument("--frames", type=int,
                      help="generate exactly N frames with EOS masked out (engine test mode)")
@@ -373,12 +401,28 @@ def parse_args(argv):
     return args
 
 
+def read_speaker_embed(path):
+    tensors = st.load(path)
+    if "speaker_embedding" in tensors:
+        return tensors["speaker_embedding"].float().flatten()
+    if len(tensors) != 1:
+        raise ValueError(f"{path}: no tensor `speaker_embedding` and not exactly one tensor")
+    return next(iter(tensors.values())).float().flatten()
+
+
+def read_codes(path):
+    """Codes file -> LongTensor [T, G] (blank lines and # comments skipped)."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#")[0].strip()
+            if line:
+                rows.append([int(v) for v in line.split()])
+    return torch.tensor(rows, dtype=torch.long)
+
+
 def run_golden(args):
-    try:
-        from . import generate as gen, prompt as pr
-    except ImportError:
-        import generate as gen
-        import prompt as pr
+    pr, gen = _helpers()
     t0 = time.time()
     model = load_model(args.model)
     layout = args.layout or pr.default_layout(model)
@@ -388,12 +432,17 @@ def run_golden(args):
         input_ids=parse_ids(args.input_ids) if args.input_ids is not None else None,
         instruct_ids=parse_ids(args.instruct_ids) if args.instruct_ids is not None else None,
         speaker=args.speaker, language=args.language,
-        non_streaming=(layout == "non_streaming"))
+        non_streaming=(layout == "non_streaming"),
+        speaker_embed=read_speaker_embed(args.speaker_embed) if args.speaker_embed else None,
+        ref_codes=read_codes(args.ref_codes) if args.ref_codes else None,
+        ref_text_ids=parse_ids(args.ref_text_ids) if args.ref_text_ids is not None else None)
     result = gen.generate_greedy(
         model, p, n_frames=args.frames, max_new_tokens=args.max_new_tokens,
         repetition_penalty=args.repetition_penalty, keep_cp_logits=args.all_cp_logits)
     gen.write_golden(args.out, model, p, result, all_cp_logits=args.all_cp_logits)
     if not args.quiet:
+        for note in p.notes:
+            print(f"note: {note}")
         print(f"prompt: {p.embeds.shape[0]} rows ({layout}), trailing text "
               f"{p.trailing.shape[0]} rows; {len(result.codes)} frames, stop: {result.stop}")
         print(f"wrote {args.out} in {time.time() - t0:.1f} s")
@@ -405,11 +454,7 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     with torch.no_grad():
         if args.self_test:
-            try:
-                from . import generate as gen
-            except ImportError:
-                import generate as gen
-            ok = gen.self_test(args.model, verbose=not args.quiet)
+            ok = _helpers()[1].self_test(args.model, verbose=not args.quiet)
             sys.exit(0 if ok else 1)
         run_golden(args)
 

@@ -64,6 +64,35 @@ int kz_packed_init(kz_packed *p, size_t taps, size_t k_in, size_t n, kz_pack_get
     return 0;
 }
 
+/* Row-major source -> panels: row r of the source is split into 16-column
+ * pieces, each copied to row r of its panel; the last panel is zero-padded. */
+int kz_packed_init_rows(kz_packed *p, size_t taps, size_t k_in, size_t n, const float *src) {
+    memset(p, 0, sizeof *p);
+    const size_t n_panels = (n + KZ_PANEL - 1) / KZ_PANEL;
+    const size_t k_rows = taps * k_in;
+    if ((taps != 0 && k_rows / taps != k_in) || (n_panels && k_rows > SIZE_MAX / KZ_PANEL / n_panels / sizeof(float))) {
+        return -1;
+    }
+    const size_t per_panel = k_rows * KZ_PANEL;
+    size_t bytes = n_panels * per_panel * sizeof(float);
+    bytes = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+    float *data = aligned_alloc(64, bytes);
+    if (!data) {
+        return -1;
+    }
+    for (size_t r = 0; r < k_rows; r++) {
+        const float *row = src + r * n;
+        for (size_t pn = 0; pn < n_panels; pn++) {
+            float *dst = data + pn * per_panel + r * KZ_PANEL;
+            size_t c0 = pn * KZ_PANEL, w = n - c0 < KZ_PANEL ? n - c0 : KZ_PANEL;
+            memcpy(dst, row + c0, w * sizeof *dst);
+            memset(dst + w, 0, (KZ_PANEL - w) * sizeof *dst);
+        }
+    }
+    *p = (kz_packed){.data = data, .k_in = k_in, .taps = taps, .n = n, .n_panels = n_panels};
+    return 0;
+}
+
 void kz_packed_free(kz_packed *p) {
     if (!p) {
         return;
