@@ -165,6 +165,7 @@ def golden_tensors(model, prompt, result, all_cp_logits=False):
         "codes": result.codes.to(torch.int32),
         "prefill_embeds": prompt.embeds,
         "trailing_text": prompt.trailing,
+        "pad_text": prompt.pad,
         "talker_logits": result.talker_logits,
         "talker_hidden": result.talker_hidden,
         "c0_sampled": torch.tensor(result.c0_sampled, dtype=torch.int32),
