@@ -141,11 +141,17 @@ KZ_API void kz_ids_free(int32_t *ids);
 typedef struct kz_session kz_session;
 
 typedef struct kz_session_params {
-    int32_t n_threads; /* worker threads incl. the caller, 1..256. Default 0 = number of
-                          online CPUs (at most 8). */
+    int32_t n_threads;       /* threads for kz_decode incl. the caller, 1..256. Default 0 =
+                                number of online CPUs (at most 8). */
+    int32_t n_threads_lm;    /* synthesis: threads of the talker + code predictor stage,
+                                which runs on its own thread. 0 (default) = half of n_threads
+                                (at least 1) */
+    int32_t n_threads_codec; /* synthesis: threads of the codec stage, which runs on the
+                                calling thread. 0 (default) = n_threads - lm (at least 1) */
 } kz_session_params;
 
-/* Defaults: n_threads = 0 (auto). */
+/* Defaults: n_threads = 0, n_threads_lm = 0, n_threads_codec = 0 (auto: on 2 cores 1 + 1,
+ * on 4 cores 2 + 2, on 8 cores 4 + 4). */
 KZ_API void kz_session_default_params(kz_session_params *params);
 
 /* Creates a session on `model` (which must outlive it). */
@@ -256,7 +262,9 @@ typedef struct kz_request {
                                   0 (default): until end of speech */
     int32_t max_frames;        /* cap on frames; 0 (default) = runaway guard
                                   min(max_new_tokens - 1, 50 + 8 x text tokens) */
-    int32_t chunk_frames;      /* frames per audio callback, 1..1024; default 4 */
+    int32_t first_chunk_frames;/* frames of the first audio callback, 1..1024; default 1
+                                  (first sound after one frame) */
+    int32_t chunk_frames;      /* frames per later audio callback, 1..1024; default 4 */
     kz_frame_fn on_frame;      /* optional */
     void *frame_user;
 } kz_request;

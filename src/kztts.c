@@ -102,10 +102,14 @@ kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
     if (!params) {
         params = &defaults;
     }
-    if (params->n_threads < 0 || params->n_threads > 256) {
+    if (params->n_threads < 0 || params->n_threads > 256 || params->n_threads_lm < 0 ||
+        params->n_threads_lm > 256 || params->n_threads_codec < 0 ||
+        params->n_threads_codec > 256) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                            "kz_session_new: n_threads %d out of range [0, 256]",
-                            (int)params->n_threads);
+                            "kz_session_new: n_threads %d, n_threads_lm %d, n_threads_codec %d: "
+                            "each must be in [0, 256]",
+                            (int)params->n_threads, (int)params->n_threads_lm,
+                            (int)params->n_threads_codec);
     }
     return kz_session_create(model, params, out);
 }
@@ -271,6 +275,7 @@ void kz_request_default(const kz_model *model, kz_request *r) {
     r->cp_temperature = g.subtalker_temperature;
     r->cp_top_k = g.subtalker_top_k;
     r->cp_top_p = g.subtalker_top_p;
+    r->first_chunk_frames = 1;
     r->chunk_frames = 4;
 }
 

@@ -23,11 +23,16 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     }
     s->model = model;
     int n_threads = params->n_threads > 0 ? params->n_threads : auto_threads();
+    int n_lm = params->n_threads_lm > 0 ? params->n_threads_lm : (n_threads + 1) / 2;
+    int n_codec = params->n_threads_codec > 0 ? params->n_threads_codec : n_threads - n_lm;
+    n_codec = n_codec < 1 ? 1 : n_codec;
     kz_status st = kz_pool_new(n_threads, &s->pool);
+    st = st == KZ_OK ? kz_pool_new(n_lm, &s->lm_pool) : st;
+    st = st == KZ_OK ? kz_pool_new(n_codec, &s->codec_pool) : st;
     if (st == KZ_OK) {
         s->exec = (kz_exec){.k = model->kernels, .pool = s->pool};
-        s->lm = (kz_exec){.k = model->kernels, .pool = s->pool};
-        s->cp = (kz_exec){.k = model->kernels, .pool = s->pool};
+        s->lm = (kz_exec){.k = model->kernels, .pool = s->lm_pool};
+        s->cp = (kz_exec){.k = model->kernels, .pool = s->lm_pool};
         st = kz_codec_state_init(&s->codec, &model->decoder, KZ_CODEC_STEP_FRAMES);
     }
     if (st == KZ_OK && model->has_tts) {
@@ -50,6 +55,8 @@ void kz_session_destroy(kz_session *s) {
         kz_code_predictor_state_free(&s->cp_state);
     }
     kz_pool_free(s->pool);
+    kz_pool_free(s->lm_pool);
+    kz_pool_free(s->codec_pool);
     free(s);
 }
 

@@ -32,7 +32,9 @@ typedef void (*kz_synth_observer)(void *user, const char *name, int64_t frame,
 
 struct kz_session {
     const kz_model *model;
-    kz_pool *pool;
+    kz_pool *pool;                 /* all threads: kz_decode */
+    kz_pool *lm_pool;              /* synthesis: talker + code predictor stage */
+    kz_pool *codec_pool;           /* synthesis: codec stage (calling thread) */
     kz_exec exec;                  /* codec work (its own FLOP counter) */
     kz_exec lm;                    /* talker work (prompt and steps) */
     kz_exec cp;                    /* code predictor work */

@@ -1,28 +1,47 @@
 /*
- * synth.c - the frame loop as a state machine (spec 8.3):
+ * synth.c - one utterance as a two-stage pipeline (spec 8.3):
  *
- *   PREFILL   build the prompt rows, run the talker over them
- *   TALKER    process the last logits and pick c0; stop on EOS or the frame cap
- *   PREDICT   code predictor -> c1..c15; report the frame (on_frame)
- *   FEEDBACK  next input = sum of the 16 code embeddings + trailing text vector;
- *             run one talker step
- *   DECODE    every chunk_frames frames (and at the end) decode with the codec's
- *             carried state and hand the PCM to the audio callback
- * Buffers (KV caches sized prompt + max_frames, sampler scratch, frame codes)
- * are allocated once per utterance before the loop.
+ *   LM thread (lm_pool)                      calling thread (codec_pool)
+ *   PREFILL  prompt rows -> talker            POP     frames from the queue; on_frame
+ *   TALKER   logits -> c0; EOS / cap -> end   DECODE  first_chunk_frames, then chunk_frames
+ *   PREDICT  code predictor -> c1..c15                at a time, with the codec's carried state
+ *   FEEDBACK sum of 16 embeddings + text      EMIT    PCM -> on_audio (is_last on the final one)
+ *   PUSH     frame -> bounded queue  ------>
+ *
+ * The queue holds QUEUE_FRAMES frames; the LM thread blocks when it is full and
+ * the caller when it is empty. Cancellation (a callback returns false) sets a
+ * flag the LM thread checks every frame, so it stops within one frame. All
+ * buffers are allocated before the threads start. Both callbacks run on the
+ * calling thread. The codes and audio do not depend on the chunk sizes or the
+ * thread counts.
  */
 #include "synth/synth.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "runtime/error.h"
 
+#define QUEUE_FRAMES 64
+
+typedef struct frame_queue {
+    int32_t *codes;         /* [QUEUE_FRAMES, groups] ring */
+    size_t head, count;     /* next frame to pop, frames queued */
+    bool ended;             /* the LM thread pushed its last frame */
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* signalled on push, pop, end and cancel */
+} frame_queue;
+
 typedef struct synth {
     kz_session *s;
     const kz_plan *plan;
     const kz_model *m;
+    size_t groups;
+    /* LM stage */
     kz_talker_state ts;
     kz_prompt prompt;
     kz_rng rng;
@@ -31,15 +50,21 @@ typedef struct synth {
     float *logits;         /* [vocab] working copy */
     float *input;          /* [D] next talker input */
     float *emb;            /* [D] embedding row */
-    int32_t *codes;        /* [chunk_frames, groups] codes awaiting decode */
-    float *pcm;            /* [chunk_frames * samples_per_frame] */
+    int32_t *frame;        /* [groups] frame being built */
     float *cp_logits;      /* [15, cp vocab] when observed, else NULL */
-    int32_t n_pending;     /* frames in codes not yet decoded */
     int64_t n_frames;      /* frames generated */
-    int64_t n_decoded;     /* frames decoded */
+    double cp_sampling_ms; /* sampling time inside the code predictor (not CP time) */
+    kz_status lm_status;
+    char lm_error[512];    /* the LM thread's message (last errors are thread-local) */
+    /* shared */
+    frame_queue q;
+    atomic_bool cancel;
+    /* codec stage */
+    int32_t *chunk;        /* [max chunk, groups] codes to decode */
+    float *pcm;            /* [max chunk * samples_per_frame] */
+    int64_t n_decoded;
     kz_audio_fn on_audio;
     void *audio_user;
-    double cp_sampling_ms; /* sampling time inside the code predictor (not CP time) */
 } synth;
 
 static double now_ms(void) {
@@ -48,55 +73,66 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+static void observe(synth *y, const char *name, const float *data, size_t rows, size_t cols) {
+    if (y->s->observe) {
+        y->s->observe(y->s->observe_user, name, y->n_frames, data, rows, cols);
+    }
+}
+
+/* --- setup ------------------------------------------------------------------ */
+
+static size_t max_chunk(const kz_plan *p) {
+    return (size_t)(p->chunk_frames > p->first_chunk_frames ? p->chunk_frames
+                                                            : p->first_chunk_frames);
+}
+
 static kz_status setup(synth *y) {
     const kz_model *m = y->m;
     size_t D = (size_t)m->talker.cfg.hidden_size, V = (size_t)m->talker.cfg.vocab_size;
-    size_t groups = (size_t)m->talker.cfg.num_code_groups;
     size_t n_rows = kz_prompt_rows(&y->plan->prompt, &m->talker);
     size_t max_tok = n_rows > 64 ? n_rows : 64;
-    kz_status st = kz_talker_state_init(&y->ts, &m->talker, n_rows + (size_t)y->plan->max_frames + 1,
-                                        max_tok);
+    y->groups = (size_t)m->talker.cfg.num_code_groups;
+    kz_status st = kz_talker_state_init(&y->ts, &m->talker,
+                                        n_rows + (size_t)y->plan->max_frames + 1, max_tok);
     size_t vmax = V > (size_t)m->cp.cfg.vocab_size ? V : (size_t)m->cp.cfg.vocab_size;
+    size_t chunk = max_chunk(y->plan);
     y->seen = calloc(V, 1);
     y->scratch = malloc(kz_sampler_scratch_bytes(vmax));
     y->logits = malloc(vmax * sizeof(float));
     y->input = malloc(D * sizeof(float));
     y->emb = malloc(D * sizeof(float));
-    y->codes = malloc((size_t)y->plan->chunk_frames * groups * sizeof(int32_t));
-    y->pcm = malloc((size_t)y->plan->chunk_frames * (size_t)m->codec_cfg.decode_upsample_rate *
-                    sizeof(float));
-    if (y->s->observe) {
-        y->cp_logits = malloc((size_t)m->cp.n_steps * (size_t)m->cp.cfg.vocab_size * sizeof(float));
-        st = st == KZ_OK && !y->cp_logits
-                 ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for synthesis")
-                 : st;
-    }
+    y->frame = malloc(y->groups * sizeof(int32_t));
+    y->q.codes = malloc(QUEUE_FRAMES * y->groups * sizeof(int32_t));
+    y->chunk = malloc(chunk * y->groups * sizeof(int32_t));
+    y->pcm = malloc(chunk * (size_t)m->codec_cfg.decode_upsample_rate * sizeof(float));
+    y->cp_logits = y->s->observe ? malloc((size_t)m->cp.n_steps * (size_t)m->cp.cfg.vocab_size *
+                                          sizeof(float))
+                                 : NULL;
     if (st == KZ_OK && (!y->seen || !y->scratch || !y->logits || !y->input || !y->emb ||
-                        !y->codes || !y->pcm)) {
+                        !y->frame || !y->q.codes || !y->chunk || !y->pcm ||
+                        (y->s->observe && !y->cp_logits))) {
         st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for synthesis");
     }
     kz_rng_seed(&y->rng, y->plan->seed);
+    pthread_mutex_init(&y->q.lock, NULL);
+    pthread_cond_init(&y->q.changed, NULL);
+    atomic_init(&y->cancel, false);
     return st;
 }
 
 static void teardown(synth *y) {
     kz_talker_state_free(&y->ts);
     kz_prompt_free(&y->prompt);
-    free(y->seen);
-    free(y->scratch);
-    free(y->logits);
-    free(y->input);
-    free(y->emb);
-    free(y->codes);
-    free(y->pcm);
-    free(y->cp_logits);
+    void *bufs[] = {y->seen,  y->scratch, y->logits, y->input, y->emb,
+                    y->frame, y->q.codes, y->chunk,  y->pcm,   y->cp_logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
+    pthread_mutex_destroy(&y->q.lock);
+    pthread_cond_destroy(&y->q.changed);
 }
 
-static void observe(synth *y, const char *name, const float *data, size_t rows, size_t cols) {
-    if (y->s->observe) {
-        y->s->observe(y->s->observe_user, name, y->n_frames, data, rows, cols);
-    }
-}
+/* --- LM stage ------------------------------------------------------------------ */
 
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
@@ -139,12 +175,12 @@ static int32_t pick_cp(void *user, float *logits, size_t n) {
 }
 
 /* Next talker input: sum of the frame's 16 embeddings + trailing text vector. */
-static void feedback(synth *y, const int32_t *frame) {
+static void feedback(synth *y) {
     const kz_model *m = y->m;
     size_t D = (size_t)m->talker.cfg.hidden_size;
-    kz_talker_codec_vector(&m->talker, frame[0], y->input);
-    for (int i = 1; i < m->talker.cfg.num_code_groups; i++) {
-        kz_matrix_row(&m->cp.embeddings[i - 1], (size_t)frame[i], y->emb);
+    kz_talker_codec_vector(&m->talker, y->frame[0], y->input);
+    for (size_t i = 1; i < y->groups; i++) {
+        kz_matrix_row(&m->cp.embeddings[i - 1], (size_t)y->frame[i], y->emb);
         for (size_t k = 0; k < D; k++) {
             y->input[k] = y->input[k] + y->emb[k];
         }
@@ -157,56 +193,52 @@ static void feedback(synth *y, const int32_t *frame) {
     }
 }
 
-static kz_status decode_pending(synth *y, bool is_last) {
-    if (y->n_pending == 0) {
-        return KZ_OK;
+/* Appends y->frame to the queue, waiting while it is full; false if cancelled. */
+static bool push_frame(synth *y) {
+    frame_queue *q = &y->q;
+    pthread_mutex_lock(&q->lock);
+    while (q->count == QUEUE_FRAMES && !atomic_load(&y->cancel)) {
+        pthread_cond_wait(&q->changed, &q->lock);
     }
-    kz_codec_decode(&y->m->decoder, &y->s->codec, &y->s->exec, y->codes, (size_t)y->n_pending,
-                    y->pcm);
-    size_t n = (size_t)y->n_pending * (size_t)y->m->codec_cfg.decode_upsample_rate;
-    y->s->codec_frames += y->n_pending;
-    int64_t pos = y->n_decoded;
-    y->n_decoded += y->n_pending;
-    y->n_pending = 0;
-    if (!y->on_audio(y->pcm, n, pos, is_last, y->audio_user)) {
-        return kz_error_set(KZ_STATUS_CANCELLED, "cancelled by the audio callback at frame %lld",
-                            (long long)pos);
+    bool ok = !atomic_load(&y->cancel);
+    if (ok) {
+        size_t slot = (q->head + q->count) % QUEUE_FRAMES;
+        memcpy(q->codes + slot * y->groups, y->frame, y->groups * sizeof(int32_t));
+        q->count++;
+        pthread_cond_broadcast(&q->changed);
     }
-    return KZ_OK;
+    pthread_mutex_unlock(&q->lock);
+    return ok;
 }
 
-/* One frame: c0 was picked; predict the rest, report, feed back. */
-static kz_status frame_step(synth *y, int32_t c0) {
+/* c0 was picked: predict codebooks 1.., queue the frame, run the talker step. */
+static bool frame_step(synth *y, int32_t c0) {
     const kz_model *m = y->m;
-    size_t groups = (size_t)m->talker.cfg.num_code_groups, D = (size_t)m->talker.cfg.hidden_size;
-    int32_t *frame = y->codes + (size_t)y->n_pending * groups;
-    frame[0] = c0;
+    size_t D = (size_t)m->talker.cfg.hidden_size;
+    y->frame[0] = c0;
     double t0 = now_ms();
     y->cp_sampling_ms = 0;
     kz_talker_codec_vector(&m->talker, c0, y->emb);
     kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts.hidden, y->emb, pick_cp, y,
-                          frame + 1, y->cp_logits);
+                          y->frame + 1, y->cp_logits);
     if (y->cp_logits) {
         observe(y, "cp_logits", y->cp_logits, (size_t)m->cp.n_steps, (size_t)m->cp.cfg.vocab_size);
     }
     double t1 = now_ms();
     y->s->stats.code_predictor_ms += t1 - t0 - y->cp_sampling_ms;
-    if (y->plan->on_frame &&
-        !y->plan->on_frame(frame, (int32_t)groups, y->n_frames, y->plan->frame_user)) {
-        return kz_error_set(KZ_STATUS_CANCELLED, "cancelled by the frame callback at frame %lld",
-                            (long long)y->n_frames);
+    if (!push_frame(y)) {
+        return false;
     }
-    feedback(y, frame);
+    feedback(y);
     y->n_frames++;
-    y->n_pending++;
     y->s->stats.frames++;
     memcpy(y->emb, y->input, D * sizeof(float));
     kz_talker_forward(&m->talker, &y->ts, &y->s->lm, y->emb, 1);
     y->s->stats.talker_ms += now_ms() - t1;
-    return KZ_OK;
+    return true;
 }
 
-/* Whether the loop ends before frame n_frames: exact count, cap, or EOS. */
+/* Whether generation ends before frame n_frames: exact count, cap, or EOS. */
 static bool finished(const synth *y, int32_t c0) {
     if (y->plan->frames > 0) {
         return y->n_frames >= y->plan->frames;
@@ -214,34 +246,126 @@ static bool finished(const synth *y, int32_t c0) {
     return c0 == y->m->talker.cfg.codec_eos_token_id || y->n_frames >= y->plan->max_frames;
 }
 
-/* Picks c0 before flushing a full chunk, so the final chunk is known to be final. */
-static kz_status loop(synth *y) {
-    for (;;) {
+static void *lm_thread(void *arg) {
+    synth *y = arg;
+    y->lm_status = prefill(y);
+    if (y->lm_status != KZ_OK) {
+        snprintf(y->lm_error, sizeof y->lm_error, "%s", kz_error_get());
+    }
+    while (y->lm_status == KZ_OK && !atomic_load(&y->cancel)) {
         bool exact_done = y->plan->frames > 0 && y->n_frames >= y->plan->frames;
         int32_t c0 = exact_done ? -1 : pick_c0(y);
-        bool end = exact_done || finished(y, c0);
-        if (end && y->n_frames == 0) {
-            return kz_error_set(KZ_STATUS_INTERNAL, "no frame generated");
-        }
-        if (end || y->n_pending == y->plan->chunk_frames) {
-            kz_status st = decode_pending(y, end);
-            if (st != KZ_OK || end) {
-                return st;
-            }
-        }
-        kz_status st = frame_step(y, c0);
-        if (st != KZ_OK) {
-            return st;
+        if (exact_done || finished(y, c0) || !frame_step(y, c0)) {
+            break;
         }
     }
+    pthread_mutex_lock(&y->q.lock);
+    y->q.ended = true;
+    pthread_cond_broadcast(&y->q.changed);
+    pthread_mutex_unlock(&y->q.lock);
+    return NULL;
+}
+
+/* --- codec stage (calling thread) ---------------------------------------------- */
+
+/* Moves up to `want` frames into y->chunk, waiting for them or for the end;
+ * *last is set when no frame will follow. */
+static size_t pop_frames(synth *y, size_t want, bool *last) {
+    frame_queue *q = &y->q;
+    pthread_mutex_lock(&q->lock);
+    while (q->count < want && !q->ended) {
+        pthread_cond_wait(&q->changed, &q->lock);
+    }
+    size_t n = q->count < want ? q->count : want;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(y->chunk + i * y->groups, q->codes + ((q->head + i) % QUEUE_FRAMES) * y->groups,
+               y->groups * sizeof(int32_t));
+    }
+    q->head = (q->head + n) % QUEUE_FRAMES;
+    q->count -= n;
+    *last = q->ended && q->count == 0;
+    pthread_cond_broadcast(&q->changed);
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+static kz_status report_frames(synth *y, size_t n) {
+    if (!y->plan->on_frame) {
+        return KZ_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t pos = y->n_decoded + (int64_t)i;
+        if (!y->plan->on_frame(y->chunk + i * y->groups, (int32_t)y->groups, pos,
+                               y->plan->frame_user)) {
+            return kz_error_set(KZ_STATUS_CANCELLED,
+                                "cancelled by the frame callback at frame %lld", (long long)pos);
+        }
+    }
+    return KZ_OK;
+}
+
+static kz_status decode_chunk(synth *y, size_t n, bool last) {
+    kz_status st = report_frames(y, n);
+    if (st != KZ_OK) {
+        return st;
+    }
+    if (n) {
+        kz_codec_decode(&y->m->decoder, &y->s->codec, &y->s->exec, y->chunk, n, y->pcm);
+        y->s->codec_frames += (int64_t)n;
+    }
+    int64_t pos = y->n_decoded;
+    y->n_decoded += (int64_t)n;
+    size_t n_samples = n * (size_t)y->m->codec_cfg.decode_upsample_rate;
+    if (!y->on_audio(y->pcm, n_samples, pos, last, y->audio_user)) {
+        return kz_error_set(KZ_STATUS_CANCELLED, "cancelled by the audio callback at frame %lld",
+                            (long long)pos);
+    }
+    return KZ_OK;
+}
+
+static kz_status consume(synth *y) {
+    bool last = false;
+    kz_status st = KZ_OK;
+    while (st == KZ_OK && !last) {
+        size_t want = (size_t)(y->n_decoded == 0 ? y->plan->first_chunk_frames
+                                                  : y->plan->chunk_frames);
+        size_t n = pop_frames(y, want, &last);
+        if (n == 0 && y->n_decoded == 0 && last) {
+            break; // nothing generated: the LM stage failed
+        }
+        st = decode_chunk(y, n, last);
+    }
+    return st;
+}
+
+static void cancel_lm(synth *y) {
+    pthread_mutex_lock(&y->q.lock);
+    atomic_store(&y->cancel, true);
+    pthread_cond_broadcast(&y->q.changed);
+    pthread_mutex_unlock(&y->q.lock);
 }
 
 kz_status kz_synth_run(kz_session *s, const kz_plan *plan, kz_audio_fn on_audio, void *user) {
     synth y = {.s = s, .plan = plan, .m = s->model, .on_audio = on_audio, .audio_user = user};
     kz_status st = setup(&y);
     kz_codec_state_reset(&s->codec);
-    st = st == KZ_OK ? prefill(&y) : st;
-    st = st == KZ_OK ? loop(&y) : st;
+    s->exec.pool = s->codec_pool;
+    pthread_t lm;
+    if (st == KZ_OK && pthread_create(&lm, NULL, lm_thread, &y) != 0) {
+        st = kz_error_set(KZ_STATUS_INTERNAL, "cannot start the synthesis thread");
+    } else if (st == KZ_OK) {
+        st = consume(&y);
+        if (st != KZ_OK) {
+            cancel_lm(&y);
+        }
+        pthread_join(lm, NULL);
+        if (st == KZ_OK && y.lm_status != KZ_OK) {
+            st = kz_error_set(y.lm_status, "%s", y.lm_error);
+        } else if (st == KZ_OK && y.n_frames == 0) {
+            st = kz_error_set(KZ_STATUS_INTERNAL, "no frame generated");
+        }
+    }
+    s->exec.pool = s->pool;
     teardown(&y);
     return st;
 }

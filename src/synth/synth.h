@@ -18,7 +18,8 @@ typedef struct kz_plan {
     uint64_t seed;
     int32_t frames;       /* exact count, or 0 */
     int32_t max_frames;   /* >= 1 */
-    int32_t chunk_frames; /* frames per audio callback */
+    int32_t first_chunk_frames; /* frames of the first audio callback */
+    int32_t chunk_frames; /* frames per later audio callback */
     kz_frame_fn on_frame;
     void *frame_user;
 } kz_plan;
