@@ -237,11 +237,24 @@ typedef enum kz_text_layout {
 typedef bool (*kz_frame_fn)(const int32_t *codes, int32_t n_codebooks, int64_t pos_frame,
                             void *user);
 
+/* Streaming text input: called on the synthesis (LM) thread whenever the engine needs
+ * more text. Write up to cap bytes of the next piece of UTF-8 text into buf and set
+ * *n_bytes (0 is allowed); set *done when no text will follow (the last piece may come
+ * with it). It may block until text is available (e.g. the next token of an LLM).
+ * Return false to cancel the synthesis. */
+typedef bool (*kz_text_pull_fn)(char *buf, size_t cap, size_t *n_bytes, bool *done, void *user);
+
 typedef struct kz_request {
     const char *text;          /* UTF-8 text to speak; or NULL when token_ids are given */
     const int32_t *token_ids;  /* ids of the user text only (the engine adds the chat
                                   wrapping); used when text is NULL */
     size_t n_token_ids;
+    kz_text_pull_fn text_pull; /* streaming text input (text and token_ids NULL): generation
+                                  starts once the first tokens are known, uses the
+                                  streaming-text layout, and does not end while more text is
+                                  promised. At most 16 KB of text and max_frames (default
+                                  1500, 2 minutes) frames. */
+    void *text_user;
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
     const char *language;      /* "auto" (default) or a language name */
     const char *instruct;      /* style instruction (1.7B CustomVoice, VoiceDesign) or NULL;

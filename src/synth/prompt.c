@@ -101,9 +101,10 @@ kz_status kz_prompt_build(kz_prompt *p, const kz_prompt_spec *spec, const kz_tts
     p->rows = malloc(p->n_rows * D * sizeof(float));
     p->trailing = malloc(p->n_trailing * D * sizeof(float));
     p->pad = malloc(D * sizeof(float));
+    p->eos = malloc(D * sizeof(float));
     float *specials = malloc(3 * D * sizeof(float));
     float *text = malloc(spec->n_text * D * sizeof(float));
-    if (!p->rows || !p->trailing || !p->pad || !specials || !text) {
+    if (!p->rows || !p->trailing || !p->pad || !p->eos || !specials || !text) {
         free(specials);
         free(text);
         kz_prompt_free(p);
@@ -122,6 +123,7 @@ kz_status kz_prompt_build(kz_prompt *p, const kz_prompt_spec *spec, const kz_tts
     at += tag_rows(p->rows + at * D, tags, n_tags, specials, t);
     body(p, at, spec, text, specials, t);
     memcpy(p->pad, specials, D * sizeof(float));
+    memcpy(p->eos, specials + 2 * D, D * sizeof(float));
     free(specials);
     free(text);
     return KZ_OK;
@@ -131,5 +133,6 @@ void kz_prompt_free(kz_prompt *p) {
     free(p->rows);
     free(p->trailing);
     free(p->pad);
+    free(p->eos);
     memset(p, 0, sizeof *p);
 }

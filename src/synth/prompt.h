@@ -37,6 +37,7 @@ typedef struct kz_prompt {
     float *trailing;    /* [n_trailing, D] text vectors added to generated frames, owned */
     size_t n_trailing;
     float *pad;         /* [D] PAD_T, added once trailing is exhausted, owned */
+    float *eos;         /* [D] EOS_T (end of text), owned */
 } kz_prompt;
 
 /* Number of prefill rows spec would produce. */

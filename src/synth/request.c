@@ -19,6 +19,7 @@
 
 #define GUARD_BASE_FRAMES 50
 #define GUARD_FRAMES_PER_TOKEN 8
+#define STREAM_TEXT_MAX_FRAMES 1500
 
 static bool is_blank(const char *s) {
     for (; *s; s++) {
@@ -64,6 +65,21 @@ static kz_status tokenize_wrapped(const kz_model *m, const char *prefix, const c
 static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p,
                               kz_plan_ids *ids) {
     const kz_tts_config *c = &m->cfg;
+    if (r->text_pull) {
+        if (r->text || r->token_ids) {
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                                "streaming text input excludes text and token_ids");
+        }
+        if (!m->tokenizer) {
+            return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                                "%s has no tokenizer files (vocab.json, merges.txt)", m->path);
+        }
+        ids->role[0] = c->im_start_token_id, ids->role[1] = 77091, ids->role[2] = 198;
+        p->prompt.role_ids = ids->role;
+        p->text_pull = r->text_pull;
+        p->text_user = r->text_user;
+        return KZ_OK;
+    }
     if (!r->text) {
         if (!r->token_ids || r->n_token_ids == 0) {
             return kz_error_set(KZ_STATUS_BAD_INPUT, "no text and no token ids to speak");
@@ -219,13 +235,15 @@ static void fill_sampling(const kz_request *r, kz_plan *p) {
     p->first_chunk_frames = r->first_chunk_frames;
     p->on_frame = r->on_frame;
     p->frame_user = r->frame_user;
+    p->split = (kz_split_mode)r->split;
 }
 
 /* Frame cap: the request's, else the runaway guard (see kz_request in kztts.h),
  * never above the model's max_new_tokens - 1 (the official loop's limit). */
 static int32_t frame_cap(const kz_model *m, const kz_request *r, size_t n_text) {
-    int64_t cap = r->max_frames > 0 ? r->max_frames
-                                    : GUARD_BASE_FRAMES + GUARD_FRAMES_PER_TOKEN * (int64_t)n_text;
+    int64_t guard = r->text_pull ? STREAM_TEXT_MAX_FRAMES
+                                 : GUARD_BASE_FRAMES + GUARD_FRAMES_PER_TOKEN * (int64_t)n_text;
+    int64_t cap = r->max_frames > 0 ? r->max_frames : guard;
     int64_t limit = m->gen.max_new_tokens > 1 ? m->gen.max_new_tokens - 1 : 1;
     if (r->frames > 0) {
         return r->frames;
@@ -251,7 +269,7 @@ kz_status kz_request_resolve(const kz_model *m, const kz_request *r, kz_plan *pl
     }
     fill_sampling(r, plan);
     plan->max_frames = frame_cap(m, r, plan->prompt.n_text);
-    plan->prompt.streaming = r->layout == KZ_LAYOUT_STREAMING;
+    plan->prompt.streaming = r->layout == KZ_LAYOUT_STREAMING || r->text_pull;
     return KZ_OK;
 }
 

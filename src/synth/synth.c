@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "runtime/error.h"
+#include "synth/text_feed.h"
 
 #define QUEUE_FRAMES 64
 
@@ -43,13 +44,17 @@ typedef struct synth {
     size_t groups;
     /* LM stage */
     kz_talker_state ts;
+    kz_prompt_spec spec;   /* the plan's prompt, with streamed text ids filled in */
     kz_prompt prompt;
+    kz_text_feed feed;     /* streaming text input, when plan->text_pull */
+    bool streaming_text;
     kz_rng rng;
     uint8_t *seen;         /* [vocab] codebook-0 codes sampled so far */
     void *scratch;         /* sampler scratch */
     float *logits;         /* [vocab] working copy */
     float *input;          /* [D] next talker input */
     float *emb;            /* [D] embedding row */
+    float *tvec;           /* [D] streamed text vector */
     int32_t *frame;        /* [groups] frame being built */
     float *cp_logits;      /* [15, cp vocab] when observed, else NULL */
     int64_t n_frames;      /* frames generated */
@@ -101,6 +106,7 @@ static kz_status setup(synth *y) {
     y->logits = malloc(vmax * sizeof(float));
     y->input = malloc(D * sizeof(float));
     y->emb = malloc(D * sizeof(float));
+    y->tvec = malloc(D * sizeof(float));
     y->frame = malloc(y->groups * sizeof(int32_t));
     y->q.codes = malloc(QUEUE_FRAMES * y->groups * sizeof(int32_t));
     y->chunk = malloc(chunk * y->groups * sizeof(int32_t));
@@ -108,10 +114,16 @@ static kz_status setup(synth *y) {
     y->cp_logits = y->s->observe ? malloc((size_t)m->cp.n_steps * (size_t)m->cp.cfg.vocab_size *
                                           sizeof(float))
                                  : NULL;
-    if (st == KZ_OK && (!y->seen || !y->scratch || !y->logits || !y->input || !y->emb ||
+    if (st == KZ_OK && (!y->seen || !y->scratch || !y->logits || !y->input || !y->emb || !y->tvec ||
                         !y->frame || !y->q.codes || !y->chunk || !y->pcm ||
                         (y->s->observe && !y->cp_logits))) {
         st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for synthesis");
+    }
+    y->spec = y->plan->prompt;
+    y->streaming_text = y->plan->text_pull != NULL;
+    if (st == KZ_OK && y->streaming_text) {
+        st = kz_text_feed_init(&y->feed, m->tokenizer, y->plan->split, y->plan->text_pull,
+                               y->plan->text_user);
     }
     kz_rng_seed(&y->rng, y->plan->seed);
     pthread_mutex_init(&y->q.lock, NULL);
@@ -123,7 +135,10 @@ static kz_status setup(synth *y) {
 static void teardown(synth *y) {
     kz_talker_state_free(&y->ts);
     kz_prompt_free(&y->prompt);
-    void *bufs[] = {y->seen,  y->scratch, y->logits, y->input, y->emb,
+    if (y->streaming_text) {
+        kz_text_feed_free(&y->feed);
+    }
+    void *bufs[] = {y->seen,  y->scratch, y->logits, y->input, y->emb, y->tvec,
                     y->frame, y->q.codes, y->chunk,  y->pcm,   y->cp_logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
@@ -134,10 +149,22 @@ static void teardown(synth *y) {
 
 /* --- LM stage ------------------------------------------------------------------ */
 
+/* Streaming text: wait for the first token; the prompt holds only t0. */
+static kz_status first_text(synth *y) {
+    kz_status st = kz_text_feed_need(&y->feed, 1);
+    if (st == KZ_OK && y->feed.n_ids == 0) {
+        st = kz_error_set(KZ_STATUS_BAD_INPUT, "the streamed text gives no tokens to speak");
+    }
+    y->spec.text_ids = y->feed.ids;
+    y->spec.n_text = 1;
+    return st;
+}
+
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
-    kz_status st = kz_prompt_build(&y->prompt, &y->plan->prompt, &y->m->cfg, &y->m->talker,
-                                   &y->ts, &y->s->lm);
+    kz_status st = y->streaming_text ? first_text(y) : KZ_OK;
+    st = st ? st : kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker, &y->ts,
+                                   &y->s->lm);
     if (st == KZ_OK) {
         observe(y, "prefill_rows", y->prompt.rows, y->prompt.n_rows,
                 (size_t)y->m->talker.cfg.hidden_size);
@@ -155,7 +182,8 @@ static int32_t pick_c0(synth *y) {
     size_t V = (size_t)c->vocab_size;
     observe(y, "talker_logits", y->ts.logits, 1, V);
     memcpy(y->logits, y->ts.logits, V * sizeof(float));
-    bool mask_eos = y->plan->frames > 0 || y->n_frames < 2;
+    bool mask_eos = y->plan->frames > 0 || y->n_frames < 2 ||
+                    (y->streaming_text && !y->feed.done);
     kz_logits_talker(y->logits, V, y->seen, y->plan->repetition_penalty, mask_eos,
                      c->codec_eos_token_id, y->m->cp.cfg.vocab_size);
     int32_t c0 = kz_sample(y->logits, V, &y->plan->talker, &y->rng, y->scratch);
@@ -174,8 +202,25 @@ static int32_t pick_cp(void *user, float *logits, size_t n) {
     return code;
 }
 
+/* Text-track vector for generated frame f from the streamed text: T(t_{f+1}),
+ * EOS_T right after the last token, PAD_T afterwards (the streaming layout). */
+static kz_status streamed_text_vector(synth *y, const float **out) {
+    size_t next = (size_t)y->n_frames + 1;
+    kz_status st = kz_text_feed_need(&y->feed, next + 1);
+    if (st != KZ_OK) {
+        return st;
+    }
+    if (next < y->feed.n_ids) {
+        kz_talker_text_vectors(&y->m->talker, &y->ts, &y->s->lm, &y->feed.ids[next], 1, y->tvec);
+        *out = y->tvec;
+    } else {
+        *out = next == y->feed.n_ids ? y->prompt.eos : y->prompt.pad;
+    }
+    return KZ_OK;
+}
+
 /* Next talker input: sum of the frame's 16 embeddings + trailing text vector. */
-static void feedback(synth *y) {
+static kz_status feedback(synth *y) {
     const kz_model *m = y->m;
     size_t D = (size_t)m->talker.cfg.hidden_size;
     kz_talker_codec_vector(&m->talker, y->frame[0], y->input);
@@ -188,9 +233,14 @@ static void feedback(synth *y) {
     const float *text = (size_t)y->n_frames < y->prompt.n_trailing
                             ? y->prompt.trailing + (size_t)y->n_frames * D
                             : y->prompt.pad;
+    kz_status st = y->streaming_text ? streamed_text_vector(y, &text) : KZ_OK;
+    if (st != KZ_OK) {
+        return st;
+    }
     for (size_t k = 0; k < D; k++) {
         y->input[k] = y->input[k] + text[k];
     }
+    return KZ_OK;
 }
 
 /* Appends y->frame to the queue, waiting while it is full; false if cancelled. */
@@ -229,7 +279,10 @@ static bool frame_step(synth *y, int32_t c0) {
     if (!push_frame(y)) {
         return false;
     }
-    feedback(y);
+    y->lm_status = feedback(y);
+    if (y->lm_status != KZ_OK) {
+        return false;
+    }
     y->n_frames++;
     y->s->stats.frames++;
     memcpy(y->emb, y->input, D * sizeof(float));
@@ -243,21 +296,27 @@ static bool finished(const synth *y, int32_t c0) {
     if (y->plan->frames > 0) {
         return y->n_frames >= y->plan->frames;
     }
-    return c0 == y->m->talker.cfg.codec_eos_token_id || y->n_frames >= y->plan->max_frames;
+    int64_t cap = y->plan->max_frames;
+    if (y->streaming_text && y->feed.done) {
+        // Once all text is known the runaway guard applies as for text given at once.
+        int64_t guard = 50 + 8 * (int64_t)y->feed.n_ids;
+        cap = guard < cap ? guard : cap;
+    }
+    return c0 == y->m->talker.cfg.codec_eos_token_id || y->n_frames >= cap;
 }
 
 static void *lm_thread(void *arg) {
     synth *y = arg;
     y->lm_status = prefill(y);
-    if (y->lm_status != KZ_OK) {
-        snprintf(y->lm_error, sizeof y->lm_error, "%s", kz_error_get());
-    }
     while (y->lm_status == KZ_OK && !atomic_load(&y->cancel)) {
         bool exact_done = y->plan->frames > 0 && y->n_frames >= y->plan->frames;
         int32_t c0 = exact_done ? -1 : pick_c0(y);
         if (exact_done || finished(y, c0) || !frame_step(y, c0)) {
             break;
         }
+    }
+    if (y->lm_status != KZ_OK) {
+        snprintf(y->lm_error, sizeof y->lm_error, "%s", kz_error_get());
     }
     pthread_mutex_lock(&y->q.lock);
     y->q.ended = true;

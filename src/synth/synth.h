@@ -22,6 +22,9 @@ typedef struct kz_plan {
     int32_t chunk_frames; /* frames per later audio callback */
     kz_frame_fn on_frame;
     void *frame_user;
+    kz_text_pull_fn text_pull; /* streaming text input, or NULL */
+    void *text_user;
+    kz_split_mode split;
 } kz_plan;
 
 kz_status kz_synth_run(kz_session *s, const kz_plan *plan, kz_audio_fn on_audio, void *user);

@@ -423,3 +423,56 @@ kz_status kz_tokenizer_encode(const kz_tokenizer *t, const char *text, size_t n_
     *n_ids = e.out.n_ids;
     return KZ_OK;
 }
+
+/* ---- incremental text --------------------------------------------------- */
+
+typedef struct piece_starts {
+    const uint8_t *base;
+    size_t last, before_last; /* offsets of the last two pieces' starts */
+    size_t count;
+} piece_starts;
+
+static kz_status note_piece(const uint8_t *piece, size_t n_bytes, void *user) {
+    piece_starts *p = user;
+    (void)n_bytes;
+    p->before_last = p->last;
+    p->last = (size_t)(piece - p->base);
+    p->count++;
+    return KZ_OK;
+}
+
+/* Length of the longest prefix of text that ends on a complete UTF-8 sequence. */
+static size_t complete_utf8(const uint8_t *s, size_t n) {
+    size_t i = n;
+    while (i > 0 && n - i < 4 && (s[i - 1] & 0xC0) == 0x80) {
+        i--;
+    }
+    if (i == 0) {
+        return n;
+    }
+    uint8_t lead = s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return n - (i - 1) >= need ? n : i - 1;
+}
+
+size_t kz_tokenizer_stable_prefix(const kz_tokenizer *t, const char *text, size_t n_bytes,
+                                  kz_split_mode mode) {
+    const uint8_t *s = (const uint8_t *)text;
+    size_t n = complete_utf8(s, n_bytes);
+    if (utf8_invalid_at(s, n) != n) {
+        return 0;
+    }
+    size_t span = 0;
+    for (size_t pos = 0; pos < n;) {
+        const added_token *a = added_at(t, s, n, pos);
+        pos += a ? a->n_bytes : 1;
+        span = a ? pos : span;
+    }
+    piece_starts p = {.base = s + span};
+    if (kz_pretokenizer_split(t->pre, mode, s + span, n - span, note_piece, &p) != KZ_OK) {
+        return span;
+    }
+    // Appending text can change the last piece and, through the regex's one-character
+    // lookahead, the piece before it; everything earlier is final.
+    return p.count >= 2 ? span + p.before_last : span;
+}

@@ -32,6 +32,14 @@ void kz_tokenizer_free(kz_tokenizer *t);
 kz_status kz_tokenizer_encode(const kz_tokenizer *t, const char *text, size_t n_bytes,
                               kz_split_mode mode, int32_t **ids, size_t *n_ids);
 
+/* For text that may still grow: a byte offset b <= n_bytes such that encoding
+ * text[0, b) gives a prefix of the ids of any longer text starting with
+ * text[0, n_bytes). It stops before the last two pre-tokenizer pieces (appending
+ * can change those) and before an incomplete UTF-8 sequence at the end; 0 for
+ * invalid UTF-8. */
+size_t kz_tokenizer_stable_prefix(const kz_tokenizer *t, const char *text, size_t n_bytes,
+                                  kz_split_mode mode);
+
 /* Id of an exact token string, or -1: an added token's content ("<|im_start|>")
  * or a vocabulary token as spelled in vocab.json ("assistant", "Ġthe", "Ċ"). */
 int32_t kz_tokenizer_find(const kz_tokenizer *t, const char *token);

@@ -94,6 +94,32 @@ def good_paths(k, model, work):
           f"tokenize: {r.stdout!r} {r.stderr!r}")
 
 
+def streaming_text(k, model, work):
+    """Text arriving token by token (pipe, with pauses) gives the codes and audio of the
+    same text given at once in the streaming-text layout (greedy)."""
+    import time
+    pieces = ["Hello", " world", ",", " how", " are", " you", " today", "?", " Fine", "."]
+    whole = os.path.join(work, "whole.codes")
+    opts = ["-m", model, "-s", "ryan", "--greedy", "--frames", "12", "--format", "f32"]
+    r = run(k, ["synth"] + opts + ["--layout", "streaming", "--dump-codes", whole, "-o", "-",
+                                   "".join(pieces)])
+    check(r.returncode == 0, f"streaming layout run: {r.stderr.decode()}")
+    streamed = os.path.join(work, "streamed.codes")
+    p = subprocess.Popen([k, "synth"] + opts + ["--stream-text", "--stream", "--dump-codes",
+                                                streamed, "-o", "-"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for piece in pieces:
+        p.stdin.write(piece.encode())
+        p.stdin.flush()
+        time.sleep(0.05)
+    out, err = p.communicate(timeout=300)  # closes stdin: the end of the text
+    check(p.returncode == 0, f"--stream-text: {err.decode()}")
+    same_codes = p.returncode == 0 and open(whole).read() == open(streamed).read()
+    check(same_codes, "streamed text gives different codes than the text at once")
+    check(out == r.stdout and len(out) == 12 * 1920 * 4, "streamed text gives different audio")
+    print(f"ok   streaming text token by token == streaming layout at once ({len(pieces)} pieces)")
+
+
 def bad_inputs(k, a, model, work):
     base = ["-m", model, "-s", "ryan", "--frames", "3"]
     expect_error(k, "empty text", base + [""], "empty", work)
@@ -137,6 +163,7 @@ def main():
     for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
         shutil.copy(os.path.join(a.tokenizer, f), os.path.join(model, f))
     good_paths(a.kztts, model, a.work)
+    streaming_text(a.kztts, model, a.work)
     bad_inputs(a.kztts, a, model, a.work)
     print(f"test_cli_synth: {passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)

@@ -152,6 +152,14 @@ int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
     return 0;
 }
 
+int audio_out_flush(audio_out *o) {
+    if (o->snd) {
+        sf_write_sync(o->snd);
+        return 0;
+    }
+    return fflush(o->raw) == 0 ? 0 : -1;
+}
+
 int audio_out_finish(audio_out *o, bool success) {
     int rc = success ? 0 : -1;
     if (o->snd && sf_close(o->snd) != 0) {

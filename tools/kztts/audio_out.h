@@ -28,6 +28,9 @@ audio_out *audio_out_open(const char *path, const char *format, int32_t sample_r
 /* Appends samples in [-1, 1]. Returns 0, or -1 after printing the problem. */
 int audio_out_write(audio_out *o, const float *pcm, size_t n_samples);
 
+/* Pushes buffered audio to the destination now (streaming). Returns 0 or -1. */
+int audio_out_flush(audio_out *o);
+
 /* success: flush, close and rename into place; otherwise close and delete.
  * Returns 0 on success. Frees o. */
 int audio_out_finish(audio_out *o, bool success);

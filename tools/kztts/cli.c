@@ -29,6 +29,11 @@ static int parse_isa(const char *isa, kz_isa_cap *cap) {
 
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session) {
+    return cli_open_split(cmd, path, isa, n_threads, 0, 0, model, session);
+}
+
+int cli_open_split(const char *cmd, const char *path, const char *isa, int n_threads, int n_lm,
+                   int n_codec, kz_model **model, kz_session **session) {
     *model = NULL;
     *session = NULL;
     kz_model_params mp;
@@ -51,6 +56,8 @@ int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, 
     kz_session_params sp;
     kz_session_default_params(&sp);
     sp.n_threads = n_threads;
+    sp.n_threads_lm = n_lm;
+    sp.n_threads_codec = n_codec;
     st = kz_session_new(*model, &sp, session);
     if (st != KZ_OK) {
         cli_report(cmd, st);

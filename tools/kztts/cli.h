@@ -21,6 +21,10 @@ int cmd_tokenize(int argc, char **argv);
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session);
 
+/* cli_open with explicit LM / codec stage thread counts (0 = automatic). */
+int cli_open_split(const char *cmd, const char *path, const char *isa, int n_threads, int n_lm,
+                   int n_codec, kz_model **model, kz_session **session);
+
 /* Prints "kztts CMD: <status>: <last error>" to stderr. */
 void cli_report(const char *cmd, kz_status st);
 

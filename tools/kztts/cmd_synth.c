@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "audio_out.h"
@@ -23,9 +24,9 @@
 typedef struct synth_opts {
     const char *model, *out, *format, *isa, *speaker, *language, *instruct, *token_ids;
     const char *dump_codes, *layout, *split;
-    int64_t threads, seed, top_k, frames, max_frames, chunk;
+    int64_t threads, threads_lm, threads_codec, seed, top_k, frames, max_frames, chunk, first_chunk;
     double temperature, top_p, repetition_penalty;
-    bool greedy, help;
+    bool greedy, help, stream, stream_text;
 } synth_opts;
 
 typedef struct codes_log {
@@ -50,10 +51,29 @@ static bool log_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) 
     return true;
 }
 
+typedef struct sink {
+    audio_out *out;
+    bool flush; /* --stream: push every chunk out at once */
+} sink;
+
 static bool write_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    sink *s = user;
     (void)pos;
     (void)last;
-    return audio_out_write(user, pcm, n) == 0;
+    return audio_out_write(s->out, pcm, n) == 0 && (!s->flush || audio_out_flush(s->out) == 0);
+}
+
+/* --stream-text: hands over whatever stdin has delivered so far (blocking until
+ * something arrives); end of input ends the text. */
+static bool pull_stdin(char *buf, size_t cap, size_t *n, bool *done, void *user) {
+    (void)user;
+    ssize_t got = read(STDIN_FILENO, buf, cap);
+    if (got < 0) {
+        return false;
+    }
+    *n = (size_t)got;
+    *done = got == 0;
+    return true;
 }
 
 /* Reads all of stdin (bounded); NULL after printing the problem. */
@@ -113,6 +133,7 @@ static int fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
     r->frames = (int32_t)o->frames;
     r->max_frames = (int32_t)o->max_frames;
     r->chunk_frames = (int32_t)o->chunk;
+    r->first_chunk_frames = (int32_t)o->first_chunk;
     // Options left unset (NAN, -1) keep the model's generation_config.json values.
     r->temperature = isnan(o->temperature) ? r->temperature : (float)o->temperature;
     r->top_k = o->top_k < 0 ? r->top_k : (int32_t)o->top_k;
@@ -144,6 +165,7 @@ static int synthesize(const synth_opts *o, kz_model *m, kz_session *s, const cha
     r.text = text;
     r.token_ids = ids;
     r.n_token_ids = n_ids;
+    r.text_pull = o->stream_text ? pull_stdin : NULL;
     codes_log log = {0};
     if (o->dump_codes) {
         r.on_frame = log_frame;
@@ -153,7 +175,8 @@ static int synthesize(const synth_opts *o, kz_model *m, kz_session *s, const cha
     if (!out) {
         return 1;
     }
-    kz_status st = kz_synthesize(s, &r, write_chunk, out);
+    sink snk = {.out = out, .flush = o->stream};
+    kz_status st = kz_synthesize(s, &r, write_chunk, &snk);
     if (st != KZ_OK) {
         cli_report("synth", st);
     }
@@ -171,7 +194,12 @@ static int run(const synth_opts *o, const char *text_arg) {
     size_t n_ids = 0;
     char *stdin_text = NULL;
     const char *text = NULL;
-    if (o->token_ids) {
+    if (o->stream_text) {
+        if (text_arg || o->token_ids) {
+            fprintf(stderr, "kztts synth: --stream-text reads the text from stdin; give no TEXT\n");
+            return 2;
+        }
+    } else if (o->token_ids) {
         if (text_arg) {
             fprintf(stderr, "kztts synth: give either TEXT or --token-ids, not both\n");
             return 2;
@@ -190,7 +218,8 @@ static int run(const synth_opts *o, const char *text_arg) {
     kz_model *m;
     kz_session *s;
     int rc = 1;
-    if (cli_open("synth", o->model, o->isa, (int)o->threads, &m, &s) == 0) {
+    if (cli_open_split("synth", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
+                       (int)o->threads_codec, &m, &s) == 0) {
         rc = synthesize(o, m, s, text, ids, n_ids);
         kz_session_free(s);
         kz_model_free(m);
@@ -201,7 +230,7 @@ static int run(const synth_opts *o, const char *text_arg) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    synth_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4, .top_k = -1,
+    synth_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4, .first_chunk = 1, .top_k = -1,
                     .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN};
     const arg_spec specs[] = {
         {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   model directory or Hugging Face repo id"},
@@ -222,8 +251,13 @@ int cmd_synth(int argc, char **argv) {
         {"--dump-codes", NULL, ARG_STRING, &o.dump_codes, 0, 0, "FILE  write the generated codes (one frame per line)"},
         {"--layout", NULL, ARG_STRING, &o.layout, 0, 0, "L     non-streaming (default) or streaming text layout"},
         {"--split", NULL, ARG_STRING, &o.split, 0, 0, "S     tokenizer split: qwen2 (default) or mistral"},
-        {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per audio chunk (default 4)"},
+        {"--first-chunk", NULL, ARG_INT, &o.first_chunk, 1, 1024, "N     frames in the first audio chunk (default 1)"},
+        {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per later audio chunk (default 4)"},
+        {"--stream", NULL, ARG_FLAG, &o.stream, 0, 0, "write each chunk out as soon as it is decoded (for | aplay)"},
+        {"--stream-text", NULL, ARG_FLAG, &o.stream_text, 0, 0, "read the text from stdin as it arrives and speak while it comes"},
         {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
+        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default half)"},
+        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage (default the rest)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512 kernel cap"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };

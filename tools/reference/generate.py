@@ -28,7 +28,6 @@ until N frames exist (the (N+1)-th c0 is not computed).
 """
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import List, Optional
 

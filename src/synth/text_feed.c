@@ -1,0 +1,83 @@
+/*
+ * text_feed.c - streaming text input (see text_feed.h).
+ */
+#include "synth/text_feed.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/error.h"
+
+#define ROLE_PREFIX "<|im_start|>assistant\n"
+#define ROLE_SUFFIX "<|im_end|>\n<|im_start|>assistant\n"
+
+kz_status kz_text_feed_init(kz_text_feed *f, const kz_tokenizer *tok, kz_split_mode split,
+                            kz_text_pull_fn pull, void *user) {
+    memset(f, 0, sizeof *f);
+    *f = (kz_text_feed){.tok = tok, .split = split, .pull = pull, .user = user};
+    size_t room = sizeof ROLE_PREFIX + KZ_TEXT_FEED_BYTES + sizeof ROLE_SUFFIX;
+    f->text = malloc(room);
+    f->ids = malloc((KZ_TEXT_FEED_BYTES + 16) * sizeof *f->ids);
+    if (!f->text || !f->ids) {
+        kz_text_feed_free(f);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for streaming text");
+    }
+    memcpy(f->text, ROLE_PREFIX, sizeof ROLE_PREFIX - 1);
+    return KZ_OK;
+}
+
+void kz_text_feed_free(kz_text_feed *f) {
+    free(f->text);
+    free(f->ids);
+    memset(f, 0, sizeof *f);
+}
+
+/* Re-tokenizes the committed part: all of it when done, else the stable prefix. */
+static kz_status commit(kz_text_feed *f) {
+    size_t pre = sizeof ROLE_PREFIX - 1;
+    char *user_text = f->text + pre;
+    size_t n = f->n_bytes;
+    size_t drop_tail = 0;
+    if (f->done) {
+        memcpy(user_text + n, ROLE_SUFFIX, sizeof ROLE_SUFFIX);
+        n += sizeof ROLE_SUFFIX - 1;
+        drop_tail = 5;
+    } else {
+        n = kz_tokenizer_stable_prefix(f->tok, user_text, n, f->split);
+    }
+    int32_t *ids;
+    size_t n_ids;
+    kz_status st = kz_tokenizer_encode(f->tok, f->text, pre + n, f->split, &ids, &n_ids);
+    if (st != KZ_OK) {
+        return st;
+    }
+    size_t n_user = n_ids >= 3 + drop_tail ? n_ids - 3 - drop_tail : 0;
+    if (n_user > f->n_ids) {
+        memcpy(f->ids, ids + 3, n_user * sizeof *ids);
+        f->n_ids = n_user;
+    }
+    free(ids);
+    return KZ_OK;
+}
+
+kz_status kz_text_feed_need(kz_text_feed *f, size_t want) {
+    while (f->n_ids < want && !f->done) {
+        size_t pre = sizeof ROLE_PREFIX - 1, got = 0;
+        bool done = false;
+        if (!f->pull(f->text + pre + f->n_bytes, KZ_TEXT_FEED_BYTES - f->n_bytes, &got, &done,
+                     f->user)) {
+            return kz_error_set(KZ_STATUS_CANCELLED, "cancelled by the text callback");
+        }
+        if (got > KZ_TEXT_FEED_BYTES - f->n_bytes || (!done && f->n_bytes + got == KZ_TEXT_FEED_BYTES)) {
+            return kz_error_set(KZ_STATUS_BAD_INPUT, "streamed text is longer than %u bytes",
+                                KZ_TEXT_FEED_BYTES);
+        }
+        f->n_bytes += got;
+        f->done = done;
+        kz_status st = commit(f);
+        if (st != KZ_OK) {
+            return st;
+        }
+    }
+    return KZ_OK;
+}
