@@ -278,6 +278,9 @@ typedef struct kz_request {
     int32_t first_chunk_frames;/* frames of the first audio callback, 1..1024; default 1
                                   (first sound after one frame) */
     int32_t chunk_frames;      /* frames per later audio callback, 1..1024; default 4 */
+    int32_t max_utterance_bytes; /* text longer than this is split at sentence ends (any
+                                  script) into utterances spoken back to back in one stream,
+                                  joined with a 10 ms fade; 0 = never split; default 600 */
     kz_frame_fn on_frame;      /* optional */
     void *frame_user;
 } kz_request;

@@ -14,6 +14,7 @@
 #include "kztts.h"
 #include "model/model.h"
 #include "runtime/error.h"
+#include "synth/long_text.h"
 #include "synth/request.h"
 #include "synth/session.h"
 
@@ -276,6 +277,7 @@ void kz_request_default(const kz_model *model, kz_request *r) {
     r->cp_top_k = g.subtalker_top_k;
     r->cp_top_p = g.subtalker_top_p;
     r->first_chunk_frames = 1;
+    r->max_utterance_bytes = 600;
     r->chunk_frames = 4;
 }
 
@@ -289,6 +291,13 @@ kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on
     if (r->layout < KZ_LAYOUT_DEFAULT || r->layout > KZ_LAYOUT_STREAMING ||
         (r->split != KZ_TEXT_SPLIT_QWEN2 && r->split != KZ_TEXT_SPLIT_MISTRAL)) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_synthesize: unknown layout or split");
+    }
+    if (r->max_utterance_bytes < 0) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "max_utterance_bytes %d is negative",
+                            (int)r->max_utterance_bytes);
+    }
+    if (kz_long_text_wanted(r)) {
+        return kz_long_text_run(session, r, on_audio, user);
     }
     kz_plan plan;
     kz_plan_ids ids;

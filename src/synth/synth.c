@@ -8,7 +8,8 @@
  *   FEEDBACK sum of 16 embeddings + text      EMIT    PCM -> on_audio (is_last on the final one)
  *   PUSH     frame -> bounded queue  ------>
  *
- * The queue holds QUEUE_FRAMES frames; the LM thread blocks when it is full and
+ * The queue holds 64 frames (or the largest chunk, if that is more, so that a
+ * chunk can always be completed); the LM thread blocks when it is full and
  * the caller when it is empty. Cancellation (a callback returns false) sets a
  * flag the LM thread checks every frame, so it stops within one frame. All
  * buffers are allocated before the threads start. Both callbacks run on the
@@ -30,7 +31,8 @@
 #define QUEUE_FRAMES 64
 
 typedef struct frame_queue {
-    int32_t *codes;         /* [QUEUE_FRAMES, groups] ring */
+    int32_t *codes;         /* [capacity, groups] ring */
+    size_t capacity;        /* max(QUEUE_FRAMES, largest chunk): a chunk always fits */
     size_t head, count;     /* next frame to pop, frames queued */
     bool ended;             /* the LM thread pushed its last frame */
     pthread_mutex_t lock;
@@ -108,7 +110,8 @@ static kz_status setup(synth *y) {
     y->emb = malloc(D * sizeof(float));
     y->tvec = malloc(D * sizeof(float));
     y->frame = malloc(y->groups * sizeof(int32_t));
-    y->q.codes = malloc(QUEUE_FRAMES * y->groups * sizeof(int32_t));
+    y->q.capacity = chunk > QUEUE_FRAMES ? chunk : QUEUE_FRAMES;
+    y->q.codes = malloc(y->q.capacity * y->groups * sizeof(int32_t));
     y->chunk = malloc(chunk * y->groups * sizeof(int32_t));
     y->pcm = malloc(chunk * (size_t)m->codec_cfg.decode_upsample_rate * sizeof(float));
     y->cp_logits = y->s->observe ? malloc((size_t)m->cp.n_steps * (size_t)m->cp.cfg.vocab_size *
@@ -247,12 +250,12 @@ static kz_status feedback(synth *y) {
 static bool push_frame(synth *y) {
     frame_queue *q = &y->q;
     pthread_mutex_lock(&q->lock);
-    while (q->count == QUEUE_FRAMES && !atomic_load(&y->cancel)) {
+    while (q->count == q->capacity && !atomic_load(&y->cancel)) {
         pthread_cond_wait(&q->changed, &q->lock);
     }
     bool ok = !atomic_load(&y->cancel);
     if (ok) {
-        size_t slot = (q->head + q->count) % QUEUE_FRAMES;
+        size_t slot = (q->head + q->count) % q->capacity;
         memcpy(q->codes + slot * y->groups, y->frame, y->groups * sizeof(int32_t));
         q->count++;
         pthread_cond_broadcast(&q->changed);
@@ -337,10 +340,10 @@ static size_t pop_frames(synth *y, size_t want, bool *last) {
     }
     size_t n = q->count < want ? q->count : want;
     for (size_t i = 0; i < n; i++) {
-        memcpy(y->chunk + i * y->groups, q->codes + ((q->head + i) % QUEUE_FRAMES) * y->groups,
+        memcpy(y->chunk + i * y->groups, q->codes + ((q->head + i) % q->capacity) * y->groups,
                y->groups * sizeof(int32_t));
     }
-    q->head = (q->head + n) % QUEUE_FRAMES;
+    q->head = (q->head + n) % q->capacity;
     q->count -= n;
     *last = q->ended && q->count == 0;
     pthread_cond_broadcast(&q->changed);

@@ -120,6 +120,56 @@ def streaming_text(k, model, work):
     print(f"ok   streaming text token by token == streaming layout at once ({len(pieces)} pieces)")
 
 
+LONG_PARAGRAPHS = [
+    "The quick brown fox jumps over the lazy dog. Dr. Smith arrived at 3.15 p.m. with Mr. Jones! "
+    "Was it raining? It was, e.g. in the north, and the U.S.A. report said so... ",
+    "Le renard brun saute par-dessus le chien paresseux. Mme. Dupont est arrivée à midi ! "
+    "Pourquoi ? Parce qu'il pleuvait. ",
+    "Der schnelle braune Fuchs springt über den faulen Hund. Er kam z.B. am 3. Oktober an. ",
+    "敏捷的棕色狐狸跳过了懒狗。今天天气很好！我们去公园吧？",
+    "素早い茶色の狐が怠け者の犬を飛び越えた。「元気？」と聞いた。",
+    "빠른 갈색 여우가 게으른 개를 뛰어넘었다. 오늘 날씨가 좋다! ",
+    "Быстрая коричневая лиса перепрыгнула через ленивую собаку. Почему? Так вышло. ",
+]
+
+
+def run_rss(k, args):
+    """Runs kztts; returns (exit status, stdout bytes, peak RSS in MB of that process)."""
+    p = subprocess.Popen([k] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = p.stdout.read()
+    p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, out, usage.ru_maxrss / 1024.0
+
+
+def long_text(k, model, work):
+    """5,000+ characters in 7 languages: bounded memory, continuous joins."""
+    text = ""
+    while len(text) < 5200:
+        text += " ".join(LONG_PARAGRAPHS) + "\n\n"
+    short = " ".join(LONG_PARAGRAPHS)[:1000]
+    opts = ["synth", "-m", model, "-s", "ryan", "--max-frames", "2", "--max-utterance", "300",
+            "-o", "-", "--format", "f32", "--threads", "2"]
+    rc_s, out_s, rss_s = run_rss(k, opts + [short])
+    rc_l, out_l, rss_l = run_rss(k, opts + [text])
+    check(rc_s == 0 and rc_l == 0, "long text runs")
+    n = len(out_l) // 4
+    pcm = struct.unpack(f"<{n}f", out_l) if rc_l == 0 else ()
+    n_utt = n // (2 * 1920)
+    print(f"long text: {len(text)} characters -> {n_utt} utterances; peak RSS {rss_l:.1f} MB "
+          f"vs {rss_s:.1f} MB for {len(short)} characters")
+    check(n_utt >= 15 and n % (2 * 1920) == 0, f"utterances: {n} samples")
+    check(rss_l - rss_s < 20, f"peak RSS grows with text length: {rss_s:.1f} -> {rss_l:.1f} MB")
+    # Each utterance is exactly 2 frames (end of speech is masked for the first two): the
+    # joins are at multiples of 3840 samples, where both sides fade to exactly 0.
+    worst = 0.0
+    for b in range(3840, n, 3840):
+        worst = max(worst, abs(pcm[b] - pcm[b - 1]), abs(pcm[b]), abs(pcm[b - 1]))
+    print(f"long text: largest step or level at {n_utt - 1} joins: {worst:.2e} (threshold 1e-6)")
+    check(worst <= 1e-6, f"join discontinuity {worst}")
+
+
 def bad_inputs(k, a, model, work):
     base = ["-m", model, "-s", "ryan", "--frames", "3"]
     expect_error(k, "empty text", base + [""], "empty", work)
@@ -164,6 +214,7 @@ def main():
         shutil.copy(os.path.join(a.tokenizer, f), os.path.join(model, f))
     good_paths(a.kztts, model, a.work)
     streaming_text(a.kztts, model, a.work)
+    long_text(a.kztts, model, a.work)
     bad_inputs(a.kztts, a, model, a.work)
     print(f"test_cli_synth: {passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)

@@ -24,6 +24,7 @@
 typedef struct synth_opts {
     const char *model, *out, *format, *isa, *speaker, *language, *instruct, *token_ids;
     const char *dump_codes, *layout, *split;
+    int64_t max_utterance;
     int64_t threads, threads_lm, threads_codec, seed, top_k, frames, max_frames, chunk, first_chunk;
     double temperature, top_p, repetition_penalty;
     bool greedy, help, stream, stream_text;
@@ -134,6 +135,7 @@ static int fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
     r->max_frames = (int32_t)o->max_frames;
     r->chunk_frames = (int32_t)o->chunk;
     r->first_chunk_frames = (int32_t)o->first_chunk;
+    r->max_utterance_bytes = o->max_utterance >= 0 ? (int32_t)o->max_utterance : r->max_utterance_bytes;
     // Options left unset (NAN, -1) keep the model's generation_config.json values.
     r->temperature = isnan(o->temperature) ? r->temperature : (float)o->temperature;
     r->top_k = o->top_k < 0 ? r->top_k : (int32_t)o->top_k;
@@ -230,7 +232,7 @@ static int run(const synth_opts *o, const char *text_arg) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    synth_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4, .first_chunk = 1, .top_k = -1,
+    synth_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
                     .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN};
     const arg_spec specs[] = {
         {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   model directory or Hugging Face repo id"},
@@ -253,6 +255,7 @@ int cmd_synth(int argc, char **argv) {
         {"--split", NULL, ARG_STRING, &o.split, 0, 0, "S     tokenizer split: qwen2 (default) or mistral"},
         {"--first-chunk", NULL, ARG_INT, &o.first_chunk, 1, 1024, "N     frames in the first audio chunk (default 1)"},
         {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per later audio chunk (default 4)"},
+        {"--max-utterance", NULL, ARG_INT, &o.max_utterance, 0, 1 << 20, "N     split longer text at sentence ends into utterances of <= N bytes (default 600, 0 = never)"},
         {"--stream", NULL, ARG_FLAG, &o.stream, 0, 0, "write each chunk out as soon as it is decoded (for | aplay)"},
         {"--stream-text", NULL, ARG_FLAG, &o.stream_text, 0, 0, "read the text from stdin as it arrives and speak while it comes"},
         {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
