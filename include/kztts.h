@@ -144,14 +144,14 @@ typedef struct kz_session_params {
     int32_t n_threads;       /* threads for kz_decode incl. the caller, 1..256. Default 0 =
                                 number of online CPUs (at most 8). */
     int32_t n_threads_lm;    /* synthesis: threads of the talker + code predictor stage,
-                                which runs on its own thread. 0 (default) = half of n_threads
-                                (at least 1) */
+                                which runs on its own thread. 0 (default) = n_threads */
     int32_t n_threads_codec; /* synthesis: threads of the codec stage, which runs on the
-                                calling thread. 0 (default) = n_threads - lm (at least 1) */
+                                calling thread. 0 (default) = n_threads / 2 (at least 1) */
 } kz_session_params;
 
-/* Defaults: n_threads = 0, n_threads_lm = 0, n_threads_codec = 0 (auto: on 2 cores 1 + 1,
- * on 4 cores 2 + 2, on 8 cores 4 + 4). */
+/* Defaults: n_threads = 0, n_threads_lm = 0, n_threads_codec = 0 (auto: on 2 cores 2 + 1,
+ * on 4 cores 4 + 2, on 8 cores 8 + 4; the memory-bound LM stage shares cores with the
+ * compute-bound codec, which measured best on 2 cores, docs/PERF.md). */
 KZ_API void kz_session_default_params(kz_session_params *params);
 
 /* Creates a session on `model` (which must outlive it). */

@@ -23,8 +23,11 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     }
     s->model = model;
     int n_threads = params->n_threads > 0 ? params->n_threads : auto_threads();
-    int n_lm = params->n_threads_lm > 0 ? params->n_threads_lm : (n_threads + 1) / 2;
-    int n_codec = params->n_threads_codec > 0 ? params->n_threads_codec : n_threads - n_lm;
+    // Default split, measured on 2 cores (docs/PERF.md): the LM stage is memory-bound and
+    // the bottleneck, so it gets every thread; the compute-bound codec gets half of them
+    // and shares the cores.
+    int n_lm = params->n_threads_lm > 0 ? params->n_threads_lm : n_threads;
+    int n_codec = params->n_threads_codec > 0 ? params->n_threads_codec : n_threads / 2;
     n_codec = n_codec < 1 ? 1 : n_codec;
     kz_status st = kz_pool_new(n_threads, &s->pool);
     st = st == KZ_OK ? kz_pool_new(n_lm, &s->lm_pool) : st;

@@ -8,8 +8,11 @@
  * Default (full pipeline): synthesize exactly `frames` frames from a fixed
  * 12-token text (about a 10-word sentence) with the model's first speaker and
  * print prefill, talker, code predictor (ms/frame and weight GB/s against the
- * machine's measured DRAM read bandwidth), sampling and codec ms/frame, the
- * real-time factor, time to first audio and peak RSS.
+ * machine's measured DRAM read bandwidth), sampling and codec ms/frame, peak
+ * RSS; then the real-time factor and time to first audio of streaming runs
+ * (pipelined, first chunk 1 frame) with the underruns a real-time player would
+ * see, of an offline run (all frames, then one decode), and the time to first
+ * audio of both text layouts.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,8 +27,9 @@
 
 typedef struct bench_opts {
     const char *model, *isa;
-    int64_t frames, threads, chunk, repeat, seed;
+    int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
     bool decoder_only, help;
+    int bw_threads; /* threads the bandwidth probe used */
 } bench_opts;
 
 static double now_ms(void) {
@@ -152,44 +156,85 @@ static double measure_bandwidth(int n_threads) {
     return best;
 }
 
-typedef struct first_audio {
-    double t0, first_ms;
-} first_audio;
+/* One synthesis as a listener would see it: time to first audio, and underruns if
+ * playback started at the first callback and consumed 24000 samples a second. */
+typedef struct playback {
+    double t0, first_ms, wall_ms;
+    double played_s;   /* audio delivered so far, seconds */
+    int underruns;
+    double stall_ms;   /* total time the player would have waited */
+} playback;
 
-static bool note_first(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
-    first_audio *f = user;
-    (void)pcm; (void)n; (void)pos; (void)last;
-    if (f->first_ms < 0) {
-        f->first_ms = now_ms() - f->t0;
+static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    playback *p = user;
+    (void)pcm; (void)pos; (void)last;
+    double now = now_ms() - p->t0;
+    if (p->first_ms < 0) {
+        p->first_ms = now;
+    } else {
+        double due = p->first_ms + p->stall_ms + p->played_s * 1e3;
+        if (now > due) {
+            p->underruns++;
+            p->stall_ms += now - due;
+        }
     }
+    p->played_s += (double)n / 24000.0;
     return true;
 }
 
-static void report_full(const bench_opts *o, const kz_timings *t, double wall, double ttfa,
-                        double load_ms, double bw) {
+static kz_status timed(kz_session *s, const kz_request *r, playback *p) {
+    *p = (playback){.t0 = now_ms(), .first_ms = -1};
+    kz_status st = kz_synthesize(s, r, on_chunk, p);
+    p->wall_ms = now_ms() - p->t0;
+    return st;
+}
+
+static void report_stages(const bench_opts *o, const kz_timings *t, double load_ms, double bw) {
     double f = (double)t->frames, codec = t->codec_quantizer_ms + t->codec_transformer_ms +
                                         t->codec_upsample_ms + t->codec_vocoder_ms;
-    double step_bytes = t->talker_bytes, cp_gbs = t->code_predictor_bytes / (t->code_predictor_ms * 1e-3) * 1e-9;
+    double cp_floor = t->code_predictor_bytes / f / (bw * 1e9) * 1e3;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("frames/run %lld, runs %lld, threads %lld, chunk %lld frames\n", (long long)o->frames,
            (long long)o->repeat, (long long)o->threads, (long long)o->chunk);
     printf("model load          %8.1f ms\n", load_ms);
-    printf("prompt              %8lld rows, prefill %.1f ms\n", (long long)(t->prompt_tokens / o->repeat),
-           t->prefill_ms / (double)o->repeat);
-    printf("talker              %8.2f ms/frame  (weights %.1f GB/s incl. prefill)\n", t->talker_ms / f,
-           step_bytes / ((t->talker_ms + t->prefill_ms) * 1e-3) * 1e-9);
+    printf("prompt              %8lld rows, prefill %.1f ms\n",
+           (long long)(t->prompt_tokens / o->repeat), t->prefill_ms / (double)o->repeat);
+    printf("talker              %8.2f ms/frame  (weights %.1f GB/s incl. prefill)\n",
+           t->talker_ms / f, t->talker_bytes / ((t->talker_ms + t->prefill_ms) * 1e-3) * 1e-9);
     printf("code predictor      %8.2f ms/frame  (%.0f MB of weights per frame at %.1f GB/s)\n",
-           t->code_predictor_ms / f, t->code_predictor_bytes / f * 1e-6, cp_gbs);
-    printf("  at measured DRAM  %8.2f ms/frame  (%.1f GB/s read, %d threads): overhead %.0f %%\n",
-           t->code_predictor_bytes / f / (bw * 1e9) * 1e3, bw, (int)o->threads,
-           100.0 * (1.0 - (t->code_predictor_bytes / (bw * 1e9) * 1e3) / t->code_predictor_ms));
+           t->code_predictor_ms / f, t->code_predictor_bytes / f * 1e-6,
+           t->code_predictor_bytes / (t->code_predictor_ms * 1e-3) * 1e-9);
+    printf("  its weight reads  %8.2f ms/frame  at the measured %.1f GB/s (%d thread%s): "
+           "overhead %.0f %%\n",
+           cp_floor, bw, o->bw_threads, o->bw_threads == 1 ? "" : "s",
+           100.0 * (1.0 - cp_floor / (t->code_predictor_ms / f)));
     printf("sampling            %8.2f ms/frame\n", t->sampling_ms / f);
-    printf("codec decoder       %8.2f ms/frame\n", codec / f);
-    printf("total               %8.2f ms/frame  (80 ms of audio per frame)\n", wall / f);
-    printf("real-time factor    %8.3f\n", wall / f / 80.0);
-    printf("time to first audio %8.1f ms\n", ttfa);
+    printf("codec decoder       %8.2f ms/frame  (%.1f GFLOP/s)\n", codec / f,
+           t->codec_flop / (codec * 1e-3) * 1e-9);
     printf("peak RSS            %8.1f MB\n", (double)ru.ru_maxrss / 1024.0);
+}
+
+static void report_runs(const playback *stream, int n_stream, const playback *offline,
+                        const playback *layout_nonstream, const playback *layout_stream,
+                        double frames) {
+    double wall = 0, ttfa = 0, stall = 0;
+    int under = 0;
+    for (int i = 0; i < n_stream; i++) {
+        wall += stream[i].wall_ms / n_stream;
+        ttfa += stream[i].first_ms / n_stream;
+        under += stream[i].underruns;
+        stall += stream[i].stall_ms / n_stream;
+    }
+    printf("streaming           %8.2f ms/frame  real-time factor %.3f\n", wall / frames,
+           wall / frames / 80.0);
+    printf("  time to first audio %6.1f ms; underruns when played in real time: %d (%.0f ms "
+           "waiting per run)\n", ttfa, under, stall);
+    printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
+           "(all frames, then one decode)\n",
+           offline->wall_ms / frames, offline->wall_ms / frames / 80.0, offline->first_ms);
+    printf("first audio by text layout: non-streaming %.1f ms, streaming %.1f ms\n",
+           layout_nonstream->first_ms, layout_stream->first_ms);
 }
 
 static int run_full(bench_opts *o) {
@@ -197,7 +242,8 @@ static int run_full(bench_opts *o) {
     kz_model *m;
     kz_session *s;
     double t0 = now_ms();
-    if (cli_open("bench", o->model, o->isa, (int)o->threads, &m, &s) != 0) {
+    if (cli_open_split("bench", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
+                       (int)o->threads_codec, &m, &s) != 0) {
         return 1;
     }
     double load_ms = now_ms() - t0;
@@ -209,20 +255,32 @@ static int run_full(bench_opts *o) {
     r.frames = (int32_t)o->frames;
     r.chunk_frames = (int32_t)o->chunk;
     r.seed = (uint64_t)o->seed;
-    double bw = measure_bandwidth(o->threads > 0 ? (int)o->threads : 2);
+    // The code predictor runs on the LM stage's threads: compare with their bandwidth
+    // (the session's default split gives the LM all of the threads).
+    int n_lm = o->threads_lm > 0 ? (int)o->threads_lm : (int)(o->threads > 0 ? o->threads : 2);
+    double bw = measure_bandwidth(n_lm);
+    o->bw_threads = n_lm;
+    playback runs[64], offline, lay_ns, lay_s;
+    int n = o->repeat < 64 ? (int)o->repeat : 64;
     kz_session_reset_timings(s);
-    double wall = 0, ttfa = 0;
     kz_status st = KZ_OK;
-    for (int64_t i = 0; i < o->repeat && st == KZ_OK; i++) {
-        first_audio fa = {.t0 = now_ms(), .first_ms = -1};
-        st = kz_synthesize(s, &r, note_first, &fa);
-        wall += now_ms() - fa.t0;
-        ttfa += fa.first_ms / (double)o->repeat;
+    for (int i = 0; i < n && st == KZ_OK; i++) {
+        st = timed(s, &r, &runs[i]);
     }
+    kz_timings t;
+    kz_session_timings(s, &t);
+    kz_request off = r;
+    off.first_chunk_frames = off.chunk_frames = (int32_t)(o->frames < 1024 ? o->frames : 1024);
+    st = st ? st : timed(s, &off, &offline);
+    kz_request quick = r;
+    quick.frames = 2;
+    quick.layout = KZ_LAYOUT_NON_STREAMING;
+    st = st ? st : timed(s, &quick, &lay_ns);
+    quick.layout = KZ_LAYOUT_STREAMING;
+    st = st ? st : timed(s, &quick, &lay_s);
     if (st == KZ_OK) {
-        kz_timings t;
-        kz_session_timings(s, &t);
-        report_full(o, &t, wall, ttfa, load_ms, bw);
+        report_stages(o, &t, load_ms, bw);
+        report_runs(runs, n, &offline, &lay_ns, &lay_s, (double)o->frames);
     } else {
         cli_report("bench", st);
     }
@@ -239,6 +297,8 @@ int cmd_bench(int argc, char **argv) {
         {"--frames", NULL, ARG_INT, &o.frames, 1, 100000, "N     frames per run (default 100 = 8 s)"},
         {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
         {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"},
+        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage"},
+        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage"},
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512 kernel cap"},

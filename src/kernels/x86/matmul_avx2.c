@@ -5,7 +5,10 @@
  * then 8-wide steps into the first accumulator, a fixed reduction tree, and a
  * scalar tail. Tokens are processed two at a time so each weight vector is
  * loaded (and, for bf16, widened) once for both; the per-token sequence is
- * the same whether a token is paired or alone.
+ * the same whether a token is paired or alone. Calls with 4 or more tokens (the
+ * prompt prefill) take groups of four tokens with two accumulators each, so a
+ * weight vector serves four tokens; their order differs from the 1-2 token path
+ * but depends only on n_tok and the token's index, never on threads or rows.
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -78,10 +81,50 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
     *out1 = s1;
 }
 
+/* Dot products of one weight row with 4 token rows (x + k * ldx). */
+static inline void row_dots4(const void *wrow, const float *x, size_t ldx, size_t n_in, int bf16,
+                             float *out) {
+    __m256 a[4][2];
+    for (int t = 0; t < 4; t++) {
+        a[t][0] = _mm256_setzero_ps();
+        a[t][1] = _mm256_setzero_ps();
+    }
+    size_t i = 0;
+    for (; i + 16 <= n_in; i += 16) {
+        __m256 w0 = bf16 ? load_bf16(wrow, i) : load_f32(wrow, i);
+        __m256 w1 = bf16 ? load_bf16(wrow, i + 8) : load_f32(wrow, i + 8);
+        for (int t = 0; t < 4; t++) {
+            const float *xt = x + (size_t)t * ldx + i;
+            a[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), a[t][0]);
+            a[t][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + 8), a[t][1]);
+        }
+    }
+    __m256 zero = _mm256_setzero_ps();
+    for (int t = 0; t < 4; t++) {
+        float s = hsum(a[t][0], a[t][1], zero, zero);
+        for (size_t k = i; k < n_in; k++) {
+            s = s + wscalar(wrow, k, bf16) * x[(size_t)t * ldx + k];
+        }
+        out[t] = s;
+    }
+}
+
 static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                    size_t n_tok, size_t o0, size_t o1, int bf16) {
     size_t esize = bf16 ? 2 : 4;
-    for (size_t t = 0; t < n_tok; t += 2) {
+    size_t t = 0;
+    if (n_tok >= 4) {
+        for (; t + 4 <= n_tok; t += 4) {
+            for (size_t o = o0; o < o1; o++) {
+                float r[4];
+                row_dots4((const char *)w + o * n_in * esize, x + t * ldx, ldx, n_in, bf16, r);
+                for (int k = 0; k < 4; k++) {
+                    y[(t + (size_t)k) * ldy + o] = r[k];
+                }
+            }
+        }
+    }
+    for (; t < n_tok; t += 2) {
         int n_t = n_tok - t >= 2 ? 2 : 1;
         const float *x0 = x + t * ldx, *x1 = x0 + (n_t == 2 ? ldx : 0);
         for (size_t o = o0; o < o1; o++) {
