@@ -19,6 +19,7 @@
 #include "codes_file.h"
 
 #define MAX_TEXT_BYTES (1u << 20)
+#define KZ_DEFAULT_MODEL "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"
 #define MAX_TOKEN_IDS 65536
 
 typedef struct synth_opts {
@@ -232,10 +233,10 @@ static int run(const synth_opts *o, const char *text_arg) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    synth_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
+    synth_opts o = {.model = KZ_DEFAULT_MODEL, .out = "out.wav", .isa = "auto", .chunk = 4, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
                     .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN};
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   model directory or Hugging Face repo id"},
+        {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   model directory or Hugging Face repo id (default " KZ_DEFAULT_MODEL ")"},
         {"--output", "-o", ARG_STRING, &o.out, 0, 0, "OUT   output file, - for stdout (default out.wav)"},
         {"--format", NULL, ARG_STRING, &o.format, 0, 0, "FMT   wav|f32|s16|flac|ogg (default: from OUT, else wav)"},
         {"--speaker", "-s", ARG_STRING, &o.speaker, 0, 0, "NAME  CustomVoice speaker (see kztts speakers)"},
@@ -271,12 +272,8 @@ int cmd_synth(int argc, char **argv) {
         return 2;
     }
     if (o.help) {
-        args_usage("synth", "-m MODEL [options] [TEXT | -]", specs, n_specs);
+        args_usage("synth", "[-m MODEL] [options] [TEXT | -]", specs, n_specs);
         return 0;
-    }
-    if (!o.model) {
-        fprintf(stderr, "kztts synth: -m MODEL is required\n");
-        return 2;
     }
     return run(&o, n_pos ? pos[0] : NULL);
 }
