@@ -163,10 +163,12 @@ KZ_API void kz_session_free(kz_session *session);
 /* ---- audio --------------------------------------------------------------- */
 
 /* Receives mono float PCM at the model's sample rate, in [-1, 1]. `pcm` is valid
- * only during the call. `pos_frame` is the index of the first codec frame the
- * buffer belongs to; `is_last` marks the final buffer of the request. Called on
- * the thread that called kz_decode; it must not re-enter the session. Return
- * true to continue, false to cancel (the call then returns KZ_STATUS_CANCELLED). */
+ * only during the call (copy what you keep). `pos_frame` is the index of the first
+ * codec frame (80 ms) the buffer belongs to; `is_last` marks the final buffer of the
+ * request (exactly once). Called on the thread that called kz_decode or
+ * kz_synthesize, in order; it must not re-enter the session. Return true to
+ * continue, false to cancel (the call then returns KZ_STATUS_CANCELLED and the
+ * synthesis thread stops within one frame). */
 typedef bool (*kz_audio_fn)(const float *pcm, size_t n_samples, int64_t pos_frame, bool is_last,
                             void *user);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers/attention.h"
 #include "layers/vector.h"
 #include "runtime/error.h"
 
@@ -56,10 +57,7 @@ kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_st_file *f, const char *pref
         kz_qwen3_free(s);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", prefix);
     }
-    for (int j = 0; j < d->head_dim / 2; j++) {
-        float expo = (float)(2 * j) / (float)d->head_dim;
-        s->inv_freq[j] = 1.0f / powf(d->rope_theta, expo);
-    }
+    kz_rope_init(s->inv_freq, d->head_dim, d->rope_theta);
     kz_status st = KZ_OK;
     for (int l = 0; l < d->n_layers && st == KZ_OK; l++) {
         st = load_layer(&s->layers[l], f, prefix, l, d, s->vectors + (size_t)l * per_layer);
@@ -122,22 +120,6 @@ void kz_qwen3_state_free(kz_qwen3_state *st) {
     memset(st, 0, sizeof *st);
 }
 
-/* Rotate-half RoPE of every head of one row at position pos. */
-static void rope_row(float *x, int n_heads, int hd, const float *inv_freq, int64_t pos) {
-    int half = hd / 2;
-    for (int j = 0; j < half; j++) {
-        float angle = (float)pos * inv_freq[j];
-        float c = cosf(angle), s = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *v = x + (size_t)h * hd;
-            float a = v[j], b = v[j + half];
-            float ac = a * c, bs = b * s, bc = b * c, as = a * s;
-            v[j] = ac - bs;
-            v[j + half] = bc + as;
-        }
-    }
-}
-
 typedef struct attn_job {
     const kz_qwen3_stack *s;
     kz_qwen3_state *st;
@@ -157,25 +139,9 @@ static void attend_head(void *arg, size_t h, int worker) {
     const float *kc = j->st->k_cache + (size_t)j->layer * j->st->max_pos * kvw;
     const float *vc = j->st->v_cache + (size_t)j->layer * j->st->max_pos * kvw;
     float *sc = j->st->scores + h * j->st->max_pos;
-    float scale = 1.0f / sqrtf((float)hd);
-    int64_t first = j->st->n_pos;
     for (size_t t = 0; t < j->n_tok; t++) {
-        const float *q = j->st->q + t * qw + h * hd;
-        int64_t last = first + (int64_t)t;
-        float max = -INFINITY, sum = 0.0f;
-        for (int64_t p = 0; p <= last; p++) {
-            sc[p] = j->k->dot(q, kc + (size_t)p * kvw + koff, hd) * scale;
-            max = sc[p] > max ? sc[p] : max;
-        }
-        for (int64_t p = 0; p <= last; p++) {
-            sc[p] = expf(sc[p] - max);
-            sum += sc[p];
-        }
-        float *out = j->st->att + t * qw + h * hd;
-        memset(out, 0, hd * sizeof *out);
-        for (int64_t p = 0; p <= last; p++) {
-            j->k->axpy(out, sc[p] / sum, vc + (size_t)p * kvw + koff, hd);
-        }
+        kz_attend_row(j->k, j->st->att + t * qw + h * hd, j->st->q + t * qw + h * hd, kc + koff,
+                      vc + koff, kvw, 0, j->st->n_pos + (int64_t)t, 0, hd, sc);
     }
 }
 
@@ -193,8 +159,8 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
     for (size_t t = 0; t < n_tok; t++) {
         int64_t pos = st->n_pos + (int64_t)t;
-        rope_row(st->q + t * qw, d->n_heads, d->head_dim, s->inv_freq, pos);
-        rope_row(st->k + t * kvw, d->n_kv_heads, d->head_dim, s->inv_freq, pos);
+        kz_rope_apply(st->q + t * qw, d->n_heads, d->head_dim, s->inv_freq, pos);
+        kz_rope_apply(st->k + t * kvw, d->n_kv_heads, d->head_dim, s->inv_freq, pos);
         size_t slot = ((size_t)l * st->max_pos + (size_t)pos) * kvw;
         memcpy(st->k_cache + slot, st->k + t * kvw, kvw * sizeof(float));
         memcpy(st->v_cache + slot, st->v + t * kvw, kvw * sizeof(float));

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers/attention.h"
 #include "layers/vector.h"
 #include "runtime/error.h"
 
@@ -52,15 +53,6 @@ static kz_status load_layer(kz_codec_layer *L, const kz_st_file *f, const kz_cod
     return st;
 }
 
-static void init_rope(kz_codec_transformer *t) {
-    int half = t->cfg.head_dim / 2;
-    for (int j = 0; j < half; j++) {
-        // As torch: base ** (arange(0, dim, 2).float() / dim), then 1 / that, in fp32.
-        float expo = (float)(2 * j) / (float)t->cfg.head_dim;
-        t->inv_freq[j] = 1.0f / powf(t->cfg.rope_theta, expo);
-    }
-}
-
 kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_st_file *f,
                                     const kz_codec_config *cfg) {
     memset(t, 0, sizeof *t);
@@ -73,7 +65,7 @@ kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_st_file *f
         kz_codec_transformer_free(t);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading the codec transformer");
     }
-    init_rope(t);
+    kz_rope_init(t->inv_freq, cfg->head_dim, cfg->rope_theta);
     kz_status st = kz_conv_load_linear(&t->input_proj, f, PREFIX "input_proj.weight",
                                        PREFIX "input_proj.bias", cfg->hidden_size, cfg->latent_dim);
     if (st == KZ_OK) {
@@ -159,53 +151,21 @@ void kz_codec_transformer_state_reset(kz_codec_transformer_state *s) {
 
 /* --- forward -------------------------------------------------------------- */
 
-/* Rotate-half RoPE on each head of row x ([n_heads, hd]) at position pos. */
-static void rope_row(float *x, int n_heads, int hd, const float *inv_freq, int64_t pos) {
-    int half = hd / 2;
-    for (int j = 0; j < half; j++) {
-        float angle = (float)pos * inv_freq[j];
-        float c = cosf(angle), s = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *v = x + (size_t)h * hd;
-            float a = v[j], b = v[j + half];
-            float ac = a * c, bs = b * s, bc = b * c, as = a * s;
-            v[j] = ac - bs;
-            v[j + half] = bc + as;
-        }
-    }
-}
-
 /* One query row attends to the ring entries for positions lo..pos (ascending). */
 static void attend_row(const kz_codec_transformer *t, kz_codec_transformer_state *s,
                        const kz_kernels *k, int l, size_t row, int64_t pos) {
     const kz_codec_config *c = &t->cfg;
-    int hd = c->head_dim, W = c->sliding_window;
+    size_t hd = (size_t)c->head_dim, W = (size_t)c->sliding_window;
     size_t kv = (size_t)c->num_key_value_heads * hd;
     size_t att_w = (size_t)c->num_attention_heads * hd;
     const float *kr = s->k_ring + (size_t)l * W * kv;
     const float *vr = s->v_ring + (size_t)l * W * kv;
-    int64_t lo = pos - W + 1 < 0 ? 0 : pos - W + 1;
-    int group = c->num_attention_heads / c->num_key_value_heads;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (int h = 0; h < c->num_attention_heads; h++) {
-        const float *q = s->q + row * att_w + (size_t)h * hd;
-        size_t koff = (size_t)(h / group) * hd;
-        float max = -INFINITY;
-        for (int64_t j = lo; j <= pos; j++) {
-            float sc = k->dot(q, kr + (size_t)(j % W) * kv + koff, (size_t)hd) * scale;
-            s->scores[j - lo] = sc;
-            max = sc > max ? sc : max;
-        }
-        float sum = 0.0f;
-        for (int64_t j = lo; j <= pos; j++) {
-            s->scores[j - lo] = expf(s->scores[j - lo] - max);
-            sum += s->scores[j - lo];
-        }
-        float *out = s->att + row * att_w + (size_t)h * hd;
-        memset(out, 0, (size_t)hd * sizeof *out);
-        for (int64_t j = lo; j <= pos; j++) {
-            k->axpy(out, s->scores[j - lo] / sum, vr + (size_t)(j % W) * kv + koff, (size_t)hd);
-        }
+    int64_t lo = pos - (int64_t)W + 1 < 0 ? 0 : pos - (int64_t)W + 1;
+    size_t group = (size_t)(c->num_attention_heads / c->num_key_value_heads);
+    for (size_t h = 0; h < (size_t)c->num_attention_heads; h++) {
+        size_t koff = (h / group) * hd;
+        kz_attend_row(k, s->att + row * att_w + h * hd, s->q + row * att_w + h * hd, kr + koff,
+                      vr + koff, kv, lo, pos, W, hd, s->scores);
     }
 }
 
@@ -222,8 +182,8 @@ static void attention(const kz_codec_transformer *t, kz_codec_transformer_state 
     kz_conv_run(&L->v, e, s->v, kv, s->xn, hid, n_rows, KZ_GEMM_STORE);
     for (size_t r = 0; r < n_rows; r++) {
         int64_t pos = s->pos + (int64_t)r;
-        rope_row(s->q + r * att_w, c->num_attention_heads, c->head_dim, t->inv_freq, pos);
-        rope_row(s->k + r * kv, c->num_key_value_heads, c->head_dim, t->inv_freq, pos);
+        kz_rope_apply(s->q + r * att_w, c->num_attention_heads, c->head_dim, t->inv_freq, pos);
+        kz_rope_apply(s->k + r * kv, c->num_key_value_heads, c->head_dim, t->inv_freq, pos);
         size_t slot = ((size_t)l * W + (size_t)(pos % (int64_t)W)) * kv;
         memcpy(s->k_ring + slot, s->k + r * kv, kv * sizeof(float));
         memcpy(s->v_ring + slot, s->v + r * kv, kv * sizeof(float));

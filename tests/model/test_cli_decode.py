@@ -12,18 +12,8 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
+from testlib import check, finish, link_copy
 
 
 def golden_wav(path):
@@ -100,8 +90,7 @@ def main():
         check(run([a.kztts] + cmd).returncode == 0, f"{cmd} exits 0")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1"])
     check(r.returncode == 0 and b"real-time factor" in r.stdout, f"bench: {r.stderr.decode()}")
-    print(f"test_cli_decode: {passed} passed, {failed} failed")
-    sys.exit(1 if failed or not passed else 0)
+    finish("test_cli_decode")
 
 
 if __name__ == "__main__":

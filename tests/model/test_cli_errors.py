@@ -12,35 +12,13 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
+from testlib import check, finish, link_copy
 
 
 def copy_model(tiny, dst):
-    """Copy of the tiny checkpoint with symlinks for the big files."""
-    if os.path.exists(dst):
-        shutil.rmtree(dst)
-    for root, _, files in os.walk(tiny):
-        rel = os.path.relpath(root, tiny)
-        os.makedirs(os.path.join(dst, rel), exist_ok=True)
-        for f in files:
-            src = os.path.join(root, f)
-            out = os.path.join(dst, rel, f)
-            if f.endswith(".safetensors"):
-                os.symlink(os.path.abspath(src), out)
-            else:
-                shutil.copy(src, out)
-    return dst
+    """Copy of the tiny checkpoint with symlinks for the weights (edits replace the link)."""
+    return link_copy(tiny, dst, copy_suffixes=(".json", ".txt"))
 
 
 def codec_path(model):
@@ -199,8 +177,7 @@ def main():
              os.path.join(a.golden, "codes_1.txt"), [], "nope", a.work)
     for name, codes, extra, expect in codes_cases(a.work):
         run_case(a.kztts, name, a.tiny, codes, extra, expect, a.work)
-    print(f"test_cli_errors: {passed} passed, {failed} failed")
-    sys.exit(1 if failed or not passed else 0)
+    finish("test_cli_errors")
 
 
 if __name__ == "__main__":

@@ -14,32 +14,8 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
-
-
-def link_copy(src, dst, copy_json=True):
-    shutil.rmtree(dst, ignore_errors=True)
-    for root, _, files in os.walk(src):
-        rel = os.path.relpath(root, src)
-        os.makedirs(os.path.join(dst, rel), exist_ok=True)
-        for f in files:
-            s, d = os.path.join(root, f), os.path.join(dst, rel, f)
-            if copy_json and f.endswith(".json"):
-                shutil.copy(s, d)
-            else:
-                os.symlink(os.path.abspath(s), d)
-    return dst
+from testlib import check, finish, link_copy
 
 
 def run(kztts, args, stdin=None):
@@ -216,8 +192,7 @@ def main():
     streaming_text(a.kztts, model, a.work)
     long_text(a.kztts, model, a.work)
     bad_inputs(a.kztts, a, model, a.work)
-    print(f"test_cli_synth: {passed} passed, {failed} failed")
-    sys.exit(1 if failed or not passed else 0)
+    finish("test_cli_synth")
 
 
 if __name__ == "__main__":
