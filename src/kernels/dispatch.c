@@ -8,7 +8,10 @@
  * a feature string. kz_kernels_select(cap) then returns the table for
  * min(cap, best, $KZ_ISA). This file is the only place in the library that
  * reads the environment; an unknown KZ_ISA value is logged and ignored.
- * Builds without KZ_HAVE_X86 offer only the scalar table (NEON is reserved).
+ * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
+ * level is always NEON; the Linux hwcaps only fill the feature string. Builds
+ * with neither KZ_HAVE_X86 nor KZ_HAVE_ARM offer only the scalar table. Levels
+ * are ordered as numbers, so on ARM a cap of avx2 or avx512 means scalar.
  */
 #include "kernels/kernels.h"
 
@@ -22,6 +25,9 @@
 
 #ifdef KZ_HAVE_X86
 #include <cpuid.h>
+#endif
+#if defined(KZ_HAVE_ARM) && defined(__linux__)
+#include <sys/auxv.h>
 #endif
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
@@ -96,9 +102,26 @@ static void probe(void) {
         }
     }
 }
+#elif defined(KZ_HAVE_ARM)
+static void probe(void) {
+    features_add("neon");
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+    const unsigned long hw = getauxval(AT_HWCAP);
+    const struct {
+        unsigned long bit;
+        const char *name;
+    } list[] = {{HWCAP_ASIMDHP, "fp16"}, {HWCAP_ASIMDDP, "dotprod"}, {HWCAP_SVE, "sve"}};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        if (hw & list[i].bit) {
+            features_add(list[i].name);
+        }
+    }
+#endif
+    probe_best = KZ_ISA_NEON;
+}
 #else
 static void probe(void) {
-    features_add("(no x86 kernels in this build)");
+    features_add("(no SIMD kernels in this build)");
 }
 #endif
 
@@ -114,11 +137,15 @@ const char *kz_cpu_features(void) {
 
 const kz_kernels *kz_kernels_for(kz_isa isa) {
     const kz_isa best = kz_cpu_best_isa();
+    (void)best; // unused when the build has only the scalar table
     switch (isa) {
     case KZ_ISA_SCALAR: return &kz_kernels_scalar;
 #ifdef KZ_HAVE_X86
     case KZ_ISA_AVX2: return best >= KZ_ISA_AVX2 ? &kz_kernels_avx2 : NULL;
     case KZ_ISA_AVX512: return best >= KZ_ISA_AVX512 ? &kz_kernels_avx512 : NULL;
+#endif
+#ifdef KZ_HAVE_ARM
+    case KZ_ISA_NEON: return best >= KZ_ISA_NEON ? &kz_kernels_neon : NULL;
 #endif
     default: return NULL;
     }

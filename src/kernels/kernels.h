@@ -6,7 +6,8 @@
  * function pointers for the best level allowed by the cap; model and layer
  * code call through that table. Each kernel family has a scalar definition in
  * kernels/ref/ (the specification of the result) and optional AVX2 / AVX-512
- * variants in kernels/x86/ compiled with their own target flags.
+ * variants in kernels/x86/ compiled with their own target flags, or NEON
+ * variants in kernels/arm/ on aarch64.
  *
  * Layout conventions: activations are row-major [rows, cols] with the time
  * axis as rows (time-major, [T, C]); weights are packed once at load into the
@@ -33,7 +34,7 @@ typedef enum kz_isa {
     KZ_ISA_SCALAR = 0, /* plain C, the definition */
     KZ_ISA_AVX2 = 1,   /* x86-64 AVX2 + FMA */
     KZ_ISA_AVX512 = 2, /* x86-64 AVX-512 F/BW/DQ/VL */
-    KZ_ISA_NEON = 3,   /* aarch64 Advanced SIMD (layout reserved, no variants yet) */
+    KZ_ISA_NEON = 3,   /* aarch64 Advanced SIMD (baseline on every aarch64 CPU) */
     KZ_ISA_AUTO = 99,  /* best level the CPU supports */
 } kz_isa;
 
@@ -100,7 +101,7 @@ typedef struct kz_gemm_args {
 /* Elementwise and row kernels. Rows are contiguous, [n_rows, n_ch]. */
 typedef struct kz_kernels {
     kz_isa isa;       /* level this table implements */
-    const char *name; /* "scalar", "avx2", "avx512" */
+    const char *name; /* "scalar", "avx2", "avx512", "neon" */
 
     /* Rows [t0, t1) and column panels [p0, p1) of the conv-GEMM above. Any
      * split of rows and panels over calls gives identical bits. */
@@ -146,6 +147,18 @@ typedef struct kz_kernels {
                         size_t n_in, size_t n_tok, size_t o0, size_t o1);
     void (*matmul_f32)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
+
+    /* The same projections with block-quantized weights (kernels/quant.h): w is
+     * rows of n_in / 32 packed q8_0 (34 bytes) or q4_0 (18 bytes) blocks, any
+     * alignment, n_in % 32 == 0 required. Definition (ref/quant_ref.c):
+     *   y[t * ldy + o] = sum_b d_b * sum_i q_i * x[t * ldx + 32 b + i]
+     * SIMD levels quantize x to int8 per block of 32 on the fly and differ
+     * from it within the bound stated in tests/unit/test_quant.c; every
+     * (t, o) is fixed by n_in alone, whatever the split of rows or tokens. */
+    void (*matmul_q8_0)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
+    void (*matmul_q4_0)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
 } kz_kernels;
 
 /* --- dispatch.c ---------------------------------------------------------- */
@@ -157,7 +170,7 @@ kz_isa kz_cpu_best_isa(void);
 const char *kz_cpu_features(void);
 
 /* Table for min(cap, best); cap KZ_ISA_AUTO means best, further lowered by the
- * environment variable KZ_ISA=scalar|avx2|avx512 (the only environment read in
+ * environment variable KZ_ISA=scalar|avx2|avx512|neon (the only environment read in
  * the library; an unknown value is ignored). Returns a static table. */
 const kz_kernels *kz_kernels_select(kz_isa cap);
 
@@ -194,9 +207,11 @@ extern const kz_kernels kz_kernels_scalar;
  * in the level's rows file names it. */
 extern const kz_kernels kz_kernels_avx2;   /* x86/rows_avx2.c */
 extern const kz_kernels kz_kernels_avx512; /* x86/rows_avx512.c */
+extern const kz_kernels kz_kernels_neon;   /* arm/rows_neon.c, builds with KZ_HAVE_ARM */
 void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+void kz_gemm_neon(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 /* matmul families (ref/matmul_ref.c, x86/matmul_avx2.c, x86/matmul_avx512.c) */
 #define KZ_MATMUL_DECL(isa)                                                                     \
     void kz_matmul_bf16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
@@ -206,5 +221,15 @@ void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size
 KZ_MATMUL_DECL(ref)
 KZ_MATMUL_DECL(avx2)
 KZ_MATMUL_DECL(avx512)
+KZ_MATMUL_DECL(neon) /* arm/matmul_neon.c */
+/* quantized matmuls (ref/quant_ref.c, x86/quant_avx2.c, x86/quant_avx512.c) */
+#define KZ_QUANT_DECL(isa)                                                                      \
+    void kz_matmul_q8_0_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
+                              size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
+    void kz_matmul_q4_0_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
+                              size_t n_in, size_t n_tok, size_t o0, size_t o1);
+KZ_QUANT_DECL(ref)
+KZ_QUANT_DECL(avx2)
+KZ_QUANT_DECL(avx512)
 
 #endif

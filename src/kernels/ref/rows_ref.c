@@ -105,4 +105,6 @@ const kz_kernels kz_kernels_scalar = {
     .axpy = axpy_ref,
     .matmul_bf16 = kz_matmul_bf16_ref,
     .matmul_f32 = kz_matmul_f32_ref,
+    .matmul_q8_0 = kz_matmul_q8_0_ref,
+    .matmul_q4_0 = kz_matmul_q4_0_ref,
 };

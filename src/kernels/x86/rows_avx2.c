@@ -257,4 +257,6 @@ const kz_kernels kz_kernels_avx2 = {
     .axpy = axpy_avx2,
     .matmul_bf16 = kz_matmul_bf16_avx2,
     .matmul_f32 = kz_matmul_f32_avx2,
+    .matmul_q8_0 = kz_matmul_q8_0_avx2,
+    .matmul_q4_0 = kz_matmul_q4_0_avx2,
 };

@@ -241,4 +241,6 @@ const kz_kernels kz_kernels_avx512 = {
     .axpy = axpy_avx512,
     .matmul_bf16 = kz_matmul_bf16_avx512,
     .matmul_f32 = kz_matmul_f32_avx512,
+    .matmul_q8_0 = kz_matmul_q8_0_avx512,
+    .matmul_q4_0 = kz_matmul_q4_0_avx512,
 };
