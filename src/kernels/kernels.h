@@ -142,7 +142,8 @@ typedef struct kz_kernels {
      *   y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i]
      * for t < n_tok and o in [o0, o1); W row-major [rows, n_in] as nn.Linear
      * stores it, bf16 (uint16 bits) or f32. Each (t, o) is one dot product in an
-     * order fixed by n_in alone, so splitting rows or tokens never changes bits. */
+     * order fixed by n_in and n_tok (a variant may block tokens differently for the
+     * prefill), so splitting rows across threads never changes bits. */
     void (*matmul_bf16)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                         size_t n_in, size_t n_tok, size_t o0, size_t o1);
     void (*matmul_f32)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
@@ -231,5 +232,6 @@ KZ_MATMUL_DECL(neon) /* arm/matmul_neon.c */
 KZ_QUANT_DECL(ref)
 KZ_QUANT_DECL(avx2)
 KZ_QUANT_DECL(avx512)
+KZ_QUANT_DECL(neon) /* arm/quant_neon.c */
 
 #endif

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Cross-builds the kernel parity tests (tests/unit/test_kernels.c, test_matmul.c,
+# test_quant.c) for 64-bit ARM and runs them under qemu-user, so an x86 change cannot
+# break the NEON kernels or the aarch64 build unnoticed. Exits non-zero if a build or a
+# test fails.
+#
+# Steps: install what is missing (Debian, as root or with sudo): the cross gcc/g++,
+# qemu-user, and the arm64 -dev packages of the dependencies through Debian multiarch
+# (dpkg --add-architecture arm64); configure build-aarch64/ with
+# cmake/aarch64-linux-gnu.cmake; build only those three tests; run them under
+# qemu-aarch64. Then, if the host build left the tiny model fixture (build/tests/model,
+# written by the model tests of .ci/run), an end-to-end check: the aarch64 CLI decodes
+# 40 frames at the best level (NEON) and must match the PyTorch waveform (SNR >= 60 dB).
+#
+# If the arm64 packages cannot be installed (no multiarch), or with KZ_AARCH64_DIRECT=1,
+# the kernels, dispatch.c, error.c and the three tests are compiled directly with
+# aarch64-linux-gnu-gcc instead (they need only libc, libm and pthread) and the
+# end-to-end check is skipped.
+# Environment: KZ_AARCH64_BUILD (build folder, default build-aarch64), KZ_AARCH64_FIXTURE
+# (folder holding tiny/ and golden/, default build/tests/model).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+build=${KZ_AARCH64_BUILD:-build-aarch64}
+fixture=${KZ_AARCH64_FIXTURE:-build/tests/model}
+tests=(test_kernels test_matmul test_quant)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+updated=0
+apt_install() {
+    if [ "$updated" = 0 ]; then
+        $SUDO apt-get update -qq
+        updated=1
+    fi
+    $SUDO apt-get install -y -qq --no-install-recommends "$@"
+}
+
+echo "== aarch64: tools"
+host=()
+for p in gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross cmake pkg-config; do
+    installed "$p" || host+=("$p")
+done
+if ! command -v qemu-aarch64 >/dev/null && ! command -v qemu-aarch64-static >/dev/null; then
+    host+=(qemu-user)
+fi
+if [ ${#host[@]} -gt 0 ]; then apt_install "${host[@]}"; fi
+
+# The library's dependencies and, because the top-level CMakeLists finds them at
+# configure time, the CLI's (sndfile, curl, crypto). Multiarch keeps arm64 and amd64
+# versions of shared packages equal, so this may also update a few host libraries.
+arm=(libcjson-dev libutf8proc-dev libpcre2-dev libsndfile1-dev libcurl4-openssl-dev libssl-dev)
+mode=cmake
+if [ "${KZ_AARCH64_DIRECT:-0}" = 1 ]; then
+    mode=direct
+else
+    missing=()
+    for p in "${arm[@]}"; do
+        installed "$p:arm64" || missing+=("$p:arm64")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "== aarch64: installing arm64 libraries (multiarch): ${missing[*]}"
+        if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+            $SUDO dpkg --add-architecture arm64
+            updated=0
+        fi
+        if ! apt_install "${missing[@]}"; then
+            echo "arm64 packages not installable here: building the kernel tests directly"
+            mode=direct
+        fi
+    fi
+fi
+
+# Loader and libc from one glibc build: multiarch libc6:arm64 if present, else the
+# cross sysroot (see cmake/aarch64-linux-gnu.cmake: mixing them hangs pthread_create).
+qemu=(qemu-aarch64)
+command -v qemu-aarch64 >/dev/null || qemu=(qemu-aarch64-static)
+if [ ! -e /lib/ld-linux-aarch64.so.1 ]; then qemu+=(-L /usr/aarch64-linux-gnu); fi
+
+echo "== aarch64: build ($mode)"
+if [ "$mode" = cmake ]; then
+    targets=("${tests[@]}")
+    e2e=0
+    if [ -f "$fixture/tiny/config.json" ] && [ -f "$fixture/golden/codes_40.txt" ] &&
+        command -v python3 >/dev/null; then
+        e2e=1
+        targets+=(kztts)
+    fi
+    cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
+        -DCMAKE_BUILD_TYPE=Release -DKZ_BUILD_TESTS=ON -DKZ_WERROR=ON >/dev/null
+    cmake --build "$build" -j2 --target "${targets[@]}"
+    bin="$build/tests"
+else
+    # The kernel tests' closure: kernels (scalar + NEON), dispatch, error/log; the CMake
+    # build's warning and float flags.
+    e2e=0
+    bin="$build/direct"
+    mkdir -p "$bin"
+    src=(src/kernels/dispatch.c src/kernels/ref/*.c src/kernels/arm/*_neon.c src/runtime/error.c)
+    flags=(-std=c11 -O3 -DNDEBUG -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
+           -Wno-unused-parameter -Werror -ffp-contract=off -fno-math-errno -fno-schedule-insns
+           -D_POSIX_C_SOURCE=200809L -DKZ_HAVE_ARM=1 -Iinclude -Isrc -Itests)
+    for t in "${tests[@]}"; do
+        aarch64-linux-gnu-gcc "${flags[@]}" "${src[@]}" "tests/unit/$t.c" -o "$bin/$t" -lm -pthread
+    done
+fi
+
+echo "== aarch64: run under ${qemu[*]}"
+failed=0
+for t in "${tests[@]}"; do
+    echo "-- $t"
+    if ! "${qemu[@]}" "$bin/$t"; then
+        echo "FAILED: $t (aarch64)"
+        failed=1
+    fi
+done
+
+if [ "$e2e" = 1 ]; then
+    echo "-- kztts decode, 40 frames of the tiny checkpoint, best level (neon)"
+    out="$build/decode_40.f32"
+    if ! "${qemu[@]}" "$build/kztts" decode -m "$fixture/tiny" --codes \
+        "$fixture/golden/codes_40.txt" -o "$out" --threads 2 ||
+        ! python3 - "$out" "$fixture/golden/golden_40.safetensors" <<'EOF'; then
+import json, math, struct, sys
+pcm = open(sys.argv[1], "rb").read()
+pcm = struct.unpack(f"<{len(pcm) // 4}f", pcm)
+data = open(sys.argv[2], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+b, e = json.loads(data[8:8 + n])["wav"]["data_offsets"]
+ref = struct.unpack(f"<{(e - b) // 4}f", data[8 + n + b:8 + n + e])
+err = sum((x - y) ** 2 for x, y in zip(pcm, ref))
+snr = 999.0 if err == 0 else 10 * math.log10(sum(y * y for y in ref) / err)
+print(f"samples {len(pcm)} (reference {len(ref)}), SNR vs PyTorch {snr:.1f} dB")
+sys.exit(0 if len(pcm) == len(ref) and snr >= 60 else 1)
+EOF
+        echo "FAILED: kztts decode (aarch64)"
+        failed=1
+    fi
+else
+    echo "-- end-to-end decode skipped (no fixture in $fixture or direct build)"
+fi
+result=$([ $failed = 0 ] && echo passed || echo FAILED)
+echo "aarch64 tests $result in $(( $(date +%s) - start )) s"
+exit $failed

@@ -1,0 +1,244 @@
+/*
+ * gemm_neon.c - NEON (aarch64) conv-GEMM, bit-identical to ref/gemm_ref.c.
+ *
+ * Data flow for one call, rows [t0, t1) x panels [p0, p1), the blocking of
+ * x86/gemm_avx2.c with 4-lane vectors:
+ *
+ *   for each row block of up to mc rows       (its x rows, all taps, stay in L2)
+ *     for each 16-column panel p
+ *       for each k block of up to KC panel rows  (KC x 64 B of the panel, L1)
+ *         for each tile of MR = 6 rows: 24 q-register accumulators [6, 16]
+ *           acc = 0 (first k block) or partial sums from part[]
+ *           per panel row r = j * k_in + i: four loads of W (one 64-byte
+ *           row), for each row a broadcast load (LD1R) of
+ *           x[t + j*tap_stride, i] and four FMAs
+ *           store partial sums to part[], or after the last k block: + bias,
+ *           + y (accumulate mode), store to y
+ *
+ * Why this is bit-identical to the scalar definition: each lane of each
+ * accumulator is one output column and sees exactly the fmaf chain of
+ * gemm_ref.c (j outer, i inner, starting from +0): vfmaq_f32 rounds once like
+ * fmaf, k blocks run in order and a partial sum parked in part[] is reloaded
+ * unchanged. Blocking and tiling only decide which elements are computed
+ * together, never an element's own order. The epilogue is the same add, add.
+ * Tail rows use the same code with fewer rows (a compile-time row count),
+ * tail columns compute all 16 lanes of the zero-padded panel and store only
+ * the valid ones.
+ *
+ * Register budget: AArch64 has 32 q registers; 6 rows x 4 vectors = 24
+ * accumulators + 4 W vectors + 1 broadcast leave 3 spare (7 rows would need
+ * 33). Per panel row that is 4 + 6 loads for 24 FMAs, within the two load
+ * ports and two FMA pipes of the Cortex-A7x / X cores. KC = 256 (16 KB of
+ * panel) fits the 32-64 KB L1 of phone cores; the x budget assumes 256-512 KB
+ * of L2 per core. Not yet measured on ARM hardware (tested under qemu only).
+ */
+#include "kernels/kernels.h"
+
+#include "runtime/error.h"
+
+#include <arm_neon.h>
+
+enum {
+    MR = 6,       // output rows per micro-tile
+    KC = 256,     // panel rows per k block (16 KB)
+    MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
+    PREFETCH_ROWS = 16, // panel rows (64 B each) prefetched ahead
+};
+// Budget for the x rows (all taps) of one row block, reused by every panel from L2.
+#define X_BLOCK_BYTES (192u * 1024u)
+
+typedef struct tile_job {
+    const float *x;     // x row of the tile's first output row
+    size_t ldx;         // x row stride
+    size_t tap_step;    // tap_stride * ldx
+    size_t k_in;        // input channels per tap
+    const float *panel; // [taps * k_in, 16]
+    size_t r0;          // k block: flat panel rows [r0, r1), r = j * k_in + i
+    size_t r1;
+    float *part;        // [MR, 16] partial sums carried between k blocks
+    int first;          // r0 == 0: start from zero
+    int last;           // r1 == taps * k_in: run the epilogue
+    float *y;           // y row of the tile's first row, at the panel's first column
+    size_t ldy;         // y row stride
+    const float *bias;  // bias at the panel's first column, or NULL
+    int accumulate;     // KZ_GEMM_ACCUMULATE
+    size_t width;       // valid columns of this panel, 1..16
+} tile_job;
+
+/* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
+static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
+                                                                 float32x4_t v0, float32x4_t v1,
+                                                                 float32x4_t v2, float32x4_t v3) {
+    if (jb->width == KZ_PANEL) {
+        if (jb->bias) {
+            v0 = vaddq_f32(v0, vld1q_f32(jb->bias));
+            v1 = vaddq_f32(v1, vld1q_f32(jb->bias + 4));
+            v2 = vaddq_f32(v2, vld1q_f32(jb->bias + 8));
+            v3 = vaddq_f32(v3, vld1q_f32(jb->bias + 12));
+        }
+        if (jb->accumulate) {
+            v0 = vaddq_f32(vld1q_f32(yr), v0);
+            v1 = vaddq_f32(vld1q_f32(yr + 4), v1);
+            v2 = vaddq_f32(vld1q_f32(yr + 8), v2);
+            v3 = vaddq_f32(vld1q_f32(yr + 12), v3);
+        }
+        vst1q_f32(yr, v0);
+        vst1q_f32(yr + 4, v1);
+        vst1q_f32(yr + 8, v2);
+        vst1q_f32(yr + 12, v3);
+        return;
+    }
+    // Ragged last panel: the same two adds per element, done one lane at a time.
+    float acc[KZ_PANEL];
+    vst1q_f32(acc, v0);
+    vst1q_f32(acc + 4, v1);
+    vst1q_f32(acc + 8, v2);
+    vst1q_f32(acc + 12, v3);
+    for (size_t c = 0; c < jb->width; c++) {
+        float r = acc[c];
+        if (jb->bias) {
+            r = r + jb->bias[c];
+        }
+        if (jb->accumulate) {
+            r = yr[c] + r;
+        }
+        yr[c] = r;
+    }
+}
+
+/* One micro-tile of `rows` (1..MR, a constant after inlining) over one k block.
+ * The accumulators are named variables, not an array, so that GCC keeps all
+ * 24 in registers; rows beyond `rows` are dead code after inlining. */
+#define TILE_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+static inline __attribute__((always_inline)) void tile(const tile_job *jb, const int rows) {
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+#define TILE_INIT(q)                                                                           \
+    float32x4_t a##q##_0 = zero;                                                               \
+    float32x4_t a##q##_1 = zero;                                                               \
+    float32x4_t a##q##_2 = zero;                                                               \
+    float32x4_t a##q##_3 = zero;                                                               \
+    if (rows > q && !jb->first) {                                                              \
+        a##q##_0 = vld1q_f32(jb->part + q * KZ_PANEL);                                         \
+        a##q##_1 = vld1q_f32(jb->part + q * KZ_PANEL + 4);                                     \
+        a##q##_2 = vld1q_f32(jb->part + q * KZ_PANEL + 8);                                     \
+        a##q##_3 = vld1q_f32(jb->part + q * KZ_PANEL + 12);                                    \
+    }
+    TILE_ROWS(TILE_INIT)
+    const size_t ldx = jb->ldx;
+    size_t r = jb->r0;
+    while (r < jb->r1) {
+        // One segment per tap inside the k block: x moves to the tap's rows.
+        const size_t j = r / jb->k_in;
+        const size_t i = r - j * jb->k_in;
+        const size_t end = (j + 1) * jb->k_in < jb->r1 ? (j + 1) * jb->k_in : jb->r1;
+        const float *xp = jb->x + j * jb->tap_step + i;
+        const float *wp = jb->panel + r * KZ_PANEL;
+        const size_t count = end - r;
+        for (size_t k = 0; k < count; k++) {
+            // The first tile of a k block streams the panel from L2 or DRAM.
+            __builtin_prefetch(wp + (k + PREFETCH_ROWS) * KZ_PANEL);
+            const float *wk = wp + k * KZ_PANEL;
+            const float32x4_t w0 = vld1q_f32(wk);
+            const float32x4_t w1 = vld1q_f32(wk + 4);
+            const float32x4_t w2 = vld1q_f32(wk + 8);
+            const float32x4_t w3 = vld1q_f32(wk + 12);
+#define TILE_FMA(q)                                                                            \
+    if (rows > q) {                                                                            \
+        const float32x4_t xb = vld1q_dup_f32(xp + q * ldx + k);                                \
+        a##q##_0 = vfmaq_f32(a##q##_0, xb, w0);                                                \
+        a##q##_1 = vfmaq_f32(a##q##_1, xb, w1);                                                \
+        a##q##_2 = vfmaq_f32(a##q##_2, xb, w2);                                                \
+        a##q##_3 = vfmaq_f32(a##q##_3, xb, w3);                                                \
+    }
+            TILE_ROWS(TILE_FMA)
+        }
+        r = end;
+    }
+    if (!jb->last) {
+#define TILE_PARK(q)                                                                           \
+    if (rows > q) {                                                                            \
+        vst1q_f32(jb->part + q * KZ_PANEL, a##q##_0);                                          \
+        vst1q_f32(jb->part + q * KZ_PANEL + 4, a##q##_1);                                      \
+        vst1q_f32(jb->part + q * KZ_PANEL + 8, a##q##_2);                                      \
+        vst1q_f32(jb->part + q * KZ_PANEL + 12, a##q##_3);                                     \
+    }
+        TILE_ROWS(TILE_PARK)
+        return;
+    }
+#define TILE_EPILOGUE(q)                                                                       \
+    if (rows > q) {                                                                            \
+        tile_store_row(jb, jb->y + q * jb->ldy, a##q##_0, a##q##_1, a##q##_2, a##q##_3);       \
+    }
+    TILE_ROWS(TILE_EPILOGUE)
+}
+#undef TILE_INIT
+#undef TILE_FMA
+#undef TILE_PARK
+#undef TILE_EPILOGUE
+
+static void tile_rows(const tile_job *jb, size_t rows) {
+    switch (rows) {
+    case 1: tile(jb, 1); break;
+    case 2: tile(jb, 2); break;
+    case 3: tile(jb, 3); break;
+    case 4: tile(jb, 4); break;
+    case 5: tile(jb, 5); break;
+    default: tile(jb, MR); break;
+    }
+}
+
+/* Rows per row block: as many whole tiles as keep the block's x rows (all
+ * taps) within X_BLOCK_BYTES, at least one tile, at most MC_MAX, then evened
+ * out over the call's rows: each row block streams the whole packed weight
+ * once more, so a small remainder block would cost a full weight pass. */
+static size_t row_block(size_t rows, size_t k_in, size_t span) {
+    const size_t row_bytes = (k_in ? k_in : 1) * sizeof(float);
+    const size_t fit = X_BLOCK_BYTES / row_bytes;
+    size_t mc = fit > span ? (fit - span) / MR * MR : 0;
+    mc = mc < MR ? MR : mc;
+    mc = mc > MC_MAX ? MC_MAX : mc;
+    const size_t n_blocks = (rows + mc - 1) / mc;
+    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
+    return (even + MR - 1) / MR * MR;
+}
+
+void kz_gemm_neon(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
+    const kz_packed *w = a->w;
+    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
+    KZ_ASSERT(a->ldy >= w->n && a->ldx >= w->k_in);
+    const size_t k_rows = w->taps * w->k_in;
+    const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
+    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, w->k_in, span);
+    float part[MC_MAX * KZ_PANEL];
+    tile_job jb = {
+        .ldx = a->ldx,
+        .tap_step = a->tap_stride * a->ldx,
+        .k_in = w->k_in,
+        .ldy = a->ldy,
+        .accumulate = a->mode == KZ_GEMM_ACCUMULATE,
+    };
+    for (size_t tb = t0; tb < t1; tb += mc) {
+        const size_t te = t1 - tb < mc ? t1 : tb + mc;
+        for (size_t p = p0; p < p1; p++) {
+            const size_t o0 = p * KZ_PANEL;
+            jb.panel = w->data + p * k_rows * KZ_PANEL;
+            jb.width = w->n - o0 < KZ_PANEL ? w->n - o0 : KZ_PANEL;
+            jb.bias = a->bias ? a->bias + o0 : NULL;
+            size_t r0 = 0;
+            do {
+                const size_t r1 = k_rows - r0 < KC ? k_rows : r0 + KC;
+                jb.r0 = r0;
+                jb.r1 = r1;
+                jb.first = r0 == 0;
+                jb.last = r1 == k_rows;
+                for (size_t t = tb; t < te; t += MR) {
+                    jb.x = a->x + t * a->ldx;
+                    jb.y = a->y + t * a->ldy + o0;
+                    jb.part = part + (t - tb) * KZ_PANEL;
+                    tile_rows(&jb, te - t < MR ? te - t : MR);
+                }
+                r0 = r1;
+            } while (r0 < k_rows);
+        }
+    }
+}

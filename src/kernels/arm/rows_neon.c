@@ -1,0 +1,286 @@
+/*
+ * rows_neon.c - NEON (aarch64 Advanced SIMD) row and elementwise kernels, and
+ * the NEON table.
+ *
+ * Data flow: the NEON versions of ref/rows_ref.c, 4-lane ports of
+ * x86/rows_avx2.c. Each walks its rows 4 channels at a time from the row
+ * start with unaligned loads; the last n % 4 channels go through a
+ * zero-padded 4-lane buffer and the same instruction sequence as the body, so
+ * results do not depend on alignment or on where a row sits in a call.
+ * Reductions (dot, the norms) sum in a fixed lane layout per n; they differ
+ * from the sequential scalar sums by rounding only. axpy matches the scalar
+ * definition bit for bit (mul then add, no FMA); snake_beta, gelu and swiglu
+ * use the vector sin^2 / erf / exp of simd_math_neon.h. The table at the end
+ * adds kz_gemm_neon and the matmuls of matmul_neon.c and quant_neon.c.
+ */
+#include "kernels/kernels.h"
+#include "kernels/arm/simd_math_neon.h"
+
+#include <arm_neon.h>
+#include <math.h>
+#include <string.h>
+
+/* Up to 3 trailing floats into a zeroed vector, and back. */
+static inline float32x4_t load_tail(const float *p, size_t n) {
+    float buf[4] = {0};
+    memcpy(buf, p, n * sizeof(float));
+    return vld1q_f32(buf);
+}
+
+static inline void store_tail(float *p, float32x4_t v, size_t n) {
+    float buf[4];
+    vst1q_f32(buf, v);
+    memcpy(p, buf, n * sizeof(float));
+}
+
+/* All-ones in the first n lanes (n <= 4). */
+static inline uint32x4_t lane_mask(size_t n) {
+    const uint32_t idx[4] = {0, 1, 2, 3};
+    return vcgtq_u32(vdupq_n_u32((uint32_t)n), vld1q_u32(idx));
+}
+
+/* Sum of the 4 lanes in a fixed order: (l0 + l1) + (l2 + l3). */
+static inline float hsum(float32x4_t v) {
+    return vaddvq_f32(v);
+}
+
+/* y = x + inv_beta * sin(alpha * x)^2 for 4 lanes; lanes with a huge or
+ * non-finite argument fall back to libm. */
+static inline float32x4_t snake4(float32x4_t v, float32x4_t alpha, float32x4_t inv_beta) {
+    const float32x4_t arg = vmulq_f32(alpha, v);
+    float32x4_t s2 = sm_sin2_4(arg);
+    const uint32x4_t bad = sm_sin2_bad4(arg);
+    if (vmaxvq_u32(bad)) {
+        float a[4];
+        float s[4];
+        uint32_t m[4];
+        vst1q_f32(a, arg);
+        vst1q_f32(s, s2);
+        vst1q_u32(m, bad);
+        for (int l = 0; l < 4; l++) {
+            if (m[l]) {
+                const float sl = sinf(a[l]);
+                s[l] = sl * sl;
+            }
+        }
+        s2 = vld1q_f32(s);
+    }
+    return vaddq_f32(v, vmulq_f32(inv_beta, s2));
+}
+
+static void snake_beta_neon(float *y, const float *x, size_t n_rows, size_t n_ch,
+                            const float *alpha, const float *inv_beta) {
+    const size_t body = n_ch / 4 * 4;
+    const size_t rest = n_ch - body;
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        for (size_t c = 0; c < body; c += 4) {
+            const float32x4_t r =
+                snake4(vld1q_f32(xr + c), vld1q_f32(alpha + c), vld1q_f32(inv_beta + c));
+            vst1q_f32(yr + c, r);
+        }
+        if (rest) {
+            const float32x4_t r = snake4(load_tail(xr + body, rest),
+                                         load_tail(alpha + body, rest),
+                                         load_tail(inv_beta + body, rest));
+            store_tail(yr + body, r, rest);
+        }
+    }
+}
+
+/* Four accumulators over 16 channels, then one over 4, then the padded tail. */
+static float sum_squares(const float *x, size_t n) {
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t a1 = a0;
+    float32x4_t a2 = a0;
+    float32x4_t a3 = a0;
+    size_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const float32x4_t v0 = vld1q_f32(x + c);
+        const float32x4_t v1 = vld1q_f32(x + c + 4);
+        const float32x4_t v2 = vld1q_f32(x + c + 8);
+        const float32x4_t v3 = vld1q_f32(x + c + 12);
+        a0 = vfmaq_f32(a0, v0, v0);
+        a1 = vfmaq_f32(a1, v1, v1);
+        a2 = vfmaq_f32(a2, v2, v2);
+        a3 = vfmaq_f32(a3, v3, v3);
+    }
+    for (; c + 4 <= n; c += 4) {
+        const float32x4_t v = vld1q_f32(x + c);
+        a0 = vfmaq_f32(a0, v, v);
+    }
+    if (c < n) {
+        const float32x4_t v = load_tail(x + c, n - c);
+        a1 = vfmaq_f32(a1, v, v);
+    }
+    return hsum(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+}
+
+static void rms_norm_neon(float *y, const float *x, const float *w, size_t n_rows, size_t n_ch,
+                          float eps) {
+    const size_t body = n_ch / 4 * 4;
+    const size_t rest = n_ch - body;
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        const float ss = sum_squares(xr, n_ch);
+        const float32x4_t scale = vdupq_n_f32(1.0f / sqrtf(ss / (float)n_ch + eps));
+        for (size_t c = 0; c < body; c += 4) {
+            const float32x4_t v = vmulq_f32(vld1q_f32(xr + c), scale);
+            vst1q_f32(yr + c, vmulq_f32(v, vld1q_f32(w + c)));
+        }
+        if (rest) {
+            const float32x4_t v = vmulq_f32(load_tail(xr + body, rest), scale);
+            store_tail(yr + body, vmulq_f32(v, load_tail(w + body, rest)), rest);
+        }
+    }
+}
+
+/* Sum of a row: two accumulators over 8 channels, then one over 4, then the padded tail. */
+static float row_sum(const float *x, size_t n) {
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t a1 = a0;
+    size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        a0 = vaddq_f32(a0, vld1q_f32(x + c));
+        a1 = vaddq_f32(a1, vld1q_f32(x + c + 4));
+    }
+    if (c + 4 <= n) {
+        a0 = vaddq_f32(a0, vld1q_f32(x + c));
+        c += 4;
+    }
+    if (c < n) {
+        a1 = vaddq_f32(a1, load_tail(x + c, n - c));
+    }
+    return hsum(vaddq_f32(a0, a1));
+}
+
+static void layer_norm_neon(float *y, const float *x, const float *w, const float *b,
+                            size_t n_rows, size_t n_ch, float eps) {
+    const size_t body = n_ch / 4 * 4;
+    const size_t rest = n_ch - body;
+    const uint32x4_t tail_mask = lane_mask(rest);
+    for (size_t t = 0; t < n_rows; t++) {
+        const float *xr = x + t * n_ch;
+        float *yr = y + t * n_ch;
+        const float mu_s = row_sum(xr, n_ch) / (float)n_ch;
+        const float32x4_t mu = vdupq_n_f32(mu_s);
+        float32x4_t a0 = vdupq_n_f32(0.0f);
+        float32x4_t a1 = a0;
+        size_t c = 0;
+        for (; c + 8 <= n_ch; c += 8) {
+            const float32x4_t d0 = vsubq_f32(vld1q_f32(xr + c), mu);
+            const float32x4_t d1 = vsubq_f32(vld1q_f32(xr + c + 4), mu);
+            a0 = vfmaq_f32(a0, d0, d0);
+            a1 = vfmaq_f32(a1, d1, d1);
+        }
+        if (c + 4 <= n_ch) {
+            const float32x4_t d = vsubq_f32(vld1q_f32(xr + c), mu);
+            a0 = vfmaq_f32(a0, d, d);
+        }
+        if (rest) {
+            // Padded lanes would contribute (0 - mu)^2: mask them out.
+            const float32x4_t v = load_tail(xr + body, rest);
+            const float32x4_t d = vreinterpretq_f32_u32(
+                vandq_u32(vreinterpretq_u32_f32(vsubq_f32(v, mu)), tail_mask));
+            a1 = vfmaq_f32(a1, d, d);
+        }
+        const float var = hsum(vaddq_f32(a0, a1));
+        const float32x4_t rstd = vdupq_n_f32(1.0f / sqrtf(var / (float)n_ch + eps));
+        for (size_t k = 0; k < body; k += 4) {
+            const float32x4_t d = vmulq_f32(vsubq_f32(vld1q_f32(xr + k), mu), rstd);
+            const float32x4_t r = vaddq_f32(vmulq_f32(d, vld1q_f32(w + k)), vld1q_f32(b + k));
+            vst1q_f32(yr + k, r);
+        }
+        if (rest) {
+            const float32x4_t d = vmulq_f32(vsubq_f32(load_tail(xr + body, rest), mu), rstd);
+            const float32x4_t r = vaddq_f32(vmulq_f32(d, load_tail(w + body, rest)),
+                                            load_tail(b + body, rest));
+            store_tail(yr + body, r, rest);
+        }
+    }
+}
+
+static inline float32x4_t gelu4(float32x4_t v) {
+    const float32x4_t e = sm_erf4(vmulq_f32(v, vdupq_n_f32(0.70710678118654752f)));
+    return vmulq_f32(vmulq_f32(vdupq_n_f32(0.5f), v), vaddq_f32(vdupq_n_f32(1.0f), e));
+}
+
+static void gelu_neon(float *y, const float *x, size_t n) {
+    const size_t body = n / 4 * 4;
+    for (size_t i = 0; i < body; i += 4) {
+        vst1q_f32(y + i, gelu4(vld1q_f32(x + i)));
+    }
+    if (n > body) {
+        store_tail(y + body, gelu4(load_tail(x + body, n - body)), n - body);
+    }
+}
+
+static inline float32x4_t swiglu4(float32x4_t g, float32x4_t up) {
+    const float32x4_t e = sm_exp4(vnegq_f32(g));
+    const float32x4_t silu = vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e));
+    return vmulq_f32(silu, up);
+}
+
+static void swiglu_neon(float *y, const float *gate, const float *up, size_t n) {
+    const size_t body = n / 4 * 4;
+    for (size_t i = 0; i < body; i += 4) {
+        vst1q_f32(y + i, swiglu4(vld1q_f32(gate + i), vld1q_f32(up + i)));
+    }
+    if (n > body) {
+        const size_t rest = n - body;
+        store_tail(y + body, swiglu4(load_tail(gate + body, rest), load_tail(up + body, rest)),
+                   rest);
+    }
+}
+
+/* Four accumulators over 16 elements, then one over 4, then the padded tail. */
+static float dot_neon(const float *a, const float *b, size_t n) {
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t a1 = a0;
+    float32x4_t a2 = a0;
+    float32x4_t a3 = a0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = vfmaq_f32(a0, vld1q_f32(a + i), vld1q_f32(b + i));
+        a1 = vfmaq_f32(a1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        a2 = vfmaq_f32(a2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+        a3 = vfmaq_f32(a3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) {
+        a0 = vfmaq_f32(a0, vld1q_f32(a + i), vld1q_f32(b + i));
+    }
+    if (i < n) {
+        a1 = vfmaq_f32(a1, load_tail(a + i, n - i), load_tail(b + i, n - i));
+    }
+    return hsum(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+}
+
+static void axpy_neon(float *y, float a, const float *x, size_t n) {
+    const float32x4_t av = vdupq_n_f32(a);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(av, vld1q_f32(x + i))));
+    }
+    for (; i < n; i++) {
+        y[i] = y[i] + a * x[i];
+    }
+}
+
+const kz_kernels kz_kernels_neon = {
+    .isa = KZ_ISA_NEON,
+    .name = "neon",
+    .gemm = kz_gemm_neon,
+    .snake_beta = snake_beta_neon,
+    .rms_norm = rms_norm_neon,
+    .layer_norm = layer_norm_neon,
+    .gelu = gelu_neon,
+    .swiglu = swiglu_neon,
+    .dot = dot_neon,
+    .axpy = axpy_neon,
+    .matmul_bf16 = kz_matmul_bf16_neon,
+    .matmul_f32 = kz_matmul_f32_neon,
+    .matmul_q8_0 = kz_matmul_q8_0_neon,
+    .matmul_q4_0 = kz_matmul_q4_0_neon,
+};
