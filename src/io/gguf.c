@@ -43,6 +43,7 @@
 #define _DARWIN_C_SOURCE // the same on macOS
 
 #include "io/gguf.h"
+#include "io/mapped_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -199,40 +200,7 @@ static void format_dims(char *buf, size_t buf_bytes, int n_dims, const int64_t *
 /* ---- mapping ------------------------------------------------------------------------------ */
 
 static kz_status map_file(kz_gguf_file *f) {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", f->path, strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot stat: %s", f->path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: not a regular file", f->path);
-    }
-    if (st.st_size == 0) {
-        close(fd);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: file is empty", f->path);
-    }
-    if ((uintmax_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: file of %lld bytes is too large to map", f->path,
-                            (long long)st.st_size);
-    }
-    size_t n_bytes = (size_t)st.st_size;
-    void *map = mmap(NULL, n_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    close(fd); // the mapping keeps the file referenced
-    if (map == MAP_FAILED) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot map %zu bytes: %s", f->path, n_bytes,
-                            strerror(err));
-    }
-    f->map = map;
-    f->map_bytes = n_bytes;
-    return KZ_OK;
+    return kz_map_open(f->path, &f->map, &f->map_bytes);
 }
 
 /* ---- blob --------------------------------------------------------------------------------- */
@@ -824,9 +792,7 @@ void kz_gguf_close(kz_gguf_file *f) {
     if (!f) {
         return;
     }
-    if (f->map) {
-        munmap((void *)f->map, f->map_bytes);
-    }
+    kz_map_close(f->map, f->map_bytes);
     free(f->kvs);
     free(f->kv_by_key);
     free(f->tensors);
@@ -1054,20 +1020,7 @@ void kz_gguf_release(const kz_gguf_file *f, const kz_gguf_tensor *t) {
     if (!f || !t || t->n_bytes == 0) {
         return;
     }
-    uintptr_t begin = (uintptr_t)t->data;
-    uintptr_t end = begin + t->n_bytes;
-    KZ_ASSERT(begin >= (uintptr_t)f->map && end <= (uintptr_t)f->map + f->map_bytes);
-    long page_bytes = sysconf(_SC_PAGESIZE);
-    if (page_bytes <= 0) {
-        return;
-    }
-    uintptr_t page = (uintptr_t)page_bytes;
-    // Only pages wholly inside the tensor: the partial first and last pages may hold the
-    // header or a neighbour that is still in use.
-    uintptr_t first = (begin + page - 1) / page * page;
-    uintptr_t last = end / page * page;
-    if (first < last) {
-        // Advisory: on failure the pages simply stay resident.
-        (void)madvise((void *)first, last - first, MADV_DONTNEED);
-    }
+    KZ_ASSERT((uintptr_t)t->data >= (uintptr_t)f->map &&
+              (uintptr_t)t->data + t->n_bytes <= (uintptr_t)f->map + f->map_bytes);
+    kz_map_release_range(t->data, t->n_bytes);
 }

@@ -30,6 +30,7 @@
 #define _DARWIN_C_SOURCE // the same on macOS
 
 #include "io/safetensors.h"
+#include "io/mapped_file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -145,46 +146,13 @@ static void format_number(char *buf, size_t buf_bytes, const cJSON *item) {
 /* ---- mapping ----------------------------------------------------------- */
 
 static kz_status map_file(kz_st_file *f) {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", f->path, strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot stat: %s", f->path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: not a regular file", f->path);
-    }
-    if (st.st_size == 0) {
-        close(fd);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: file is empty", f->path);
-    }
-    if (st.st_size < HEADER_LENGTH_BYTES) {
-        close(fd);
+    kz_status st = kz_map_open(f->path, &f->map, &f->map_bytes);
+    if (st == KZ_OK && f->map_bytes < HEADER_LENGTH_BYTES) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: file is %lld bytes, shorter than the 8-byte header length",
-                            f->path, (long long)st.st_size);
+                            "%s: file is %zu bytes, shorter than the 8-byte header length",
+                            f->path, f->map_bytes);
     }
-    if ((uintmax_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: file of %lld bytes is too large to map", f->path,
-                            (long long)st.st_size);
-    }
-    size_t n_bytes = (size_t)st.st_size;
-    void *map = mmap(NULL, n_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    close(fd); // the mapping keeps the file referenced
-    if (map == MAP_FAILED) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot map %zu bytes: %s", f->path, n_bytes,
-                            strerror(err));
-    }
-    f->map = map;
-    f->map_bytes = n_bytes;
-    return KZ_OK;
+    return st;
 }
 
 /* ---- header entries ----------------------------------------------------- */
@@ -572,9 +540,7 @@ void kz_st_close(kz_st_file *f) {
     if (!f) {
         return;
     }
-    if (f->map) {
-        munmap((void *)f->map, f->map_bytes);
-    }
+    kz_map_close(f->map, f->map_bytes);
     cJSON_Delete(f->json);
     free(f->tensors);
     free(f->by_name);
@@ -651,22 +617,9 @@ void kz_st_release(const kz_st_file *f, const kz_st_tensor *t) {
     if (!f || !t || t->n_bytes == 0) {
         return;
     }
-    uintptr_t begin = (uintptr_t)t->data;
-    uintptr_t end = begin + t->n_bytes;
-    KZ_ASSERT(begin >= (uintptr_t)f->data && end <= (uintptr_t)f->data + f->data_bytes);
-    long page_bytes = sysconf(_SC_PAGESIZE);
-    if (page_bytes <= 0) {
-        return;
-    }
-    uintptr_t page = (uintptr_t)page_bytes;
-    // Only pages wholly inside the tensor: the partial first and last pages may hold the
-    // header or a neighbour that is still in use.
-    uintptr_t first = (begin + page - 1) / page * page;
-    uintptr_t last = end / page * page;
-    if (first < last) {
-        // Advisory: on failure the pages simply stay resident.
-        (void)madvise((void *)first, last - first, MADV_DONTNEED);
-    }
+    KZ_ASSERT((uintptr_t)t->data >= (uintptr_t)f->map &&
+              (uintptr_t)t->data + t->n_bytes <= (uintptr_t)f->map + f->map_bytes);
+    kz_map_release_range(t->data, t->n_bytes);
 }
 
 /* IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads). */
