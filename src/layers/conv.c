@@ -117,37 +117,16 @@ static kz_status oom(const char *name) {
     return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing '%s'", name);
 }
 
-kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_name,
-                              const char *b_name, int64_t out, int64_t in) {
-    memset(c, 0, sizeof *c);
-    int64_t shape[3] = {out, in, 1};
-    const kz_st_tensor *t = kz_st_find(f, w_name);
-    int n_dims = t && t->n_dims == 3 ? 3 : 2;
-    float *w;
-    kz_status st = read_f32(f, w_name, n_dims, shape, &w, &t);
-    if (st != KZ_OK) {
-        return st;
-    }
-    *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)out, .taps = 1, .dilation = 1};
-    st = pack_out_in_k(c, w, (size_t)out, (size_t)in, 1) == 0 ? KZ_OK : oom(w_name);
-    kz_st_release(f, t);
-    free(w);
-    if (st == KZ_OK) {
-        st = read_bias(c, f, b_name, out, 1);
-    }
-    if (st != KZ_OK) {
-        kz_conv_free(c);
-    }
-    return st;
-}
-
-kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_name,
-                              const char *b_name, int64_t out, int64_t in, int64_t k, int64_t d) {
+/* A [out, in, k] weight (n_dims 2 means [out, in] with k = 1) and its bias, packed as a
+ * conv with dilation d: the common path of linear layers and causal convs. */
+static kz_status load_out_in_k(kz_conv *c, const kz_st_file *f, const char *w_name,
+                               const char *b_name, int n_dims, int64_t out, int64_t in, int64_t k,
+                               int64_t d) {
     memset(c, 0, sizeof *c);
     int64_t shape[3] = {out, in, k};
     const kz_st_tensor *t;
     float *w;
-    kz_status st = read_f32(f, w_name, 3, shape, &w, &t);
+    kz_status st = read_f32(f, w_name, n_dims, shape, &w, &t);
     if (st != KZ_OK) {
         return st;
     }
@@ -163,6 +142,18 @@ kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_nam
         kz_conv_free(c);
     }
     return st;
+}
+
+kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_name,
+                              const char *b_name, int64_t out, int64_t in) {
+    const kz_st_tensor *t = kz_st_find(f, w_name);
+    int n_dims = t && t->n_dims == 3 ? 3 : 2; // nn.Linear [out, in] or a 1x1 conv [out, in, 1]
+    return load_out_in_k(c, f, w_name, b_name, n_dims, out, in, 1, 1);
+}
+
+kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_name,
+                              const char *b_name, int64_t out, int64_t in, int64_t k, int64_t d) {
+    return load_out_in_k(c, f, w_name, b_name, 3, out, in, k, d);
 }
 
 kz_status kz_conv_load_transposed(kz_conv *c, const kz_st_file *f, const char *w_name,
