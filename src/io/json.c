@@ -1,65 +1,65 @@
 /*
  * json.c - typed getters over cJSON with file/key error messages.
  *
- * kz_json_load reads the whole file (bounded size) and parses it; each getter
- * looks one key up, checks its JSON type and range, and on a mismatch records
- * the first error in the context (later errors are dropped so the message is
- * about the root cause).
+ * kz_json_parse checks and parses text from memory; kz_json_load reads a file
+ * (io/text_file.c) and hands it to kz_json_parse. Each getter looks one key up,
+ * checks its JSON type and range, and on a mismatch records the first error in
+ * the context (later errors are dropped so the message is about the root cause).
  */
 #include "io/json.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/text_file.h"
 #include "runtime/error.h"
 
-#define MAX_JSON_BYTES (16u << 20)
-
-kz_status kz_json_load(const char *path, cJSON **root) {
+kz_status kz_json_parse(const char *label, const char *text, size_t n_bytes, cJSON **root) {
     *root = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (n_bytes > KZ_JSON_MAX_BYTES) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: larger than %u bytes", label,
+                            KZ_JSON_MAX_BYTES);
     }
-    char *text = malloc(MAX_JSON_BYTES + 1);
-    if (!text) {
-        fclose(f);
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    if (n_bytes > 0 && memchr(text, '\0', n_bytes)) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: contains a NUL byte", label);
     }
-    size_t n_bytes = fread(text, 1, MAX_JSON_BYTES + 1, f);
-    int read_error = ferror(f);
-    fclose(f);
-    if (read_error) {
-        free(text);
-        return kz_error_set(KZ_STATUS_IO, "%s: read error", path);
+    // cJSON wants a terminated string; its length-bounded parse has had overreads.
+    char *copy = malloc(n_bytes + 1);
+    if (!copy) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);
     }
-    if (n_bytes > MAX_JSON_BYTES) {
-        free(text);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: larger than %u bytes", path, MAX_JSON_BYTES);
+    if (n_bytes > 0) {
+        memcpy(copy, text, n_bytes);
     }
-    text[n_bytes] = '\0';
-    if (strlen(text) != n_bytes) {
-        free(text);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: contains a NUL byte", path);
-    }
+    copy[n_bytes] = '\0';
     const char *end = NULL;
-    cJSON *doc = cJSON_ParseWithOpts(text, &end, 1);
+    cJSON *doc = cJSON_ParseWithOpts(copy, &end, 1);
+    size_t offset = end ? (size_t)(end - copy) : 0;
+    free(copy);
     if (!doc) {
-        size_t offset = end ? (size_t)(end - text) : 0;
-        free(text);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: malformed JSON near byte %zu", path, offset);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: malformed JSON near byte %zu", label, offset);
     }
-    free(text);
     if (!cJSON_IsObject(doc)) {
         cJSON_Delete(doc);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: top level is not a JSON object", path);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: top level is not a JSON object", label);
     }
     *root = doc;
     return KZ_OK;
+}
+
+kz_status kz_json_load(const char *path, cJSON **root) {
+    *root = NULL;
+    char *text;
+    size_t n_bytes;
+    kz_status st = kz_text_file_read(path, KZ_JSON_MAX_BYTES + 1, &text, &n_bytes);
+    if (st == KZ_OK) {
+        st = kz_json_parse(path, text, n_bytes, root);
+        free(text);
+    }
+    return st;
 }
 
 static void fail(kz_json_ctx *c, const char *key, const char *fmt, ...) KZ_PRINTF(3, 4);

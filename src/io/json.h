@@ -1,17 +1,20 @@
 /*
  * json.h - typed, validated reads from JSON config files (cJSON underneath).
  *
- * A kz_json_ctx carries the file path and the first error. Getter calls keep
- * going after an error (returning the default) so a config reader can be a flat
- * list of reads followed by one status check; the message names the file, the
- * key path and what was wrong ("config.json: talker_config.hidden_size: expected
- * an integer in [1, 65536], got -3"). A missing key yields the default, the same
- * rule Hugging Face configs follow.
+ * The text comes from a file (kz_json_load) or from memory (kz_json_parse, e.g.
+ * a GGUF metadata string); either way a label names it in messages: the path,
+ * or something like "model.gguf:kztts.config_json". A kz_json_ctx carries that
+ * label and the first error. Getter calls keep going after an error (returning
+ * the default) so a config reader can be a flat list of reads followed by one
+ * status check; the message names the file, the key path and what was wrong
+ * ("config.json: talker_config.hidden_size: expected an integer in [1, 65536]").
+ * A missing key yields the default, the same rule Hugging Face configs follow.
  */
 #ifndef KZ_JSON_H
 #define KZ_JSON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -19,13 +22,23 @@
 #include "kztts.h"
 
 typedef struct kz_json_ctx {
-    const char *path;  /* file name used in messages */
+    const char *path;  /* file name or label used in messages */
     const char *scope; /* key prefix used in messages, e.g. "decoder_config" or "" */
     kz_status status;  /* KZ_OK until the first failed read */
 } kz_json_ctx;
 
-/* Reads and parses a JSON file whose top level must be an object (max 16 MB).
- * On success *root is owned by the caller (cJSON_Delete). */
+/* Largest JSON text accepted, in bytes. */
+#define KZ_JSON_MAX_BYTES (16u << 20)
+
+/* Parses n_bytes of JSON text (need not be NUL-terminated; NULL only when
+ * n_bytes is 0) whose top level must be an object, at most KZ_JSON_MAX_BYTES
+ * long and free of NUL bytes. Errors are KZ_STATUS_BAD_MODEL with a message
+ * starting "label: " ("malformed JSON near byte 12"). On success *root is owned
+ * by the caller (cJSON_Delete); on failure it is NULL. */
+kz_status kz_json_parse(const char *label, const char *text, size_t n_bytes, cJSON **root);
+
+/* Reads the file at path and parses it as kz_json_parse does, path as the
+ * label; a file that cannot be read is KZ_STATUS_IO. */
 kz_status kz_json_load(const char *path, cJSON **root);
 
 /* Integer in [lo, hi]; a JSON number with a fractional part is an error. */

@@ -1,17 +1,20 @@
 /*
  * codec_config.c - speech_tokenizer/config.json -> kz_codec_config.
  *
- * Flow: parse JSON (io/json.c), read the top-level keys, then the nested
- * "decoder_config" object with the official class defaults, then check the
- * cross-field relations. "encoder_config" is read by the encoder (voice
- * cloning) when that lands.
+ * Flow: text (read from the file by kz_codec_config_load, or given by the
+ * caller, e.g. from GGUF metadata) -> parse JSON (io/json.c), read the
+ * top-level keys, then the nested "decoder_config" object with the official
+ * class defaults, then check the cross-field relations. "encoder_config" is
+ * read by the encoder (voice cloning) when that lands.
  */
 #include "model/codec_config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/json.h"
+#include "io/text_file.h"
 #include "runtime/error.h"
 
 static void read_top(kz_json_ctx *j, const cJSON *root, kz_codec_config *c) {
@@ -71,7 +74,7 @@ static void read_decoder(kz_json_ctx *j, const cJSON *d, kz_codec_config *c) {
     }
 }
 
-static kz_status check_relations(const char *path, const kz_codec_config *c) {
+static kz_status check_relations(const char *label, const kz_codec_config *c) {
     int64_t total = 1;
     for (int i = 0; i < c->n_upsample_rates; i++) {
         total *= c->upsample_rates[i];
@@ -83,45 +86,46 @@ static kz_status check_relations(const char *path, const kz_codec_config *c) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: decode_upsample_rate %d != product of upsample_rates and "
                             "upsampling_ratios (%lld)",
-                            path, c->decode_upsample_rate, (long long)total);
+                            label, c->decode_upsample_rate, (long long)total);
     }
     if (c->num_semantic_quantizers != 1 || c->num_quantizers < 2) {
         return kz_error_set(KZ_STATUS_UNSUPPORTED,
                             "%s: decoder_config: only 1 semantic quantizer of >= 2 is supported "
                             "(got %d of %d)",
-                            path, c->num_semantic_quantizers, c->num_quantizers);
+                            label, c->num_semantic_quantizers, c->num_quantizers);
     }
     if (c->codebook_dim % 2 != 0) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: decoder_config.codebook_dim %d is odd", path,
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: decoder_config.codebook_dim %d is odd", label,
                             c->codebook_dim);
     }
     if (c->num_attention_heads % c->num_key_value_heads != 0 || c->head_dim % 2 != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: decoder_config: %d attention heads not a multiple of %d key/value "
                             "heads, or odd head_dim %d",
-                            path, c->num_attention_heads, c->num_key_value_heads, c->head_dim);
+                            label, c->num_attention_heads, c->num_key_value_heads, c->head_dim);
     }
     if (c->decoder_dim % (1 << c->n_upsample_rates) != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: decoder_config.decoder_dim %d not divisible by 2^%d", path,
+                            "%s: decoder_config.decoder_dim %d not divisible by 2^%d", label,
                             c->decoder_dim, c->n_upsample_rates);
     }
     return KZ_OK;
 }
 
-kz_status kz_codec_config_load(const char *path, kz_codec_config *out) {
+kz_status kz_codec_config_parse(const char *label, const char *text, size_t n_bytes,
+                                kz_codec_config *out) {
     memset(out, 0, sizeof *out);
     cJSON *root = NULL;
-    kz_status st = kz_json_load(path, &root);
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
     if (st != KZ_OK) {
         return st;
     }
-    kz_json_ctx j = {.path = path, .scope = "", .status = KZ_OK};
+    kz_json_ctx j = {.path = label, .scope = "", .status = KZ_OK};
     const char *type = kz_json_str(&j, root, "model_type", "");
     if (j.status == KZ_OK && strcmp(type, "qwen3_tts_tokenizer_12hz") != 0) {
         j.status = kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: model_type is '%s', expected 'qwen3_tts_tokenizer_12hz'", path,
-                                type);
+                                "%s: model_type is '%s', expected 'qwen3_tts_tokenizer_12hz'",
+                                label, type);
     }
     read_top(&j, root, out);
     const cJSON *dec = kz_json_obj(&j, root, "decoder_config");
@@ -132,7 +136,19 @@ kz_status kz_codec_config_load(const char *path, kz_codec_config *out) {
         memset(out, 0, sizeof *out);
         return j.status;
     }
-    return check_relations(path, out);
+    return check_relations(label, out);
+}
+
+kz_status kz_codec_config_load(const char *path, kz_codec_config *out) {
+    memset(out, 0, sizeof *out);
+    char *text;
+    size_t n_bytes;
+    kz_status st = kz_text_file_read(path, KZ_JSON_MAX_BYTES + 1, &text, &n_bytes);
+    if (st == KZ_OK) {
+        st = kz_codec_config_parse(path, text, n_bytes, out);
+        free(text);
+    }
+    return st;
 }
 
 void kz_codec_config_describe(const kz_codec_config *c, char *buf, size_t buf_size) {

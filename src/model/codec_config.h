@@ -10,6 +10,7 @@
 #ifndef KZ_CODEC_CONFIG_H
 #define KZ_CODEC_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kztts.h"
@@ -46,9 +47,17 @@ typedef struct kz_codec_config {
     int32_t upsampling_ratios[KZ_CODEC_MAX_RATES]; /* 2 2 (ConvNeXt stages) */
 } kz_codec_config;
 
-/* Reads `path` (a speech_tokenizer/config.json) and checks every value and the
- * relations the decoder relies on (upsampling product == decode_upsample_rate,
- * heads * head_dim consistent, decoder_dim divisible by 2^blocks, ...). */
+/* Parses n_bytes of speech_tokenizer/config.json text (need not be
+ * NUL-terminated) and checks every value and the relations the decoder relies
+ * on (upsampling product == decode_upsample_rate, heads * head_dim consistent,
+ * decoder_dim divisible by 2^blocks, ...). Errors (KZ_STATUS_BAD_MODEL,
+ * KZ_STATUS_UNSUPPORTED) have a message starting "label: ", the label being a
+ * path or a name such as "model.gguf:kztts.codec_config_json"; *out is then zeroed. */
+kz_status kz_codec_config_parse(const char *label, const char *text, size_t n_bytes,
+                                kz_codec_config *out);
+
+/* Reads `path` (a speech_tokenizer/config.json) and parses it as above, path as
+ * the label. */
 kz_status kz_codec_config_load(const char *path, kz_codec_config *out);
 
 /* Writes a one-paragraph summary into buf. */

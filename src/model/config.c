@@ -1,18 +1,23 @@
 /*
  * config.c - config.json of a Qwen3-TTS checkpoint -> kz_tts_config.
  *
- * Flow: parse JSON (io/json.c); top-level ids; talker_config with its name
- * tables (codec_language_id, spk_id whose values may be an int or a one-element
- * list, spk_is_dialect whose values are a dialect name or false); the nested
- * code_predictor_config; speaker_encoder_config. Then cross-field checks.
+ * Flow: text (read from the file by the *_load wrappers, or given by the
+ * caller, e.g. from GGUF metadata) -> parse JSON (io/json.c); top-level ids;
+ * talker_config with its name tables (codec_language_id, spk_id whose values
+ * may be an int or a one-element list, spk_is_dialect whose values are a
+ * dialect name or false); the nested code_predictor_config;
+ * speaker_encoder_config. Then cross-field checks.
+ * generation_config.json is a flat list of sampling defaults over fallbacks.
  */
 #include "model/config.h"
 
 #include <stdio.h>
-#include <unistd.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/json.h"
+#include "io/text_file.h"
 #include "runtime/error.h"
 
 static void copy_str(char *dst, size_t n, const char *src) {
@@ -126,39 +131,40 @@ static void read_top(kz_json_ctx *j, const cJSON *root, kz_tts_config *c) {
     c->tts_eos_token_id = (int32_t)kz_json_int(j, root, "tts_eos_token_id", 151673, 0, 1 << 24);
 }
 
-static kz_status check(const char *path, const kz_tts_config *c) {
+static kz_status check(const char *label, const kz_tts_config *c) {
     const kz_talker_config *t = &c->talker;
     if (strcmp(c->tts_model_type, "custom_voice") != 0 &&
         strcmp(c->tts_model_type, "voice_design") != 0 && strcmp(c->tts_model_type, "base") != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tts_model_type '%s' is not custom_voice, voice_design or base",
-                            path, c->tts_model_type);
+                            label, c->tts_model_type);
     }
     if (t->num_attention_heads % t->num_key_value_heads != 0 ||
         t->code_predictor.num_attention_heads % t->code_predictor.num_key_value_heads != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: attention heads are not a multiple of key/value heads", path);
+                            "%s: attention heads are not a multiple of key/value heads", label);
     }
     if (t->code_predictor.num_code_groups != t->num_code_groups) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: talker num_code_groups %d != code predictor's %d", path,
+                            "%s: talker num_code_groups %d != code predictor's %d", label,
                             t->num_code_groups, t->code_predictor.num_code_groups);
     }
     return KZ_OK;
 }
 
-kz_status kz_tts_config_load(const char *path, kz_tts_config *out) {
+kz_status kz_tts_config_parse(const char *label, const char *text, size_t n_bytes,
+                              kz_tts_config *out) {
     memset(out, 0, sizeof *out);
     cJSON *root = NULL;
-    kz_status st = kz_json_load(path, &root);
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
     if (st != KZ_OK) {
         return st;
     }
-    kz_json_ctx j = {.path = path, .scope = "", .status = KZ_OK};
+    kz_json_ctx j = {.path = label, .scope = "", .status = KZ_OK};
     const char *type = kz_json_str(&j, root, "model_type", "");
     if (j.status == KZ_OK && strcmp(type, "qwen3_tts") != 0) {
         j.status = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: model_type is '%s', expected 'qwen3_tts'",
-                                path, type);
+                                label, type);
     }
     read_top(&j, root, out);
     j.scope = "talker_config";
@@ -172,7 +178,19 @@ kz_status kz_tts_config_load(const char *path, kz_tts_config *out) {
         memset(out, 0, sizeof *out);
         return j.status;
     }
-    return check(path, out);
+    return check(label, out);
+}
+
+kz_status kz_tts_config_load(const char *path, kz_tts_config *out) {
+    memset(out, 0, sizeof *out);
+    char *text;
+    size_t n_bytes;
+    kz_status st = kz_text_file_read(path, KZ_JSON_MAX_BYTES + 1, &text, &n_bytes);
+    if (st == KZ_OK) {
+        st = kz_tts_config_parse(path, text, n_bytes, out);
+        free(text);
+    }
+    return st;
 }
 
 void kz_tts_config_describe(const kz_tts_config *c, char *buf, size_t buf_size) {
@@ -201,21 +219,26 @@ void kz_tts_config_describe(const kz_tts_config *c, char *buf, size_t buf_size) 
     }
 }
 
-kz_status kz_generation_config_load(const char *path, kz_generation_config *out) {
+static void generation_fallbacks(kz_generation_config *out) {
     *out = (kz_generation_config){.do_sample = true, .temperature = 0.9f, .top_k = 50,
                                   .top_p = 1.0f, .repetition_penalty = 1.05f,
                                   .subtalker_dosample = true, .subtalker_temperature = 0.9f,
                                   .subtalker_top_k = 50, .subtalker_top_p = 1.0f,
                                   .max_new_tokens = 2048};
-    if (access(path, F_OK) != 0) {
+}
+
+kz_status kz_generation_config_parse(const char *label, const char *text, size_t n_bytes,
+                                     kz_generation_config *out) {
+    generation_fallbacks(out);
+    if (!text) {
         return KZ_OK;
     }
     cJSON *root = NULL;
-    kz_status st = kz_json_load(path, &root);
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
     if (st != KZ_OK) {
         return st;
     }
-    kz_json_ctx j = {.path = path, .scope = "", .status = KZ_OK};
+    kz_json_ctx j = {.path = label, .scope = "", .status = KZ_OK};
     kz_generation_config *g = out;
     g->do_sample = kz_json_bool(&j, root, "do_sample", g->do_sample);
     g->temperature = (float)kz_json_num(&j, root, "temperature", g->temperature, 1e-6, 100.0);
@@ -234,4 +257,19 @@ kz_status kz_generation_config_load(const char *path, kz_generation_config *out)
         (int32_t)kz_json_int(&j, root, "max_new_tokens", g->max_new_tokens, 1, 1 << 20);
     cJSON_Delete(root);
     return j.status;
+}
+
+kz_status kz_generation_config_load(const char *path, kz_generation_config *out) {
+    generation_fallbacks(out);
+    if (access(path, F_OK) != 0) {
+        return KZ_OK;
+    }
+    char *text;
+    size_t n_bytes;
+    kz_status st = kz_text_file_read(path, KZ_JSON_MAX_BYTES + 1, &text, &n_bytes);
+    if (st == KZ_OK) {
+        st = kz_generation_config_parse(path, text, n_bytes, out);
+        free(text);
+    }
+    return st;
 }

@@ -3,6 +3,10 @@
  * structs: the top level, talker_config, its nested code_predictor_config and
  * speaker_encoder_config.
  *
+ * Each file is parsed from text (kz_*_parse: from memory, e.g. a GGUF metadata
+ * string, named in messages by a label) or read from its path (kz_*_load, a
+ * thin wrapper: read the file, parse it with the path as the label).
+ *
  * Field names are the checkpoint's keys. Missing keys take the official
  * configuration classes' defaults (configuration_qwen3_tts.py), which differ
  * from the released values for several keys, as Hugging Face would load them.
@@ -13,6 +17,7 @@
 #define KZ_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kztts.h"
@@ -91,10 +96,24 @@ typedef struct kz_generation_config {
     int32_t max_new_tokens;     /* 8192 in the released file, 2048 fallback */
 } kz_generation_config;
 
-/* Reads path if it exists (a missing file gives the fallbacks). */
+/* Parses n_bytes of generation_config.json text (need not be NUL-terminated)
+ * over the fallbacks; text NULL means there is no such file: the fallbacks and
+ * KZ_OK. Errors are KZ_STATUS_BAD_MODEL with a message starting "label: ". */
+kz_status kz_generation_config_parse(const char *label, const char *text, size_t n_bytes,
+                                     kz_generation_config *out);
+
+/* Reads path if it exists (a missing file gives the fallbacks) and parses it
+ * as above, path as the label. */
 kz_status kz_generation_config_load(const char *path, kz_generation_config *out);
 
-/* Reads and validates config.json of a Qwen3-TTS checkpoint. */
+/* Parses and validates n_bytes of a Qwen3-TTS checkpoint's config.json text
+ * (need not be NUL-terminated). Errors are KZ_STATUS_BAD_MODEL (or
+ * KZ_STATUS_OUT_OF_MEMORY) with a message starting "label: ", the label being
+ * a path or a name such as "model.gguf:kztts.config_json"; *out is then zeroed. */
+kz_status kz_tts_config_parse(const char *label, const char *text, size_t n_bytes,
+                              kz_tts_config *out);
+
+/* Reads config.json at path and parses it as above, path as the label. */
 kz_status kz_tts_config_load(const char *path, kz_tts_config *out);
 
 /* Writes a multi-line summary into buf. */

@@ -2,7 +2,7 @@
  * bpe.c - byte-level BPE: vocab.json + merges.txt -> hash maps, and the merge
  * loop that turns one pre-tokenized piece into ids.
  *
- * Load:
+ * Load (from text in memory; kz_bpe_load reads the two files and hands them over):
  *   vocab.json  "Ġthe": 279   -> decode each character through the inverse
  *                                GPT-2 byte map -> raw bytes " the" -> id 279
  *                                (open-addressing map bytes -> id, id -> bytes)
@@ -27,7 +27,6 @@
 #include "text/bpe.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include <utf8proc.h>
 
 #include "io/json.h"
+#include "io/text_file.h"
 #include "runtime/error.h"
 
 #define NO_RANK UINT32_MAX
@@ -220,15 +220,15 @@ void kz_bpe_free(kz_bpe *bpe) {
 }
 
 /* First pass over vocab.json: id range and total spelling bytes. */
-static kz_status vocab_scan(const char *path, const cJSON *root, size_t *n_ids, size_t *n_tokens,
+static kz_status vocab_scan(const char *label, const cJSON *root, size_t *n_ids, size_t *n_tokens,
                             size_t *n_blob) {
     int64_t max_id = -1;
     size_t count = 0, blob = 0;
     for (const cJSON *it = root->child; it; it = it->next) {
         double v = it->valuedouble;
-        if (!cJSON_IsNumber(it) || v != (double)(int64_t)v || v < 0 || v >= (double)INT32_MAX) {
+        if (!cJSON_IsNumber(it) || v < 0 || v >= (double)INT32_MAX || v != (double)(int64_t)v) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: token \"%s\": id is not an integer in [0, 2^31)", path,
+                                "%s: token \"%s\": id is not an integer in [0, 2^31)", label,
                                 it->string ? it->string : "");
         }
         if ((int64_t)v > max_id) {
@@ -238,10 +238,10 @@ static kz_status vocab_scan(const char *path, const cJSON *root, size_t *n_ids, 
         count++;
     }
     if (count == 0) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: empty vocabulary", path);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: empty vocabulary", label);
     }
     if (max_id >= ID_LIMIT) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: id %lld is too large (at most %u)", path,
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: id %lld is too large (at most %u)", label,
                             (long long)max_id, ID_LIMIT - 1);
     }
     *n_ids = (size_t)max_id + 1;
@@ -250,20 +250,20 @@ static kz_status vocab_scan(const char *path, const cJSON *root, size_t *n_ids, 
     return KZ_OK;
 }
 
-static kz_status vocab_insert(kz_bpe *bpe, const char *path, const char *spelling, int32_t id,
+static kz_status vocab_insert(kz_bpe *bpe, const char *label, const char *spelling, int32_t id,
                               uint32_t *blob_used) {
     if (bpe->tok_off[id] != UINT32_MAX) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: id %d is used twice", path, (int)id);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: id %d is used twice", label, (int)id);
     }
     uint8_t *dst = bpe->blob + *blob_used;
     long n = spelling_to_bytes(spelling, strlen(spelling), dst);
     if (n <= 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: token \"%s\" is not spelled in the byte-level alphabet", path,
+                            "%s: token \"%s\" is not spelled in the byte-level alphabet", label,
                             spelling);
     }
     if (kz_bpe_find(bpe, dst, (size_t)n) >= 0) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: token \"%s\" appears twice", path, spelling);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: token \"%s\" appears twice", label, spelling);
     }
     bpe->tok_off[id] = *blob_used;
     bpe->tok_len[id] = (uint32_t)n;
@@ -280,14 +280,14 @@ static kz_status vocab_insert(kz_bpe *bpe, const char *path, const char *spellin
     return KZ_OK;
 }
 
-static kz_status vocab_load(kz_bpe *bpe, const char *path) {
+static kz_status vocab_parse(kz_bpe *bpe, const char *label, const char *text, size_t n_bytes) {
     cJSON *root;
-    kz_status st = kz_json_load(path, &root);
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
     if (st != KZ_OK) {
         return st;
     }
     size_t n_tokens = 0, n_blob = 0;
-    st = vocab_scan(path, root, &bpe->n_ids, &n_tokens, &n_blob);
+    st = vocab_scan(label, root, &bpe->n_ids, &n_tokens, &n_blob);
     if (st == KZ_OK) {
         bpe->vocab_mask = pow2_at_least(n_tokens * 2) - 1;
         bpe->blob = malloc(n_blob + 1);
@@ -295,7 +295,7 @@ static kz_status vocab_load(kz_bpe *bpe, const char *path) {
         bpe->tok_len = calloc(bpe->n_ids, sizeof *bpe->tok_len);
         bpe->vocab_slots = malloc((bpe->vocab_mask + 1) * sizeof *bpe->vocab_slots);
         if (!bpe->blob || !bpe->tok_off || !bpe->tok_len || !bpe->vocab_slots) {
-            st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+            st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);
         }
     }
     if (st == KZ_OK) {
@@ -303,59 +303,16 @@ static kz_status vocab_load(kz_bpe *bpe, const char *path) {
         memset(bpe->vocab_slots, 0xFF, (bpe->vocab_mask + 1) * sizeof *bpe->vocab_slots);
         uint32_t blob_used = 0;
         for (const cJSON *it = root->child; it && st == KZ_OK; it = it->next) {
-            st = vocab_insert(bpe, path, it->string, (int32_t)it->valuedouble, &blob_used);
+            st = vocab_insert(bpe, label, it->string, (int32_t)it->valuedouble, &blob_used);
         }
     }
     cJSON_Delete(root);
     for (int b = 0; b < 256 && st == KZ_OK; b++) {
         if (bpe->byte_id[b] < 0) {
-            st = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: no token for byte 0x%02X", path, b);
+            st = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: no token for byte 0x%02X", label, b);
         }
     }
     return st;
-}
-
-/* Reads a whole file into a NUL-terminated malloc'ed buffer. */
-static kz_status read_text_file(const char *path, char **text, size_t *n_bytes) {
-    *text = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    size_t cap = 1 << 20, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap || cap >= MAX_MERGES_BYTES) {
-            break;
-        }
-        char *grown = realloc(buf, cap * 2 + 1);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    int read_error = ferror(f);
-    fclose(f);
-    if (!buf) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    if (read_error) {
-        free(buf);
-        return kz_error_set(KZ_STATUS_IO, "%s: read error", path);
-    }
-    if (n >= MAX_MERGES_BYTES) {
-        free(buf);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: larger than %u MB", path,
-                            MAX_MERGES_BYTES >> 20);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *n_bytes = n;
-    return KZ_OK;
 }
 
 /* Looks up one half of a merge line by its spelling; -1 if not in the vocab. */
@@ -364,12 +321,12 @@ static int32_t find_spelling(const kz_bpe *bpe, const char *spelling, size_t n, 
     return n_raw > 0 ? kz_bpe_find(bpe, scratch, (size_t)n_raw) : -1;
 }
 
-static kz_status merge_add(kz_bpe *bpe, const char *path, size_t line_no, const char *line,
+static kz_status merge_add(kz_bpe *bpe, const char *label, size_t line_no, const char *line,
                            size_t n_line, uint32_t rank, uint8_t *scratch) {
     const char *space = memchr(line, ' ', n_line);
     if (!space || space == line || space + 1 == line + n_line ||
         memchr(space + 1, ' ', (size_t)(line + n_line - space - 1))) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: line %zu: expected \"left right\"", path,
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: line %zu: expected \"left right\"", label,
                             line_no);
     }
     size_t n_left = (size_t)(space - line), n_right = n_line - n_left - 1;
@@ -385,7 +342,7 @@ static kz_status merge_add(kz_bpe *bpe, const char *path, size_t line_no, const 
     if (merged < 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: line %zu: merge \"%.*s\" refers to a token not in vocab.json",
-                            path, line_no, (int)n_line, line);
+                            label, line_no, (int)n_line, line);
     }
     bpe->merge_result[rank] = merged;
     uint64_t key = pair_key(left, right);
@@ -397,35 +354,32 @@ static kz_status merge_add(kz_bpe *bpe, const char *path, size_t line_no, const 
     return KZ_OK;
 }
 
-static kz_status merges_load(kz_bpe *bpe, const char *path) {
-    char *text;
-    size_t n_bytes = 0;
-    kz_status st = read_text_file(path, &text, &n_bytes);
-    if (st != KZ_OK) {
-        return st;
+static kz_status merges_parse(kz_bpe *bpe, const char *label, const char *text, size_t n_bytes) {
+    if (n_bytes > MAX_MERGES_BYTES) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: larger than %u MB", label,
+                            MAX_MERGES_BYTES >> 20);
     }
     size_t n_lines = 1;
     for (size_t i = 0; i < n_bytes; i++) {
         n_lines += text[i] == '\n';
     }
     if (n_lines >= RANK_LIMIT) {
-        free(text);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: more than %u merges", path, RANK_LIMIT);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: more than %u merges", label, RANK_LIMIT);
     }
     bpe->merge_mask = pow2_at_least(n_lines * 2) - 1;
     bpe->merges = malloc((bpe->merge_mask + 1) * sizeof *bpe->merges);
     bpe->merge_result = malloc(n_lines * sizeof *bpe->merge_result);
     uint8_t *scratch = malloc(n_bytes + 1);
     if (!bpe->merges || !bpe->merge_result || !scratch) {
-        free(text);
         free(scratch);
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);
     }
     memset(bpe->merges, 0xFF, (bpe->merge_mask + 1) * sizeof *bpe->merges);
+    kz_status st = KZ_OK;
     uint32_t rank = 0;
     size_t line_no = 0;
-    for (char *line = text; line < text + n_bytes && st == KZ_OK;) {
-        char *end = memchr(line, '\n', (size_t)(text + n_bytes - line));
+    for (const char *line = text; line < text + n_bytes && st == KZ_OK;) {
+        const char *end = memchr(line, '\n', (size_t)(text + n_bytes - line));
         if (!end) {
             end = text + n_bytes;
         }
@@ -436,25 +390,26 @@ static kz_status merges_load(kz_bpe *bpe, const char *path) {
         line_no++;
         bool header = line_no == 1 && n_line >= 9 && memcmp(line, "#version:", 9) == 0;
         if (n_line > 0 && !header) {
-            st = merge_add(bpe, path, line_no, line, n_line, rank++, scratch);
+            st = merge_add(bpe, label, line_no, line, n_line, rank++, scratch);
         }
         line = end + 1;
     }
     free(scratch);
-    free(text);
     return st;
 }
 
-kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **out) {
+kz_status kz_bpe_load_text(const char *vocab_label, const char *vocab_json, size_t vocab_bytes,
+                           const char *merges_label, const char *merges_txt, size_t merges_bytes,
+                           kz_bpe **out) {
     *out = NULL;
     kz_bpe *bpe = calloc(1, sizeof *bpe);
     if (!bpe) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", vocab_path);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", vocab_label);
     }
     memset(bpe->byte_id, 0xFF, sizeof bpe->byte_id);
-    kz_status st = vocab_load(bpe, vocab_path);
+    kz_status st = vocab_parse(bpe, vocab_label, vocab_json, vocab_bytes);
     if (st == KZ_OK) {
-        st = merges_load(bpe, merges_path);
+        st = merges_parse(bpe, merges_label, merges_txt ? merges_txt : "", merges_bytes);
     }
     if (st != KZ_OK) {
         kz_bpe_free(bpe);
@@ -464,6 +419,22 @@ kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **
     return KZ_OK;
 }
 
+kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **out) {
+    *out = NULL;
+    char *vocab = NULL, *merges = NULL;
+    size_t vocab_bytes = 0, merges_bytes = 0;
+    kz_status st = kz_text_file_read(vocab_path, KZ_JSON_MAX_BYTES + 1, &vocab, &vocab_bytes);
+    if (st == KZ_OK) {
+        st = kz_text_file_read(merges_path, MAX_MERGES_BYTES + 1, &merges, &merges_bytes);
+    }
+    if (st == KZ_OK) {
+        st = kz_bpe_load_text(vocab_path, vocab, vocab_bytes, merges_path, merges, merges_bytes,
+                              out);
+    }
+    free(vocab);
+    free(merges);
+    return st;
+}
 const uint8_t *kz_bpe_token_bytes(const kz_bpe *bpe, int32_t id, size_t *n_bytes) {
     if (id < 0 || (size_t)id >= bpe->n_ids || bpe->tok_off[id] == UINT32_MAX) {
         *n_bytes = 0;

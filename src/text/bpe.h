@@ -36,8 +36,18 @@ typedef struct kz_bpe_ids {
 /* Appends one id (KZ_STATUS_OUT_OF_MEMORY if it cannot grow). */
 kz_status kz_bpe_ids_push(kz_bpe_ids *list, int32_t id);
 
-/* Loads vocab.json and merges.txt. Errors name the file and the entry. On
- * success *out owns the model (kz_bpe_free). */
+/* Builds the model from the text of vocab.json (vocab_bytes, at most 16 MB)
+ * and merges.txt (merges_bytes, at most 64 MB). Neither needs a terminating
+ * NUL; either may be NULL only when its length is 0. Errors are
+ * KZ_STATUS_BAD_MODEL (or KZ_STATUS_OUT_OF_MEMORY) and name the entry after
+ * the text's label ("model.gguf:vocab.json: id 7 is used twice", "dir/merges.txt:
+ * line 3: ..."). On success *out owns the model (kz_bpe_free); else it is NULL. */
+kz_status kz_bpe_load_text(const char *vocab_label, const char *vocab_json, size_t vocab_bytes,
+                           const char *merges_label, const char *merges_txt, size_t merges_bytes,
+                           kz_bpe **out);
+
+/* Reads vocab.json and merges.txt and builds the model as above, each path as
+ * its label; a file that cannot be read is KZ_STATUS_IO. */
 kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **out);
 void kz_bpe_free(kz_bpe *bpe);
 

@@ -1,8 +1,9 @@
 /*
  * tokenizer.c - the Qwen2 text tokenizer: files -> model, text -> ids.
  *
- * Load:  dir/vocab.json + dir/merges.txt        -> kz_bpe (bpe.c)
- *        dir/tokenizer_config.json
+ * Load (the files' text, read from dir or given in memory, e.g. GGUF metadata):
+ *        vocab.json + merges.txt                -> kz_bpe (bpe.c)
+ *        tokenizer_config.json
  *          "added_tokens_decoder": {"151644": {"content": "<|im_start|>", ...}}
  *                                               -> added tokens, longest first
  *        both split patterns                    -> kz_pretokenizer (pretokenizer.c)
@@ -33,6 +34,7 @@
 #include <utf8proc.h>
 
 #include "io/json.h"
+#include "io/text_file.h"
 #include "runtime/error.h"
 #include "text/bpe.h"
 #include "text/nfc.h"
@@ -134,24 +136,25 @@ static kz_status added_parse(kz_tokenizer *t, kz_json_ctx *c, const cJSON *entry
     return KZ_OK;
 }
 
-static kz_status added_load(kz_tokenizer *t, const char *path) {
+/* The added tokens of tokenizer_config.json, longest first. */
+static kz_status added_load(kz_tokenizer *t, const char *label, const char *text, size_t n_bytes) {
     cJSON *root;
-    kz_status st = kz_json_load(path, &root);
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
     if (st != KZ_OK) {
         return st;
     }
-    kz_json_ctx c = {path, "", KZ_OK};
+    kz_json_ctx c = {label, "", KZ_OK};
     const cJSON *decoder = kz_json_obj(&c, root, "added_tokens_decoder");
     if (c.status != KZ_OK || !decoder) {
         cJSON_Delete(root);
         return c.status != KZ_OK
                    ? c.status
-                   : kz_error_set(KZ_STATUS_BAD_MODEL, "%s: no added_tokens_decoder", path);
+                   : kz_error_set(KZ_STATUS_BAD_MODEL, "%s: no added_tokens_decoder", label);
     }
     size_t n = (size_t)cJSON_GetArraySize(decoder);
     t->added = calloc(n ? n : 1, sizeof *t->added);
     if (!t->added) {
-        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);
     }
     for (const cJSON *e = decoder->child; e && st == KZ_OK; e = e->next) {
         st = added_parse(t, &c, e);
@@ -170,6 +173,87 @@ static kz_status added_load(kz_tokenizer *t, const char *path) {
     return KZ_OK;
 }
 
+/* Everything after the BPE model: added tokens, the pre-tokenizer, the NFC table. */
+static kz_status load_rest(kz_tokenizer *t, const char *config_label, const char *config_json,
+                           size_t config_bytes) {
+    t->n_ids = kz_bpe_n_ids(t->bpe);
+    kz_status st = added_load(t, config_label, config_json, config_bytes);
+    if (st == KZ_OK) {
+        st = kz_pretokenizer_new(&t->pre);
+    }
+    if (st == KZ_OK) {
+        st = kz_nfc_new(&t->nfc);
+    }
+    return st;
+}
+
+enum { VOCAB, MERGES, CONFIG, N_FILES };
+static const char *const FILE_NAMES[N_FILES] = {"vocab.json", "merges.txt",
+                                                "tokenizer_config.json"};
+
+/* labels[i] = prefix + sep + FILE_NAMES[i], malloc'ed; false when out of memory. */
+static bool make_labels(const char *prefix, char sep, char *labels[N_FILES]) {
+    bool ok = true;
+    for (int i = 0; i < N_FILES; i++) {
+        size_t n = strlen(prefix) + strlen(FILE_NAMES[i]) + 2;
+        labels[i] = malloc(n);
+        if (labels[i]) {
+            snprintf(labels[i], n, "%s%c%s", prefix, sep, FILE_NAMES[i]);
+        }
+        ok = ok && labels[i];
+    }
+    return ok;
+}
+
+/* Frees the labels, and t unless loading succeeded, in which case *out takes it. */
+static kz_status load_end(kz_status st, char *labels[N_FILES], kz_tokenizer *t,
+                          kz_tokenizer **out) {
+    for (int i = 0; i < N_FILES; i++) {
+        free(labels[i]);
+    }
+    if (st != KZ_OK) {
+        kz_tokenizer_free(t);
+        return st;
+    }
+    *out = t;
+    return KZ_OK;
+}
+
+/* Name of the first NULL pointer in src, or NULL when all are set. */
+static const char *null_field(const kz_tokenizer_text *src) {
+    return !src->label         ? "src->label"
+           : !src->vocab_json  ? "src->vocab_json"
+           : !src->merges_txt  ? "src->merges_txt"
+           : !src->config_json ? "src->config_json"
+                               : NULL;
+}
+
+kz_status kz_tokenizer_load_text(const kz_tokenizer_text *src, kz_tokenizer **out) {
+    if (!out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenizer_load_text: out is NULL");
+    }
+    *out = NULL;
+    const char *missing = src ? null_field(src) : "src";
+    if (missing) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenizer_load_text: %s is NULL",
+                            missing);
+    }
+    char *labels[N_FILES];
+    kz_tokenizer *t = calloc(1, sizeof *t);
+    kz_status st = make_labels(src->label, ':', labels) && t
+                       ? KZ_OK
+                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                                      "%s: out of memory loading the tokenizer", src->label);
+    if (st == KZ_OK) {
+        st = kz_bpe_load_text(labels[VOCAB], src->vocab_json, src->vocab_bytes, labels[MERGES],
+                              src->merges_txt, src->merges_bytes, &t->bpe);
+    }
+    if (st == KZ_OK) {
+        st = load_rest(t, labels[CONFIG], src->config_json, src->config_bytes);
+    }
+    return load_end(st, labels, t, out);
+}
+
 kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out) {
     if (!out) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenizer_load: out is NULL");
@@ -178,38 +262,25 @@ kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out) {
     if (!dir) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_tokenizer_load: dir is NULL");
     }
-    size_t n_dir = strlen(dir);
-    char *vocab = malloc(n_dir + 32), *merges = malloc(n_dir + 32), *config = malloc(n_dir + 32);
+    char *paths[N_FILES];
     kz_tokenizer *t = calloc(1, sizeof *t);
-    kz_status st = KZ_OK;
-    if (!vocab || !merges || !config || !t) {
-        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory loading the tokenizer", dir);
+    kz_status st =
+        make_labels(dir, '/', paths) && t
+            ? KZ_OK
+            : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory loading the tokenizer", dir);
+    if (st == KZ_OK) {
+        st = kz_bpe_load(paths[VOCAB], paths[MERGES], &t->bpe);
+    }
+    char *config = NULL;
+    size_t config_bytes = 0;
+    if (st == KZ_OK) {
+        st = kz_text_file_read(paths[CONFIG], KZ_JSON_MAX_BYTES + 1, &config, &config_bytes);
     }
     if (st == KZ_OK) {
-        snprintf(vocab, n_dir + 32, "%s/vocab.json", dir);
-        snprintf(merges, n_dir + 32, "%s/merges.txt", dir);
-        snprintf(config, n_dir + 32, "%s/tokenizer_config.json", dir);
-        st = kz_bpe_load(vocab, merges, &t->bpe);
+        st = load_rest(t, paths[CONFIG], config, config_bytes);
     }
-    if (st == KZ_OK) {
-        t->n_ids = kz_bpe_n_ids(t->bpe);
-        st = added_load(t, config);
-    }
-    if (st == KZ_OK) {
-        st = kz_pretokenizer_new(&t->pre);
-    }
-    if (st == KZ_OK) {
-        st = kz_nfc_new(&t->nfc);
-    }
-    free(vocab);
-    free(merges);
     free(config);
-    if (st != KZ_OK) {
-        kz_tokenizer_free(t);
-        return st;
-    }
-    *out = t;
-    return KZ_OK;
+    return load_end(st, paths, t, out);
 }
 
 /* ---- lookups ------------------------------------------------------------ */

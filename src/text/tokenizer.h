@@ -22,8 +22,29 @@ typedef enum kz_split_mode {
     KZ_SPLIT_MISTRAL = 1, /* the pattern transformers' fix_mistral_regex installs */
 } kz_split_mode;
 
-/* Loads dir/vocab.json, dir/merges.txt and the added tokens of
- * dir/tokenizer_config.json ("added_tokens_decoder"). Errors name the file. */
+/* The tokenizer's files as text in memory (e.g. GGUF metadata strings), all
+ * borrowed for the call. Texts need not be NUL-terminated. */
+typedef struct kz_tokenizer_text {
+    const char *label;       /* where they come from; messages name "label:vocab.json" etc. */
+    const char *vocab_json;  /* vocab.json, vocab_bytes long (at most 16 MB) */
+    size_t vocab_bytes;
+    const char *merges_txt;  /* merges.txt, merges_bytes long (at most 64 MB) */
+    size_t merges_bytes;
+    const char *config_json; /* tokenizer_config.json, config_bytes long (at most 16 MB) */
+    size_t config_bytes;
+} kz_tokenizer_text;
+
+/* Builds a tokenizer from vocab.json, merges.txt and the added tokens of
+ * tokenizer_config.json ("added_tokens_decoder"). A NULL pointer in src is
+ * KZ_STATUS_INVALID_ARGUMENT; bad content is KZ_STATUS_BAD_MODEL with a message
+ * naming the file after the label and what is wrong ("model.gguf:merges.txt:
+ * line 2: expected \"left right\""). On success *out owns the tokenizer
+ * (kz_tokenizer_free); else it is NULL. */
+kz_status kz_tokenizer_load_text(const kz_tokenizer_text *src, kz_tokenizer **out);
+
+/* Reads dir/vocab.json, dir/merges.txt and dir/tokenizer_config.json and builds
+ * the tokenizer as above; messages name the file's path ("DIR/vocab.json: ..."),
+ * a file that cannot be read is KZ_STATUS_IO. */
 kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out);
 void kz_tokenizer_free(kz_tokenizer *t);
 

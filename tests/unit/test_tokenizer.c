@@ -15,7 +15,9 @@
  * White_Space trap (U+0085, U+FEFF, U+180E) and "'ſ"; added tokens (anywhere,
  * longest first, before NFC, lstrip/rstrip); NFC, and a property test of the
  * NFC quick check against utf8proc on whole strings of tricky characters;
- * strict UTF-8 validation with byte offsets; lookups; and malformed files.
+ * strict UTF-8 validation with byte offsets; lookups; malformed files; and
+ * loading from text in memory (kz_tokenizer_load_text: the same ids as from
+ * the directory, and messages naming "label:file" for broken texts).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -155,9 +157,11 @@ enum {
     ID_HELLO
 };
 
+static char main_dir[128]; // the main tiny tokenizer's files
+
 static kz_tokenizer *load_main(void) {
-    char dir[128];
-    make_dir(dir, sizeof dir);
+    char *dir = main_dir;
+    make_dir(dir, sizeof main_dir);
     tiny_vocab v = {MERGED, 12, MERGES, 12};
     write_vocab(dir, &v, "#version: 0.2\n");
     write_text(dir, "tokenizer_config.json", CONFIG_JSON);
@@ -661,6 +665,108 @@ static void test_bad_files(void) {
     CHECK_EQ_INT(kz_tokenizer_load(NULL, &t), KZ_STATUS_INVALID_ARGUMENT);
 }
 
+/* ---- loading from text in memory ----------------------------------------- */
+
+/* dir/name in an exact-size heap buffer, no NUL after it (ASan sees overreads). */
+static char *read_exact(const char *dir, const char *name, size_t *n_bytes) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    static char buf[64 * 1024];
+    *n_bytes = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    char *text = malloc(*n_bytes ? *n_bytes : 1);
+    if (text) {
+        memcpy(text, buf, *n_bytes);
+    }
+    return text;
+}
+
+/* Both split modes give the same ids from a and b. */
+static void check_same_ids(const kz_tokenizer *a, const kz_tokenizer *b, const char *text) {
+    for (int mode = KZ_SPLIT_QWEN2; mode <= KZ_SPLIT_MISTRAL; mode++) {
+        int32_t *ids_a = NULL, *ids_b = NULL;
+        size_t n_a = 0, n_b = 0;
+        kz_status st_a = kz_tokenizer_encode(a, text, strlen(text), (kz_split_mode)mode, &ids_a,
+                                             &n_a);
+        kz_status st_b = kz_tokenizer_encode(b, text, strlen(text), (kz_split_mode)mode, &ids_b,
+                                             &n_b);
+        CHECK_MSG(st_a == KZ_OK && st_b == KZ_OK && n_a == n_b && n_a > 0 &&
+                      memcmp(ids_a, ids_b, n_a * sizeof *ids_a) == 0,
+                  "\"%s\" mode %d: %zu vs %zu ids", text, mode, n_a, n_b);
+        free(ids_a);
+        free(ids_b);
+    }
+}
+
+static void check_text_error(const kz_tokenizer_text *src, kz_status want, const char *needle) {
+    kz_tokenizer *t = (kz_tokenizer *)1;
+    CHECK_EQ_INT(kz_tokenizer_load_text(src, &t), want);
+    CHECK(t == NULL);
+    CHECK_STR_CONTAINS(kz_error_get(), needle);
+}
+
+static void test_load_text(const kz_tokenizer *from_dir) {
+    kz_tokenizer_text src = {.label = "model.gguf"};
+    char *vocab = read_exact(main_dir, "vocab.json", &src.vocab_bytes);
+    char *merges = read_exact(main_dir, "merges.txt", &src.merges_bytes);
+    char *config = read_exact(main_dir, "tokenizer_config.json", &src.config_bytes);
+    src.vocab_json = vocab;
+    src.merges_txt = merges;
+    src.config_json = config;
+    kz_tokenizer *t = NULL;
+    CHECK_MSG(kz_tokenizer_load_text(&src, &t) == KZ_OK, "load_text: %s", kz_error_get());
+    if (t) {
+        CHECK_EQ_INT(kz_tokenizer_size(t), kz_tokenizer_size(from_dir));
+        check_same_ids(t, from_dir, "hello<|im_end|>hello");
+        check_same_ids(t, from_dir, "<|im_start|>a wow iPhone, I'll say e\xcc\x81<x><y>");
+        check_same_ids(t, from_dir, "abcaaaaa  <S>  b\n\n<e\xcc\x81>");
+        kz_tokenizer_free(t);
+    }
+
+    // Broken texts: the message names the label and the file.
+    kz_tokenizer_text bad = src;
+    bad.vocab_bytes = src.vocab_bytes / 2;
+    check_text_error(&bad, KZ_STATUS_BAD_MODEL, "model.gguf:vocab.json: malformed JSON near byte");
+    bad = src;
+    bad.vocab_json = "{\"a\": 0}";
+    bad.vocab_bytes = 8;
+    check_text_error(&bad, KZ_STATUS_BAD_MODEL, "model.gguf:vocab.json: no token for byte 0x00");
+    bad = src;
+    bad.merges_txt = "#version: 0.2\nh e\nq\xc4\xa0 zz\n";
+    bad.merges_bytes = strlen(bad.merges_txt);
+    check_text_error(&bad, KZ_STATUS_BAD_MODEL,
+                     "model.gguf:merges.txt: line 3: merge \"q\xc4\xa0 zz\" refers to a token");
+    bad.merges_txt = "h e\nhe";
+    bad.merges_bytes = 6;
+    check_text_error(&bad, KZ_STATUS_BAD_MODEL,
+                     "model.gguf:merges.txt: line 2: expected \"left right\"");
+    bad = src;
+    bad.config_bytes = src.config_bytes - 3;
+    check_text_error(&bad, KZ_STATUS_BAD_MODEL, "model.gguf:tokenizer_config.json: malformed");
+    bad.config_json = "{\"added_tokens_decoder\": 1}";
+    bad.config_bytes = strlen(bad.config_json);
+    check_text_error(&bad, KZ_STATUS_BAD_MODEL,
+                     "model.gguf:tokenizer_config.json: added_tokens_decoder: expected an object");
+    bad = src;
+    bad.merges_txt = NULL;
+    check_text_error(&bad, KZ_STATUS_INVALID_ARGUMENT, "src->merges_txt is NULL");
+    check_text_error(NULL, KZ_STATUS_INVALID_ARGUMENT, "src is NULL");
+    CHECK_EQ_INT(kz_tokenizer_load_text(&src, NULL), KZ_STATUS_INVALID_ARGUMENT);
+
+    // The BPE model alone; no merges at all is a valid (if useless) model.
+    kz_bpe *bpe = NULL;
+    CHECK_EQ_INT(kz_bpe_load_text("v", vocab, src.vocab_bytes, "m", NULL, 0, &bpe), KZ_OK);
+    CHECK(bpe != NULL && kz_bpe_find(bpe, (const uint8_t *)"a", 1) == 'a');
+    kz_bpe_free(bpe);
+    free(vocab);
+    free(merges);
+    free(config);
+}
+
 static void test_byte_map(void) {
     bool seen[0x200] = {false};
     int ok = 1;
@@ -695,6 +801,7 @@ int main(void) {
         test_empty_and_args(t);
         test_lookups(t);
         test_cache(t);
+        test_load_text(t);
         kz_tokenizer_free(t);
     }
     test_pretokenizer();
