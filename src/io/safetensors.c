@@ -8,7 +8,7 @@
  *        -> each entry: name, dtype, shape, data_offsets checked    kz_st_tensor[] in header order
  *        -> pointers sorted by name: duplicates rejected            index for kz_st_find (bsearch)
  *        -> byte ranges sorted by begin: overlaps rejected          holes between tensors allowed
- *   kz_st_to_f32:   F32 memcpy, BF16 bits << 16, F16 bit conversion  -> float[n_elements]
+ *   kz_tensor_to_f32:   F32 memcpy, BF16 bits << 16, F16 bit conversion  -> float[n_elements]
  *   kz_st_release:  madvise(MADV_DONTNEED) on the pages lying wholly inside one tensor.
  *
  * Format (huggingface/safetensors): N = 8-byte little-endian u64, then N bytes of JSON mapping
@@ -100,18 +100,6 @@ static const dtype_info *find_dtype(const char *name) {
         }
     }
     return NULL;
-}
-
-/* Writes "[d0, d1, ...]" into buf. */
-static void format_shape(char *buf, size_t buf_bytes, int n_dims, const int64_t *shape) {
-    size_t used = (size_t)snprintf(buf, buf_bytes, "[");
-    for (int i = 0; i < n_dims && used < buf_bytes; i++) {
-        used +=
-            (size_t)snprintf(buf + used, buf_bytes - used, "%s%" PRId64, i ? ", " : "", shape[i]);
-    }
-    if (used < buf_bytes) {
-        snprintf(buf + used, buf_bytes - used, "]");
-    }
 }
 
 /* Reads a JSON number that must be a non-negative integer. Returns NULL on success, otherwise
@@ -208,7 +196,7 @@ static kz_status parse_shape(const kz_st_file *f, const char *name, const cJSON 
         t->shape[d] = (int64_t)value;
         if (value > SIZE_MAX || (value != 0 && n_elements > SIZE_MAX / (size_t)value)) {
             char text[256];
-            format_shape(text, sizeof text, d + 1, t->shape);
+            kz_tensor_format_shape(text, sizeof text, d + 1, t->shape);
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: tensor '%s': element count of shape %s... overflows", f->path,
                                 name, text);
@@ -313,7 +301,7 @@ static kz_status parse_entry(const kz_st_file *f, const cJSON *entry, kz_st_tens
         return status;
     }
     char text[256];
-    format_shape(text, sizeof text, t->n_dims, t->shape);
+    kz_tensor_format_shape(text, sizeof text, t->n_dims, t->shape);
     if (t->n_elements > SIZE_MAX / elem_bytes) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tensor '%s': byte count of dtype %s and shape %s overflows",
@@ -564,29 +552,10 @@ const kz_st_tensor *kz_st_find(const kz_st_file *f, const char *name) {
 kz_status kz_st_get(const kz_st_file *f, const char *name, int n_dims, const int64_t *shape,
                     const kz_st_tensor **out) {
     *out = NULL;
-    if (n_dims < 0 || n_dims > KZ_ST_MAX_DIMS || (n_dims > 0 && !shape)) {
-        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                            "%s: tensor '%s': expected shape with %d dimensions is invalid",
-                            kz_st_path(f), name, n_dims);
-    }
     const kz_st_tensor *t = kz_st_find(f, name);
-    if (!t) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' is missing", kz_st_path(f), name);
-    }
-    bool same = t->n_dims == n_dims;
-    for (int d = 0; same && d < n_dims; d++) {
-        same = t->shape[d] == shape[d];
-    }
-    if (!same) {
-        char actual[256];
-        char expected[256];
-        format_shape(actual, sizeof actual, t->n_dims, t->shape);
-        format_shape(expected, sizeof expected, n_dims, shape);
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' has shape %s, expected %s",
-                            kz_st_path(f), name, actual, expected);
-    }
-    *out = t;
-    return KZ_OK;
+    kz_status st = kz_tensor_check(t, kz_st_path(f), name, n_dims, shape);
+    *out = st == KZ_OK ? t : NULL;
+    return st;
 }
 
 size_t kz_st_count(const kz_st_file *f) {
@@ -620,61 +589,4 @@ void kz_st_release(const kz_st_file *f, const kz_st_tensor *t) {
     KZ_ASSERT((uintptr_t)t->data >= (uintptr_t)f->map &&
               (uintptr_t)t->data + t->n_bytes <= (uintptr_t)f->map + f->map_bytes);
     kz_map_release_range(t->data, t->n_bytes);
-}
-
-/* IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads). */
-static float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exponent = (h >> 10) & 0x1fu;
-    uint32_t mantissa = h & 0x3ffu;
-    uint32_t bits;
-    if (exponent == 0x1f) {
-        bits = sign | 0x7f800000u | (mantissa << 13); // inf, or NaN keeping its payload
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-    } else if (mantissa == 0) {
-        bits = sign; // signed zero
-    } else {
-        // Subnormal: mantissa * 2^-24. Shift the leading 1 up to the implicit bit.
-        exponent = 127 - 15 + 1;
-        while ((mantissa & 0x400u) == 0) {
-            mantissa <<= 1;
-            exponent--;
-        }
-        bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
-    }
-    float value;
-    memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
-kz_status kz_st_to_f32(const kz_st_tensor *t, float *dst) {
-    const uint8_t *src = t->data;
-    if (t->dtype != KZ_DTYPE_F32 && t->dtype != KZ_DTYPE_F16 && t->dtype != KZ_DTYPE_BF16) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "tensor '%s' has dtype %s, which cannot be converted to F32", t->name,
-                            t->dtype_name ? t->dtype_name : "?");
-    }
-    if (t->n_elements == 0) {
-        return KZ_OK;
-    }
-    switch (t->dtype) {
-    case KZ_DTYPE_F32:
-        memcpy(dst, src, t->n_elements * sizeof(float)); // unaligned source: never cast
-        break;
-    case KZ_DTYPE_BF16:
-        for (size_t i = 0; i < t->n_elements; i++) {
-            uint32_t bits = ((uint32_t)src[2 * i] | (uint32_t)src[2 * i + 1] << 8) << 16;
-            memcpy(&dst[i], &bits, sizeof bits);
-        }
-        break;
-    case KZ_DTYPE_F16:
-        for (size_t i = 0; i < t->n_elements; i++) {
-            dst[i] = f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
-        }
-        break;
-    case KZ_DTYPE_OTHER:
-        break;
-    }
-    return KZ_OK;
 }

@@ -15,27 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/tensor.h"
 #include "kztts.h"
 
-typedef enum kz_dtype {
-    KZ_DTYPE_F32 = 0,
-    KZ_DTYPE_F16 = 1,
-    KZ_DTYPE_BF16 = 2,
-    KZ_DTYPE_OTHER = 3, /* valid safetensors dtype we do not compute with (I64, U8, BOOL, ...) */
-} kz_dtype;
+/* Tensors of a safetensors file are plain kz_tensors (io/tensor.h). */
+typedef kz_tensor kz_st_tensor;
 
-#define KZ_ST_MAX_DIMS 8
-
-typedef struct kz_st_tensor {
-    const char *name;            /* owned by the file object */
-    kz_dtype dtype;
-    const char *dtype_name;      /* as written in the header, e.g. "BF16" */
-    int n_dims;
-    int64_t shape[KZ_ST_MAX_DIMS];
-    size_t n_elements;
-    size_t n_bytes;
-    const void *data;            /* points into the mapping, do not free */
-} kz_st_tensor;
+#define KZ_ST_MAX_DIMS KZ_TENSOR_MAX_DIMS
 
 typedef struct kz_st_file kz_st_file;
 
@@ -70,9 +56,5 @@ const char *kz_st_metadata(const kz_st_file *f, const char *key);
  * the caller has converted it; the data stays readable (it is re-read from the
  * file on access). Used to keep peak RSS low while packing weights. */
 void kz_st_release(const kz_st_file *f, const kz_st_tensor *t);
-
-/* Copies tensor data to float32 (F32, F16, BF16 sources). dst: [t->n_elements].
- * Returns KZ_STATUS_BAD_MODEL for other dtypes. */
-kz_status kz_st_to_f32(const kz_st_tensor *t, float *dst);
 
 #endif

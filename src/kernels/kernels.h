@@ -26,6 +26,7 @@
 #ifndef KZ_KERNELS_H
 #define KZ_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,7 +49,9 @@ typedef enum kz_isa {
  * as n_panels = ceil(n / KZ_PANEL) panels; panel p is a contiguous block of
  * [taps * k_in, KZ_PANEL] floats, row (j * k_in + i) holding
  * W_j[i, p*KZ_PANEL .. p*KZ_PANEL + 15], zero beyond column n.
- * data is 64-byte aligned and owned by whoever packed it (kz_packed_free).
+ * data is 64-byte aligned and owned by whoever packed it (kz_packed_free), or,
+ * when `mapped`, points into a read-only mapped model file that stored the
+ * panels already (kz_packed_init_mapped) and is never written or freed.
  */
 typedef struct kz_packed {
     float *data;     /* [n_panels, taps * k_in, KZ_PANEL], owned */
@@ -56,6 +59,7 @@ typedef struct kz_packed {
     size_t taps;     /* number of taps (1 for a linear layer or 1x1 conv) */
     size_t n;        /* output columns actually used */
     size_t n_panels; /* ceil(n / KZ_PANEL) */
+    bool mapped;     /* data is borrowed from a mapping: read-only, not freed */
 } kz_packed;
 
 /* What gemm does with the existing contents of y. */
@@ -192,6 +196,14 @@ typedef float (*kz_pack_get_fn)(const void *ctx, size_t j, size_t i, size_t o);
 int kz_packed_init(kz_packed *p, size_t taps, size_t k_in, size_t n, kz_pack_get_fn get,
                    const void *ctx);
 void kz_packed_free(kz_packed *p);
+
+/* Bytes of the panels of a [taps * k_in, n] weight (no overflow check needed
+ * beyond what the caller validated: returns 0 on overflow). */
+size_t kz_packed_bytes(size_t taps, size_t k_in, size_t n);
+
+/* Uses panels already laid out at data (64-byte aligned, kz_packed_bytes long,
+ * borrowed): what a model file with pre-packed weights maps in. */
+void kz_packed_init_mapped(kz_packed *p, size_t taps, size_t k_in, size_t n, const float *data);
 
 /* The same packing from a row-major source [taps * k_in, n] whose row j * k_in + i
  * holds W_j[i, :]: reads the source once, sequentially (fast model loading). */

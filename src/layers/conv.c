@@ -4,7 +4,10 @@
  *
  * Load: tensor -> f32 copy -> rearranged into the packer's row-major source
  * [taps * k_in, n] (cache-blocked, sequential reads) -> kz_packed_init_rows ->
- * release the mapped pages.
+ * release the mapped pages. A GGUF file from `kztts quantize` stores the panels
+ * themselves as "<weight>.packed" [n_panels, taps * k_in, 16] F32; they are used
+ * in place from the mapping (no copy, no packing). Either way the weights
+ * object's on_packed hook sees the result (the quantizer stores it).
  * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
  * groups), one pool chunk each. Each output element is computed by exactly one
  * tile in the kernel's fixed order, so the thread count and the tiling never
@@ -12,6 +15,8 @@
  */
 #include "layers/conv.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,19 +73,19 @@ static int pack_transposed(kz_conv *c, const float *w, size_t in, size_t out, si
 }
 
 /* Reads a tensor of the given shape as f32 (owned copy). */
-static kz_status read_f32(const kz_st_file *f, const char *name, int n_dims, const int64_t *shape,
-                          float **out, const kz_st_tensor **tensor) {
+static kz_status read_f32(const kz_weights *f, const char *name, int n_dims, const int64_t *shape,
+                          float **out, const kz_tensor **tensor) {
     *out = NULL;
-    kz_status st = kz_st_get(f, name, n_dims, shape, tensor);
+    kz_status st = kz_weights_get(f, name, n_dims, shape, tensor);
     if (st != KZ_OK) {
         return st;
     }
     float *buf = malloc(((*tensor)->n_elements ? (*tensor)->n_elements : 1) * sizeof *buf);
     if (!buf) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory reading '%s'",
-                            kz_st_path(f), name);
+                            kz_weights_path(f), name);
     }
-    st = kz_st_to_f32(*tensor, buf);
+    st = kz_tensor_to_f32(*tensor, buf);
     if (st != KZ_OK) {
         free(buf);
         return st;
@@ -90,12 +95,12 @@ static kz_status read_f32(const kz_st_file *f, const char *name, int n_dims, con
 }
 
 /* Reads bias [n_out] and tiles it `repeat` times (transposed convs). */
-static kz_status read_bias(kz_conv *c, const kz_st_file *f, const char *name, int64_t n_out,
+static kz_status read_bias(kz_conv *c, const kz_weights *f, const char *name, int64_t n_out,
                            size_t repeat) {
     if (!name) {
         return KZ_OK;
     }
-    const kz_st_tensor *t;
+    const kz_tensor *t;
     float *b;
     kz_status st = read_f32(f, name, 1, &n_out, &b, &t);
     if (st != KZ_OK) {
@@ -117,71 +122,107 @@ static kz_status oom(const char *name) {
     return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing '%s'", name);
 }
 
-/* A [out, in, k] weight (n_dims 2 means [out, in] with k = 1) and its bias, packed as a
- * conv with dilation d: the common path of linear layers and causal convs. */
-static kz_status load_out_in_k(kz_conv *c, const kz_st_file *f, const char *w_name,
-                               const char *b_name, int n_dims, int64_t out, int64_t in, int64_t k,
-                               int64_t d) {
-    memset(c, 0, sizeof *c);
-    int64_t shape[3] = {out, in, k};
-    const kz_st_tensor *t;
+/* Binds "<w_name>.packed", the panels of c's weight stored by `kztts quantize`, when
+ * the file has it (*found); its shape must be [n_panels, taps * k_in, KZ_PANEL]. */
+static kz_status bind_packed(kz_conv *c, const kz_weights *f, const char *w_name, bool *found) {
+    char name[512];
+    snprintf(name, sizeof name, "%s.packed", w_name);
+    const kz_tensor *t = kz_weights_find(f, name);
+    *found = t != NULL;
+    if (!t) {
+        return KZ_OK;
+    }
+    int64_t shape[3] = {(int64_t)((c->n + KZ_PANEL - 1) / KZ_PANEL), (int64_t)(c->taps * c->k_in),
+                        KZ_PANEL};
+    kz_status st = kz_weights_get(f, name, 3, shape, &t);
+    if (st == KZ_OK && (t->dtype != KZ_DTYPE_F32 || (uintptr_t)t->data % 64 != 0)) {
+        st = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' must be F32 and 64-byte aligned",
+                          kz_weights_path(f), name);
+    }
+    if (st == KZ_OK) {
+        kz_packed_init_mapped(&c->w, c->taps, c->k_in, c->n, t->data);
+        kz_weights_packed(f, w_name, &c->w);
+    }
+    return st;
+}
+
+/* Reads weight w_name of the given shape and packs it into c->w with pack(). */
+typedef int (*pack_fn)(kz_conv *c, const float *w, const int64_t *shape, size_t stride);
+
+static int pack_linear_or_causal(kz_conv *c, const float *w, const int64_t *shape, size_t s) {
+    (void)s;
+    return pack_out_in_k(c, w, (size_t)shape[0], (size_t)shape[1], (size_t)shape[2]);
+}
+
+static int pack_transposed_conv(kz_conv *c, const float *w, const int64_t *shape, size_t s) {
+    return pack_transposed(c, w, (size_t)shape[0], (size_t)shape[1], (size_t)shape[2], s);
+}
+
+static kz_status load_weight(kz_conv *c, const kz_weights *f, const char *w_name, int n_dims,
+                             const int64_t *shape, pack_fn pack, size_t stride) {
+    bool found;
+    kz_status st = bind_packed(c, f, w_name, &found);
+    if (st != KZ_OK || found) {
+        return st;
+    }
+    const kz_tensor *t;
     float *w;
-    kz_status st = read_f32(f, w_name, n_dims, shape, &w, &t);
+    st = read_f32(f, w_name, n_dims, shape, &w, &t);
     if (st != KZ_OK) {
         return st;
     }
-    *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)out, .taps = (size_t)k,
-                   .dilation = (size_t)d, .history = (size_t)((k - 1) * d)};
-    st = pack_out_in_k(c, w, (size_t)out, (size_t)in, (size_t)k) == 0 ? KZ_OK : oom(w_name);
-    kz_st_release(f, t);
+    st = pack(c, w, shape, stride) == 0 ? KZ_OK : oom(w_name);
+    kz_weights_release(f, t);
     free(w);
     if (st == KZ_OK) {
-        st = read_bias(c, f, b_name, out, 1);
+        kz_weights_packed(f, w_name, &c->w);
     }
+    return st;
+}
+
+/* A [out, in, k] weight (n_dims 2 means [out, in] with k = 1) and its bias, packed as a
+ * conv with dilation d: the common path of linear layers and causal convs. */
+static kz_status load_out_in_k(kz_conv *c, const kz_weights *f, const char *w_name,
+                               const char *b_name, int n_dims, int64_t out, int64_t in, int64_t k,
+                               int64_t d) {
+    int64_t shape[3] = {out, in, k};
+    *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)out, .taps = (size_t)k,
+                   .dilation = (size_t)d, .history = (size_t)((k - 1) * d)};
+    kz_status st = load_weight(c, f, w_name, n_dims, shape, pack_linear_or_causal, 1);
+    st = st == KZ_OK ? read_bias(c, f, b_name, out, 1) : st;
     if (st != KZ_OK) {
         kz_conv_free(c);
     }
     return st;
 }
 
-kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_name,
+kz_status kz_conv_load_linear(kz_conv *c, const kz_weights *f, const char *w_name,
                               const char *b_name, int64_t out, int64_t in) {
-    const kz_st_tensor *t = kz_st_find(f, w_name);
+    const kz_tensor *t = kz_weights_find(f, w_name);
     int n_dims = t && t->n_dims == 3 ? 3 : 2; // nn.Linear [out, in] or a 1x1 conv [out, in, 1]
     return load_out_in_k(c, f, w_name, b_name, n_dims, out, in, 1, 1);
 }
 
-kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_name,
+kz_status kz_conv_load_causal(kz_conv *c, const kz_weights *f, const char *w_name,
                               const char *b_name, int64_t out, int64_t in, int64_t k, int64_t d) {
     return load_out_in_k(c, f, w_name, b_name, 3, out, in, k, d);
 }
 
-kz_status kz_conv_load_transposed(kz_conv *c, const kz_st_file *f, const char *w_name,
+kz_status kz_conv_load_transposed(kz_conv *c, const kz_weights *f, const char *w_name,
                                   const char *b_name, int64_t in, int64_t out, int64_t k,
                                   int64_t s) {
     memset(c, 0, sizeof *c);
     if (s <= 0 || k % s != 0) {
         return kz_error_set(KZ_STATUS_UNSUPPORTED,
                             "%s: '%s': transposed conv kernel %lld is not a multiple of stride %lld",
-                            kz_st_path(f), w_name, (long long)k, (long long)s);
+                            kz_weights_path(f), w_name, (long long)k, (long long)s);
     }
     int64_t shape[3] = {in, out, k};
-    const kz_st_tensor *t;
-    float *w;
-    kz_status st = read_f32(f, w_name, 3, shape, &w, &t);
-    if (st != KZ_OK) {
-        return st;
-    }
     size_t taps = (size_t)(k / s);
     *c = (kz_conv){.k_in = (size_t)in, .n = (size_t)(out * s), .taps = taps, .dilation = 1,
                    .history = taps - 1};
-    st = pack_transposed(c, w, (size_t)in, (size_t)out, (size_t)k, (size_t)s) == 0 ? KZ_OK
-                                                                                  : oom(w_name);
-    kz_st_release(f, t);
-    free(w);
-    if (st == KZ_OK) {
-        st = read_bias(c, f, b_name, out, (size_t)s);
-    }
+    kz_status st = load_weight(c, f, w_name, 3, shape, pack_transposed_conv, (size_t)s);
+    st = st == KZ_OK ? read_bias(c, f, b_name, out, (size_t)s) : st;
     if (st != KZ_OK) {
         kz_conv_free(c);
     }

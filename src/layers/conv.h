@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "io/safetensors.h"
+#include "io/weights.h"
 #include "kernels/kernels.h"
 #include "runtime/threadpool.h"
 
@@ -45,16 +45,16 @@ typedef struct kz_conv {
 
 /* Linear layer: weight [out, in] (or a 1x1 conv [out, in, 1]), optional bias [out]
  * (b_name NULL: no bias). */
-kz_status kz_conv_load_linear(kz_conv *c, const kz_st_file *f, const char *w_name,
+kz_status kz_conv_load_linear(kz_conv *c, const kz_weights *f, const char *w_name,
                               const char *b_name, int64_t out, int64_t in);
 
 /* Causal conv1d: weight [out, in, k], bias [out], dilation d. */
-kz_status kz_conv_load_causal(kz_conv *c, const kz_st_file *f, const char *w_name,
+kz_status kz_conv_load_causal(kz_conv *c, const kz_weights *f, const char *w_name,
                               const char *b_name, int64_t out, int64_t in, int64_t k, int64_t d);
 
 /* Transposed conv1d keeping the first L*s outputs: weight [in, out, k] with k a
  * multiple of s, bias [out]. */
-kz_status kz_conv_load_transposed(kz_conv *c, const kz_st_file *f, const char *w_name,
+kz_status kz_conv_load_transposed(kz_conv *c, const kz_weights *f, const char *w_name,
                                   const char *b_name, int64_t in, int64_t out, int64_t k,
                                   int64_t s);
 

@@ -9,27 +9,56 @@
 
 #include <string.h>
 
+#include "kernels/quant.h"
 #include "runtime/error.h"
 
-kz_status kz_matrix_bind(kz_matrix *m, const kz_st_file *f, const char *name, int64_t rows,
+/* Bytes of one row of m. */
+static size_t row_bytes(kz_dtype dtype, size_t cols) {
+    switch (dtype) {
+    case KZ_DTYPE_Q8_0: return kz_q8_0_row_bytes(cols);
+    case KZ_DTYPE_Q4_0: return kz_q4_0_row_bytes(cols);
+    case KZ_DTYPE_BF16: return cols * 2;
+    default: return cols * 4;
+    }
+}
+
+static kz_status check_dtype(const kz_weights *f, const kz_tensor *t, int64_t cols) {
+    const char *path = kz_weights_path(f);
+    switch (t->dtype) {
+    case KZ_DTYPE_BF16:
+    case KZ_DTYPE_F32:
+        if (((uintptr_t)t->data % (t->dtype == KZ_DTYPE_BF16 ? 2 : 4)) != 0) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "%s: tensor '%s' data is not aligned to its dtype", path, t->name);
+        }
+        return KZ_OK;
+    case KZ_DTYPE_Q8_0:
+    case KZ_DTYPE_Q4_0:
+        if (cols % KZ_QK != 0) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "%s: tensor '%s' is %s with %lld columns, not a multiple of %d",
+                                path, t->name, t->dtype_name, (long long)cols, KZ_QK);
+        }
+        return KZ_OK;
+    default:
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: tensor '%s' has dtype %s, expected BF16, F32, Q8_0 or Q4_0",
+                            path, t->name, t->dtype_name);
+    }
+}
+
+kz_status kz_matrix_bind(kz_matrix *m, const kz_weights *f, const char *name, int64_t rows,
                          int64_t cols) {
     memset(m, 0, sizeof *m);
     int64_t shape[2] = {rows, cols};
-    const kz_st_tensor *t;
-    kz_status st = kz_st_get(f, name, 2, shape, &t);
+    const kz_tensor *t;
+    kz_status st = kz_weights_get(f, name, 2, shape, &t);
+    st = st == KZ_OK ? check_dtype(f, t, cols) : st;
     if (st != KZ_OK) {
         return st;
     }
-    if (t->dtype != KZ_DTYPE_BF16 && t->dtype != KZ_DTYPE_F32) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' has dtype %s, expected BF16 or F32",
-                            kz_st_path(f), name, t->dtype_name);
-    }
-    if (((uintptr_t)t->data % (t->dtype == KZ_DTYPE_BF16 ? 2 : 4)) != 0) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' data is not aligned to its dtype",
-                            kz_st_path(f), name);
-    }
     *m = (kz_matrix){.data = t->data, .dtype = t->dtype, .rows = (size_t)rows,
-                     .cols = (size_t)cols};
+                     .cols = (size_t)cols, .row_bytes = row_bytes(t->dtype, (size_t)cols)};
     return KZ_OK;
 }
 
@@ -46,10 +75,20 @@ static void mul_rows(void *arg, size_t chunk, int worker) {
     (void)worker;
     size_t o0 = chunk * j->block;
     size_t o1 = o0 + j->block < j->m->rows ? o0 + j->block : j->m->rows;
-    if (j->m->dtype == KZ_DTYPE_BF16) {
-        j->k->matmul_bf16(j->y, j->ldy, j->x, j->ldx, j->m->data, j->m->cols, j->n_tok, o0, o1);
-    } else {
-        j->k->matmul_f32(j->y, j->ldy, j->x, j->ldx, j->m->data, j->m->cols, j->n_tok, o0, o1);
+    const kz_matrix *m = j->m;
+    switch (m->dtype) {
+    case KZ_DTYPE_BF16:
+        j->k->matmul_bf16(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        break;
+    case KZ_DTYPE_Q8_0:
+        j->k->matmul_q8_0(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        break;
+    case KZ_DTYPE_Q4_0:
+        j->k->matmul_q4_0(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        break;
+    default:
+        j->k->matmul_f32(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        break;
     }
 }
 
@@ -63,17 +102,26 @@ void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const f
                  .block = block};
     kz_pool_run(e->pool, (m->rows + block - 1) / block, mul_rows, &j);
     e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
-    e->bytes += (double)m->rows * (double)m->cols * (m->dtype == KZ_DTYPE_BF16 ? 2.0 : 4.0);
+    e->bytes += (double)m->rows * (double)m->row_bytes;
 }
 
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst) {
-    if (m->dtype == KZ_DTYPE_F32) {
-        memcpy(dst, (const float *)m->data + row * m->cols, m->cols * sizeof *dst);
-        return;
-    }
-    const uint16_t *src = (const uint16_t *)m->data + row * m->cols;
-    for (size_t i = 0; i < m->cols; i++) {
-        uint32_t bits = (uint32_t)src[i] << 16;
-        memcpy(&dst[i], &bits, sizeof bits);
+    const uint8_t *src = (const uint8_t *)m->data + row * m->row_bytes;
+    switch (m->dtype) {
+    case KZ_DTYPE_F32:
+        memcpy(dst, src, m->cols * sizeof *dst);
+        break;
+    case KZ_DTYPE_Q8_0:
+        kz_dequantize_row_q8_0(dst, src, m->cols);
+        break;
+    case KZ_DTYPE_Q4_0:
+        kz_dequantize_row_q4_0(dst, src, m->cols);
+        break;
+    default:
+        for (size_t i = 0; i < m->cols; i++) {
+            uint32_t bits = (uint32_t)((const uint16_t *)(const void *)src)[i] << 16;
+            memcpy(&dst[i], &bits, sizeof bits);
+        }
+        break;
     }
 }

@@ -3,7 +3,7 @@
  *
  * A kz_matrix is a row-major [rows, cols] = [out, in] weight (as nn.Linear and
  * nn.Embedding store it) pointing into the mapped checkpoint: BF16 as released,
- * or F32. kz_matrix_mul computes y[t, :] = W x[t, :] for a few tokens, split
+ * F32, or block-quantized Q8_0 / Q4_0 from a GGUF file (kernels/quant.h). kz_matrix_mul computes y[t, :] = W x[t, :] for a few tokens, split
  * over the pool by output rows; every output element is one fixed-order dot
  * product, so results do not depend on the thread count. kz_matrix_row reads
  * one row as f32 (embedding lookup).
@@ -13,17 +13,19 @@
 
 #include <stddef.h>
 
-#include "io/safetensors.h"
+#include "io/weights.h"
 #include "layers/conv.h"
 
 typedef struct kz_matrix {
     const void *data; /* [rows, cols], borrowed from the mapping */
-    kz_dtype dtype;   /* KZ_DTYPE_BF16 or KZ_DTYPE_F32 */
+    kz_dtype dtype;   /* KZ_DTYPE_BF16, F32, Q8_0 or Q4_0 */
     size_t rows, cols;
+    size_t row_bytes; /* bytes of one row in its dtype */
 } kz_matrix;
 
-/* Binds tensor `name` of shape [rows, cols] (BF16 or F32). */
-kz_status kz_matrix_bind(kz_matrix *m, const kz_st_file *f, const char *name, int64_t rows,
+/* Binds tensor `name` of shape [rows, cols] (BF16, F32, Q8_0 or Q4_0; quantized
+ * ones need cols % 32 == 0). */
+kz_status kz_matrix_bind(kz_matrix *m, const kz_weights *f, const char *name, int64_t rows,
                          int64_t cols);
 
 /* y[t * ldy + o] = sum_i W[o, i] x[t * ldx + i] for t < n_tok, o < rows. */

@@ -16,7 +16,7 @@
 #include "layers/vector.h"
 #include "runtime/error.h"
 
-static kz_status load_layer(kz_qwen3_layer *L, const kz_st_file *f, const char *prefix, int l,
+static kz_status load_layer(kz_qwen3_layer *L, const kz_weights *f, const char *prefix, int l,
                             const kz_qwen3_dims *d, float *vec) {
     char name[200];
     int64_t hid = d->hidden, q = (int64_t)d->n_heads * d->head_dim;
@@ -45,7 +45,7 @@ static kz_status load_layer(kz_qwen3_layer *L, const kz_st_file *f, const char *
     return st;
 }
 
-kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_st_file *f, const char *prefix,
+kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_weights *f, const char *prefix,
                         const kz_qwen3_dims *d) {
     memset(s, 0, sizeof *s);
     s->d = *d;

@@ -49,7 +49,7 @@ typedef struct kz_qwen3_state {
     float *scores;            /* [n_heads, max_pos] */
 } kz_qwen3_state;
 
-kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_st_file *f, const char *prefix,
+kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_weights *f, const char *prefix,
                         const kz_qwen3_dims *d);
 void kz_qwen3_free(kz_qwen3_stack *s);
 

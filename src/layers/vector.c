@@ -5,14 +5,14 @@
 
 #include "runtime/error.h"
 
-kz_status kz_vector_load(const kz_st_file *f, const char *name, size_t n, float *dst) {
+kz_status kz_vector_load(const kz_weights *f, const char *name, size_t n, float *dst) {
     int64_t shape[1] = {(int64_t)n};
-    const kz_st_tensor *t;
-    kz_status st = kz_st_get(f, name, 1, shape, &t);
+    const kz_tensor *t;
+    kz_status st = kz_weights_get(f, name, 1, shape, &t);
     if (st != KZ_OK) {
         return st;
     }
-    return kz_st_to_f32(t, dst);
+    return kz_tensor_to_f32(t, dst);
 }
 
 void kz_vector_add_scaled_rows(float *x, const float *h, const float *scale, size_t n_rows,

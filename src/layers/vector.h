@@ -7,11 +7,11 @@
 
 #include <stddef.h>
 
-#include "io/safetensors.h"
+#include "io/weights.h"
 
 /* Reads tensor `name` of shape [n] as f32 into dst[n]; the message names the
  * file and tensor on a missing tensor or wrong shape. */
-kz_status kz_vector_load(const kz_st_file *f, const char *name, size_t n, float *dst);
+kz_status kz_vector_load(const kz_weights *f, const char *name, size_t n, float *dst);
 
 /* x[t, c] += scale[c] * h[t, c] for [n_rows, n_ch]: the reference's
  * `residual + scale * h`, rounded as two separate operations. */

@@ -16,7 +16,7 @@
 
 #define PREFIX "talker.code_predictor."
 
-static kz_status load_tables(kz_code_predictor *p, const kz_st_file *f) {
+static kz_status load_tables(kz_code_predictor *p, const kz_weights *f) {
     char name[160];
     int64_t D = p->talker_hidden, H = p->cfg.hidden_size, V = p->cfg.vocab_size;
     kz_status st = KZ_OK;
@@ -26,12 +26,12 @@ static kz_status load_tables(kz_code_predictor *p, const kz_st_file *f) {
         snprintf(name, sizeof name, PREFIX "lm_head.%d.weight", i);
         st = st ? st : kz_matrix_bind(&p->heads[i], f, name, V, H);
     }
-    p->has_projection = kz_st_find(f, PREFIX "small_to_mtp_projection.weight") != NULL;
+    p->has_projection = kz_weights_find(f, PREFIX "small_to_mtp_projection.weight") != NULL;
     if (st == KZ_OK && !p->has_projection && D != H) {
         st = kz_error_set(KZ_STATUS_BAD_MODEL,
                           "%s: tensor '" PREFIX "small_to_mtp_projection.weight' is missing "
                           "(talker width %lld != code predictor width %lld)",
-                          kz_st_path(f), (long long)D, (long long)H);
+                          kz_weights_path(f), (long long)D, (long long)H);
     }
     if (st == KZ_OK && p->has_projection) {
         p->projection_b = malloc((size_t)H * sizeof(float));
@@ -43,7 +43,7 @@ static kz_status load_tables(kz_code_predictor *p, const kz_st_file *f) {
     return st;
 }
 
-kz_status kz_code_predictor_load(kz_code_predictor *p, const kz_st_file *f,
+kz_status kz_code_predictor_load(kz_code_predictor *p, const kz_weights *f,
                                  const kz_talker_config *talker) {
     memset(p, 0, sizeof *p);
     p->cfg = talker->code_predictor;
@@ -51,7 +51,7 @@ kz_status kz_code_predictor_load(kz_code_predictor *p, const kz_st_file *f,
     p->n_steps = p->cfg.num_code_groups - 1;
     if (p->n_steps < 1 || p->n_steps > KZ_CP_MAX_GROUPS) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: num_code_groups %d out of range",
-                            kz_st_path(f), p->cfg.num_code_groups);
+                            kz_weights_path(f), p->cfg.num_code_groups);
     }
     kz_status st = load_tables(p, f);
     const kz_code_predictor_config *c = &p->cfg;

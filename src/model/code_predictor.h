@@ -45,7 +45,7 @@ typedef struct kz_code_predictor_state {
 /* Chooses a code from logits[n] (the sampler). */
 typedef int32_t (*kz_pick_fn)(void *user, float *logits, size_t n);
 
-kz_status kz_code_predictor_load(kz_code_predictor *p, const kz_st_file *f,
+kz_status kz_code_predictor_load(kz_code_predictor *p, const kz_weights *f,
                                  const kz_talker_config *talker);
 void kz_code_predictor_free(kz_code_predictor *p);
 

@@ -90,7 +90,7 @@ typedef struct kz_codec_state {
 } kz_codec_state;
 
 /* Loads the decoder from the codec safetensors file with config cfg. */
-kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_st_file *f,
+kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
                                 const kz_codec_config *cfg);
 void kz_codec_decoder_free(kz_codec_decoder *d);
 

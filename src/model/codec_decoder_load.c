@@ -37,7 +37,7 @@ static size_t store_size(const kz_codec_config *c) {
     return n + 2 * ch + 16;
 }
 
-static kz_status load_snake(kz_codec_decoder *d, const kz_st_file *f, const char *prefix,
+static kz_status load_snake(kz_codec_decoder *d, const kz_weights *f, const char *prefix,
                             size_t ch, kz_snake *s) {
     char name[160];
     s->alpha = take(d, ch);
@@ -56,7 +56,7 @@ static kz_status load_snake(kz_codec_decoder *d, const kz_st_file *f, const char
     return st;
 }
 
-static kz_status load_quantizer(kz_codec_decoder *d, const kz_st_file *f) {
+static kz_status load_quantizer(kz_codec_decoder *d, const kz_weights *f) {
     const kz_codec_config *c = &d->cfg;
     size_t dim = (size_t)c->codebook_dim / 2, size = (size_t)c->codebook_size;
     d->codebooks = malloc((size_t)c->num_quantizers * size * dim * sizeof(float));
@@ -69,11 +69,11 @@ static kz_status load_quantizer(kz_codec_decoder *d, const kz_st_file *f) {
         int layer = q == 0 ? 0 : q - 1;
         float *table = d->codebooks + (size_t)q * size * dim;
         int64_t shape[2] = {(int64_t)size, (int64_t)dim};
-        const kz_st_tensor *t;
+        const kz_tensor *t;
         snprintf(name, sizeof name, "decoder.quantizer.%s.vq.layers.%d._codebook.embedding_sum",
                  base, layer);
-        st = kz_st_get(f, name, 2, shape, &t);
-        st = st == KZ_OK ? kz_st_to_f32(t, table) : st;
+        st = kz_weights_get(f, name, 2, shape, &t);
+        st = st == KZ_OK ? kz_tensor_to_f32(t, table) : st;
         snprintf(name, sizeof name, "decoder.quantizer.%s.vq.layers.%d._codebook.cluster_usage",
                  base, layer);
         st = st == KZ_OK ? kz_vector_load(f, name, size, usage) : st;
@@ -97,7 +97,7 @@ static kz_status load_quantizer(kz_codec_decoder *d, const kz_st_file *f) {
     return st;
 }
 
-static kz_status load_convnext(kz_codec_decoder *d, const kz_st_file *f, int u) {
+static kz_status load_convnext(kz_codec_decoder *d, const kz_weights *f, int u) {
     const kz_codec_config *c = &d->cfg;
     kz_convnext *x = &d->upsample[u];
     int64_t latent = c->latent_dim, ratio = c->upsampling_ratios[u];
@@ -111,10 +111,10 @@ static kz_status load_convnext(kz_codec_decoder *d, const kz_st_file *f, int u) 
     x->norm_b = take(d, (size_t)latent);
     x->gamma = take(d, (size_t)latent);
     int64_t dw_shape[3] = {latent, 1, 7};
-    const kz_st_tensor *t;
+    const kz_tensor *t;
     snprintf(w, sizeof w, "decoder.upsample.%d.1.dwconv.conv.weight", u);
-    st = st == KZ_OK ? kz_st_get(f, w, 3, dw_shape, &t) : st;
-    st = st == KZ_OK ? kz_st_to_f32(t, x->dw_w) : st;
+    st = st == KZ_OK ? kz_weights_get(f, w, 3, dw_shape, &t) : st;
+    st = st == KZ_OK ? kz_tensor_to_f32(t, x->dw_w) : st;
     struct { const char *n; float *dst; } vecs[4] = {{"dwconv.conv.bias", x->dw_b},
         {"norm.weight", x->norm_w}, {"norm.bias", x->norm_b}, {"gamma", x->gamma}};
     for (int i = 0; i < 4 && st == KZ_OK; i++) {
@@ -130,7 +130,7 @@ static kz_status load_convnext(kz_codec_decoder *d, const kz_st_file *f, int u) 
     return st;
 }
 
-static kz_status load_res_unit(kz_codec_decoder *d, const kz_st_file *f, int n, int i,
+static kz_status load_res_unit(kz_codec_decoder *d, const kz_weights *f, int n, int i,
                                int64_t ch, kz_res_unit *r) {
     static const int dilations[KZ_CODEC_RES_UNITS] = {1, 3, 9};
     char p[160], w[160], b[160];
@@ -147,7 +147,7 @@ static kz_status load_res_unit(kz_codec_decoder *d, const kz_st_file *f, int n, 
     return st;
 }
 
-static kz_status load_block(kz_codec_decoder *d, const kz_st_file *f, int i) {
+static kz_status load_block(kz_codec_decoder *d, const kz_weights *f, int i) {
     kz_decoder_block *blk = &d->blocks[i];
     int n = i + 1; // decoder.decoder.{1..}
     blk->rate = d->cfg.upsample_rates[i];
@@ -167,7 +167,7 @@ static kz_status load_block(kz_codec_decoder *d, const kz_st_file *f, int i) {
     return st;
 }
 
-static kz_status load_decoder_convs(kz_codec_decoder *d, const kz_st_file *f) {
+static kz_status load_decoder_convs(kz_codec_decoder *d, const kz_weights *f) {
     const kz_codec_config *c = &d->cfg;
     kz_status st = kz_conv_load_causal(&d->pre_conv, f, "decoder.pre_conv.conv.weight",
                                        "decoder.pre_conv.conv.bias", c->latent_dim,
@@ -187,7 +187,7 @@ static kz_status load_decoder_convs(kz_codec_decoder *d, const kz_st_file *f) {
     return st;
 }
 
-kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_st_file *f,
+kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
                                 const kz_codec_config *cfg) {
     memset(d, 0, sizeof *d);
     d->cfg = *cfg;

@@ -26,7 +26,7 @@
 
 #define PREFIX "decoder.pre_transformer."
 
-static kz_status load_layer(kz_codec_layer *L, const kz_st_file *f, const kz_codec_config *c,
+static kz_status load_layer(kz_codec_layer *L, const kz_weights *f, const kz_codec_config *c,
                             int l, float *vec) {
     char name[160], bname[8];
     int64_t hid = c->hidden_size, att = (int64_t)c->num_attention_heads * c->head_dim;
@@ -53,7 +53,7 @@ static kz_status load_layer(kz_codec_layer *L, const kz_st_file *f, const kz_cod
     return st;
 }
 
-kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_st_file *f,
+kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_weights *f,
                                     const kz_codec_config *cfg) {
     memset(t, 0, sizeof *t);
     t->cfg = *cfg;

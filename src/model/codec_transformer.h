@@ -45,7 +45,7 @@ typedef struct kz_codec_transformer_state {
     float *scores;            /* [window] */
 } kz_codec_transformer_state;
 
-kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_st_file *f,
+kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_weights *f,
                                     const kz_codec_config *cfg);
 void kz_codec_transformer_free(kz_codec_transformer *t);
 

@@ -6,6 +6,10 @@
  *   DIR/speech_tokenizer/{config.json, model.safetensors}     full checkpoint
  *   DIR/config.json (model_type qwen3_tts_tokenizer_12hz),
  *   DIR/model.safetensors                                      codec only
+ *   FILE.gguf (model/gguf_layout.h)                            either, one file:
+ *                                                              model_gguf.c
+ * Both paths end in kz_model_bind_tts / kz_model_bind_codec, which build the
+ * talker, code predictor and codec decoder from whichever kz_weights they got.
  * Each file is validated as it is read; the first failure is returned with a
  * message naming the file.
  */
@@ -50,33 +54,26 @@ static kz_status check_dir(const char *path) {
         return kz_error_set(KZ_STATUS_IO, "%s: %s", path, strerror(errno));
     }
     if (!S_ISDIR(sb.st_mode)) {
-        size_t n = strlen(path);
-        if (n > 5 && strcmp(path + n - 5, ".gguf") == 0) {
-            return kz_error_set(KZ_STATUS_UNSUPPORTED,
-                                "%s: GGUF models are not supported yet (use the checkpoint "
-                                "directory)",
-                                path);
-        }
-        return kz_error_set(KZ_STATUS_IO, "%s: not a model directory", path);
+        return kz_error_set(KZ_STATUS_IO, "%s: not a model directory or .gguf file", path);
     }
     return KZ_OK;
 }
 
 /* Opens codec config + weights from dir (codec-only or speech_tokenizer/). */
-static kz_status load_codec(kz_model *m, const char *dir) {
+static kz_status load_codec(kz_model *m, const char *dir, const kz_load_opts *o) {
     char *cfg_path = join(dir, "config.json");
     char *st_path = join(dir, "model.safetensors");
     kz_status st = cfg_path && st_path ? KZ_OK
                                        : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
     st = st == KZ_OK ? kz_codec_config_load(cfg_path, &m->codec_cfg) : st;
-    st = st == KZ_OK ? kz_st_open(st_path, &m->codec_st) : st;
-    st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_st, &m->codec_cfg) : st;
+    st = st == KZ_OK ? kz_weights_open_safetensors(st_path, &m->codec_w) : st;
+    st = st == KZ_OK ? kz_model_bind_codec(m, o) : st;
     free(cfg_path);
     free(st_path);
     return st;
 }
 
-static kz_status load_tts(kz_model *m, const char *dir) {
+static kz_status load_tts(kz_model *m, const char *dir, const kz_load_opts *o) {
     char *cfg_path = join(dir, "config.json");
     char *st_path = join(dir, "model.safetensors");
     char *codec_dir = join(dir, "speech_tokenizer");
@@ -90,10 +87,9 @@ static kz_status load_tts(kz_model *m, const char *dir) {
              : st;
     st = st == KZ_OK ? kz_tts_config_load(cfg_path, &m->cfg) : st;
     st = st == KZ_OK ? kz_generation_config_load(gen_path, &m->gen) : st;
-    st = st == KZ_OK ? kz_st_open(st_path, &m->main_st) : st;
-    st = st == KZ_OK ? kz_talker_load(&m->talker, m->main_st, &m->cfg.talker) : st;
-    st = st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_st, &m->cfg.talker) : st;
-    st = st == KZ_OK ? load_codec(m, codec_dir) : st;
+    st = st == KZ_OK ? kz_weights_open_safetensors(st_path, &m->main_w) : st;
+    st = st == KZ_OK ? kz_model_bind_tts(m) : st;
+    st = st == KZ_OK ? load_codec(m, codec_dir, o) : st;
     if (st == KZ_OK && access(vocab_path, F_OK) == 0) {
         st = kz_tokenizer_load(dir, &m->tokenizer);
     }
@@ -106,15 +102,15 @@ static kz_status load_tts(kz_model *m, const char *dir) {
 }
 
 /* Counts tensors per dtype name into a short text like "BF16 x 411". */
-static int describe_file(char *buf, size_t n, const char *label, const kz_st_file *f) {
+static int describe_file(char *buf, size_t n, const char *label, const kz_weights *f) {
     if (!f) {
         return 0;
     }
     const char *names[8] = {0};
     size_t counts[8] = {0}, bytes = 0;
     int n_names = 0;
-    for (size_t i = 0; i < kz_st_count(f); i++) {
-        const kz_st_tensor *t = kz_st_at(f, i);
+    for (size_t i = 0; i < kz_weights_count(f); i++) {
+        const kz_tensor *t = kz_weights_at(f, i);
         bytes += t->n_bytes;
         int k = 0;
         while (k < n_names && strcmp(names[k], t->dtype_name) != 0) {
@@ -127,8 +123,8 @@ static int describe_file(char *buf, size_t n, const char *label, const kz_st_fil
             counts[k]++;
         }
     }
-    int w = snprintf(buf, n, "%s: %s: %zu tensors, %.1f MB (", label, kz_st_path(f),
-                     kz_st_count(f), (double)bytes / 1e6);
+    int w = snprintf(buf, n, "%s: %s: %zu tensors, %.1f MB (", label, kz_weights_path(f),
+                     kz_weights_count(f), (double)bytes / 1e6);
     for (int k = 0; k < n_names && w > 0 && (size_t)w < n; k++) {
         w += snprintf(buf + w, n - (size_t)w, "%s%s x %zu", k ? ", " : "", names[k], counts[k]);
     }
@@ -157,11 +153,47 @@ static kz_status build_description(kz_model *m) {
     kz_codec_config_describe(&m->codec_cfg, b + w, n - (size_t)w);
     w += (int)strlen(b + w);
     w += snprintf(b + w, n - (size_t)w, "\n");
-    w += describe_file(b + w, n - (size_t)w, "weights", m->main_st);
-    w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_st);
+    w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
+    w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
     snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\nload: %.0f ms", kz_cpu_features(),
              m->kernels->name, m->load_ms);
     return KZ_OK;
+}
+
+kz_status kz_model_bind_tts(kz_model *m) {
+    kz_status st = kz_talker_load(&m->talker, m->main_w, &m->cfg.talker);
+    return st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_w, &m->cfg.talker) : st;
+}
+
+kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
+    if (o && o->on_packed) {
+        kz_weights_set_on_packed(m->codec_w, o->on_packed, o->on_packed_user);
+    }
+    return kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg);
+}
+
+/* Loads a checkpoint directory (full or codec-only). */
+static kz_status load_dir(kz_model *m, const char *path, const kz_load_opts *o) {
+    kz_status st = check_dir(path);
+    char *cfg_path = st == KZ_OK ? join(path, "config.json") : NULL;
+    if (st == KZ_OK && !cfg_path) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    char type[64];
+    st = st == KZ_OK ? peek_model_type(cfg_path, type, sizeof type) : st;
+    free(cfg_path);
+    if (st == KZ_OK) {
+        m->has_tts = strcmp(type, "qwen3_tts_tokenizer_12hz") != 0;
+        st = m->has_tts ? load_tts(m, path, o) : load_codec(m, path, o);
+    }
+    return st;
+}
+
+static bool is_gguf_path(const char *path) {
+    size_t n = strlen(path);
+    struct stat sb;
+    return n > 5 && strcmp(path + n - 5, ".gguf") == 0 && stat(path, &sb) == 0 &&
+           !S_ISDIR(sb.st_mode);
 }
 
 static kz_isa cap_to_isa(kz_isa_cap cap) {
@@ -174,29 +206,18 @@ static kz_isa cap_to_isa(kz_isa_cap cap) {
     return KZ_ISA_AUTO;
 }
 
-kz_status kz_model_open(const char *path, const kz_model_params *params, kz_model **out) {
+kz_status kz_model_open_with(const char *path, const kz_model_params *params,
+                             const kz_load_opts *opts, kz_model **out) {
     *out = NULL;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    kz_status st = check_dir(path);
-    if (st != KZ_OK) {
-        return st;
-    }
     kz_model *m = calloc(1, sizeof *m);
-    char *cfg_path = join(path, "config.json");
-    if (!m || !cfg_path || !(m->path = strdup(path))) {
-        free(cfg_path);
+    if (!m || !(m->path = strdup(path))) {
         kz_model_close(m);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
-    char type[64];
-    st = peek_model_type(cfg_path, type, sizeof type);
-    free(cfg_path);
-    if (st == KZ_OK) {
-        m->has_tts = strcmp(type, "qwen3_tts_tokenizer_12hz") != 0;
-        st = m->has_tts ? load_tts(m, path) : load_codec(m, path);
-    }
+    kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
     st = st == KZ_OK ? build_description(m) : st;
@@ -208,6 +229,10 @@ kz_status kz_model_open(const char *path, const kz_model_params *params, kz_mode
     return KZ_OK;
 }
 
+kz_status kz_model_open(const char *path, const kz_model_params *params, kz_model **out) {
+    return kz_model_open_with(path, params, NULL, out);
+}
+
 void kz_model_close(kz_model *m) {
     if (!m) {
         return;
@@ -216,8 +241,9 @@ void kz_model_close(kz_model *m) {
     kz_talker_free(&m->talker);
     kz_code_predictor_free(&m->cp);
     kz_tokenizer_free(m->tokenizer);
-    kz_st_close(m->main_st);
-    kz_st_close(m->codec_st);
+    kz_weights_free(m->main_w);
+    kz_weights_free(m->codec_w);
+    kz_gguf_close(m->gguf);
     free(m->description);
     free(m->path);
     free(m);

@@ -2,16 +2,17 @@
  * model.h - the kz_model object: what a checkpoint directory holds once loaded.
  *
  * Load flow: path -> config.json (a Qwen3-TTS checkpoint, or a codec-only
- * Qwen3-TTS-Tokenizer-12Hz directory) -> typed configs -> mapped and validated
- * safetensors files -> kernel table for the CPU -> codec decoder weights packed
- * for that table. Immutable afterwards; shared by sessions on any thread.
+ * Qwen3-TTS-Tokenizer-12Hz directory) or a kztts .gguf file -> typed configs ->
+ * mapped and validated weights (kz_weights) -> kernel table for the CPU ->
+ * codec decoder weights packed (or used pre-packed from the GGUF). Immutable afterwards; shared by sessions on any thread.
  */
 #ifndef KZ_MODEL_H
 #define KZ_MODEL_H
 
 #include <stdbool.h>
 
-#include "io/safetensors.h"
+#include "io/gguf.h"
+#include "io/weights.h"
 #include "kernels/kernels.h"
 #include "kztts.h"
 #include "model/code_predictor.h"
@@ -26,8 +27,10 @@ struct kz_model {
     bool has_tts;             /* a full Qwen3-TTS checkpoint (not codec-only) */
     kz_tts_config cfg;        /* valid when has_tts */
     kz_codec_config codec_cfg;
-    kz_st_file *main_st;      /* model.safetensors (NULL when codec-only) */
-    kz_st_file *codec_st;     /* speech_tokenizer/model.safetensors */
+    kz_gguf_file *gguf;       /* the .gguf file of a single-file model, else NULL */
+    kz_weights *main_w;       /* model.safetensors or the GGUF's "model." tensors (NULL when
+                                 codec-only) */
+    kz_weights *codec_w;      /* speech_tokenizer/model.safetensors or the GGUF's "codec." */
     kz_codec_decoder decoder;
     kz_talker talker;         /* when has_tts */
     kz_code_predictor cp;     /* when has_tts */
@@ -38,8 +41,25 @@ struct kz_model {
     char *description;        /* kz_model_describe text */
 };
 
-/* Loads the directory at path (see kz_model_load in kztts.h). */
+/* Internal load options (the quantizer's view of what gets packed). */
+typedef struct kz_load_opts {
+    kz_weights_packed_fn on_packed; /* called for each codec weight packed at load */
+    void *on_packed_user;
+} kz_load_opts;
+
+/* Loads the directory or .gguf file at path (see kz_model_load in kztts.h). */
 kz_status kz_model_open(const char *path, const kz_model_params *params, kz_model **out);
+kz_status kz_model_open_with(const char *path, const kz_model_params *params,
+                             const kz_load_opts *opts, kz_model **out);
+
+/* Steps shared by the directory and GGUF loaders: build the talker and code
+ * predictor from m->main_w (m->cfg set), and the codec decoder from m->codec_w
+ * (m->codec_cfg set; opts may be NULL). */
+kz_status kz_model_bind_tts(kz_model *m);
+kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *opts);
+
+/* model_gguf.c: fills m from a kztts GGUF file (model/gguf_layout.h). */
+kz_status kz_model_load_gguf(kz_model *m, const char *path);
 
 void kz_model_close(kz_model *m);
 

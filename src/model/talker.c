@@ -18,7 +18,7 @@ static kz_qwen3_dims dims_of(const kz_talker_config *c) {
                            .eps = c->rms_norm_eps, .rope_theta = c->rope_theta};
 }
 
-kz_status kz_talker_load(kz_talker *t, const kz_st_file *f, const kz_talker_config *cfg) {
+kz_status kz_talker_load(kz_talker *t, const kz_weights *f, const kz_talker_config *cfg) {
     memset(t, 0, sizeof *t);
     t->cfg = *cfg;
     int64_t D = cfg->hidden_size, th = cfg->text_hidden_size;

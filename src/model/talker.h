@@ -34,7 +34,7 @@ typedef struct kz_talker_state {
     float *text_tmp;   /* [max_tok, text_hidden] x 2 */
 } kz_talker_state;
 
-kz_status kz_talker_load(kz_talker *t, const kz_st_file *f, const kz_talker_config *cfg);
+kz_status kz_talker_load(kz_talker *t, const kz_weights *f, const kz_talker_config *cfg);
 void kz_talker_free(kz_talker *t);
 
 kz_status kz_talker_state_init(kz_talker_state *s, const kz_talker *t, size_t max_pos,

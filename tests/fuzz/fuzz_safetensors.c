@@ -62,7 +62,7 @@ static void exercise(kz_st_file *f) {
         }
         if (t->dtype != KZ_DTYPE_OTHER) {
             float *values = malloc(t->n_elements ? t->n_elements * sizeof(float) : 1);
-            if (!values || kz_st_to_f32(t, values) != KZ_OK) {
+            if (!values || kz_tensor_to_f32(t, values) != KZ_OK) {
                 abort();
             }
             free(values);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "io/safetensors.h"
 #include "model/model.h"
 #include "synth/session.h"
 #include "test.h"
@@ -115,7 +116,7 @@ static void compare_stages(const capture *c, const kz_st_file *g, const kz_audio
             continue;
         }
         float *ref = malloc(t->n_elements * sizeof *ref);
-        kz_st_to_f32(t, ref);
+        kz_tensor_to_f32(t, ref);
         double snr, rel = rel_rms(s->data, ref, t->n_elements, &snr);
         printf("  [%s] %zu frames %-16s rel.rms %.2e  snr %6.1f dB\n", level, n_frames, s->name,
                rel, snr);
@@ -127,7 +128,7 @@ static void compare_stages(const capture *c, const kz_st_file *g, const kz_audio
     CHECK(w && w->n_elements == audio->n_samples);
     if (w && w->n_elements == audio->n_samples) {
         float *ref = malloc(w->n_elements * sizeof *ref);
-        kz_st_to_f32(w, ref);
+        kz_tensor_to_f32(w, ref);
         double snr;
         rel_rms(audio->samples, ref, w->n_elements, &snr);
         printf("  [%s] %zu frames wav SNR %.1f dB\n", level, n_frames, snr);
@@ -207,7 +208,7 @@ static void test_official(kz_session *s, const char *level) {
     CHECK(w && w->n_elements == official.n_samples);
     if (w && w->n_elements == official.n_samples) {
         float *ref = malloc(w->n_elements * sizeof *ref);
-        kz_st_to_f32(w, ref);
+        kz_tensor_to_f32(w, ref);
         double snr;
         rel_rms(official.samples, ref, w->n_elements, &snr);
         printf("  [%s] 330 frames official chunking wav SNR %.1f dB\n", level, snr);

@@ -17,6 +17,7 @@
  */
 #include <stdlib.h>
 
+#include "io/safetensors.h"
 #include "kztts.h"
 #include "synth/request.h"
 #include "test.h"
@@ -89,7 +90,7 @@ static double rel_err(const float *x, const kz_st_tensor *t, size_t n) {
         return 1e9;
     }
     float *r = malloc(n * sizeof *r);
-    kz_st_to_f32(t, r);
+    kz_tensor_to_f32(t, r);
     double e = 0, s = 0;
     for (size_t i = 0; i < n; i++) {
         e += ((double)x[i] - r[i]) * ((double)x[i] - r[i]);

@@ -137,7 +137,7 @@ static void check_valid_values(const kz_st_file *f) {
     float values[10];
     const kz_st_tensor *t = kz_st_find(f, "w32");
     CHECK(t != NULL && t->dtype == KZ_DTYPE_F32 && t->n_elements == 6 && t->n_bytes == 24);
-    CHECK(t && kz_st_to_f32(t, values) == KZ_OK);
+    CHECK(t && kz_tensor_to_f32(t, values) == KZ_OK);
     CHECK(memcmp(values, w32_values, sizeof w32_values) == 0);
 
     static const float h16_want[10] = {0.0f,
@@ -152,7 +152,7 @@ static void check_valid_values(const kz_st_file *f) {
                                        NAN};
     t = kz_st_find(f, "h16");
     CHECK(t != NULL && t->dtype == KZ_DTYPE_F16 && strcmp(t->dtype_name, "F16") == 0);
-    CHECK(t && kz_st_to_f32(t, values) == KZ_OK);
+    CHECK(t && kz_tensor_to_f32(t, values) == KZ_OK);
     for (int i = 0; i < 9; i++) {
         CHECK_MSG(float_bits(values[i]) == float_bits(h16_want[i]), "h16[%d] = %a, want %a", i,
                   values[i], h16_want[i]);
@@ -161,7 +161,7 @@ static void check_valid_values(const kz_st_file *f) {
 
     t = kz_st_find(f, "b16");
     CHECK(t != NULL && t->dtype == KZ_DTYPE_BF16);
-    CHECK(t && kz_st_to_f32(t, values) == KZ_OK);
+    CHECK(t && kz_tensor_to_f32(t, values) == KZ_OK);
     CHECK(values[0] == 1.0f && values[1] == -5.0f && isinf(values[2]) && values[2] > 0);
     CHECK(float_bits(values[3]) == 0x00010000u);
 
@@ -172,17 +172,17 @@ static void check_valid_values(const kz_st_file *f) {
     if (t) {
         memcpy(ints, t->data, sizeof ints);
         CHECK(ints[0] == -5 && ints[1] == 1234567890123);
-        CHECK_EQ_INT(kz_st_to_f32(t, values), KZ_STATUS_BAD_MODEL);
+        CHECK_EQ_INT(kz_tensor_to_f32(t, values), KZ_STATUS_BAD_MODEL);
         CHECK_STR_CONTAINS(kz_last_error(), "'i64'");
         CHECK_STR_CONTAINS(kz_last_error(), "I64");
     }
 
     t = kz_st_find(f, "empty");
     CHECK(t != NULL && t->n_elements == 0 && t->n_bytes == 0 && t->n_dims == 2);
-    CHECK(t && kz_st_to_f32(t, NULL) == KZ_OK);
+    CHECK(t && kz_tensor_to_f32(t, NULL) == KZ_OK);
     t = kz_st_find(f, "scalar");
     CHECK(t != NULL && t->n_dims == 0 && t->n_elements == 1);
-    CHECK(t && kz_st_to_f32(t, values) == KZ_OK && values[0] == 42.0f);
+    CHECK(t && kz_tensor_to_f32(t, values) == KZ_OK && values[0] == 42.0f);
     t = kz_st_find(f, "u8");
     CHECK(t != NULL && ((const uint8_t *)t->data)[0] == 7);
 }
@@ -250,7 +250,7 @@ static void test_f16_exhaustive(void) {
     CHECK_MSG(kz_st_open(path, &f) == KZ_OK, "%s", kz_last_error());
     float *values = malloc(N * sizeof(float));
     const kz_st_tensor *t = kz_st_find(f, "all");
-    CHECK(t && kz_st_to_f32(t, values) == KZ_OK);
+    CHECK(t && kz_tensor_to_f32(t, values) == KZ_OK);
     int n_wrong = 0;
     for (uint32_t i = 0; t && i < N; i++) {
         int exponent = (int)(i >> 10) & 0x1f;
@@ -314,10 +314,10 @@ static void test_layouts(void) {
     CHECK_MSG(kz_st_open(path, &f) == KZ_OK, "%s", kz_last_error());
     const kz_st_tensor *t = kz_st_find(f, "big");
     float *back = malloc(N * sizeof(float));
-    CHECK(t && kz_st_to_f32(t, back) == KZ_OK && memcmp(back, values, N * sizeof(float)) == 0);
+    CHECK(t && kz_tensor_to_f32(t, back) == KZ_OK && memcmp(back, values, N * sizeof(float)) == 0);
     kz_st_release(f, t);
     memset(back, 0, N * sizeof(float));
-    CHECK(t && kz_st_to_f32(t, back) == KZ_OK && memcmp(back, values, N * sizeof(float)) == 0);
+    CHECK(t && kz_tensor_to_f32(t, back) == KZ_OK && memcmp(back, values, N * sizeof(float)) == 0);
     kz_st_release(f, NULL);
     kz_st_close(f);
     free(back);

@@ -93,11 +93,28 @@ int kz_packed_init_rows(kz_packed *p, size_t taps, size_t k_in, size_t n, const 
     return 0;
 }
 
+size_t kz_packed_bytes(size_t taps, size_t k_in, size_t n) {
+    const size_t n_panels = (n + KZ_PANEL - 1) / KZ_PANEL;
+    const size_t k_rows = taps * k_in;
+    if ((taps != 0 && k_rows / taps != k_in) ||
+        (n_panels && k_rows > SIZE_MAX / KZ_PANEL / n_panels / sizeof(float))) {
+        return 0;
+    }
+    return n_panels * k_rows * KZ_PANEL * sizeof(float);
+}
+
+void kz_packed_init_mapped(kz_packed *p, size_t taps, size_t k_in, size_t n, const float *data) {
+    *p = (kz_packed){.data = (float *)(uintptr_t)data, .k_in = k_in, .taps = taps, .n = n,
+                     .n_panels = (n + KZ_PANEL - 1) / KZ_PANEL, .mapped = true};
+}
+
 void kz_packed_free(kz_packed *p) {
     if (!p) {
         return;
     }
-    free(p->data);
+    if (!p->mapped) {
+        free(p->data);
+    }
     memset(p, 0, sizeof *p);
 }
 

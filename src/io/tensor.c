@@ -1,0 +1,95 @@
+/*
+ * tensor.c - shape checks and float32 conversion of mapped tensors (see tensor.h).
+ *
+ * Conversion reads the mapping byte-wise (sources may be unaligned) and
+ * dequantizes block formats with the definitions in kernels/quant.h.
+ */
+#include "io/tensor.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/quant.h"
+#include "runtime/error.h"
+
+void kz_tensor_format_shape(char *buf, size_t buf_bytes, int n_dims, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, buf_bytes, "[");
+    for (int i = 0; i < n_dims && used < buf_bytes; i++) {
+        used +=
+            (size_t)snprintf(buf + used, buf_bytes - used, "%s%" PRId64, i ? ", " : "", shape[i]);
+    }
+    if (used < buf_bytes) {
+        snprintf(buf + used, buf_bytes - used, "]");
+    }
+}
+
+kz_status kz_tensor_check(const kz_tensor *t, const char *where, const char *name, int n_dims,
+                          const int64_t *shape) {
+    if (n_dims < 0 || n_dims > KZ_TENSOR_MAX_DIMS || (n_dims > 0 && !shape)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: tensor '%s': expected shape with %d dimensions is invalid", where,
+                            name, n_dims);
+    }
+    if (!t) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' is missing", where, name);
+    }
+    bool same = t->n_dims == n_dims;
+    for (int d = 0; same && d < n_dims; d++) {
+        same = t->shape[d] == shape[d];
+    }
+    if (!same) {
+        char actual[256];
+        char expected[256];
+        kz_tensor_format_shape(actual, sizeof actual, t->n_dims, t->shape);
+        kz_tensor_format_shape(expected, sizeof expected, n_dims, shape);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' has shape %s, expected %s",
+                            where, name, actual, expected);
+    }
+    return KZ_OK;
+}
+
+static void bf16_to_f32(const uint8_t *src, float *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = ((uint32_t)src[2 * i] | (uint32_t)src[2 * i + 1] << 8) << 16;
+        memcpy(&dst[i], &bits, sizeof bits);
+    }
+}
+
+static void f16_to_f32(const uint8_t *src, float *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        dst[i] = kz_fp16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+    }
+}
+
+kz_status kz_tensor_to_f32(const kz_tensor *t, float *dst) {
+    const uint8_t *src = t->data;
+    size_t n = t->n_elements;
+    switch (t->dtype) {
+    case KZ_DTYPE_F32:
+        if (n) {
+            memcpy(dst, src, n * sizeof(float)); // unaligned source: never cast
+        }
+        return KZ_OK;
+    case KZ_DTYPE_BF16:
+        bf16_to_f32(src, dst, n);
+        return KZ_OK;
+    case KZ_DTYPE_F16:
+        f16_to_f32(src, dst, n);
+        return KZ_OK;
+    case KZ_DTYPE_Q8_0:
+        return kz_dequantize_row_q8_0(dst, src, n) == 0 ? KZ_OK
+               : kz_error_set(KZ_STATUS_BAD_MODEL, "tensor '%s': Q8_0 size %zu is not a "
+                              "multiple of 32", t->name, n);
+    case KZ_DTYPE_Q4_0:
+        return kz_dequantize_row_q4_0(dst, src, n) == 0 ? KZ_OK
+               : kz_error_set(KZ_STATUS_BAD_MODEL, "tensor '%s': Q4_0 size %zu is not a "
+                              "multiple of 32", t->name, n);
+    case KZ_DTYPE_OTHER:
+        break;
+    }
+    return kz_error_set(KZ_STATUS_BAD_MODEL,
+                        "tensor '%s' has dtype %s, which cannot be converted to F32", t->name,
+                        t->dtype_name ? t->dtype_name : "?");
+}

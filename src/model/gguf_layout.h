@@ -1,0 +1,50 @@
+/*
+ * gguf_layout.h - what a kztts model GGUF file holds (written by `kztts quantize`,
+ * src/model/quantize.c; read by src/model/model_gguf.c).
+ *
+ * Metadata:
+ *   general.architecture            "qwen3-tts"
+ *   general.name                    the source directory's name
+ *   general.alignment               64 (tensor data is 64-byte aligned, so packed
+ *                                   codec panels are used in place)
+ *   kztts.format_version            uint32, KZ_GGUF_FORMAT_VERSION
+ *   kztts.recipe                    the --type it was made with ("q8_0", "q4_0", ...)
+ *   kztts.config.json               config.json, verbatim     (absent: codec-only model)
+ *   kztts.generation_config.json    generation_config.json    (optional)
+ *   kztts.codec.config.json         speech_tokenizer/config.json (or a codec-only
+ *                                   directory's config.json)
+ *   kztts.tokenizer.vocab.json      vocab.json                (optional, all three
+ *   kztts.tokenizer.merges.txt      merges.txt                 or none)
+ *   kztts.tokenizer.config.json     tokenizer_config.json
+ * Tensors:
+ *   model.<name>    every tensor of model.safetensors under its own name, in the
+ *                   recipe's type (BF16/F32/F16 as stored, or Q8_0 / Q4_0)
+ *   codec.<name>    every tensor of speech_tokenizer/model.safetensors that the
+ *                   engine does not pack, as stored (F32/BF16/F16)
+ *   codec.<name>.packed   the decoder's convolution weights as kz_packed panels,
+ *                   F32 [n_panels, taps * k_in, 16] (layers/conv.c), used in place
+ * The configs are stored as the original JSON text so one parser serves both
+ * model kinds and nothing is lost; the tensors keep the checkpoint's names, so
+ * one loading path (layers/, model/) serves both.
+ */
+#ifndef KZ_GGUF_LAYOUT_H
+#define KZ_GGUF_LAYOUT_H
+
+#define KZ_GGUF_ARCHITECTURE "qwen3-tts"
+#define KZ_GGUF_FORMAT_VERSION 1u
+#define KZ_GGUF_ALIGNMENT 64u
+
+#define KZ_GGUF_KEY_FORMAT "kztts.format_version"
+#define KZ_GGUF_KEY_RECIPE "kztts.recipe"
+#define KZ_GGUF_KEY_CONFIG "kztts.config.json"
+#define KZ_GGUF_KEY_GENERATION "kztts.generation_config.json"
+#define KZ_GGUF_KEY_CODEC_CONFIG "kztts.codec.config.json"
+#define KZ_GGUF_KEY_VOCAB "kztts.tokenizer.vocab.json"
+#define KZ_GGUF_KEY_MERGES "kztts.tokenizer.merges.txt"
+#define KZ_GGUF_KEY_TOKENIZER_CONFIG "kztts.tokenizer.config.json"
+
+#define KZ_GGUF_PREFIX_MODEL "model."
+#define KZ_GGUF_PREFIX_CODEC "codec."
+#define KZ_GGUF_PACKED_SUFFIX ".packed"
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * model_gguf.c - loading a kztts model from one GGUF file (layout: gguf_layout.h).
+ *
+ *   file -> kz_gguf_open (validates every header field, maps the data)
+ *        -> architecture / format version checks
+ *        -> configs and tokenizer parsed from the metadata's JSON / text strings
+ *        -> kz_weights views "model." and "codec." -> kz_model_bind_tts / _codec
+ * Weights stay in the mapping: quantized and bf16 matrices are used in place,
+ * the codec's pre-packed panels too, so loading does no weight conversion.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "model/gguf_layout.h"
+#include "model/model.h"
+#include "runtime/error.h"
+
+/* A string value of key, or NULL with *n 0 when absent (and optional). */
+static kz_status get_text(const kz_gguf_file *g, const char *key, bool required,
+                          const char **text, size_t *n) {
+    *text = NULL;
+    *n = 0;
+    const kz_gguf_kv *kv = kz_gguf_find_kv(g, key);
+    if (!kv) {
+        return required ? kz_error_set(KZ_STATUS_BAD_MODEL, "%s: metadata '%s' is missing",
+                                       kz_gguf_path(g), key)
+                        : KZ_OK;
+    }
+    kz_status st = kz_gguf_get_str(g, key, text);
+    *n = st == KZ_OK ? kv->string_bytes[0] : 0;
+    return st;
+}
+
+/* "file.gguf:key" for messages. */
+static void label(char *buf, size_t n, const kz_gguf_file *g, const char *key) {
+    snprintf(buf, n, "%s:%s", kz_gguf_path(g), key);
+}
+
+static kz_status check_header(const kz_gguf_file *g) {
+    const char *arch;
+    uint32_t version;
+    kz_status st = kz_gguf_get_str(g, "general.architecture", &arch);
+    if (st == KZ_OK && strcmp(arch, KZ_GGUF_ARCHITECTURE) != 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: general.architecture is '%s', expected '%s'",
+                            kz_gguf_path(g), arch, KZ_GGUF_ARCHITECTURE);
+    }
+    st = st == KZ_OK ? kz_gguf_get_u32(g, KZ_GGUF_KEY_FORMAT, &version) : st;
+    if (st == KZ_OK && version != KZ_GGUF_FORMAT_VERSION) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s: %s is %u; this kztts reads version %u (re-run kztts quantize)",
+                            kz_gguf_path(g), KZ_GGUF_KEY_FORMAT, version, KZ_GGUF_FORMAT_VERSION);
+    }
+    return st;
+}
+
+static kz_status load_codec(kz_model *m) {
+    const kz_gguf_file *g = m->gguf;
+    const char *text;
+    size_t n;
+    char where[1024];
+    label(where, sizeof where, g, KZ_GGUF_KEY_CODEC_CONFIG);
+    kz_status st = get_text(g, KZ_GGUF_KEY_CODEC_CONFIG, true, &text, &n);
+    st = st == KZ_OK ? kz_codec_config_parse(where, text, n, &m->codec_cfg) : st;
+    st = st == KZ_OK ? kz_weights_from_gguf(g, KZ_GGUF_PREFIX_CODEC, &m->codec_w) : st;
+    return st == KZ_OK ? kz_model_bind_codec(m, NULL) : st;
+}
+
+static kz_status load_tokenizer(kz_model *m) {
+    const kz_gguf_file *g = m->gguf;
+    kz_tokenizer_text t = {.label = kz_gguf_path(g)};
+    kz_status st = get_text(g, KZ_GGUF_KEY_VOCAB, false, &t.vocab_json, &t.vocab_bytes);
+    if (st != KZ_OK || !t.vocab_json) {
+        return st;
+    }
+    st = get_text(g, KZ_GGUF_KEY_MERGES, true, &t.merges_txt, &t.merges_bytes);
+    st = st == KZ_OK ? get_text(g, KZ_GGUF_KEY_TOKENIZER_CONFIG, true, &t.config_json,
+                                &t.config_bytes)
+                     : st;
+    return st == KZ_OK ? kz_tokenizer_load_text(&t, &m->tokenizer) : st;
+}
+
+static kz_status load_tts(kz_model *m, const char *config, size_t n_config) {
+    const kz_gguf_file *g = m->gguf;
+    const char *text;
+    size_t n;
+    char where[1024];
+    label(where, sizeof where, g, KZ_GGUF_KEY_CONFIG);
+    kz_status st = kz_tts_config_parse(where, config, n_config, &m->cfg);
+    label(where, sizeof where, g, KZ_GGUF_KEY_GENERATION);
+    st = st == KZ_OK ? get_text(g, KZ_GGUF_KEY_GENERATION, false, &text, &n) : st;
+    st = st == KZ_OK ? kz_generation_config_parse(where, text, n, &m->gen) : st;
+    st = st == KZ_OK ? kz_weights_from_gguf(g, KZ_GGUF_PREFIX_MODEL, &m->main_w) : st;
+    st = st == KZ_OK ? kz_model_bind_tts(m) : st;
+    st = st == KZ_OK ? load_codec(m) : st;
+    return st == KZ_OK ? load_tokenizer(m) : st;
+}
+
+kz_status kz_model_load_gguf(kz_model *m, const char *path) {
+    kz_status st = kz_gguf_open(path, &m->gguf);
+    st = st == KZ_OK ? check_header(m->gguf) : st;
+    const char *config;
+    size_t n_config;
+    st = st == KZ_OK ? get_text(m->gguf, KZ_GGUF_KEY_CONFIG, false, &config, &n_config) : st;
+    if (st != KZ_OK) {
+        return st;
+    }
+    m->has_tts = config != NULL;
+    return m->has_tts ? load_tts(m, config, n_config) : load_codec(m);
+}

@@ -1,0 +1,362 @@
+/*
+ * quantize.c - checkpoint directory -> kztts GGUF file (see quantize.h and
+ * gguf_layout.h).
+ *
+ * The source is loaded as a model first, so it is validated exactly as synthesis
+ * would see it, and the codec weights come out already packed (the load hook
+ * collects them). Talker tensors are converted row by row inside the writer's
+ * fill callback, so at most one row of f32 is held besides the output buffer.
+ */
+#include "model/quantize.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "io/gguf.h"
+#include "io/text_file.h"
+#include "kernels/quant.h"
+#include "model/gguf_layout.h"
+#include "model/model.h"
+#include "runtime/error.h"
+
+int kz_recipe_parse(const char *name, kz_recipe *out) {
+    static const struct { const char *name; kz_recipe r; } names[] = {
+        {"f32", KZ_RECIPE_F32}, {"bf16", KZ_RECIPE_BF16}, {"q8_0", KZ_RECIPE_Q8_0},
+        {"q8", KZ_RECIPE_Q8_0}, {"q4_0", KZ_RECIPE_Q4_0}, {"q4", KZ_RECIPE_Q4_0}};
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(name, names[i].name) == 0) {
+            *out = names[i].r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *kz_recipe_name(kz_recipe r) {
+    static const char *const names[] = {"f32", "bf16", "q8_0", "q4_0"};
+    return (unsigned)r < 4 ? names[r] : "?";
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static bool is_float(kz_dtype d) {
+    return d == KZ_DTYPE_F32 || d == KZ_DTYPE_F16 || d == KZ_DTYPE_BF16;
+}
+
+kz_dtype kz_recipe_type(kz_recipe r, const kz_tensor *t) {
+    bool matrix = strncmp(t->name, "talker.", 7) == 0 && ends_with(t->name, ".weight") &&
+                  t->n_dims == 2 && t->shape[1] % KZ_QK == 0 && is_float(t->dtype);
+    if (!matrix) {
+        return r == KZ_RECIPE_F32 && is_float(t->dtype) ? KZ_DTYPE_F32 : t->dtype;
+    }
+    switch (r) {
+    case KZ_RECIPE_F32: return KZ_DTYPE_F32;
+    case KZ_RECIPE_BF16: return KZ_DTYPE_BF16;
+    case KZ_RECIPE_Q8_0: return KZ_DTYPE_Q8_0;
+    case KZ_RECIPE_Q4_0: break;
+    }
+    bool projection = strstr(t->name, ".layers.") && ends_with(t->name, "_proj.weight");
+    return projection ? KZ_DTYPE_Q4_0 : KZ_DTYPE_Q8_0;
+}
+
+/* --- type helpers ------------------------------------------------------------------------- */
+
+static bool gguf_type(kz_dtype d, kz_gguf_tensor_type *out) {
+    switch (d) {
+    case KZ_DTYPE_F32: *out = KZ_GGUF_TENSOR_F32; return true;
+    case KZ_DTYPE_F16: *out = KZ_GGUF_TENSOR_F16; return true;
+    case KZ_DTYPE_BF16: *out = KZ_GGUF_TENSOR_BF16; return true;
+    case KZ_DTYPE_Q8_0: *out = KZ_GGUF_TENSOR_Q8_0; return true;
+    case KZ_DTYPE_Q4_0: *out = KZ_GGUF_TENSOR_Q4_0; return true;
+    case KZ_DTYPE_OTHER: break;
+    }
+    return false;
+}
+
+static size_t row_bytes(kz_dtype d, size_t n) {
+    switch (d) {
+    case KZ_DTYPE_Q8_0: return kz_q8_0_row_bytes(n);
+    case KZ_DTYPE_Q4_0: return kz_q4_0_row_bytes(n);
+    case KZ_DTYPE_F16:
+    case KZ_DTYPE_BF16: return 2 * n;
+    default: return 4 * n;
+    }
+}
+
+/* f32 -> bf16 bits, round to nearest even (NaN stays NaN). */
+static uint16_t to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((x >> 16) | 0x40u);
+    }
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/* Writes n floats x as dtype d at dst. */
+static void convert_row(kz_dtype d, const float *x, size_t n, uint8_t *dst) {
+    switch (d) {
+    case KZ_DTYPE_Q8_0: kz_quantize_row_q8_0(dst, x, n); break;
+    case KZ_DTYPE_Q4_0: kz_quantize_row_q4_0(dst, x, n); break;
+    case KZ_DTYPE_BF16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = to_bf16(x[i]);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+        break;
+    case KZ_DTYPE_F16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = kz_f32_to_fp16(x[i]);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+        break;
+    default: memcpy(dst, x, n * sizeof *x); break;
+    }
+}
+
+/* --- the conversion ----------------------------------------------------------------------- */
+
+typedef struct packed_entry {
+    char *name;
+    const kz_packed *p;
+} packed_entry;
+
+typedef struct job {
+    kz_model *m;
+    kz_recipe recipe;
+    packed_entry *packed;
+    size_t n_packed, cap_packed;
+    kz_status hook_status;
+    float *row; /* [widest row] */
+    size_t row_cap;
+    kz_quantize_report *rep;
+} job;
+
+static void on_packed(void *user, const char *name, const kz_packed *p) {
+    job *j = user;
+    if (j->n_packed == j->cap_packed) {
+        size_t cap = j->cap_packed ? 2 * j->cap_packed : 64;
+        packed_entry *grown = realloc(j->packed, cap * sizeof *grown);
+        if (!grown) {
+            j->hook_status = KZ_STATUS_OUT_OF_MEMORY;
+            return;
+        }
+        j->packed = grown;
+        j->cap_packed = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) {
+        j->hook_status = KZ_STATUS_OUT_OF_MEMORY;
+        return;
+    }
+    j->packed[j->n_packed++] = (packed_entry){copy, p};
+}
+
+static const packed_entry *find_packed(const job *j, const char *name) {
+    for (size_t i = 0; i < j->n_packed; i++) {
+        if (strcmp(j->packed[i].name, name) == 0) {
+            return &j->packed[i];
+        }
+    }
+    return NULL;
+}
+
+/* Fill callback: converts model tensor `name` ("model.<source name>") row by row. */
+static kz_status fill_model_tensor(void *user, const char *name, void *dst, size_t n_bytes) {
+    job *j = user;
+    const kz_tensor *t = kz_weights_find(j->m->main_w, name + strlen(KZ_GGUF_PREFIX_MODEL));
+    kz_dtype d = kz_recipe_type(j->recipe, t);
+    size_t cols = t->n_dims > 0 ? (size_t)t->shape[t->n_dims - 1] : 1;
+    size_t rows = cols ? t->n_elements / cols : 0;
+    if (cols > j->row_cap) {
+        float *grown = realloc(j->row, cols * sizeof *grown);
+        if (!grown) {
+            return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory converting '%s'", name);
+        }
+        j->row = grown;
+        j->row_cap = cols;
+    }
+    KZ_ASSERT(rows * row_bytes(d, cols) == n_bytes);
+    for (size_t r = 0; r < rows; r++) {
+        kz_tensor row = *t;
+        row.n_elements = cols;
+        row.data = (const uint8_t *)t->data + r * row_bytes(t->dtype, cols);
+        kz_status st = kz_tensor_to_f32(&row, j->row);
+        if (st != KZ_OK) {
+            return st;
+        }
+        convert_row(d, j->row, cols, (uint8_t *)dst + r * row_bytes(d, cols));
+    }
+    kz_weights_release(j->m->main_w, t);
+    return KZ_OK;
+}
+
+static void count(job *j, kz_dtype d, size_t n_bytes) {
+    j->rep->n_tensors[d]++;
+    j->rep->bytes[d] += (double)n_bytes;
+}
+
+static kz_status add_model_tensors(job *j, kz_gguf_writer *w) {
+    const kz_weights *src = j->m->main_w;
+    kz_status st = KZ_OK;
+    char name[1024];
+    for (size_t i = 0; i < kz_weights_count(src) && st == KZ_OK; i++) {
+        const kz_tensor *t = kz_weights_at(src, i);
+        kz_dtype d = kz_recipe_type(j->recipe, t);
+        kz_gguf_tensor_type type;
+        if (!gguf_type(d, &type) || t->n_dims < 1 || t->n_dims > KZ_GGUF_MAX_DIMS) {
+            j->rep->n_skipped++;
+            continue;
+        }
+        snprintf(name, sizeof name, "%s%s", KZ_GGUF_PREFIX_MODEL, t->name);
+        st = kz_gguf_writer_add_tensor_fn(w, name, type, t->n_dims, t->shape, fill_model_tensor, j);
+        size_t cols = (size_t)t->shape[t->n_dims - 1];
+        count(j, d, t->n_elements / cols * row_bytes(d, cols));
+    }
+    return st;
+}
+
+static kz_status add_packed(job *j, kz_gguf_writer *w, const packed_entry *e) {
+    char name[1024];
+    snprintf(name, sizeof name, "%s%s%s", KZ_GGUF_PREFIX_CODEC, e->name, KZ_GGUF_PACKED_SUFFIX);
+    const kz_packed *p = e->p;
+    int64_t shape[3] = {(int64_t)p->n_panels, (int64_t)(p->taps * p->k_in), KZ_PANEL};
+    j->rep->n_packed++;
+    count(j, KZ_DTYPE_F32, kz_packed_bytes(p->taps, p->k_in, p->n));
+    return kz_gguf_writer_add_tensor(w, name, KZ_GGUF_TENSOR_F32, 3, shape, p->data);
+}
+
+static kz_status add_codec_tensors(job *j, kz_gguf_writer *w) {
+    const kz_weights *src = j->m->codec_w;
+    kz_status st = KZ_OK;
+    char name[1024];
+    for (size_t i = 0; i < kz_weights_count(src) && st == KZ_OK; i++) {
+        const kz_tensor *t = kz_weights_at(src, i);
+        const packed_entry *e = find_packed(j, t->name);
+        kz_gguf_tensor_type type;
+        if (e) {
+            st = add_packed(j, w, e);
+        } else if (gguf_type(t->dtype, &type) && t->n_dims >= 1 &&
+                   t->n_dims <= KZ_GGUF_MAX_DIMS) {
+            snprintf(name, sizeof name, "%s%s", KZ_GGUF_PREFIX_CODEC, t->name);
+            st = kz_gguf_writer_add_tensor(w, name, type, t->n_dims, t->shape, t->data);
+            count(j, t->dtype, t->n_bytes);
+        } else {
+            j->rep->n_skipped++;
+        }
+    }
+    return st;
+}
+
+/* Adds file dir/name as string metadata `key`; absent optional files are skipped. */
+static kz_status add_text_file(kz_gguf_writer *w, const char *dir, const char *name,
+                               const char *key, bool required) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *probe = fopen(path, "rb");
+    if (!probe && !required) {
+        return KZ_OK;
+    }
+    if (probe) {
+        fclose(probe);
+    }
+    char *text;
+    size_t n;
+    kz_status st = kz_text_file_read(path, (size_t)64 << 20, &text, &n);
+    if (st == KZ_OK && strlen(text) != n) {
+        st = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: contains a NUL byte", path);
+    }
+    st = st == KZ_OK ? kz_gguf_writer_add_str(w, key, text) : st;
+    free(text);
+    return st;
+}
+
+static const char *base_name(const char *path, char *buf, size_t n) {
+    snprintf(buf, n, "%s", path);
+    size_t len = strlen(buf);
+    while (len > 1 && buf[len - 1] == '/') {
+        buf[--len] = '\0';
+    }
+    const char *slash = strrchr(buf, '/');
+    return slash ? slash + 1 : buf;
+}
+
+static kz_status add_metadata(const job *j, kz_gguf_writer *w, const char *src) {
+    char buf[4096], codec_dir[4096];
+    bool tts = j->m->has_tts;
+    snprintf(codec_dir, sizeof codec_dir, "%s%s", src, tts ? "/speech_tokenizer" : "");
+    kz_status st = kz_gguf_writer_add_str(w, "general.architecture", KZ_GGUF_ARCHITECTURE);
+    st = st == KZ_OK ? kz_gguf_writer_add_str(w, "general.name", base_name(src, buf, sizeof buf))
+                     : st;
+    st = st == KZ_OK ? kz_gguf_writer_add_u32(w, "general.alignment", KZ_GGUF_ALIGNMENT) : st;
+    st = st == KZ_OK ? kz_gguf_writer_add_u32(w, KZ_GGUF_KEY_FORMAT, KZ_GGUF_FORMAT_VERSION) : st;
+    st = st == KZ_OK ? kz_gguf_writer_add_str(w, KZ_GGUF_KEY_RECIPE, kz_recipe_name(j->recipe))
+                     : st;
+    st = st == KZ_OK ? add_text_file(w, codec_dir, "config.json", KZ_GGUF_KEY_CODEC_CONFIG, true)
+                     : st;
+    if (!tts || st != KZ_OK) {
+        return st;
+    }
+    st = add_text_file(w, src, "config.json", KZ_GGUF_KEY_CONFIG, true);
+    st = st == KZ_OK ? add_text_file(w, src, "generation_config.json", KZ_GGUF_KEY_GENERATION,
+                                     false)
+                     : st;
+    bool tokenizer = j->m->tokenizer != NULL;
+    st = st == KZ_OK ? add_text_file(w, src, "vocab.json", KZ_GGUF_KEY_VOCAB, tokenizer) : st;
+    if (st == KZ_OK && tokenizer) {
+        st = add_text_file(w, src, "merges.txt", KZ_GGUF_KEY_MERGES, true);
+        st = st == KZ_OK ? add_text_file(w, src, "tokenizer_config.json",
+                                         KZ_GGUF_KEY_TOKENIZER_CONFIG, true)
+                         : st;
+    }
+    return st;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static kz_status convert(job *j, const char *src, const char *out_path) {
+    kz_gguf_writer *w;
+    kz_status st = kz_gguf_writer_new(&w);
+    st = st == KZ_OK ? add_metadata(j, w, src) : st;
+    st = st == KZ_OK && j->m->has_tts ? add_model_tensors(j, w) : st;
+    st = st == KZ_OK ? add_codec_tensors(j, w) : st;
+    st = st == KZ_OK ? kz_gguf_writer_write(w, out_path) : st;
+    kz_gguf_writer_free(w);
+    return st;
+}
+
+kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
+                      kz_quantize_report *report) {
+    kz_quantize_report local;
+    job j = {.recipe = r, .rep = report ? report : &local};
+    memset(j.rep, 0, sizeof *j.rep);
+    double t0 = now_s();
+    if (ends_with(src, ".gguf")) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: the source must be a checkpoint directory, not a GGUF file", src);
+    }
+    kz_model_params params = {0};
+    kz_load_opts opts = {.on_packed = on_packed, .on_packed_user = &j};
+    kz_status st = kz_model_open_with(src, &params, &opts, &j.m);
+    if (st == KZ_OK && j.hook_status != KZ_OK) {
+        st = kz_error_set(j.hook_status, "out of memory collecting the codec weights");
+    }
+    st = st == KZ_OK ? convert(&j, src, out_path) : st;
+    kz_model_close(j.m);
+    for (size_t i = 0; i < j.n_packed; i++) {
+        free(j.packed[i].name);
+    }
+    free(j.packed);
+    free(j.row);
+    j.rep->seconds = now_s() - t0;
+    return st;
+}

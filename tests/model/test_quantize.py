@@ -1,0 +1,185 @@
+"""`kztts quantize` and GGUF models on the tiny checkpoint, as a user runs them.
+
+Checks: every --type writes one GGUF file and nothing else; the f32 GGUF gives the
+directory's greedy codes and audio bit for bit (so the GGUF path loads exactly the
+same model) and the codec-only GGUF decodes like its directory; q8_0 and q4_0
+models are deterministic across thread counts and runs; their logits stay within
+a bound of the f32 model (`kztts quality`) and q8_0 is closer than q4_0; the
+tokenizer and configs come from the file; bad options exit 2; a missing source, a
+GGUF source, an unwritable output, a truncated file, a foreign architecture and a
+missing tensor each give exit 1, one clear line and no crash or partial file.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+
+from testlib import check, finish, link_copy
+
+TEXT = "Hello world, this is a test of the quantized model."
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, timeout=300, **kw)
+
+
+def quantize(a, src, out, kind):
+    r = run([a.kztts, "quantize", "-m", src, "-o", out, "--type", kind])
+    check(r.returncode == 0 and os.path.isfile(out), f"quantize {kind}: {r.stderr.decode()}")
+    return r
+
+
+def synth(a, model, tag, threads=2):
+    codes = os.path.join(a.work, f"{tag}.codes")
+    wav = os.path.join(a.work, f"{tag}.wav")
+    r = run([a.kztts, "synth", "-m", model, "-s", "ryan", "--greedy", "--frames", "24",
+             "--threads", str(threads), "--dump-codes", codes, "-o", wav, TEXT])
+    check(r.returncode == 0, f"synth {tag}: {r.stderr.decode()}")
+    if r.returncode != 0:
+        return b"", b""
+    return open(codes, "rb").read(), open(wav, "rb").read()
+
+
+def quality(a, model):
+    r = run([a.kztts, "quality", "-m", model, "--ref", a.tiny, "-s", "ryan", "--frames", "50",
+             "--json", TEXT])
+    check(r.returncode == 0, f"quality {model}: {r.stderr.decode()}")
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def expect_error(a, args, code, words, what):
+    r = run([a.kztts] + args)
+    err = r.stderr.decode()
+    check(r.returncode == code, f"{what}: exit {r.returncode}, want {code} ({err.strip()})")
+    check(all(w in err for w in words), f"{what}: message {err.strip()!r} lacks {words}")
+    check(err.count("\n") == 1, f"{what}: want one line, got {err!r}")
+
+
+def test_types(a):
+    models = {}
+    for kind in ["f32", "bf16", "q8_0", "q4_0"]:
+        out = os.path.join(a.work, f"tiny_{kind}.gguf")
+        quantize(a, a.tiny, out, kind)
+        models[kind] = out
+    leftovers = [f for f in os.listdir(a.work) if "partial" in f]
+    check(not leftovers, f"temporary files left: {leftovers}")
+    sizes = {k: os.path.getsize(v) for k, v in models.items() if os.path.exists(v)}
+    print("sizes:", sizes)
+    check(len(sizes) == 4 and sizes["f32"] > sizes["bf16"] > sizes["q8_0"] > sizes["q4_0"],
+          f"file sizes not ordered f32 > bf16 > q8_0 > q4_0: {sizes}")
+    return models
+
+
+def test_exact(a, models):
+    want = synth(a, a.tiny, "dir")
+    got = synth(a, models["f32"], "f32")
+    check(want[0] and got[0] == want[0], "f32 GGUF codes differ from the directory's")
+    check(want[1] and got[1] == want[1], "f32 GGUF audio differs from the directory's")
+    for cmd in (["tokenize"], ["speakers"]):
+        d = run([a.kztts] + cmd + ["-m", a.tiny] + (["Hello world <|im_start|>"] if cmd == ["tokenize"] else []))
+        g = run([a.kztts] + cmd + ["-m", models["q8_0"]] + (["Hello world <|im_start|>"] if cmd == ["tokenize"] else []))
+        check(d.returncode == 0 and g.returncode == 0 and d.stdout == g.stdout,
+              f"{cmd[0]} from GGUF differs: {g.stdout!r} vs {d.stdout!r} {g.stderr!r}")
+    info = run([a.kztts, "info", "-m", models["q8_0"]])
+    check(info.returncode == 0 and b"Q8_0" in info.stdout, f"info: {info.stdout!r}")
+
+
+def test_codec_only(a):
+    codec_dir = os.path.join(a.tiny, "speech_tokenizer")
+    out = os.path.join(a.work, "codec.gguf")
+    quantize(a, codec_dir, out, "q8_0")
+    codes = os.path.join(a.golden, "codes_40.txt")
+    wavs = []
+    for tag, model in (("codec_dir", codec_dir), ("codec_gguf", out)):
+        wav = os.path.join(a.work, f"{tag}.f32")
+        r = run([a.kztts, "decode", "-m", model, "--codes", codes, "-o", wav])
+        check(r.returncode == 0, f"decode {tag}: {r.stderr.decode()}")
+        wavs.append(open(wav, "rb").read() if r.returncode == 0 else b"")
+    check(wavs[0] and wavs[0] == wavs[1], "codec-only GGUF decodes differently")
+
+
+def test_quantized(a, models):
+    errors = {}
+    for kind in ["q8_0", "q4_0"]:
+        one = synth(a, models[kind], f"{kind}_t1", threads=1)
+        two = synth(a, models[kind], f"{kind}_t2", threads=2)
+        again = synth(a, models[kind], f"{kind}_t2b", threads=2)
+        check(one[0] and one == two, f"{kind}: 1 and 2 threads differ")
+        check(two == again, f"{kind}: two runs differ")
+        q = quality(a, models[kind])
+        if q:
+            print(kind, json.dumps(q))
+            errors[kind] = (q["talker"]["rel_error"], q["code_predictor"]["rel_error"])
+    # Measured on this fixture: q8_0 ~0.01-0.02, q4_0 ~0.04-0.15; random weights keep
+    # codes far from ties, so a broken kernel or layout gives errors near 1.
+    if len(errors) == 2:
+        check(max(errors["q8_0"]) < 0.05, f"q8_0 logits error {errors['q8_0']} >= 0.05")
+        check(max(errors["q4_0"]) < 0.3, f"q4_0 logits error {errors['q4_0']} >= 0.3")
+        check(errors["q8_0"][0] < errors["q4_0"][0] and errors["q8_0"][1] < errors["q4_0"][1],
+              f"q8_0 not closer than q4_0: {errors}")
+
+
+def patched(a, src, name, old, new):
+    data = open(src, "rb").read()
+    check(old in data, f"{old!r} not in {src}")
+    out = os.path.join(a.work, name)
+    with open(out, "wb") as f:
+        f.write(data.replace(old, new, 1))
+    return out
+
+
+def test_errors(a, models):
+    q8 = models["q8_0"]
+    expect_error(a, ["quantize", "-m", a.tiny, "-o", "x.gguf", "--type", "q3"], 2, ["q3"],
+                 "unknown type")
+    expect_error(a, ["quantize", "-m", a.tiny], 2, ["-o"], "missing output")
+    expect_error(a, ["quantize", "-m", os.path.join(a.work, "nope"), "-o",
+                     os.path.join(a.work, "n.gguf")], 1, ["nope"], "missing source")
+    expect_error(a, ["quantize", "-m", q8, "-o", os.path.join(a.work, "again.gguf")], 1,
+                 ["checkpoint directory"], "GGUF source")
+    expect_error(a, ["quantize", "-m", a.tiny, "-o", "/proc/kztts/x.gguf"], 1, ["x.gguf"],
+                 "unwritable output")
+    check(not os.path.exists(os.path.join(a.work, "n.gguf")), "partial output left")
+    data = open(q8, "rb").read()
+    trunc = os.path.join(a.work, "truncated.gguf")
+    with open(trunc, "wb") as f:
+        f.write(data[: len(data) // 2])
+    expect_error(a, ["info", "-m", trunc], 1, ["truncated.gguf"], "truncated GGUF")
+    arch = patched(a, q8, "arch.gguf", b"qwen3-tts", b"qwen3-xyz")
+    expect_error(a, ["info", "-m", arch], 1, ["general.architecture", "qwen3-xyz"],
+                 "foreign architecture")
+    miss = patched(a, q8, "missing.gguf", b"model.talker.model.norm.weight",
+                   b"model.talker.model.nxrm.weight")
+    expect_error(a, ["info", "-m", miss], 1, ["talker.model.norm.weight", "missing"],
+                 "missing tensor")
+    cfg = patched(a, q8, "config.gguf", b'"model_type": "qwen3_tts"', b'"model_type": "qwen3_xyz"')
+    expect_error(a, ["info", "-m", cfg], 1, ["kztts.config.json", "qwen3_xyz"],
+                 "config of another model type")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kztts", required=True)
+    ap.add_argument("--tiny", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    # The tiny checkpoint with the real tokenizer files, as a released checkpoint has them.
+    a.tiny = link_copy(a.tiny, os.path.join(a.work, "tiny"))
+    for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
+        shutil.copy(os.path.join(a.tokenizer, f), os.path.join(a.tiny, f))
+    models = test_types(a)
+    if len(models) == 4:
+        test_exact(a, models)
+        test_quantized(a, models)
+        test_errors(a, models)
+    test_codec_only(a)
+    finish("test_quantize")
+
+
+if __name__ == "__main__":
+    main()
