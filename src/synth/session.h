@@ -43,6 +43,11 @@ struct kz_session {
     kz_lm_stats stats;
     kz_synth_observer observe;     /* NULL normally */
     void *observe_user;
+    /* Teacher forcing (quality measurement): when not NULL, frame f takes the codes
+     * forced_codes[f * groups ..] instead of sampling, for f < n_forced; the logits
+     * are still computed and observed. NULL normally. */
+    const int32_t *forced_codes;
+    int64_t n_forced;
     int64_t codec_frames;     /* frames decoded since the timings were reset */
     double flop_at_reset;
     double lm_bytes_at_reset, cp_bytes_at_reset;

@@ -61,6 +61,7 @@ typedef struct synth {
     float *cp_logits;      /* [15, cp vocab] when observed, else NULL */
     int64_t n_frames;      /* frames generated */
     double cp_sampling_ms; /* sampling time inside the code predictor (not CP time) */
+    int32_t cp_step;       /* codebook the code predictor picks next (1..15) */
     kz_status lm_status;
     char lm_error[512];    /* the LM thread's message (last errors are thread-local) */
     /* shared */
@@ -178,6 +179,15 @@ static kz_status prefill(synth *y) {
     return st;
 }
 
+/* The teacher-forced code of codebook g for the current frame, or -1. */
+static int32_t forced(const synth *y, size_t g) {
+    const kz_session *s = y->s;
+    if (!s->forced_codes || y->n_frames >= s->n_forced) {
+        return -1;
+    }
+    return s->forced_codes[(size_t)y->n_frames * y->groups + g];
+}
+
 /* Picks c0 from the talker's logits (spec 8.5). */
 static int32_t pick_c0(synth *y) {
     double t0 = now_ms();
@@ -189,7 +199,8 @@ static int32_t pick_c0(synth *y) {
                     (y->streaming_text && !y->feed.done);
     kz_logits_talker(y->logits, V, y->seen, y->plan->repetition_penalty, mask_eos,
                      c->codec_eos_token_id, y->m->cp.cfg.vocab_size);
-    int32_t c0 = kz_sample(y->logits, V, &y->plan->talker, &y->rng, y->scratch);
+    int32_t c0 = forced(y, 0);
+    c0 = c0 >= 0 ? c0 : kz_sample(y->logits, V, &y->plan->talker, &y->rng, y->scratch);
     y->seen[c0] = 1;
     y->s->stats.sampling_ms += now_ms() - t0;
     return c0;
@@ -198,7 +209,9 @@ static int32_t pick_c0(synth *y) {
 static int32_t pick_cp(void *user, float *logits, size_t n) {
     synth *y = user;
     double t0 = now_ms();
-    int32_t code = kz_sample(logits, n, &y->plan->cp, &y->rng, y->scratch);
+    y->cp_step++;
+    int32_t code = forced(y, (size_t)y->cp_step);
+    code = code >= 0 ? code : kz_sample(logits, n, &y->plan->cp, &y->rng, y->scratch);
     double dt = now_ms() - t0;
     y->s->stats.sampling_ms += dt;
     y->cp_sampling_ms += dt;
@@ -271,6 +284,7 @@ static bool frame_step(synth *y, int32_t c0) {
     y->frame[0] = c0;
     double t0 = now_ms();
     y->cp_sampling_ms = 0;
+    y->cp_step = 0;
     kz_talker_codec_vector(&m->talker, c0, y->emb);
     kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts.hidden, y->emb, pick_cp, y,
                           y->frame + 1, y->cp_logits);

@@ -1,5 +1,6 @@
 /*
- * cli.c - model/session opening and error reporting shared by subcommands.
+ * cli.c - model/session opening, error reporting and text input (--token-ids,
+ * stdin) shared by subcommands.
  */
 #include "cli.h"
 
@@ -66,4 +67,46 @@ int cli_open_split(const char *cmd, const char *path, const char *isa, int n_thr
         return -1;
     }
     return 0;
+}
+
+#define MAX_TOKEN_IDS 65536
+#define MAX_TEXT_BYTES (1u << 20)
+
+int cli_parse_token_ids(const char *cmd, const char *s, int32_t **ids, size_t *n_ids) {
+    *ids = malloc(MAX_TOKEN_IDS * sizeof **ids);
+    *n_ids = 0;
+    const char *p = s;
+    while (*ids && *p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 0x7fffffff || *n_ids == MAX_TOKEN_IDS ||
+            (*end && *end != ',' && *end != ' ')) {
+            fprintf(stderr, "kztts %s: --token-ids: expected comma-separated ids, at '%s'\n", cmd,
+                    p);
+            free(*ids);
+            *ids = NULL;
+            return -1;
+        }
+        (*ids)[(*n_ids)++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (*n_ids == 0) {
+        fprintf(stderr, "kztts %s: --token-ids is empty\n", cmd);
+        free(*ids);
+        *ids = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+char *cli_read_stdin(const char *cmd) {
+    char *buf = malloc(MAX_TEXT_BYTES + 1);
+    size_t n = buf ? fread(buf, 1, MAX_TEXT_BYTES + 1, stdin) : 0;
+    if (!buf || n > MAX_TEXT_BYTES) {
+        fprintf(stderr, "kztts %s: text on stdin is larger than %u bytes\n", cmd, MAX_TEXT_BYTES);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
 }

@@ -1,6 +1,7 @@
 /*
  * cli.h - pieces shared by the kztts subcommands: the subcommand entry points,
- * loading a model and session with one-line error reporting, and the ISA option.
+ * loading a model and session with one-line error reporting, the ISA option, and
+ * the text of a request (--token-ids, stdin).
  * Exit codes: 0 success, 1 failure at run time, 2 bad command line.
  */
 #ifndef KZ_CLI_H
@@ -14,6 +15,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_speakers(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_quality(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 /* Loads the model at path with the given ISA name ("auto", "scalar", "avx2",
  * "avx512") and creates a session with n_threads. Prints "kztts CMD: message"
@@ -27,5 +30,13 @@ int cli_open_split(const char *cmd, const char *path, const char *isa, int n_thr
 
 /* Prints "kztts CMD: <status>: <last error>" to stderr. */
 void cli_report(const char *cmd, kz_status st);
+
+/* Parses --token-ids "i,j,k" (commas or spaces, at most 65536 ids). On success *ids is
+ * malloc'ed [*n_ids] (caller frees); returns -1 after printing "kztts CMD: problem". */
+int cli_parse_token_ids(const char *cmd, const char *s, int32_t **ids, size_t *n_ids);
+
+/* Reads all of stdin as text (at most 1 MB). Returns a malloc'ed NUL-terminated
+ * string (caller frees), or NULL after printing "kztts CMD: problem". */
+char *cli_read_stdin(const char *cmd);
 
 #endif

@@ -18,9 +18,7 @@
 #include "cli.h"
 #include "codes_file.h"
 
-#define MAX_TEXT_BYTES (1u << 20)
 #define KZ_DEFAULT_MODEL "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"
-#define MAX_TOKEN_IDS 65536
 
 typedef struct synth_opts {
     const char *model, *out, *format, *isa, *speaker, *language, *instruct, *token_ids;
@@ -76,45 +74,6 @@ static bool pull_stdin(char *buf, size_t cap, size_t *n, bool *done, void *user)
     *n = (size_t)got;
     *done = got == 0;
     return true;
-}
-
-/* Reads all of stdin (bounded); NULL after printing the problem. */
-static char *read_stdin(void) {
-    char *buf = malloc(MAX_TEXT_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, MAX_TEXT_BYTES + 1, stdin) : 0;
-    if (!buf || n > MAX_TEXT_BYTES) {
-        fprintf(stderr, "kztts synth: text on stdin is larger than %u bytes\n", MAX_TEXT_BYTES);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
-static int parse_token_ids(const char *s, int32_t **ids, size_t *n) {
-    *ids = malloc(MAX_TOKEN_IDS * sizeof **ids);
-    *n = 0;
-    const char *p = s;
-    while (*ids && *p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 0x7fffffff || *n == MAX_TOKEN_IDS ||
-            (*end && *end != ',' && *end != ' ')) {
-            fprintf(stderr, "kztts synth: --token-ids: expected comma-separated ids, at '%s'\n", p);
-            free(*ids);
-            *ids = NULL;
-            return -1;
-        }
-        (*ids)[(*n)++] = (int32_t)v;
-        p = *end ? end + 1 : end;
-    }
-    if (*n == 0) {
-        fprintf(stderr, "kztts synth: --token-ids is empty\n");
-        free(*ids);
-        *ids = NULL;
-        return -1;
-    }
-    return 0;
 }
 
 static const char *pick_format(const synth_opts *o) {
@@ -207,11 +166,11 @@ static int run(const synth_opts *o, const char *text_arg) {
             fprintf(stderr, "kztts synth: give either TEXT or --token-ids, not both\n");
             return 2;
         }
-        if (parse_token_ids(o->token_ids, &ids, &n_ids) != 0) {
+        if (cli_parse_token_ids("synth", o->token_ids, &ids, &n_ids) != 0) {
             return 2;
         }
     } else if (!text_arg || strcmp(text_arg, "-") == 0) {
-        text = stdin_text = read_stdin();
+        text = stdin_text = cli_read_stdin("synth");
         if (!text) {
             return 1;
         }

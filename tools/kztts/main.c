@@ -16,7 +16,9 @@ static void usage(FILE *f) {
             "  tokenize text -> token ids               kztts tokenize -m MODEL \"Hello\"\n"
             "  decode   codec codes file -> audio       kztts decode -m MODEL --codes FILE -o OUT\n"
             "  info     describe a model and this CPU   kztts info -m MODEL\n"
-            "  bench    measure stage speed             kztts bench -m MODEL --decoder-only\n\n"
+            "  bench    measure stage speed             kztts bench -m MODEL --decoder-only\n"
+            "  quantize write a GGUF model              kztts quantize -m DIR -o OUT.gguf --type q8_0\n"
+            "  quality  compare with a reference model  kztts quality -m MODEL --ref REF\n\n"
             "'kztts COMMAND --help' lists a command's options.\n",
             kz_version());
 }
@@ -32,7 +34,8 @@ int main(int argc, char **argv) {
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"synth", cmd_synth}, {"decode", cmd_decode}, {"speakers", cmd_speakers},
-        {"tokenize", cmd_tokenize}, {"info", cmd_info}, {"bench", cmd_bench}};
+        {"tokenize", cmd_tokenize}, {"info", cmd_info}, {"bench", cmd_bench},
+        {"quality", cmd_quality}, {"quantize", cmd_quantize}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) == 0) {
             return cmds[i].fn(argc - 2, argv + 2);
