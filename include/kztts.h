@@ -18,7 +18,7 @@
  * prints (except through the log callback) and never exits. Destructors accept
  * NULL. Strings are UTF-8 and borrowed for the duration of the call.
  *
- * Environment: KZ_ISA=scalar|avx2|avx512 lowers the kernel level like
+ * Environment: KZ_ISA=scalar|avx2|avx512|neon lowers the kernel level like
  * kz_model_params.isa does (it can only lower it). Nothing else is read.
  */
 #ifndef KZTTS_H
@@ -83,12 +83,15 @@ KZ_API void kz_log_set(kz_log_fn fn, kz_log_level min_level, void *user);
 
 typedef struct kz_model kz_model;
 
-/* Kernel level cap. */
+/* Kernel level cap. Levels are ordered scalar < avx2 < avx512 < neon, and a cap
+ * above what the CPU has lowers nothing: on aarch64 avx2 and avx512 mean scalar,
+ * on x86-64 neon means auto. */
 typedef enum kz_isa_cap {
     KZ_ISA_CAP_AUTO = 0,   /* best the CPU supports */
     KZ_ISA_CAP_SCALAR = 1, /* plain C kernels (reference) */
     KZ_ISA_CAP_AVX2 = 2,   /* at most AVX2 + FMA */
     KZ_ISA_CAP_AVX512 = 3, /* at most AVX-512 */
+    KZ_ISA_CAP_NEON = 4,   /* at most NEON (aarch64 Advanced SIMD) */
 } kz_isa_cap;
 
 typedef struct kz_model_params {

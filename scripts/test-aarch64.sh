@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Cross-builds the kernel parity tests (tests/unit/test_kernels.c, test_matmul.c,
-# test_quant.c) for 64-bit ARM and runs them under qemu-user, so an x86 change cannot
-# break the NEON kernels or the aarch64 build unnoticed. Exits non-zero if a build or a
-# test fails.
+# Cross-builds every target (library, CLI, tests, benchmarks) for 64-bit ARM with
+# warnings as errors and runs the kernel parity tests (tests/unit/test_kernels.c,
+# test_matmul.c, test_quant.c) under qemu-user, so an x86 change cannot break the NEON
+# kernels or the aarch64 build unnoticed. Exits non-zero if a build or a test fails.
 #
 # Steps: install what is missing (Debian, as root or with sudo): the cross gcc/g++,
 # qemu-user, and the arm64 -dev packages of the dependencies through Debian multiarch
 # (dpkg --add-architecture arm64); configure build-aarch64/ with
-# cmake/aarch64-linux-gnu.cmake; build only those three tests; run them under
+# cmake/aarch64-linux-gnu.cmake; build all targets; run the three tests under
 # qemu-aarch64. Then, if the host build left the tiny model fixture (build/tests/model,
 # written by the model tests of .ci/run), an end-to-end check: the aarch64 CLI decodes
 # 40 frames at the best level (NEON) and must match the PyTorch waveform (SNR >= 60 dB).
@@ -81,16 +81,14 @@ if [ ! -e /lib/ld-linux-aarch64.so.1 ]; then qemu+=(-L /usr/aarch64-linux-gnu); 
 
 echo "== aarch64: build ($mode)"
 if [ "$mode" = cmake ]; then
-    targets=("${tests[@]}")
     e2e=0
     if [ -f "$fixture/tiny/config.json" ] && [ -f "$fixture/golden/codes_40.txt" ] &&
         command -v python3 >/dev/null; then
         e2e=1
-        targets+=(kztts)
     fi
     cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
         -DCMAKE_BUILD_TYPE=Release -DKZ_BUILD_TESTS=ON -DKZ_WERROR=ON >/dev/null
-    cmake --build "$build" -j2 --target "${targets[@]}"
+    cmake --build "$build" -j2
     bin="$build/tests"
 else
     # The kernel tests' closure: kernels (scalar + NEON), dispatch, error/log; the CMake

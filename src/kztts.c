@@ -51,7 +51,7 @@ kz_status kz_model_load(const char *path, const kz_model_params *params, kz_mode
     if (!params) {
         params = &defaults;
     }
-    if (params->isa < KZ_ISA_CAP_AUTO || params->isa > KZ_ISA_CAP_AVX512) {
+    if (params->isa < KZ_ISA_CAP_AUTO || params->isa > KZ_ISA_CAP_NEON) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_model_load: isa cap %d out of range",
                             (int)params->isa);
     }

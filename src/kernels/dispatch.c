@@ -11,7 +11,9 @@
  * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
  * level is always NEON; the Linux hwcaps only fill the feature string. Builds
  * with neither KZ_HAVE_X86 nor KZ_HAVE_ARM offer only the scalar table. Levels
- * are ordered as numbers, so on ARM a cap of avx2 or avx512 means scalar.
+ * are ordered as numbers (scalar < avx2 < avx512 < neon) and a cap never raises
+ * the level, so on ARM a cap of avx2 or avx512 means scalar and on x86 a cap of
+ * neon (KZ_ISA=neon, kz_model_params.isa = KZ_ISA_CAP_NEON) lowers nothing.
  */
 #include "kernels/kernels.h"
 

@@ -201,6 +201,7 @@ static kz_isa cap_to_isa(kz_isa_cap cap) {
     case KZ_ISA_CAP_SCALAR: return KZ_ISA_SCALAR;
     case KZ_ISA_CAP_AVX2: return KZ_ISA_AVX2;
     case KZ_ISA_CAP_AVX512: return KZ_ISA_AVX512;
+    case KZ_ISA_CAP_NEON: return KZ_ISA_NEON;
     case KZ_ISA_CAP_AUTO: break;
     }
     return KZ_ISA_AUTO;

@@ -3,7 +3,8 @@
 Checks: f32 output equals the PyTorch reference waveform (SNR >= 60 dB); the
 same audio arrives through stdout; a WAV file has a valid 24 kHz mono 16-bit
 header and the right length; --official-chunking and --chunk give the same
-audio below 300 frames; `kztts info` describes the codec; --help exits 0.
+audio below 300 frames; `kztts info` describes the codec; --help exits 0;
+`kztts bench` prints the floor columns, and its --json output has a floor per stage.
 """
 import argparse
 import json
@@ -89,8 +90,33 @@ def main():
     for cmd in (["decode", "--help"], ["info", "--help"], ["bench", "--help"], ["--help"]):
         check(run([a.kztts] + cmd).returncode == 0, f"{cmd} exits 0")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1"])
-    check(r.returncode == 0 and b"real-time factor" in r.stdout, f"bench: {r.stderr.decode()}")
+    check(r.returncode == 0 and b"real-time factor" in r.stdout and b"% of floor" in r.stdout
+          and b"FMA peak" in r.stdout, f"bench: {r.stderr.decode()}")
+    check_bench_json(a)
     finish("test_cli_decode")
+
+
+def check_bench_json(a):
+    """Full pipeline with both limits given (no probes): JSON with a floor per stage."""
+    r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "3", "--repeat", "1", "--json",
+             "--peak-gbs", "10", "--peak-gflops", "50"])
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    check(r.returncode == 0 and j.get("mode") == "full", f"bench --json: {r.stderr.decode()}")
+    if not j:
+        return
+    m = j["machine"]
+    check(m["read_gbs"] == 10 and m["fma_gflops"] == 50 and m["read_source"] == "option",
+          f"bench --json: --peak-gbs/--peak-gflops used: {m}")
+    stages = {s["name"]: s for s in j["stages"]}
+    for name, unit in (("talker", "gbs"), ("code predictor", "gbs"), ("codec decoder", "gflops")):
+        s = stages.get(name, {})
+        check(s.get(unit) is not None and (s.get("pct_of_floor") or 0) > 0
+              and (s.get("floor_ms_per_frame") or 0) > 0, f"bench --json: stage {name}: {s}")
+    check(j["model_load_ms"] > 0 and j["peak_rss_mb"] > 0 and j["streaming"]["rtf"] > 0
+          and j["offline"]["rtf"] > 0, "bench --json: load, RSS, real-time factors")
 
 
 if __name__ == "__main__":

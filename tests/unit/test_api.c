@@ -61,6 +61,8 @@ static void test_null_and_bad(void) {
     mp.isa = (kz_isa_cap)42;
     CHECK(kz_model_load("x", &mp, &m) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(kz_last_error(), "isa");
+    mp.isa = KZ_ISA_CAP_NEON; // in range on every CPU: the load fails on the path instead
+    CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     CHECK(kz_model_load("/nonexistent/model", NULL, &m) == KZ_STATUS_IO && m == NULL);
     CHECK_STR_CONTAINS(kz_last_error(), "/nonexistent/model");
     kz_session *s = (kz_session *)&s;

@@ -18,7 +18,7 @@ void cli_report(const char *cmd, kz_status st) {
 static int parse_isa(const char *isa, kz_isa_cap *cap) {
     static const struct { const char *name; kz_isa_cap cap; } names[] = {
         {"auto", KZ_ISA_CAP_AUTO}, {"scalar", KZ_ISA_CAP_SCALAR},
-        {"avx2", KZ_ISA_CAP_AVX2}, {"avx512", KZ_ISA_CAP_AVX512}};
+        {"avx2", KZ_ISA_CAP_AVX2}, {"avx512", KZ_ISA_CAP_AVX512}, {"neon", KZ_ISA_CAP_NEON}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(isa, names[i].name) == 0) {
             *cap = names[i].cap;
@@ -40,8 +40,8 @@ int cli_open_split(const char *cmd, const char *path, const char *isa, int n_thr
     kz_model_params mp;
     kz_model_default_params(&mp);
     if (parse_isa(isa, &mp.isa) != 0) {
-        fprintf(stderr, "kztts %s: --isa must be auto, scalar, avx2 or avx512, got '%s'\n", cmd,
-                isa);
+        fprintf(stderr, "kztts %s: --isa must be auto, scalar, avx2, avx512 or neon, got '%s'\n",
+                cmd, isa);
         return -1;
     }
     char *dir;

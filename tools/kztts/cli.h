@@ -19,7 +19,7 @@ int cmd_quality(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 
 /* Loads the model at path with the given ISA name ("auto", "scalar", "avx2",
- * "avx512") and creates a session with n_threads. Prints "kztts CMD: message"
+ * "avx512", "neon") and creates a session with n_threads. Prints "kztts CMD: message"
  * and returns -1 on failure (both outputs NULL). */
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session);

@@ -1,35 +1,43 @@
 /*
- * cmd_bench.c - `kztts bench`: stage speed on random codes.
+ * cmd_bench.c - `kztts bench`: stage speed against this machine's limits.
  *
- * --decoder-only: load the model (timed), decode `frames` random frames in
- * streaming mode `repeat` times after one warm-up, and print per-stage ms per
- * 80 ms frame, the real-time factor (compute time / audio time), the codec's
- * GFLOP/s and the process's peak RSS.
- * Default (full pipeline): synthesize exactly `frames` frames from a fixed
- * 12-token text (about a 10-word sentence) with the model's first speaker and
- * print prefill, talker, code predictor (ms/frame and weight GB/s against the
- * machine's measured DRAM read bandwidth), sampling and codec ms/frame, peak
- * RSS; then the real-time factor and time to first audio of streaming runs
- * (pipelined, first chunk 1 frame) with the underruns a real-time player would
- * see, of an offline run (all frames, then one decode), and the time to first
- * audio of both text layouts.
+ * Data flow: load the model (kz_model_load's own wall time is reported) -> timed runs
+ * -> the session's stage timings and counters (kz_timings: ms, weight bytes streamed
+ * by the LM stages, codec FLOP) and the peak RSS -> the machine probes (machine_peak.c:
+ * DRAM read bandwidth with the LM stage's threads, FMA peak at the model's kernel level
+ * with the codec stage's threads; --peak-gbs / --peak-gflops replace them) -> per stage
+ * ms/frame, achieved GB/s or GFLOP/s, the floor (bytes / bandwidth, FLOP / FMA peak)
+ * and the % of the floor reached -> bench_report.c prints text or JSON (--json).
+ * The probes run after the model runs so that their 256 MB buffer is not in the peak
+ * RSS and their threads do not compete with the stages.
+ *
+ * --decoder-only: decode `frames` random frames in streaming mode `repeat` times after
+ * one warm-up: per codec stage ms/frame, real-time factor, GFLOP/s against the FMA peak.
+ * Default (full pipeline): synthesize exactly `frames` frames from a fixed 12-token
+ * text (about a 10-word sentence) with the model's first speaker: prefill, talker,
+ * code predictor, sampling and codec; then the real-time factor and time to first
+ * audio of streaming runs (pipelined, first chunk 1 frame) with the underruns a
+ * real-time player would see, of an offline run (all frames, then one decode), and the
+ * time to first audio of both text layouts.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "args.h"
+#include "bench_report.h"
 #include "cli.h"
+#include "machine_peak.h"
 
 typedef struct bench_opts {
     const char *model, *isa;
     int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
-    bool decoder_only, help;
-    int bw_threads; /* threads the bandwidth probe used */
+    double peak_gbs, peak_gflops; /* 0 = measure */
+    bool decoder_only, json, help;
 } bench_opts;
 
 static double now_ms(void) {
@@ -37,6 +45,78 @@ static double now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
+
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* The session's thread counts, resolved as kz_session_params documents its defaults:
+ * all online CPUs (at most 8); the LM stage all of them, the codec stage half. */
+static void resolve_threads(const bench_opts *o, bench_result *r) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    r->threads = o->threads > 0 ? (int)o->threads : online < 1 ? 1 : online > 8 ? 8 : (int)online;
+    r->threads_lm = o->threads_lm > 0 ? (int)o->threads_lm : r->threads;
+    r->threads_codec = o->threads_codec > 0 ? (int)o->threads_codec : r->threads / 2;
+    r->threads_codec = r->threads_codec < 1 ? 1 : r->threads_codec;
+    if (o->decoder_only) {
+        r->threads_codec = r->threads; // kz_decode runs on the session's main pool
+    }
+}
+
+/* Kernel level and load time from the model description ("kernels: avx2", "load: 812
+ * ms"); the kernel name is copied to buf. Falls back to "unknown" and open_ms. */
+static void model_facts(const kz_model *m, double open_ms, char *buf, size_t cap,
+                        bench_result *r) {
+    const char *d = kz_model_describe(m);
+    const char *k = strstr(d, "\nkernels: "), *l = strstr(d, "\nload: ");
+    snprintf(buf, cap, "unknown");
+    if (k) {
+        k += strlen("\nkernels: ");
+        snprintf(buf, cap, "%.*s", (int)strcspn(k, " \n"), k);
+    }
+    r->kernels = buf;
+    r->load_ms = l ? strtod(l + strlen("\nload: "), NULL) : open_ms;
+}
+
+/* The machine's limits for the stages' thread counts (see machine_peak.h). */
+static void measure_machine(const bench_opts *o, bench_result *r) {
+    bench_machine *m = &r->machine;
+    const double t0 = now_ms();
+    m->read_threads = r->threads_lm;
+    m->read_given = o->peak_gbs > 0;
+    if (!o->decoder_only) {
+        m->read_gbs = m->read_given ? o->peak_gbs : machine_peak_read_gbs(r->threads_lm);
+    }
+    m->fma_threads = r->threads_codec;
+    m->fma_given = o->peak_gflops > 0;
+    m->fma_loop = "";
+    m->fma_gflops = m->fma_given ? o->peak_gflops
+                                 : machine_peak_fma_gflops(r->kernels, r->threads_codec,
+                                                           &m->fma_loop);
+    m->probe_ms = now_ms() - t0;
+}
+
+/* A stage compared with the time it would take at the machine's limit `peak` (GB/s or
+ * GFLOP/s) for `work` (bytes or FLOP) per frame. */
+static bench_stage stage_at(const char *name, double ms_per_frame, bench_unit unit, double work,
+                            double compared_ms, double peak) {
+    return (bench_stage){.name = name, .ms_per_frame = ms_per_frame, .unit = unit,
+                         .rate = work / (compared_ms * 1e-3) * 1e-9,
+                         .floor_ms = peak > 0 ? work / (peak * 1e9) * 1e3 : 0,
+                         .compared_ms = compared_ms};
+}
+
+static void print_result(const bench_opts *o, const bench_result *r) {
+    if (o->json) {
+        bench_print_json(r);
+    } else {
+        bench_print_text(r);
+    }
+}
+
+/* --- codec decoder alone ------------------------------------------------------- */
 
 static bool discard(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
     (void)pcm; (void)n; (void)pos; (void)last; (void)user;
@@ -53,108 +133,69 @@ static int32_t *random_codes(size_t n_frames, int n_q, int size, uint64_t seed) 
     return codes;
 }
 
-static void report(const bench_opts *o, const kz_timings *t, double wall_ms, double load_ms) {
-    double frames = (double)t->codec_frames;
-    double per = wall_ms / frames;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("frames/run %lld, runs %lld, threads %lld, chunk %lld frames\n", (long long)o->frames,
-           (long long)o->repeat, (long long)o->threads, (long long)o->chunk);
-    printf("model load        %8.1f ms\n", load_ms);
-    printf("codec quantizer   %8.2f ms/frame\n", t->codec_quantizer_ms / frames);
-    printf("codec transformer %8.2f ms/frame\n", t->codec_transformer_ms / frames);
-    printf("codec upsample    %8.2f ms/frame\n", t->codec_upsample_ms / frames);
-    printf("codec vocoder     %8.2f ms/frame\n", t->codec_vocoder_ms / frames);
-    printf("codec total       %8.2f ms/frame  (80 ms of audio per frame)\n", per);
-    printf("real-time factor  %8.3f\n", per / 80.0);
-    printf("codec GFLOP/frame %8.3f\n", t->codec_flop / frames * 1e-9);
-    printf("codec GFLOP/s     %8.1f\n", t->codec_flop / (wall_ms * 1e-3) * 1e-9);
-    printf("peak RSS          %8.1f MB\n", (double)ru.ru_maxrss / 1024.0);
+static void decoder_stages(bench_result *r, const kz_timings *t, double wall_ms) {
+    const double f = (double)t->codec_frames, per = wall_ms / f, flop = t->codec_flop / f;
+    const bench_stage parts[] = {
+        {.name = "codec quantizer", .ms_per_frame = t->codec_quantizer_ms / f},
+        {.name = "codec transformer", .ms_per_frame = t->codec_transformer_ms / f},
+        {.name = "codec upsample", .ms_per_frame = t->codec_upsample_ms / f},
+        {.name = "codec vocoder", .ms_per_frame = t->codec_vocoder_ms / f},
+        stage_at("codec decoder", per, BENCH_UNIT_GFLOPS, flop, per, r->machine.fma_gflops),
+    };
+    memcpy(r->stages, parts, sizeof parts);
+    r->n_stages = (int)(sizeof parts / sizeof parts[0]);
+    r->codec_gflop_per_frame = flop * 1e-9;
+    r->streaming = (bench_playback){.ms_per_frame = per, .first_audio_ms = -1, .underruns = -1};
 }
 
-static int run(bench_opts *o) {
-    kz_model *model;
-    kz_session *session;
-    double t0 = now_ms();
-    if (cli_open("bench", o->model, o->isa, (int)o->threads, &model, &session) != 0) {
-        return 1;
-    }
-    double load_ms = now_ms() - t0;
-    int32_t *codes = random_codes((size_t)o->frames, kz_model_num_codebooks(model),
-                                  kz_model_codebook_size(model), (uint64_t)o->seed);
+/* Warm-up on up to 4 frames, then `repeat` timed decodes; *wall_ms is their total. */
+static kz_status decode_runs(const bench_opts *o, kz_model *m, kz_session *s, double *wall_ms) {
+    int32_t *codes = random_codes((size_t)o->frames, kz_model_num_codebooks(m),
+                                  kz_model_codebook_size(m), (uint64_t)o->seed);
     kz_decode_params dp;
     kz_decode_default_params(&dp);
     dp.chunk_frames = (int32_t)o->chunk;
     size_t warm = o->frames < 4 ? (size_t)o->frames : 4;
-    kz_status st = codes ? kz_decode(session, codes, warm, &dp, discard, NULL)
+    kz_status st = codes ? kz_decode(s, codes, warm, &dp, discard, NULL)
                          : KZ_STATUS_OUT_OF_MEMORY;
-    kz_session_reset_timings(session);
-    double wall = 0;
+    kz_session_reset_timings(s);
+    *wall_ms = 0;
     for (int64_t r = 0; r < o->repeat && st == KZ_OK; r++) {
         double t1 = now_ms();
-        st = kz_decode(session, codes, (size_t)o->frames, &dp, discard, NULL);
-        wall += now_ms() - t1;
+        st = kz_decode(s, codes, (size_t)o->frames, &dp, discard, NULL);
+        *wall_ms += now_ms() - t1;
     }
+    free(codes);
+    return st;
+}
+
+static int run_decoder(const bench_opts *o, bench_result *r) {
+    kz_model *m;
+    kz_session *s;
+    double t0 = now_ms();
+    if (cli_open("bench", o->model, o->isa, (int)o->threads, &m, &s) != 0) {
+        return 1;
+    }
+    char kernels[32];
+    model_facts(m, now_ms() - t0, kernels, sizeof kernels, r);
+    double wall_ms;
+    kz_status st = decode_runs(o, m, s, &wall_ms);
     if (st == KZ_OK) {
         kz_timings t;
-        kz_session_timings(session, &t);
-        report(o, &t, wall, load_ms);
+        kz_session_timings(s, &t);
+        r->peak_rss_mb = peak_rss_mb();
+        measure_machine(o, r);
+        decoder_stages(r, &t, wall_ms);
+        print_result(o, r);
     } else {
         cli_report("bench", st);
     }
-    free(codes);
-    kz_session_free(session);
-    kz_model_free(model);
+    kz_session_free(s);
+    kz_model_free(m);
     return st == KZ_OK ? 0 : 1;
 }
 
-/* --- full pipeline --------------------------------------------------------- */
-
-#define PROBE_BYTES (256u << 20)
-
-typedef struct probe {
-    const uint64_t *data;
-    size_t n;
-    uint64_t sum;
-} probe;
-
-static void *probe_read(void *arg) {
-    probe *p = arg;
-    uint64_t s = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        s += p->data[i];
-    }
-    p->sum = s;
-    return NULL;
-}
-
-/* DRAM read bandwidth in GB/s with n_threads readers over 256 MB (best of 3). */
-static double measure_bandwidth(int n_threads) {
-    uint64_t *buf = malloc(PROBE_BYTES);
-    if (!buf) {
-        return 0;
-    }
-    memset(buf, 1, PROBE_BYTES);
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        pthread_t th[8];
-        probe pr[8];
-        int n = n_threads < 1 ? 1 : n_threads > 8 ? 8 : n_threads;
-        size_t per = PROBE_BYTES / 8 / (size_t)n;
-        double t0 = now_ms();
-        for (int i = 0; i < n; i++) {
-            pr[i] = (probe){.data = buf + per * (size_t)i, .n = per};
-            pthread_create(&th[i], NULL, probe_read, &pr[i]);
-        }
-        for (int i = 0; i < n; i++) {
-            pthread_join(th[i], NULL);
-        }
-        double gbs = PROBE_BYTES / ((now_ms() - t0) * 1e-3) * 1e-9;
-        best = gbs > best ? gbs : best;
-    }
-    free(buf);
-    return best;
-}
+/* --- full pipeline ------------------------------------------------------------- */
 
 /* One synthesis as a listener would see it: time to first audio, and underruns if
  * playback started at the first callback and consumed 24000 samples a second. */
@@ -189,79 +230,66 @@ static kz_status timed(kz_session *s, const kz_request *r, playback *p) {
     return st;
 }
 
-static void report_stages(const bench_opts *o, const kz_timings *t, double load_ms, double bw) {
-    double f = (double)t->frames, codec = t->codec_quantizer_ms + t->codec_transformer_ms +
-                                        t->codec_upsample_ms + t->codec_vocoder_ms;
-    double cp_floor = t->code_predictor_bytes / f / (bw * 1e9) * 1e3;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("frames/run %lld, runs %lld, threads %lld, chunk %lld frames\n", (long long)o->frames,
-           (long long)o->repeat, (long long)o->threads, (long long)o->chunk);
-    printf("model load          %8.1f ms\n", load_ms);
-    printf("prompt              %8lld rows, prefill %.1f ms\n",
-           (long long)(t->prompt_tokens / o->repeat), t->prefill_ms / (double)o->repeat);
-    printf("talker              %8.2f ms/frame  (weights %.1f GB/s incl. prefill)\n",
-           t->talker_ms / f, t->talker_bytes / ((t->talker_ms + t->prefill_ms) * 1e-3) * 1e-9);
-    printf("code predictor      %8.2f ms/frame  (%.0f MB of weights per frame at %.1f GB/s)\n",
-           t->code_predictor_ms / f, t->code_predictor_bytes / f * 1e-6,
-           t->code_predictor_bytes / (t->code_predictor_ms * 1e-3) * 1e-9);
-    printf("  its weight reads  %8.2f ms/frame  at the measured %.1f GB/s (%d thread%s): "
-           "overhead %.0f %%\n",
-           cp_floor, bw, o->bw_threads, o->bw_threads == 1 ? "" : "s",
-           100.0 * (1.0 - cp_floor / (t->code_predictor_ms / f)));
-    printf("sampling            %8.2f ms/frame\n", t->sampling_ms / f);
-    printf("codec decoder       %8.2f ms/frame  (%.1f GFLOP/s)\n", codec / f,
-           t->codec_flop / (codec * 1e-3) * 1e-9);
-    printf("peak RSS            %8.1f MB\n", (double)ru.ru_maxrss / 1024.0);
+/* Talker: its rate, floor and % cover the prefill too (the byte counter does); the
+ * ms/frame column is the steps alone. */
+static void full_stages(bench_result *r, const kz_timings *t, int n_runs) {
+    const double f = (double)t->frames, bw = r->machine.read_gbs;
+    const double codec = t->codec_quantizer_ms + t->codec_transformer_ms +
+                         t->codec_upsample_ms + t->codec_vocoder_ms;
+    bench_stage talker = stage_at("talker", t->talker_ms / f, BENCH_UNIT_GBS,
+                                  t->talker_bytes / f, (t->talker_ms + t->prefill_ms) / f, bw);
+    talker.note = "(rate, floor and % include the prefill)";
+    const bench_stage rows[] = {
+        talker,
+        stage_at("code predictor", t->code_predictor_ms / f, BENCH_UNIT_GBS,
+                 t->code_predictor_bytes / f, t->code_predictor_ms / f, bw),
+        {.name = "sampling", .ms_per_frame = t->sampling_ms / f},
+        stage_at("codec decoder", codec / f, BENCH_UNIT_GFLOPS, t->codec_flop / f, codec / f,
+                 r->machine.fma_gflops),
+    };
+    memcpy(r->stages, rows, sizeof rows);
+    r->n_stages = (int)(sizeof rows / sizeof rows[0]);
+    r->prompt_rows = t->prompt_tokens / n_runs;
+    r->prefill_ms = t->prefill_ms / n_runs;
+    r->codec_gflop_per_frame = t->codec_flop / f * 1e-9;
 }
 
-static void report_runs(const playback *stream, int n_stream, const playback *offline,
-                        const playback *layout_nonstream, const playback *layout_stream,
-                        double frames) {
-    double wall = 0, ttfa = 0, stall = 0;
-    int under = 0;
+static void full_runs(bench_result *r, const playback *stream, int n_stream,
+                      const playback *offline, const playback *layout) {
+    const double frames = (double)r->frames;
+    bench_playback *p = &r->streaming;
+    *p = (bench_playback){0};
     for (int i = 0; i < n_stream; i++) {
-        wall += stream[i].wall_ms / n_stream;
-        ttfa += stream[i].first_ms / n_stream;
-        under += stream[i].underruns;
-        stall += stream[i].stall_ms / n_stream;
+        p->ms_per_frame += stream[i].wall_ms / frames / n_stream;
+        p->first_audio_ms += stream[i].first_ms / n_stream;
+        p->underruns += stream[i].underruns;
+        p->stall_ms += stream[i].stall_ms / n_stream;
     }
-    printf("streaming           %8.2f ms/frame  real-time factor %.3f\n", wall / frames,
-           wall / frames / 80.0);
-    printf("  time to first audio %6.1f ms; underruns when played in real time: %d (%.0f ms "
-           "waiting per run)\n", ttfa, under, stall);
-    printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
-           "(all frames, then one decode)\n",
-           offline->wall_ms / frames, offline->wall_ms / frames / 80.0, offline->first_ms);
-    printf("first audio by text layout: non-streaming %.1f ms, streaming %.1f ms\n",
-           layout_nonstream->first_ms, layout_stream->first_ms);
+    r->offline = (bench_playback){.ms_per_frame = offline->wall_ms / frames,
+                                  .first_audio_ms = offline->first_ms, .underruns = -1};
+    r->first_audio_layout_ms[0] = layout[0].first_ms;
+    r->first_audio_layout_ms[1] = layout[1].first_ms;
 }
 
-static int run_full(bench_opts *o) {
+static void full_request(const bench_opts *o, const kz_model *m, kz_request *r) {
     static const int32_t text[] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13, 220, 16, 17};
-    kz_model *m;
-    kz_session *s;
-    double t0 = now_ms();
-    if (cli_open_split("bench", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
-                       (int)o->threads_codec, &m, &s) != 0) {
-        return 1;
-    }
-    double load_ms = now_ms() - t0;
+    kz_request_default(m, r);
+    r->token_ids = text;
+    r->n_token_ids = sizeof text / sizeof text[0];
+    r->speaker = kz_model_speaker_name(m, 0);
+    r->frames = (int32_t)o->frames;
+    r->chunk_frames = (int32_t)o->chunk;
+    r->seed = (uint64_t)o->seed;
+}
+
+/* Streaming runs (timed stages), one offline run, then 2 frames per text layout. */
+static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session *s,
+                              bench_result *res) {
     kz_request r;
-    kz_request_default(m, &r);
-    r.token_ids = text;
-    r.n_token_ids = sizeof text / sizeof text[0];
-    r.speaker = kz_model_speaker_name(m, 0);
-    r.frames = (int32_t)o->frames;
-    r.chunk_frames = (int32_t)o->chunk;
-    r.seed = (uint64_t)o->seed;
-    // The code predictor runs on the LM stage's threads: compare with their bandwidth
-    // (the session's default split gives the LM all of the threads).
-    int n_lm = o->threads_lm > 0 ? (int)o->threads_lm : (int)(o->threads > 0 ? o->threads : 2);
-    double bw = measure_bandwidth(n_lm);
-    o->bw_threads = n_lm;
-    playback runs[64], offline, lay_ns, lay_s;
+    full_request(o, m, &r);
+    playback runs[64], offline, layout[2];
     int n = o->repeat < 64 ? (int)o->repeat : 64;
+    res->runs = n;
     kz_session_reset_timings(s);
     kz_status st = KZ_OK;
     for (int i = 0; i < n && st == KZ_OK; i++) {
@@ -275,12 +303,31 @@ static int run_full(bench_opts *o) {
     kz_request quick = r;
     quick.frames = 2;
     quick.layout = KZ_LAYOUT_NON_STREAMING;
-    st = st ? st : timed(s, &quick, &lay_ns);
+    st = st ? st : timed(s, &quick, &layout[0]);
     quick.layout = KZ_LAYOUT_STREAMING;
-    st = st ? st : timed(s, &quick, &lay_s);
+    st = st ? st : timed(s, &quick, &layout[1]);
     if (st == KZ_OK) {
-        report_stages(o, &t, load_ms, bw);
-        report_runs(runs, n, &offline, &lay_ns, &lay_s, (double)o->frames);
+        res->peak_rss_mb = peak_rss_mb();
+        measure_machine(o, res);
+        full_stages(res, &t, n);
+        full_runs(res, runs, n, &offline, layout);
+    }
+    return st;
+}
+
+static int run_full(const bench_opts *o, bench_result *r) {
+    kz_model *m;
+    kz_session *s;
+    double t0 = now_ms();
+    if (cli_open_split("bench", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
+                       (int)o->threads_codec, &m, &s) != 0) {
+        return 1;
+    }
+    char kernels[32];
+    model_facts(m, now_ms() - t0, kernels, sizeof kernels, r);
+    kz_status st = full_measure(o, m, s, r);
+    if (st == KZ_OK) {
+        print_result(o, r);
     } else {
         cli_report("bench", st);
     }
@@ -301,7 +348,10 @@ int cmd_bench(int argc, char **argv) {
         {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage"},
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
-        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512 kernel cap"},
+        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
+        {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
+        {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
+        {"--json", NULL, ARG_FLAG, &o.json, 0, 0, "print one JSON object instead of text"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -312,11 +362,20 @@ int cmd_bench(int argc, char **argv) {
     }
     if (o.help) {
         args_usage("bench", "-m MODEL [--decoder-only] [options]", specs, n_specs);
+        printf("\nPer stage: ms per 80 ms frame, achieved GB/s of weights (talker, code "
+               "predictor)\nor GFLOP/s (codec), and the floor: the time at this machine's "
+               "limits, DRAM\nread bandwidth with the LM stage's threads and the FMA peak "
+               "with the codec's,\nboth measured in well under a second after the runs; "
+               "'%% of floor' = floor / time.\nThen real-time factors, time to first audio, "
+               "peak RSS and the model load time.\n");
         return 0;
     }
     if (!o.model) {
         fprintf(stderr, "kztts bench: -m MODEL is required\n");
         return 2;
     }
-    return o.decoder_only ? run(&o) : run_full(&o);
+    bench_result r = {.decoder_only = o.decoder_only, .frames = o.frames, .runs = o.repeat,
+                      .chunk = o.chunk};
+    resolve_threads(&o, &r);
+    return o.decoder_only ? run_decoder(&o, &r) : run_full(&o, &r);
 }

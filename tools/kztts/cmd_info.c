@@ -13,7 +13,7 @@ int cmd_info(int argc, char **argv) {
     bool help = false;
     const arg_spec specs[] = {
         {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   checkpoint or codec directory"},
-        {"--isa", NULL, ARG_STRING, &isa, 0, 0, "LEVEL auto|scalar|avx2|avx512 kernel cap"},
+        {"--isa", NULL, ARG_STRING, &isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
         {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);

@@ -399,7 +399,7 @@ int cmd_quality(int argc, char **argv) {
         {"--json", NULL, ARG_FLAG, &o.json, 0, 0, "print one JSON object"},
         {"--threads", "-t", ARG_INT, &o.threads, 0, 256,
          "N     threads (default: all cores, at most 8)"},
-        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512 kernel cap"},
+        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);

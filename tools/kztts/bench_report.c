@@ -1,0 +1,205 @@
+/*
+ * bench_report.c - prints a bench_result (see bench_report.h) as aligned text or JSON.
+ *
+ * Text: a header (run shape, the machine's limits, model load), one row per stage
+ * (ms/frame, achieved rate, floor, % of floor), then the whole-run numbers (real-time
+ * factors, time to first audio, peak RSS). JSON: the same numbers as one object on
+ * one line, keys in snake_case, absent numbers (no floor, not measured) as null.
+ */
+#include "bench_report.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static const char *unit_name(bench_unit u) {
+    return u == BENCH_UNIT_GBS ? "GB/s" : u == BENCH_UNIT_GFLOPS ? "GFLOP/s" : "";
+}
+
+static double pct_of_floor(const bench_stage *s) {
+    return s->floor_ms > 0 && s->compared_ms > 0 ? 100.0 * s->floor_ms / s->compared_ms : 0;
+}
+
+/* --- text -------------------------------------------------------------------- */
+
+static const char *plural(int n) {
+    return n == 1 ? "" : "s";
+}
+
+static void text_machine(const bench_result *r) {
+    const bench_machine *m = &r->machine;
+    printf("machine             ");
+    if (m->read_gbs > 0) {
+        printf("DRAM read %.1f GB/s (%d thread%s%s), ", m->read_gbs, m->read_threads,
+               plural(m->read_threads), m->read_given ? ", --peak-gbs" : "");
+    }
+    printf("FMA peak %.1f GFLOP/s (%d thread%s, %s)", m->fma_gflops, m->fma_threads,
+           plural(m->fma_threads), m->fma_given ? "--peak-gflops" : m->fma_loop);
+    printf("; probes %.0f ms\n", m->probe_ms);
+}
+
+static void text_header(const bench_result *r) {
+    printf("frames/run %lld, runs %lld, chunk %lld frames, kernels %s, threads %d",
+           (long long)r->frames, (long long)r->runs, (long long)r->chunk, r->kernels,
+           r->threads);
+    if (!r->decoder_only) {
+        printf(" (LM stage %d, codec stage %d)", r->threads_lm, r->threads_codec);
+    }
+    printf("\n");
+    text_machine(r);
+    printf("model load          %8.1f ms\n", r->load_ms);
+    if (!r->decoder_only) {
+        printf("prompt              %8lld rows, prefill %.1f ms\n", (long long)r->prompt_rows,
+               r->prefill_ms);
+    }
+}
+
+static void text_stages(const bench_result *r) {
+    printf("stage               ms/frame      achieved  floor ms/frame  %% of floor\n");
+    for (int i = 0; i < r->n_stages; i++) {
+        const bench_stage *s = &r->stages[i];
+        printf("%-18s %9.2f", s->name, s->ms_per_frame);
+        if (s->unit != BENCH_UNIT_NONE) {
+            printf(" %6.1f %-7s", s->rate, unit_name(s->unit));
+        }
+        if (s->floor_ms > 0) {
+            printf(" %14.2f %10.0f %%", s->floor_ms, pct_of_floor(s));
+        }
+        printf("%s%s\n", s->note ? "  " : "", s->note ? s->note : "");
+    }
+}
+
+static void text_runs(const bench_result *r) {
+    const bench_playback *st = &r->streaming, *off = &r->offline;
+    if (r->decoder_only) {
+        printf("real-time factor    %8.3f  (80 ms of audio per frame)\n", st->ms_per_frame / 80);
+        printf("codec GFLOP/frame   %8.3f\n", r->codec_gflop_per_frame);
+        printf("peak RSS            %8.1f MB\n", r->peak_rss_mb);
+        return;
+    }
+    printf("peak RSS            %8.1f MB\n", r->peak_rss_mb);
+    printf("streaming           %8.2f ms/frame  real-time factor %.3f\n", st->ms_per_frame,
+           st->ms_per_frame / 80);
+    printf("  time to first audio %6.1f ms; underruns when played in real time: %d (%.0f ms "
+           "waiting per run)\n", st->first_audio_ms, st->underruns, st->stall_ms);
+    printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
+           "(all frames, then one decode)\n",
+           off->ms_per_frame, off->ms_per_frame / 80, off->first_audio_ms);
+    printf("first audio by text layout: non-streaming %.1f ms, streaming %.1f ms\n",
+           r->first_audio_layout_ms[0], r->first_audio_layout_ms[1]);
+}
+
+void bench_print_text(const bench_result *r) {
+    text_header(r);
+    text_stages(r);
+    text_runs(r);
+}
+
+/* --- JSON -------------------------------------------------------------------- */
+
+/* Writer state: whether the current object or array already has a member. */
+typedef struct json_out {
+    bool has_member[8];
+    int depth;
+} json_out;
+
+static void json_key(json_out *j, const char *key) {
+    printf("%s", j->has_member[j->depth] ? "," : "");
+    j->has_member[j->depth] = true;
+    if (key) {
+        printf("\"%s\":", key);
+    }
+}
+
+static void json_open(json_out *j, const char *key, char bracket) {
+    json_key(j, key);
+    printf("%c", bracket);
+    j->has_member[++j->depth] = false;
+}
+
+static void json_close(json_out *j, char bracket) {
+    printf("%c", bracket);
+    j->depth--;
+}
+
+/* A number; 0 when `present` is false, NaN or infinite prints null. */
+static void json_num(json_out *j, const char *key, double v, bool present) {
+    json_key(j, key);
+    if (present && isfinite(v)) {
+        printf("%.6g", v);
+    } else {
+        printf("null");
+    }
+}
+
+/* Strings here are fixed names (stages, kernel levels, loops): no escaping needed. */
+static void json_str(json_out *j, const char *key, const char *s) {
+    json_key(j, key);
+    printf("\"%s\"", s ? s : "");
+}
+
+static void json_machine(json_out *j, const bench_machine *m) {
+    json_open(j, "machine", '{');
+    json_num(j, "read_gbs", m->read_gbs, m->read_gbs > 0);
+    json_num(j, "read_threads", m->read_threads, m->read_gbs > 0);
+    json_str(j, "read_source", m->read_gbs <= 0 ? "none" : m->read_given ? "option" : "probe");
+    json_num(j, "fma_gflops", m->fma_gflops, true);
+    json_num(j, "fma_threads", m->fma_threads, true);
+    json_str(j, "fma_source", m->fma_given ? "option" : "probe");
+    json_str(j, "fma_loop", m->fma_given ? "" : m->fma_loop);
+    json_num(j, "probe_ms", m->probe_ms, true);
+    json_close(j, '}');
+}
+
+static void json_stages(json_out *j, const bench_result *r) {
+    json_open(j, "stages", '[');
+    for (int i = 0; i < r->n_stages; i++) {
+        const bench_stage *s = &r->stages[i];
+        json_open(j, NULL, '{');
+        json_str(j, "name", s->name);
+        json_num(j, "ms_per_frame", s->ms_per_frame, true);
+        json_num(j, "gbs", s->rate, s->unit == BENCH_UNIT_GBS);
+        json_num(j, "gflops", s->rate, s->unit == BENCH_UNIT_GFLOPS);
+        json_num(j, "floor_ms_per_frame", s->floor_ms, s->floor_ms > 0);
+        json_num(j, "pct_of_floor", pct_of_floor(s), s->floor_ms > 0);
+        json_close(j, '}');
+    }
+    json_close(j, ']');
+}
+
+static void json_playback(json_out *j, const char *key, const bench_playback *p) {
+    json_open(j, key, '{');
+    json_num(j, "ms_per_frame", p->ms_per_frame, true);
+    json_num(j, "rtf", p->ms_per_frame / 80, true);
+    json_num(j, "first_audio_ms", p->first_audio_ms, p->first_audio_ms >= 0);
+    json_num(j, "underruns", p->underruns, p->underruns >= 0);
+    json_num(j, "stall_ms_per_run", p->stall_ms, p->underruns >= 0);
+    json_close(j, '}');
+}
+
+void bench_print_json(const bench_result *r) {
+    json_out j = {{false}, 0};
+    json_open(&j, NULL, '{');
+    json_str(&j, "mode", r->decoder_only ? "decoder-only" : "full");
+    json_str(&j, "kernels", r->kernels);
+    json_num(&j, "frames", (double)r->frames, true);
+    json_num(&j, "runs", (double)r->runs, true);
+    json_num(&j, "chunk", (double)r->chunk, true);
+    json_num(&j, "threads", r->threads, true);
+    json_num(&j, "threads_lm", r->threads_lm, !r->decoder_only);
+    json_num(&j, "threads_codec", r->threads_codec, true);
+    json_machine(&j, &r->machine);
+    json_num(&j, "model_load_ms", r->load_ms, true);
+    json_num(&j, "prompt_rows", (double)r->prompt_rows, !r->decoder_only);
+    json_num(&j, "prefill_ms", r->prefill_ms, !r->decoder_only);
+    json_num(&j, "codec_gflop_per_frame", r->codec_gflop_per_frame, true);
+    json_stages(&j, r);
+    json_playback(&j, r->decoder_only ? "decode" : "streaming", &r->streaming);
+    if (!r->decoder_only) {
+        json_playback(&j, "offline", &r->offline);
+        json_num(&j, "first_audio_non_streaming_layout_ms", r->first_audio_layout_ms[0], true);
+        json_num(&j, "first_audio_streaming_layout_ms", r->first_audio_layout_ms[1], true);
+    }
+    json_num(&j, "peak_rss_mb", r->peak_rss_mb, true);
+    json_close(&j, '}');
+    printf("\n");
+}

@@ -1,0 +1,26 @@
+/*
+ * machine_peak.h - this machine's limits, measured for `kztts bench`: the DRAM read
+ * bandwidth and the FMA throughput of a given number of threads.
+ *
+ * The bench divides a stage's work by these limits to get its floor (the fastest the
+ * stage could run here): weight bytes / read bandwidth for the talker and the code
+ * predictor, floating-point operations / FMA peak for the codec decoder. Each
+ * measurement runs on the library's thread pool with the stage's thread count and
+ * takes 0.1-0.3 s.
+ */
+#ifndef KZ_MACHINE_PEAK_H
+#define KZ_MACHINE_PEAK_H
+
+/* Streaming read of a 256 MB buffer (far larger than the last-level cache a core sees) by
+ * n_threads threads, best of three passes. Returns GB/s, or 0 if out of memory. */
+double machine_peak_read_gbs(int n_threads);
+
+/* Independent FMA chains on n_threads threads at the kernel level `isa` (the name the
+ * model's kernel table reports: "avx512", "avx2", "neon"; anything else, "scalar"
+ * included, runs a portable vector loop of separate multiplies and adds, as the
+ * baseline-ISA code compiles). Best of three ~20 ms passes, each thread timed by its
+ * own CPU time. Returns GFLOP/s (2 per FMA), or 0 on failure; *loop names the loop
+ * that ran (static string). */
+double machine_peak_fma_gflops(const char *isa, int n_threads, const char **loop);
+
+#endif
