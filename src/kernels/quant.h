@@ -180,6 +180,11 @@ static inline void kz_quant_act_block(int8_t *q, float *d, int32_t *sum, const f
 int kz_quantize_row_q8_0(void *dst, const float *x, size_t n);
 int kz_quantize_row_q4_0(void *dst, const float *x, size_t n);
 
+/* q4_0 with a least-squares scale search per block (quant_search.c): the same
+ * format, never a larger squared error than kz_quantize_row_q4_0. Used by the
+ * model quantizer; slower (about 20 candidate scales per block). */
+int kz_quantize_row_q4_0_search(void *dst, const float *x, size_t n);
+
 /* y[n] = the dequantized weights of the n / 32 blocks at src. Returns 0, or -1
  * (y untouched) if n is not a multiple of 32. */
 int kz_dequantize_row_q8_0(float *y, const void *src, size_t n);

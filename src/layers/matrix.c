@@ -63,46 +63,73 @@ kz_status kz_matrix_bind(kz_matrix *m, const kz_weights *f, const char *name, in
 }
 
 typedef struct mul_job {
-    const kz_matrix *m;
+    const kz_matrix_out *outs;
+    size_t n_outs;
+    size_t first[KZ_MATRIX_MAX_GROUP + 1]; /* first chunk of each matrix; [n_outs] = total */
+    size_t block[KZ_MATRIX_MAX_GROUP];     /* rows per chunk of each matrix */
     const kz_kernels *k;
-    float *y;
     const float *x;
-    size_t ldy, ldx, n_tok, block;
+    size_t ldx, n_tok;
 } mul_job;
 
-static void mul_rows(void *arg, size_t chunk, int worker) {
-    const mul_job *j = arg;
-    (void)worker;
-    size_t o0 = chunk * j->block;
-    size_t o1 = o0 + j->block < j->m->rows ? o0 + j->block : j->m->rows;
-    const kz_matrix *m = j->m;
+static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x, size_t ldx,
+                     size_t n_tok, size_t o0, size_t o1) {
+    const kz_matrix *m = o->m;
     switch (m->dtype) {
     case KZ_DTYPE_BF16:
-        j->k->matmul_bf16(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        k->matmul_bf16(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
         break;
     case KZ_DTYPE_Q8_0:
-        j->k->matmul_q8_0(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        k->matmul_q8_0(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
         break;
     case KZ_DTYPE_Q4_0:
-        j->k->matmul_q4_0(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        k->matmul_q4_0(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
         break;
     default:
-        j->k->matmul_f32(j->y, j->ldy, j->x, j->ldx, m->data, m->cols, j->n_tok, o0, o1);
+        k->matmul_f32(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
         break;
     }
 }
 
+static void mul_rows(void *arg, size_t chunk, int worker) {
+    const mul_job *j = arg;
+    (void)worker;
+    size_t i = 0;
+    while (chunk >= j->first[i + 1]) {
+        i++;
+    }
+    const kz_matrix_out *o = &j->outs[i];
+    size_t o0 = (chunk - j->first[i]) * j->block[i];
+    size_t o1 = o0 + j->block[i] < o->m->rows ? o0 + j->block[i] : o->m->rows;
+    run_rows(j->k, o, j->x, j->ldx, j->n_tok, o0, o1);
+}
+
+/* Rows per chunk: a multiple of 16, about 8 chunks per thread per matrix. */
+static size_t block_rows(size_t rows, size_t n_threads) {
+    size_t block = (rows + n_threads * 8 - 1) / (n_threads * 8);
+    block = (block + 15) / 16 * 16;
+    return block < 16 ? 16 : block;
+}
+
+void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
+                         size_t ldx, size_t n_tok) {
+    KZ_ASSERT(n_outs >= 1 && n_outs <= KZ_MATRIX_MAX_GROUP);
+    size_t n_threads = (size_t)kz_pool_threads(e->pool);
+    mul_job j = {.outs = outs, .n_outs = n_outs, .k = e->k, .x = x, .ldx = ldx, .n_tok = n_tok};
+    for (size_t i = 0; i < n_outs; i++) {
+        const kz_matrix *m = outs[i].m;
+        j.block[i] = block_rows(m->rows, n_threads);
+        j.first[i + 1] = j.first[i] + (m->rows + j.block[i] - 1) / j.block[i];
+        e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
+        e->bytes += (double)m->rows * (double)m->row_bytes;
+    }
+    kz_pool_run(e->pool, j.first[n_outs], mul_rows, &j);
+}
+
 void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                    size_t ldx, size_t n_tok) {
-    size_t n_threads = (size_t)kz_pool_threads(e->pool);
-    size_t block = (m->rows + n_threads * 8 - 1) / (n_threads * 8);
-    block = (block + 15) / 16 * 16;
-    block = block < 16 ? 16 : block;
-    mul_job j = {.m = m, .k = e->k, .y = y, .x = x, .ldy = ldy, .ldx = ldx, .n_tok = n_tok,
-                 .block = block};
-    kz_pool_run(e->pool, (m->rows + block - 1) / block, mul_rows, &j);
-    e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
-    e->bytes += (double)m->rows * (double)m->row_bytes;
+    kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
+    kz_matrix_mul_group(&o, 1, e, x, ldx, n_tok);
 }
 
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst) {

@@ -32,6 +32,18 @@ kz_status kz_matrix_bind(kz_matrix *m, const kz_weights *f, const char *name, in
 void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                    size_t ldx, size_t n_tok);
 
+/* Several matrices applied to the same input in one pool run (q/k/v, gate/up):
+ * outs[i].y[t * ldy + o] = sum_i W_i[o, :] x[t, :]. Same results as separate
+ * kz_matrix_mul calls, one dispatch instead of n_outs. */
+#define KZ_MATRIX_MAX_GROUP 4
+typedef struct kz_matrix_out {
+    const kz_matrix *m;
+    float *y;
+    size_t ldy;
+} kz_matrix_out;
+void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
+                         size_t ldx, size_t n_tok);
+
 /* dst[cols] = W[row, :] as f32. */
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst);
 

@@ -1,7 +1,8 @@
 /*
  * transformer.c - Qwen3 decoder layer stack with KV cache (see transformer.h).
  *
- * Projections run through kz_matrix_mul (weights in place, bf16 or f32);
+ * Projections run through kz_matrix_mul (weights in place, any kz_matrix dtype);
+ * q/k/v and gate/up are one pool run each (kz_matrix_mul_group);
  * attention is parallel over heads on the pool, each head's softmax computed
  * in a fixed order over positions 0..p, so results never depend on threads.
  */
@@ -152,9 +153,9 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     size_t hid = (size_t)d->hidden, hd = (size_t)d->head_dim;
     size_t qw = (size_t)d->n_heads * hd, kvw = (size_t)d->n_kv_heads * hd;
     e->k->rms_norm(st->xn, x, L->attn_norm, n_tok, hid, d->eps);
-    kz_matrix_mul(&L->q, e, st->q, qw, st->xn, hid, n_tok);
-    kz_matrix_mul(&L->k, e, st->k, kvw, st->xn, hid, n_tok);
-    kz_matrix_mul(&L->v, e, st->v, kvw, st->xn, hid, n_tok);
+    const kz_matrix_out qkv[3] = {
+        {&L->q, st->q, qw}, {&L->k, st->k, kvw}, {&L->v, st->v, kvw}};
+    kz_matrix_mul_group(qkv, 3, e, st->xn, hid, n_tok);
     e->k->rms_norm(st->q, st->q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
     e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
     for (size_t t = 0; t < n_tok; t++) {
@@ -179,8 +180,8 @@ static void mlp(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, 
     const kz_qwen3_layer *L = &s->layers[l];
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     e->k->rms_norm(st->xn, x, L->mlp_norm, n_tok, hid, d->eps);
-    kz_matrix_mul(&L->gate, e, st->gate, inter, st->xn, hid, n_tok);
-    kz_matrix_mul(&L->up, e, st->up, inter, st->xn, hid, n_tok);
+    const kz_matrix_out gate_up[2] = {{&L->gate, st->gate, inter}, {&L->up, st->up, inter}};
+    kz_matrix_mul_group(gate_up, 2, e, st->xn, hid, n_tok);
     e->k->swiglu(st->gate, st->gate, st->up, n_tok * inter);
     kz_matrix_mul(&L->down, e, st->h, hid, st->gate, inter, n_tok);
     for (size_t i = 0; i < n_tok * hid; i++) {
