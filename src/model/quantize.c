@@ -24,7 +24,8 @@
 int kz_recipe_parse(const char *name, kz_recipe *out) {
     static const struct { const char *name; kz_recipe r; } names[] = {
         {"f32", KZ_RECIPE_F32}, {"bf16", KZ_RECIPE_BF16}, {"q8_0", KZ_RECIPE_Q8_0},
-        {"q8", KZ_RECIPE_Q8_0}, {"q4_0", KZ_RECIPE_Q4_0}, {"q4", KZ_RECIPE_Q4_0}};
+        {"q8", KZ_RECIPE_Q8_0}, {"q4_0", KZ_RECIPE_Q4_0}, {"q4", KZ_RECIPE_Q4_0},
+        {"q4_mlp", KZ_RECIPE_Q4_MLP}};
     for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(name, names[i].name) == 0) {
             *out = names[i].r;
@@ -35,8 +36,8 @@ int kz_recipe_parse(const char *name, kz_recipe *out) {
 }
 
 const char *kz_recipe_name(kz_recipe r) {
-    static const char *const names[] = {"f32", "bf16", "q8_0", "q4_0"};
-    return (unsigned)r < 4 ? names[r] : "?";
+    static const char *const names[] = {"f32", "bf16", "q8_0", "q4_0", "q4_mlp"};
+    return (unsigned)r < 5 ? names[r] : "?";
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -58,9 +59,13 @@ kz_dtype kz_recipe_type(kz_recipe r, const kz_tensor *t) {
     case KZ_RECIPE_F32: return KZ_DTYPE_F32;
     case KZ_RECIPE_BF16: return KZ_DTYPE_BF16;
     case KZ_RECIPE_Q8_0: return KZ_DTYPE_Q8_0;
-    case KZ_RECIPE_Q4_0: break;
+    case KZ_RECIPE_Q4_0:
+    case KZ_RECIPE_Q4_MLP: break;
     }
     bool projection = strstr(t->name, ".layers.") && ends_with(t->name, "_proj.weight");
+    if (r == KZ_RECIPE_Q4_MLP) {
+        projection = projection && strstr(t->name, ".mlp.") != NULL;
+    }
     return projection ? KZ_DTYPE_Q4_0 : KZ_DTYPE_Q8_0;
 }
 
@@ -102,7 +107,7 @@ static uint16_t to_bf16(float f) {
 static void convert_row(kz_dtype d, const float *x, size_t n, uint8_t *dst) {
     switch (d) {
     case KZ_DTYPE_Q8_0: kz_quantize_row_q8_0(dst, x, n); break;
-    case KZ_DTYPE_Q4_0: kz_quantize_row_q4_0(dst, x, n); break;
+    case KZ_DTYPE_Q4_0: kz_quantize_row_q4_0_search(dst, x, n); break;
     case KZ_DTYPE_BF16:
         for (size_t i = 0; i < n; i++) {
             uint16_t h = to_bf16(x[i]);

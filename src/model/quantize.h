@@ -12,8 +12,11 @@
  *   bf16   every talker matrix BF16                       (= the release)
  *   q8_0   every talker matrix Q8_0: the 28 + 5 transformer layers' projections,
  *          the embeddings, the codec heads, the text projection
- *   q4_0   transformer layers' q/k/v/o/gate/up/down projections Q4_0; embeddings,
- *          heads and the text projection Q8_0 (the mixed-precision default)
+ *   q4_0   transformer layers' q/k/v/o/gate/up/down projections Q4_0 (with the
+ *          least-squares scale search, quant_search.c); embeddings, heads and the
+ *          text projection Q8_0 (the fastest recipe)
+ *   q4_mlp only the layers' MLP projections (gate/up/down) Q4_0, attention Q8_0
+ *          (more accurate, ~70 % of q8_0's bytes)
  * Norms and biases stay in their stored float type in every recipe; the codec
  * decoder is stored as pre-packed F32 panels (it computes in fp32). "Talker
  * matrix" means a 2-D tensor named talker.*.weight with a multiple of 32 columns.
@@ -31,9 +34,10 @@ typedef enum kz_recipe {
     KZ_RECIPE_BF16 = 1,
     KZ_RECIPE_Q8_0 = 2,
     KZ_RECIPE_Q4_0 = 3,
+    KZ_RECIPE_Q4_MLP = 4,
 } kz_recipe;
 
-/* "f32", "bf16", "q8_0" (or "q8"), "q4_0" (or "q4"). Returns -1 for anything else. */
+/* "f32", "bf16", "q8_0" (or "q8"), "q4_0" (or "q4"), "q4_mlp". Returns -1 otherwise. */
 int kz_recipe_parse(const char *name, kz_recipe *out);
 const char *kz_recipe_name(kz_recipe r);
 

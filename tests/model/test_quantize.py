@@ -58,7 +58,7 @@ def expect_error(a, args, code, words, what):
 
 def test_types(a):
     models = {}
-    for kind in ["f32", "bf16", "q8_0", "q4_0"]:
+    for kind in ["f32", "bf16", "q8_0", "q4_mlp", "q4_0"]:
         out = os.path.join(a.work, f"tiny_{kind}.gguf")
         quantize(a, a.tiny, out, kind)
         models[kind] = out
@@ -66,8 +66,9 @@ def test_types(a):
     check(not leftovers, f"temporary files left: {leftovers}")
     sizes = {k: os.path.getsize(v) for k, v in models.items() if os.path.exists(v)}
     print("sizes:", sizes)
-    check(len(sizes) == 4 and sizes["f32"] > sizes["bf16"] > sizes["q8_0"] > sizes["q4_0"],
-          f"file sizes not ordered f32 > bf16 > q8_0 > q4_0: {sizes}")
+    check(len(sizes) == 5 and
+          sizes["f32"] > sizes["bf16"] > sizes["q8_0"] > sizes["q4_mlp"] > sizes["q4_0"],
+          f"file sizes not ordered f32 > bf16 > q8_0 > q4_mlp > q4_0: {sizes}")
     return models
 
 
@@ -101,7 +102,7 @@ def test_codec_only(a):
 
 def test_quantized(a, models):
     errors = {}
-    for kind in ["q8_0", "q4_0"]:
+    for kind in ["q8_0", "q4_mlp", "q4_0"]:
         one = synth(a, models[kind], f"{kind}_t1", threads=1)
         two = synth(a, models[kind], f"{kind}_t2", threads=2)
         again = synth(a, models[kind], f"{kind}_t2b", threads=2)
@@ -113,11 +114,12 @@ def test_quantized(a, models):
             errors[kind] = (q["talker"]["rel_error"], q["code_predictor"]["rel_error"])
     # Measured on this fixture: q8_0 ~0.01-0.02, q4_0 ~0.04-0.15; random weights keep
     # codes far from ties, so a broken kernel or layout gives errors near 1.
-    if len(errors) == 2:
+    if len(errors) == 3:
         check(max(errors["q8_0"]) < 0.05, f"q8_0 logits error {errors['q8_0']} >= 0.05")
         check(max(errors["q4_0"]) < 0.3, f"q4_0 logits error {errors['q4_0']} >= 0.3")
-        check(errors["q8_0"][0] < errors["q4_0"][0] and errors["q8_0"][1] < errors["q4_0"][1],
-              f"q8_0 not closer than q4_0: {errors}")
+        for a_, b_ in (("q8_0", "q4_mlp"), ("q4_mlp", "q4_0")):
+            check(errors[a_][0] < errors[b_][0] and errors[a_][1] < errors[b_][1],
+                  f"{a_} not closer than {b_}: {errors}")
 
 
 def patched(a, src, name, old, new):
@@ -173,7 +175,7 @@ def main():
     for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
         shutil.copy(os.path.join(a.tokenizer, f), os.path.join(a.tiny, f))
     models = test_types(a)
-    if len(models) == 4:
+    if len(models) == 5:
         test_exact(a, models)
         test_quantized(a, models)
         test_errors(a, models)
