@@ -34,6 +34,7 @@ void kz_model_default_params(kz_model_params *p) {
     if (p) {
         memset(p, 0, sizeof *p);
         p->isa = KZ_ISA_CAP_AUTO;
+        p->codec_precision = KZ_PRECISION_F32;
     }
 }
 
@@ -54,6 +55,12 @@ kz_status kz_model_load(const char *path, const kz_model_params *params, kz_mode
     if (params->isa < KZ_ISA_CAP_AUTO || params->isa > KZ_ISA_CAP_NEON) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_model_load: isa cap %d out of range",
                             (int)params->isa);
+    }
+    if (params->codec_precision != KZ_PRECISION_F32 &&
+        params->codec_precision != KZ_PRECISION_BF16) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_model_load: codec precision %d out of range",
+                            (int)params->codec_precision);
     }
     return kz_model_open(path, params, out);
 }

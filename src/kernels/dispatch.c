@@ -5,7 +5,9 @@
  * (pthread_once): on x86, CPUID leaves 1 and 7 say what the CPU implements
  * and XGETBV(0) says which register state the OS saves (XMM+YMM for AVX2,
  * plus opmask and both ZMM halves for AVX-512). That gives the best level and
- * a feature string. kz_kernels_select(cap) then returns the table for
+ * a feature string; CPUID leaf 7 subleaf 1 adds AVX512_BF16, which puts the
+ * bf16 conv-GEMM (x86/gemm_bf16_avx512.c) into the AVX-512 table (a copy made
+ * once by the probe; NULL there otherwise). kz_kernels_select(cap) then returns the table for
  * min(cap, best, $KZ_ISA). This file is the only place in the library that
  * reads the environment; an unknown KZ_ISA value is logged and ignored.
  * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
@@ -35,6 +37,9 @@
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static kz_isa probe_best = KZ_ISA_SCALAR;
 static char probe_features[192];
+#ifdef KZ_HAVE_X86
+static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
+#endif
 
 static void features_add(const char *name) {
     const size_t used = strlen(probe_features);
@@ -71,6 +76,7 @@ static void probe(void) {
     int avx512bw = 0;
     int avx512vl = 0;
     int avx512vnni = 0;
+    int avx512bf16 = 0;
     if (__get_cpuid_max(0, NULL) >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         avx2 = (b >> 5) & 1;
         avx512f = (b >> 16) & 1;
@@ -78,6 +84,10 @@ static void probe(void) {
         avx512bw = (b >> 30) & 1;
         avx512vl = (b >> 31) & 1;
         avx512vnni = (c >> 11) & 1;
+        const unsigned max_sub = a;
+        if (max_sub >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+            avx512bf16 = (a >> 5) & 1;
+        }
     }
     const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
     const int os_ymm = (xcr0 & 0x6) == 0x6;   // XMM, YMM upper halves
@@ -90,7 +100,8 @@ static void probe(void) {
         {sse42, "sse4.2"},       {avx, "avx"},           {avx2, "avx2"},
         {fma, "fma"},            {f16c, "f16c"},         {avx512f, "avx512f"},
         {avx512dq, "avx512dq"},  {avx512bw, "avx512bw"}, {avx512vl, "avx512vl"},
-        {avx512vnni, "avx512vnni"}, {os_ymm, "os-ymm"},  {os_zmm, "os-zmm"},
+        {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"}, {os_ymm, "os-ymm"},
+        {os_zmm, "os-zmm"},
     };
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         if (list[i].on) {
@@ -102,6 +113,11 @@ static void probe(void) {
         if (avx512f && avx512dq && avx512bw && avx512vl && os_zmm) {
             probe_best = KZ_ISA_AVX512;
         }
+    }
+    probe_avx512 = kz_kernels_avx512;
+    if (probe_best == KZ_ISA_AVX512 && avx512bf16) {
+        probe_avx512.gemm_bf16 = kz_gemm_bf16_avx512;
+        probe_avx512.round_bf16 = kz_round_bf16_avx512;
     }
 }
 #elif defined(KZ_HAVE_ARM)
@@ -144,7 +160,7 @@ const kz_kernels *kz_kernels_for(kz_isa isa) {
     case KZ_ISA_SCALAR: return &kz_kernels_scalar;
 #ifdef KZ_HAVE_X86
     case KZ_ISA_AVX2: return best >= KZ_ISA_AVX2 ? &kz_kernels_avx2 : NULL;
-    case KZ_ISA_AVX512: return best >= KZ_ISA_AVX512 ? &kz_kernels_avx512 : NULL;
+    case KZ_ISA_AVX512: return best >= KZ_ISA_AVX512 ? &probe_avx512 : NULL;
 #endif
 #ifdef KZ_HAVE_ARM
     case KZ_ISA_NEON: return best >= KZ_ISA_NEON ? &kz_kernels_neon : NULL;

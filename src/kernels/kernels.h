@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Instruction-set levels, ordered: a cap at level L allows every level <= L. */
 typedef enum kz_isa {
@@ -102,6 +103,80 @@ typedef struct kz_gemm_args {
     size_t n_rows;           /* output rows (time steps) */
 } kz_gemm_args;
 
+/*
+ * The conv-GEMM in bf16 (the codec's fast precision). Weights and activations are
+ * rounded to bfloat16 and multiplied in pairs, accumulating in fp32, as
+ * AVX512_BF16's vdpbf16ps does. bf16(v) is kz_bf16_round below: round to nearest
+ * even, an fp32 denormal becomes a zero of its sign, a NaN stays a (quiet) NaN.
+ *
+ * Packed weights kz_packed_bf16: each tap's k_in input channels are taken in
+ * k_pairs = ceil(k_in / 2) pairs (the odd channel of an odd k_in pairs with a
+ * zero). Panel p is a contiguous block of [taps * k_pairs, KZ_PANEL, 2] bf16
+ * (one 64-byte row per pair), row (j * k_pairs + q), column c, element e holding
+ * bf16(W_j[2q + e, p*KZ_PANEL + c]), zero for 2q + e >= k_in or a column >= n.
+ *
+ * Activations: x rows in bf16, [rows, ldx] uint16 with ldx even and >= 2 k_pairs,
+ * 4-byte aligned, column k_in (when k_in is odd) zero. kz_kernels.round_bf16
+ * writes them from fp32 rows.
+ *
+ * For output row t and column o (x2 = x[(t + j * tap_stride) * ldx + 2q + e],
+ * w2 = the weight pair above, products of two bf16 are exact in fp32):
+ *
+ *   acc = 0
+ *   for j in 0..taps-1, for q in 0..k_pairs-1 (this order):
+ *       acc = acc + x1 * w1     (one fp32 rounding, RNE)
+ *       acc = acc + x0 * w0
+ *   r = acc;  if bias: r = r + bias[o];  if ACCUMULATE: r = y[t*ldy + o] + r
+ *   y[t * ldy + o] = r
+ *
+ * This is the Intel SDM's pseudo-code of VDPBF16PS (odd element first). The
+ * scalar definition (ref/gemm_bf16_ref.c) computes exactly this; hardware may
+ * flush denormal sums to zero and may round the pair differently, so the SIMD
+ * variant is held to it within a tolerance (tests/unit/test_gemm_bf16.c), while
+ * its own results obey the determinism contract above bit for bit.
+ */
+typedef struct kz_packed_bf16 {
+    uint16_t *data;  /* [n_panels, taps * k_pairs, KZ_PANEL, 2], owned, 64-byte aligned */
+    size_t k_in;     /* input channels per tap */
+    size_t k_pairs;  /* ceil(k_in / 2) */
+    size_t taps;     /* number of taps */
+    size_t n;        /* output columns actually used */
+    size_t n_panels; /* ceil(n / KZ_PANEL) */
+} kz_packed_bf16;
+
+typedef struct kz_gemm_bf16_args {
+    float *y;                 /* [n_rows, ldy] output */
+    size_t ldy;               /* >= n */
+    const uint16_t *x;        /* bf16 rows [(n_rows - 1) + (taps - 1) * tap_stride + 1, ldx] */
+    size_t ldx;               /* even, >= 2 * k_pairs */
+    size_t tap_stride;        /* rows between consecutive taps */
+    const kz_packed_bf16 *w;  /* packed bf16 weights */
+    const float *bias;        /* [n] or NULL */
+    kz_gemm_mode mode;        /* store or accumulate */
+    size_t n_rows;            /* output rows */
+} kz_gemm_bf16_args;
+
+/* fp32 -> bf16 bits as vcvtneps2bf16: RNE, denormals to signed zero, NaN quieted. */
+static inline uint16_t kz_bf16_round(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((u >> 16) | 0x40u);
+    }
+    if ((u & 0x7f800000u) == 0) {
+        return (uint16_t)((u >> 16) & 0x8000u);
+    }
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* bf16 bits -> fp32 (exact). */
+static inline float kz_bf16_to_f32(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
 /* Elementwise and row kernels. Rows are contiguous, [n_rows, n_ch]. */
 typedef struct kz_kernels {
     kz_isa isa;       /* level this table implements */
@@ -110,6 +185,14 @@ typedef struct kz_kernels {
     /* Rows [t0, t1) and column panels [p0, p1) of the conv-GEMM above. Any
      * split of rows and panels over calls gives identical bits. */
     void (*gemm)(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+
+    /* Rows [t0, t1) and panels [p0, p1) of the bf16 conv-GEMM above, and the
+     * rounding of fp32 rows to its bf16 input: y[r * ldy + c] = bf16(x[r * ldx + c])
+     * for c < n_cols, 0 for n_cols <= c < ldy. NULL where the CPU lacks a bf16
+     * dot product (the codec then keeps fp32 weights). */
+    void (*gemm_bf16)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+    void (*round_bf16)(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                       size_t n_cols);
 
     /* SnakeBeta, in place allowed (y == x):
      *   y[t, c] = x[t, c] + inv_beta[c] * sin(alpha[c] * x[t, c])^2
@@ -208,6 +291,23 @@ void kz_packed_init_mapped(kz_packed *p, size_t taps, size_t k_in, size_t n, con
 /* The same packing from a row-major source [taps * k_in, n] whose row j * k_in + i
  * holds W_j[i, :]: reads the source once, sequentially (fast model loading). */
 int kz_packed_init_rows(kz_packed *p, size_t taps, size_t k_in, size_t n, const float *src);
+
+/* --- bf16 packing and scalar definition (ref/gemm_bf16_ref.c) ------------ */
+
+/* Packs the fp32 panels src into bf16 panels (allocates p->data). Returns 0, or -1
+ * if out of memory. src is not changed. */
+int kz_packed_bf16_init(kz_packed_bf16 *p, const kz_packed *src);
+void kz_packed_bf16_free(kz_packed_bf16 *p);
+
+/* The scalar definitions of gemm_bf16 and round_bf16 (every level's fallback). */
+void kz_gemm_bf16_ref(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+void kz_round_bf16_ref(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                       size_t n_cols);
+/* x86/gemm_bf16_avx512.c (AVX512_BF16), in the avx512 table when the CPU has it. */
+void kz_gemm_bf16_avx512(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0,
+                         size_t p1);
+void kz_round_bf16_avx512(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                          size_t n_cols);
 
 /* --- scalar definitions (ref/), also used directly by tests ------------- */
 extern const kz_kernels kz_kernels_scalar;

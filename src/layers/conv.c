@@ -8,6 +8,9 @@
  * themselves as "<weight>.packed" [n_panels, taps * k_in, 16] F32; they are used
  * in place from the mapping (no copy, no packing). Either way the weights
  * object's on_packed hook sees the result (the quantizer stores it).
+ * bf16: kz_conv_use_bf16 re-packs the panels as bf16 pairs (kernels.h); a run
+ * first rounds the input rows (history included) to bf16 in e->x_bf16, split
+ * over the pool by rows, then tiles the bf16 GEMM as below.
  * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
  * groups), one pool chunk each. Each output element is computed by exactly one
  * tile in the kernel's fixed order, so the thread count and the tiling never
@@ -229,11 +232,29 @@ kz_status kz_conv_load_transposed(kz_conv *c, const kz_weights *f, const char *w
     return st;
 }
 
+kz_status kz_conv_use_bf16(kz_conv *c) {
+    if (c->wb.data) {
+        return KZ_OK;
+    }
+    if (kz_packed_bf16_init(&c->wb, &c->w) != 0) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing bf16 weights");
+    }
+    if (!c->w.mapped) {
+        kz_packed_free(&c->w);
+    }
+    return KZ_OK;
+}
+
+size_t kz_conv_bf16_scratch(const kz_conv *c, size_t n_rows) {
+    return c->wb.data ? (n_rows + c->history) * 2 * c->wb.k_pairs : 0;
+}
+
 void kz_conv_free(kz_conv *c) {
     if (!c) {
         return;
     }
     kz_packed_free(&c->w);
+    kz_packed_bf16_free(&c->wb);
     free(c->bias);
     memset(c, 0, sizeof *c);
 }
@@ -243,7 +264,10 @@ void kz_conv_free(kz_conv *c) {
 typedef struct gemm_job {
     const kz_kernels *k;
     kz_gemm_args args;
+    size_t n_rows, n_panels;
     size_t row_block, panel_block, n_row_blocks;
+    void (*gemm_bf16)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+    kz_gemm_bf16_args args_bf16; /* used when gemm_bf16 is set */
 } gemm_job;
 
 static void gemm_tile(void *arg, size_t chunk, int worker) {
@@ -252,19 +276,22 @@ static void gemm_tile(void *arg, size_t chunk, int worker) {
     size_t rb = chunk % j->n_row_blocks;
     size_t pb = chunk / j->n_row_blocks;
     size_t t0 = rb * j->row_block;
-    size_t t1 = t0 + j->row_block < j->args.n_rows ? t0 + j->row_block : j->args.n_rows;
+    size_t t1 = t0 + j->row_block < j->n_rows ? t0 + j->row_block : j->n_rows;
     size_t p0 = pb * j->panel_block;
-    size_t p1 = p0 + j->panel_block < j->args.w->n_panels ? p0 + j->panel_block
-                                                           : j->args.w->n_panels;
-    j->k->gemm(&j->args, t0, t1, p0, p1);
+    size_t p1 = p0 + j->panel_block < j->n_panels ? p0 + j->panel_block : j->n_panels;
+    if (j->gemm_bf16) {
+        j->gemm_bf16(&j->args_bf16, t0, t1, p0, p1);
+    } else {
+        j->k->gemm(&j->args, t0, t1, p0, p1);
+    }
 }
 
 /* Tiles: row blocks of 48 (a multiple of common micro-kernel heights) and
  * groups of 4 panels (64 columns); small problems are cut finer so that every
  * thread gets work. */
 static void choose_tiles(gemm_job *j, int n_threads) {
-    size_t n_rows = j->args.n_rows;
-    size_t n_panels = j->args.w->n_panels;
+    size_t n_rows = j->n_rows;
+    size_t n_panels = j->n_panels;
     j->row_block = n_rows < 48 ? n_rows : 48;
     j->panel_block = 4;
     size_t n_tiles;
@@ -278,6 +305,35 @@ static void choose_tiles(gemm_job *j, int n_threads) {
     }
 }
 
+typedef struct round_job {
+    void (*round)(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                  size_t n_cols);
+    uint16_t *y;
+    size_t ldy;
+    const float *x;
+    size_t ldx, n_cols;
+} round_job;
+
+static void round_rows(void *arg, size_t r0, size_t r1) {
+    const round_job *j = arg;
+    j->round(j->y + r0 * j->ldy, j->ldy, j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n_cols);
+}
+
+/* Rounds the conv's input rows (history included) to bf16 in e->x_bf16 and points
+ * the job at the bf16 GEMM. */
+static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float *x, size_t ldx,
+                         size_t n_rows) {
+    KZ_ASSERT(e->x_bf16 && e->x_bf16_len >= kz_conv_bf16_scratch(c, n_rows));
+    const kz_kernels *k = e->k;
+    round_job r = {.round = k->round_bf16 ? k->round_bf16 : kz_round_bf16_ref, .y = e->x_bf16,
+                   .ldy = 2 * c->wb.k_pairs, .x = x, .ldx = ldx, .n_cols = c->k_in};
+    kz_exec_rows(e, n_rows + c->history, 4096 / r.ldy + 1, round_rows, &r);
+    j->gemm_bf16 = k->gemm_bf16 ? k->gemm_bf16 : kz_gemm_bf16_ref;
+    j->args_bf16 = (kz_gemm_bf16_args){.y = j->args.y, .ldy = j->args.ldy, .x = e->x_bf16,
+                                       .ldx = r.ldy, .tap_stride = c->dilation, .w = &c->wb,
+                                       .bias = c->bias, .mode = j->args.mode, .n_rows = n_rows};
+}
+
 void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
                  size_t n_rows, kz_gemm_mode mode) {
     if (n_rows == 0) {
@@ -285,9 +341,14 @@ void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float
     }
     gemm_job j = {.k = e->k,
                   .args = {.y = y, .ldy = ldy, .x = x, .ldx = ldx, .tap_stride = c->dilation,
-                           .w = &c->w, .bias = c->bias, .mode = mode, .n_rows = n_rows}};
+                           .w = &c->w, .bias = c->bias, .mode = mode, .n_rows = n_rows},
+                  .n_rows = n_rows,
+                  .n_panels = c->wb.data ? c->wb.n_panels : c->w.n_panels};
+    if (c->wb.data) {
+        prepare_bf16(&j, c, e, x, ldx, n_rows);
+    }
     choose_tiles(&j, kz_pool_threads(e->pool));
-    size_t n_chunks = j.n_row_blocks * ((c->w.n_panels + j.panel_block - 1) / j.panel_block);
+    size_t n_chunks = j.n_row_blocks * ((j.n_panels + j.panel_block - 1) / j.panel_block);
     kz_pool_run(e->pool, n_chunks, gemm_tile, &j);
     e->flop += 2.0 * (double)n_rows * (double)c->n * (double)c->k_in * (double)c->taps;
 }

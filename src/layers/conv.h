@@ -14,7 +14,9 @@
  * chunks of any size gives the bits of a single pass.
  *
  * Loading reads the checkpoint tensor (F32/F16/BF16), checks its shape, packs it
- * and releases the mapped pages.
+ * and releases the mapped pages. kz_conv_use_bf16 switches a loaded conv to the
+ * bf16 conv-GEMM (the codec's fast precision): its input rows are then rounded to
+ * bf16 into the exec's scratch before the GEMM.
  */
 #ifndef KZ_CONV_H
 #define KZ_CONV_H
@@ -31,10 +33,14 @@ typedef struct kz_exec {
     kz_pool *pool;
     double flop;  /* floating-point operations issued (kz_conv_run, kz_matrix_mul) */
     double bytes; /* weight bytes streamed by kz_matrix_mul */
+    uint16_t *x_bf16;  /* scratch for the bf16 input rows of convs using bf16 weights, set by
+                          the stage that runs them (NULL otherwise), borrowed */
+    size_t x_bf16_len; /* its length in bf16 elements */
 } kz_exec;
 
 typedef struct kz_conv {
-    kz_packed w;        /* packed weights */
+    kz_packed w;        /* packed weights (empty once kz_conv_use_bf16 freed them) */
+    kz_packed_bf16 wb;  /* bf16 weights when the conv runs in bf16, else empty */
     float *bias;        /* [n] or NULL, owned (tiled s times for transposed convs) */
     size_t k_in;        /* input channels */
     size_t n;           /* GEMM output columns (c_out, or s * c_out when transposed) */
@@ -60,8 +66,19 @@ kz_status kz_conv_load_transposed(kz_conv *c, const kz_weights *f, const char *w
 
 void kz_conv_free(kz_conv *c);
 
+/* Packs c's weights to bf16 (c->wb) and from then on runs c with the bf16
+ * conv-GEMM; the fp32 panels are freed unless they are mapped from the model file.
+ * Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY (c unchanged). */
+kz_status kz_conv_use_bf16(kz_conv *c);
+
+/* bf16 elements of scratch kz_conv_run needs for c over n_rows output rows
+ * (0 for an fp32 conv). */
+size_t kz_conv_bf16_scratch(const kz_conv *c, size_t n_rows);
+
 /* y[n_rows, ldy] (=|+=) conv(x) where x points at the first history row and has
- * ldx >= k_in; the work is split over the pool. */
+ * ldx >= k_in; the work is split over the pool. A bf16 conv needs
+ * e->x_bf16_len >= kz_conv_bf16_scratch(c, n_rows); the kernel table's gemm_bf16
+ * runs it, or the scalar definition on a level without one. */
 void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
                  size_t n_rows, kz_gemm_mode mode);
 

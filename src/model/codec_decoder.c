@@ -8,7 +8,8 @@
  * decoder blocks lives in a; residual units write conv1's output to c and add
  * conv2's output back into a (fused in the GEMM). Frames are processed in
  * internal steps of at most max_frames, so memory does not depend on the
- * number of frames.
+ * number of frames. With the bf16 precision, x_bf16 holds the rounded input rows
+ * of the residual units' convs (kz_conv_run), lent to the exec for the call.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -89,7 +90,10 @@ kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size
     s->b = aligned_alloc(64, bytes);
     s->c = aligned_alloc(64, bytes);
     s->d = aligned_alloc(64, bytes);
-    kz_status st = s->a && s->b && s->c && s->d
+    // Every bf16 conv input [rows + history, k_in] fits a float scratch, and its bf16 rows
+    // are at most k_in + 1 wide: twice scratch_floats bf16 elements hold any of them.
+    s->x_bf16 = d->bf16 ? aligned_alloc(64, bytes) : NULL;
+    kz_status st = s->a && s->b && s->c && s->d && (s->x_bf16 || !d->bf16)
                        ? KZ_OK
                        : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for codec scratch");
     st = st == KZ_OK ? init_conv_states(s, d) : st;
@@ -129,6 +133,7 @@ void kz_codec_state_free(kz_codec_state *s) {
     free(s->b);
     free(s->c);
     free(s->d);
+    free(s->x_bf16);
     memset(s, 0, sizeof *s);
 }
 
@@ -305,10 +310,16 @@ static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, si
 void kz_codec_decode(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
                      const int32_t *codes, size_t n_frames, float *pcm) {
     size_t nq = (size_t)d->cfg.num_quantizers, spf = (size_t)d->cfg.decode_upsample_rate;
+    uint16_t *saved = e->x_bf16;
+    size_t saved_len = e->x_bf16_len;
+    e->x_bf16 = s->x_bf16;
+    e->x_bf16_len = s->x_bf16 ? 2 * s->scratch_floats : 0;
     for (size_t t0 = 0; t0 < n_frames; t0 += s->max_frames) {
         size_t n = n_frames - t0 < s->max_frames ? n_frames - t0 : s->max_frames;
         front(d, s, e, codes + t0 * nq, n);
         size_t rows = middle(d, s, e, n);
         vocoder(d, s, e, rows, pcm + t0 * spf);
     }
+    e->x_bf16 = saved;
+    e->x_bf16_len = saved_len;
 }

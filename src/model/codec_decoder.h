@@ -66,6 +66,7 @@ typedef struct kz_codec_decoder {
     kz_decoder_block blocks[KZ_CODEC_MAX_RATES];
     kz_snake final_act;
     kz_conv final_conv;          /* causal k7, -> 1 */
+    bool bf16;                   /* the residual units' convs run in bf16 */
     float *store;                /* owned storage for the per-channel vectors */
     size_t store_used, store_size;
 } kz_codec_decoder;
@@ -84,6 +85,7 @@ typedef struct kz_codec_state {
     kz_codec_transformer_state tr;
     float *a, *b, *c, *d;        /* scratch, [scratch_floats] each */
     size_t scratch_floats;
+    uint16_t *x_bf16;            /* bf16 conv inputs, [2 scratch_floats] when the decoder is bf16 */
     double ms[4];                /* quantizer, transformer, upsample, vocoder */
     kz_codec_tap_fn tap;         /* NULL normally */
     void *tap_user;
@@ -93,6 +95,12 @@ typedef struct kz_codec_state {
 kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
                                 const kz_codec_config *cfg);
 void kz_codec_decoder_free(kz_codec_decoder *d);
+
+/* The codec's fast precision: the convs of the decoder blocks' residual units
+ * (conv1, conv2) switch to bf16 weights and the bf16 conv-GEMM (kz_conv_use_bf16);
+ * every other conv stays fp32. Call before creating states. Returns KZ_OK or
+ * KZ_STATUS_OUT_OF_MEMORY. */
+kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
 
 /* State for internal steps of up to max_frames frames (memory ~ max_frames). */
 kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size_t max_frames);

@@ -155,8 +155,8 @@ static kz_status build_description(kz_model *m) {
     w += snprintf(b + w, n - (size_t)w, "\n");
     w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
     w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
-    snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\nload: %.0f ms", kz_cpu_features(),
-             m->kernels->name, m->load_ms);
+    snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\ncodec precision: %s\nload: %.0f ms",
+             kz_cpu_features(), m->kernels->name, m->decoder.bf16 ? "bf16" : "f32", m->load_ms);
     return KZ_OK;
 }
 
@@ -219,6 +219,10 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
+    // The fast precision needs a bf16 dot product; elsewhere the codec stays fp32.
+    if (st == KZ_OK && params->codec_precision == KZ_PRECISION_BF16 && m->kernels->gemm_bf16) {
+        st = kz_codec_decoder_use_bf16(&m->decoder);
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
     st = st == KZ_OK ? build_description(m) : st;

@@ -24,6 +24,7 @@ static void test_defaults(void) {
     memset(&mp, 0x5a, sizeof mp);
     kz_model_default_params(&mp);
     CHECK(mp.isa == KZ_ISA_CAP_AUTO);
+    CHECK(mp.codec_precision == KZ_PRECISION_F32);
     kz_session_params sp;
     memset(&sp, 0x5a, sizeof sp);
     kz_session_default_params(&sp);
@@ -61,6 +62,11 @@ static void test_null_and_bad(void) {
     mp.isa = (kz_isa_cap)42;
     CHECK(kz_model_load("x", &mp, &m) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(kz_last_error(), "isa");
+    mp.isa = KZ_ISA_CAP_AUTO;
+    mp.codec_precision = (kz_precision)7;
+    CHECK(kz_model_load("x", &mp, &m) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "precision");
+    mp.codec_precision = KZ_PRECISION_BF16; // valid on every CPU (f32 where bf16 is missing)
     mp.isa = KZ_ISA_CAP_NEON; // in range on every CPU: the load fails on the path instead
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     CHECK(kz_model_load("/nonexistent/model", NULL, &m) == KZ_STATUS_IO && m == NULL);

@@ -30,11 +30,12 @@ static int parse_isa(const char *isa, kz_isa_cap *cap) {
 
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session) {
-    return cli_open_split(cmd, path, isa, n_threads, 0, 0, model, session);
+    return cli_open_split(cmd, path, isa, n_threads, 0, 0, NULL, model, session);
 }
 
 int cli_open_split(const char *cmd, const char *path, const char *isa, int n_threads, int n_lm,
-                   int n_codec, kz_model **model, kz_session **session) {
+                   int n_codec, const char *codec_precision, kz_model **model,
+                   kz_session **session) {
     *model = NULL;
     *session = NULL;
     kz_model_params mp;
@@ -42,6 +43,13 @@ int cli_open_split(const char *cmd, const char *path, const char *isa, int n_thr
     if (parse_isa(isa, &mp.isa) != 0) {
         fprintf(stderr, "kztts %s: --isa must be auto, scalar, avx2, avx512 or neon, got '%s'\n",
                 cmd, isa);
+        return -1;
+    }
+    if (codec_precision && strcmp(codec_precision, "bf16") == 0) {
+        mp.codec_precision = KZ_PRECISION_BF16;
+    } else if (codec_precision && strcmp(codec_precision, "f32") != 0) {
+        fprintf(stderr, "kztts %s: --codec-precision must be f32 or bf16, got '%s'\n", cmd,
+                codec_precision);
         return -1;
     }
     char *dir;

@@ -24,9 +24,11 @@ int cmd_quantize(int argc, char **argv);
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session);
 
-/* cli_open with explicit LM / codec stage thread counts (0 = automatic). */
+/* cli_open with explicit LM / codec stage thread counts (0 = automatic) and the codec
+ * precision name ("f32", "bf16"; NULL means f32). */
 int cli_open_split(const char *cmd, const char *path, const char *isa, int n_threads, int n_lm,
-                   int n_codec, kz_model **model, kz_session **session);
+                   int n_codec, const char *codec_precision, kz_model **model,
+                   kz_session **session);
 
 /* Prints "kztts CMD: <status>: <last error>" to stderr. */
 void cli_report(const char *cmd, kz_status st);

@@ -34,7 +34,7 @@
 #include "machine_peak.h"
 
 typedef struct bench_opts {
-    const char *model, *isa;
+    const char *model, *isa, *codec_precision;
     int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
     double peak_gbs, peak_gflops; /* 0 = measure */
     bool decoder_only, json, help;
@@ -173,7 +173,8 @@ static int run_decoder(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
     double t0 = now_ms();
-    if (cli_open("bench", o->model, o->isa, (int)o->threads, &m, &s) != 0) {
+    if (cli_open_split("bench", o->model, o->isa, (int)o->threads, 0, 0, o->codec_precision, &m,
+                       &s) != 0) {
         return 1;
     }
     char kernels[32];
@@ -320,7 +321,7 @@ static int run_full(const bench_opts *o, bench_result *r) {
     kz_session *s;
     double t0 = now_ms();
     if (cli_open_split("bench", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
-                       (int)o->threads_codec, &m, &s) != 0) {
+                       (int)o->threads_codec, o->codec_precision, &m, &s) != 0) {
         return 1;
     }
     char kernels[32];
@@ -349,6 +350,7 @@ int cmd_bench(int argc, char **argv) {
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact) or bf16 (faster with AVX512_BF16)"},
         {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
         {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
         {"--json", NULL, ARG_FLAG, &o.json, 0, 0, "print one JSON object instead of text"},

@@ -17,7 +17,7 @@
 #include "codes_file.h"
 
 typedef struct decode_opts {
-    const char *model, *codes, *out, *format, *isa;
+    const char *model, *codes, *out, *format, *isa, *codec_precision;
     int64_t threads, chunk;
     bool official, help;
 } decode_opts;
@@ -48,7 +48,8 @@ static int run(const decode_opts *o) {
     }
     kz_model *model;
     kz_session *session;
-    if (cli_open("decode", o->model, o->isa, (int)o->threads, &model, &session) != 0) {
+    if (cli_open_split("decode", o->model, o->isa, (int)o->threads, 0, 0, o->codec_precision,
+                       &model, &session) != 0) {
         return 1;
     }
     int32_t *codes = NULL;
@@ -92,6 +93,7 @@ int cmd_decode(int argc, char **argv) {
         {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"},
         {"--official-chunking", NULL, ARG_FLAG, &o.official, 0, 0, "decode in 300-frame windows with 25 frames of context, as the official package"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact) or bf16 (faster with AVX512_BF16)"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);

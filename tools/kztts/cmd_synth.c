@@ -22,7 +22,7 @@
 
 typedef struct synth_opts {
     const char *model, *out, *format, *isa, *speaker, *language, *instruct, *token_ids;
-    const char *dump_codes, *layout, *split;
+    const char *dump_codes, *layout, *split, *codec_precision;
     int64_t max_utterance;
     int64_t threads, threads_lm, threads_codec, seed, top_k, frames, max_frames, chunk, first_chunk;
     double temperature, top_p, repetition_penalty;
@@ -181,7 +181,7 @@ static int run(const synth_opts *o, const char *text_arg) {
     kz_session *s;
     int rc = 1;
     if (cli_open_split("synth", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
-                       (int)o->threads_codec, &m, &s) == 0) {
+                       (int)o->threads_codec, o->codec_precision, &m, &s) == 0) {
         rc = synthesize(o, m, s, text, ids, n_ids);
         kz_session_free(s);
         kz_model_free(m);
@@ -222,6 +222,7 @@ int cmd_synth(int argc, char **argv) {
         {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default half)"},
         {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage (default the rest)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact) or bf16 (faster with AVX512_BF16)"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);

@@ -1,0 +1,128 @@
+/*
+ * gemm_bf16_ref.c - scalar definition of the bf16 conv-GEMM (the codec's fast
+ * precision), its weight packer and the rounding of activations to bf16.
+ *
+ * Data flow: at load, kz_packed_bf16_init() reads fp32 panels (kz_packed) and
+ * writes bf16 panels with the input channels of each tap in pairs (layout at
+ * kz_packed_bf16 in kernels.h). At run time the caller rounds the conv input
+ * rows once (kz_round_bf16_ref, or a level's round_bf16) and
+ *
+ *   x bf16 [rows + (taps-1)*tap_stride, ldx] --(taps x [k_pairs, 16, 2] per panel)--> y [rows, ldy]
+ *
+ * with, per output element, two fp32 additions of exact bf16 products per pair
+ * (odd element first, as the SDM's VDPBF16PS pseudo-code), taps outer, pairs
+ * inner, then the bias and residual adds of the fp32 gemm. The zero pad of an
+ * odd k_in takes part like any pair, so every level sees the same sequence.
+ */
+#include "kernels/kernels.h"
+
+#include "runtime/error.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kz_packed_bf16_init(kz_packed_bf16 *p, const kz_packed *src) {
+    memset(p, 0, sizeof *p);
+    const size_t k_pairs = (src->k_in + 1) / 2;
+    const size_t pair_rows = src->taps * k_pairs;
+    const size_t per_panel = pair_rows * KZ_PANEL * 2; // bf16 elements
+    if (src->taps != 0 && pair_rows / src->taps != k_pairs) {
+        return -1;
+    }
+    if (src->n_panels != 0 && per_panel > SIZE_MAX / sizeof(uint16_t) / src->n_panels) {
+        return -1;
+    }
+    size_t bytes = src->n_panels * per_panel * sizeof(uint16_t);
+    bytes = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+    uint16_t *data = aligned_alloc(64, bytes);
+    if (!data) {
+        return -1;
+    }
+    const size_t k_rows = src->taps * src->k_in;
+    for (size_t pn = 0; pn < src->n_panels; pn++) {
+        const float *in = src->data + pn * k_rows * KZ_PANEL;
+        uint16_t *out = data + pn * per_panel;
+        for (size_t j = 0; j < src->taps; j++) {
+            for (size_t q = 0; q < k_pairs; q++) {
+                uint16_t *row = out + (j * k_pairs + q) * KZ_PANEL * 2;
+                for (size_t c = 0; c < KZ_PANEL; c++) {
+                    for (size_t e = 0; e < 2; e++) {
+                        const size_t i = 2 * q + e;
+                        // Columns >= n are zero in the fp32 panels already.
+                        row[2 * c + e] = i < src->k_in
+                                             ? kz_bf16_round(in[(j * src->k_in + i) * KZ_PANEL + c])
+                                             : 0;
+                    }
+                }
+            }
+        }
+    }
+    *p = (kz_packed_bf16){.data = data, .k_in = src->k_in, .k_pairs = k_pairs, .taps = src->taps,
+                          .n = src->n, .n_panels = src->n_panels};
+    return 0;
+}
+
+void kz_packed_bf16_free(kz_packed_bf16 *p) {
+    if (!p) {
+        return;
+    }
+    free(p->data);
+    memset(p, 0, sizeof *p);
+}
+
+void kz_round_bf16_ref(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                       size_t n_cols) {
+    KZ_ASSERT(ldy >= n_cols);
+    for (size_t r = 0; r < n_rows; r++) {
+        uint16_t *yr = y + r * ldy;
+        const float *xr = x + r * ldx;
+        for (size_t c = 0; c < n_cols; c++) {
+            yr[c] = kz_bf16_round(xr[c]);
+        }
+        for (size_t c = n_cols; c < ldy; c++) {
+            yr[c] = 0;
+        }
+    }
+}
+
+void kz_gemm_bf16_ref(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
+    const kz_packed_bf16 *w = a->w;
+    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
+    KZ_ASSERT(a->ldy >= w->n && a->ldx >= 2 * w->k_pairs && a->ldx % 2 == 0);
+    const size_t pair_rows = w->taps * w->k_pairs;
+    for (size_t p = p0; p < p1; p++) {
+        const uint16_t *panel = w->data + p * pair_rows * KZ_PANEL * 2;
+        const size_t o0 = p * KZ_PANEL;
+        const size_t width = w->n - o0 < KZ_PANEL ? w->n - o0 : KZ_PANEL;
+        for (size_t t = t0; t < t1; t++) {
+            float acc[KZ_PANEL] = {0};
+            for (size_t j = 0; j < w->taps; j++) {
+                const uint16_t *xr = a->x + (t + j * a->tap_stride) * a->ldx;
+                const uint16_t *wr = panel + j * w->k_pairs * KZ_PANEL * 2;
+                for (size_t q = 0; q < w->k_pairs; q++) {
+                    const float x0 = kz_bf16_to_f32(xr[2 * q]);
+                    const float x1 = kz_bf16_to_f32(xr[2 * q + 1]);
+                    const uint16_t *wq = wr + q * KZ_PANEL * 2;
+                    for (size_t c = 0; c < width; c++) {
+                        // Products of two bf16 are exact: each fmaf is one rounded add.
+                        acc[c] = fmaf(x1, kz_bf16_to_f32(wq[2 * c + 1]), acc[c]);
+                        acc[c] = fmaf(x0, kz_bf16_to_f32(wq[2 * c]), acc[c]);
+                    }
+                }
+            }
+            float *yr = a->y + t * a->ldy + o0;
+            for (size_t c = 0; c < width; c++) {
+                float r = acc[c];
+                if (a->bias) {
+                    r = r + a->bias[o0 + c];
+                }
+                if (a->mode == KZ_GEMM_ACCUMULATE) {
+                    r = yr[c] + r;
+                }
+                yr[c] = r;
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+"""`--codec-precision bf16` (the codec's fast precision) on the tiny checkpoint.
+
+Checks: bf16 audio is within SNR >= 40 dB of the f32 audio (the requirement
+for the fast precision); it is deterministic: --threads 1 and 2, --chunk 1 and
+17 and --official-chunking give the same bytes; on a CPU with AVX512_BF16 it
+differs from f32 (the fast path ran), elsewhere it equals f32 (silent
+fallback); `kztts info` names the precision in use; a bad value fails with a
+message; `kztts bench` accepts the option.
+"""
+import argparse
+import math
+import os
+import shutil
+import struct
+import subprocess
+
+from testlib import check, finish
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, timeout=300)
+
+
+def snr_db(x, ref):
+    err = sum((a - b) ** 2 for a, b in zip(x, ref))
+    sig = sum(b * b for b in ref)
+    return 999.0 if err == 0 else 10 * math.log10(sig / err)
+
+
+def decode(a, out, *extra):
+    r = run([a.kztts, "decode", "-m", a.tiny, "--codes", a.codes, "-o", out] + list(extra))
+    check(r.returncode == 0, f"decode {extra}: {r.stderr.decode()}")
+    return open(out, "rb").read() if r.returncode == 0 else b""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kztts", required=True)
+    ap.add_argument("--tiny", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    a.codes = os.path.join(a.golden, "codes_40.txt")
+    out = os.path.join(a.work, "x.f32")
+
+    f32 = decode(a, out, "--threads", "2")
+    bf16 = decode(a, out, "--threads", "2", "--codec-precision", "bf16")
+    check(len(bf16) == len(f32) == 40 * 1920 * 4, f"lengths {len(bf16)} {len(f32)}")
+    x = struct.unpack(f"<{len(bf16) // 4}f", bf16)
+    ref = struct.unpack(f"<{len(f32) // 4}f", f32)
+    s = snr_db(x, ref)
+    print(f"bf16 vs f32: SNR {s:.1f} dB")
+    check(s >= 40, f"bf16 vs f32: SNR {s:.1f} dB < 40")
+
+    for extra in (["--threads", "1"], ["--chunk", "1"], ["--chunk", "17"],
+                  ["--official-chunking"]):
+        same = decode(a, out, "--codec-precision", "bf16", *extra) == bf16
+        check(same, f"bf16 with {extra} changes the audio")
+
+    r = run([a.kztts, "info", "-m", a.tiny])
+    info = r.stdout.decode()
+    has_bf16 = "avx512bf16" in info and "kernels: avx512" in info
+    check("codec precision: f32" in info, f"info: {info}")
+    if has_bf16:
+        check(bf16 != f32, "bf16 gives the f32 bytes on a CPU with AVX512_BF16")
+    else:
+        print("note: no AVX512_BF16 here: bf16 must fall back to f32")
+        check(bf16 == f32, "bf16 without AVX512_BF16 differs from f32")
+
+    r = run([a.kztts, "decode", "-m", a.tiny, "--codes", a.codes, "-o", out,
+             "--codec-precision", "fp8"])
+    check(r.returncode != 0 and b"--codec-precision" in r.stderr, "bad --codec-precision")
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1",
+             "--codec-precision", "bf16", "--peak-gflops", "50"])
+    check(r.returncode == 0 and b"codec decoder" in r.stdout, f"bench: {r.stderr.decode()}")
+    finish("test_codec_precision")
+
+
+if __name__ == "__main__":
+    main()
