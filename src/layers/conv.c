@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/mapped_file.h"
 #include "runtime/error.h"
 
 /* Linear and causal conv weights [out, in, k] are rearranged to the packer's
@@ -241,6 +242,9 @@ kz_status kz_conv_use_bf16(kz_conv *c) {
     }
     if (!c->w.mapped) {
         kz_packed_free(&c->w);
+    } else {
+        // Panels mapped from a GGUF file: drop the pages the packing read (still readable).
+        kz_map_release_range(c->w.data, kz_packed_bytes(c->w.taps, c->w.k_in, c->w.n));
     }
     return KZ_OK;
 }
