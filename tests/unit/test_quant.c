@@ -9,7 +9,9 @@
  *    of quant.h -> every ISA level's matmul against the scalar definition on
  *    random shapes (rows 1..70, n_in 32..3072 and 8224 (two activation chunks,
  *    odd tail), 1..5 tokens, strided and misaligned x / y / w), quantized and
- *    raw random codes -> bit-identical results for any split of rows or tokens.
+ *    raw random codes -> bit-identical results for any split of rows or tokens
+ *    -> on x86, the AVX-512 kernels' VNNI and plain integer paths give the same
+ *    bits (the second runs on any AVX-512 CPU; the first where the CPU has VNNI).
  *
  * Tolerance of a SIMD level against the float definition. The SIMD kernels
  * replace the activations x_i of block b by d_x q_i with d_x = max|x| / 127,
@@ -38,6 +40,10 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "test.h"
+
+#ifdef KZ_HAVE_X86
+int kz_quant_avx512_set_vnni(int allow); /* x86/quant_avx512.c: tests and benchmarks only */
+#endif
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -550,7 +556,7 @@ static void test_matmul(void) {
                 check_matmul(k, l, q4, rows, n_in, 1 + urand(5), rep % 3 == 2);
                 n_cases++;
             }
-            for (size_t n_in = 32; n_in <= 320; n_in += 32) { // every block count mod 8
+            for (size_t n_in = 32; n_in <= 544; n_in += 32) { // every block count mod 16
                 check_matmul(k, l, q4, 7, n_in, 3, 0);
                 n_cases++;
             }
@@ -567,6 +573,51 @@ static void test_matmul(void) {
     }
 }
 
+/* The AVX-512 kernels' two integer paths (vpdpbusd, or maddubs + madd) compute
+ * the same exact block sums and the same float sequence: identical bits. */
+static void test_vnni_paths(void) {
+#ifdef KZ_HAVE_X86
+    const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
+    if (!k) {
+        printf("vnni paths: no AVX-512, skipped\n");
+        return;
+    }
+    const int has_vnni = kz_quant_avx512_set_vnni(1);
+    int cases = 0;
+    for (int q4 = 0; q4 < 2; q4++) {
+        for (int rep = 0; rep < 24; rep++) {
+            const size_t rows = 1 + urand(40), n_tok = 1 + urand(4);
+            const size_t n_in = rep < 20 ? 32 * (1 + (size_t)rep) : 32 * (1 + urand(300));
+            const size_t nb = n_in / KZ_QK, bs = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
+            uint8_t *wbuf = malloc(rows * nb * bs + 1);
+            float *x = malloc(n_tok * n_in * sizeof(float));
+            float *wrow = malloc(n_in * sizeof(float));
+            float *y[2] = {malloc(n_tok * rows * sizeof(float)),
+                           malloc(n_tok * rows * sizeof(float))};
+            fill_weights(wbuf + 1, wrow, rows, n_in, q4, rep % 2);
+            fill_activations(x, n_in, n_in, n_tok);
+            for (int v = 0; v < 2; v++) {
+                kz_quant_avx512_set_vnni(v);
+                (q4 ? k->matmul_q4_0 : k->matmul_q8_0)(y[v], rows, x, n_in, wbuf + 1, n_in, n_tok,
+                                                       0, rows);
+            }
+            CHECK_MSG(memcmp(y[0], y[1], n_tok * rows * sizeof(float)) == 0,
+                      "%s rows %zu n_in %zu n_tok %zu: VNNI and plain paths differ",
+                      q4 ? "q4_0" : "q8_0", rows, n_in, n_tok);
+            cases++;
+            free(wbuf);
+            free(x);
+            free(wrow);
+            free(y[0]);
+            free(y[1]);
+        }
+    }
+    kz_quant_avx512_set_vnni(1);
+    printf("vnni paths: %d cases, %s\n", cases,
+           has_vnni ? "VNNI == plain" : "no VNNI on this CPU: plain path only");
+#endif
+}
+
 int main(void) {
     test_fp16();
     test_layout_q8_0();
@@ -574,5 +625,6 @@ int main(void) {
     test_zero_and_bad_sizes();
     test_round_trip();
     test_matmul();
+    test_vnni_paths();
     return test_main_result("test_quant");
 }

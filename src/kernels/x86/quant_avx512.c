@@ -1,24 +1,48 @@
 /*
- * quant_avx512.c - AVX-512 (F/BW/DQ/VL, no VNNI) quantized language-model
- * projections (kernels.h matmul_q8_0, matmul_q4_0; formats in kernels/quant.h).
+ * quant_avx512.c - AVX-512 (F/BW/DQ/VL, and VNNI where the CPU has it)
+ * quantized language-model projections (kernels.h matmul_q8_0, matmul_q4_0;
+ * formats in kernels/quant.h).
  *
- * The AVX2 version (quant_avx2.c) at twice the width: one 512-bit vector holds
- * two consecutive blocks. Data flow, per pair of tokens (or a last single
- * token) and per chunk of up to 256 blocks (8192 inputs) of the row:
- *   x[t] f32 --quant_act--> int8 q[32 b + i], float scale d_x[b], -8 * sum q (stack)
- *   per weight row o, per block pair (b, b + 1) (the last block alone, upper half zero):
- *     q8_0: 2 x 32 int8 w --(|w|, x negated where w < 0) maddubs, madd--> 16 int32
- *     q4_0: 2 x 16 bytes --nibbles to 64 u8 (0..15)-- maddubs, madd, + (-8 sum q) in lanes 0, 8
- *     acc[pair % 4] = fma(float(int32 x 16), [d_w d_x of b] x 8 | [of b + 1] x 8, acc[pair % 4])
- *   y[t, o] = hsum((acc0 + acc1) + (acc2 + acc3))   (+ the previous chunks' sum)
- * AVX-512 has no byte sign instruction: the sign of w moves onto x with a
- * masked subtract from zero. Integer products are exact (no maddubs
- * saturation: |w| <= 128, |q_x| <= 127). The block-to-accumulator mapping
- * differs from AVX2's, so the two levels agree with the scalar definition
- * within the same bound but not bit for bit with each other.
+ * Data flow, per pair of tokens (or a last single token) and per chunk of up
+ * to 256 blocks (8192 inputs) of the row:
+ *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
+ *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
+ *            d_x per block in lane order (below); q4_0: -8 sum q_x too (stack)
+ *   per weight row o, per group of 16 blocks (the last one may be partial):
+ *     unaligned 64-byte windows of the row --vpermt2w--> per block quad:
+ *     q8_0: codes 0..15 of the 4 blocks (wl), codes 16..31 (wh), int8; the sign
+ *           of w moves onto q_x (masked subtract from zero), |w| (0..128) as u8
+ *           VNNI:  vpdpbusd(|wl|, +-q_x 0..15), vpdpbusd(|wh|, +-q_x 16..31), chained
+ *           plain: maddubs, madd(1) for each half, add
+ *     q4_0: the 4 blocks' 16 nibble bytes; low nibbles (elements 0..15, 0..15 as
+ *           u8) against q_x 0..15, high nibbles against q_x 16..31
+ *           VNNI:  two vpdpbusd, chained;  plain: two maddubs, add, madd(1)
+ *       --> 4 x 4 int32 (block 4j + k in 128-bit section k)
+ *     four quads --unpacks, adds--> 16 int32, block 4m + k in lane 4k + m (LANE):
+ *       the exact sum_i c_i q_x,i (q4_0: + -8 sum q_x for the nibbles' offset 8)
+ *     d_w: the 16 fp16 scales picked from the same windows (vpermt2w, blends),
+ *          vcvtph2ps
+ *     acc = fma(float(int32 x 16), d_w * d_x, acc)
+ *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
+ * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
+ * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md).
+ *
+ * Exactness: every block's integer sum is exact in every path (|w| <= 128,
+ * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
+ * the same products in int32) and below 2^24, so its conversion is exact; the
+ * scale is the float product d_w d_x (vcvtph2ps gives kz_fp16_to_f32's bits for
+ * every half). The float work is one fma per block into lane LANE(block mod 16)
+ * and a fixed 16-lane sum, so the VNNI and plain paths give the same bits
+ * (tested) and differ from the scalar definition only through the activation
+ * rounding and that accumulation (bound in tests/unit/test_quant.c). The order
+ * differs from AVX2's, so the two levels agree with the definition within the
+ * same bound but not bit for bit with each other.
  *
  * Determinism: a token's sequence of operations depends only on n_in, never
- * on whether it is paired with another token, on n_tok, or on [o0, o1).
+ * on whether it is paired with another token, on n_tok, on [o0, o1) or on
+ * which integer path runs. The path is chosen once per call: VNNI when the
+ * CPU has it (__builtin_cpu_supports, cached), unless
+ * kz_quant_avx512_set_vnni(0) asked for the plain one (tests, benchmarks).
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -28,58 +52,362 @@
 #include "runtime/error.h"
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
+#define GROUP 16         /* blocks per fold: one float lane each */
+#define PREFETCH_Q8 4096 /* bytes ahead of the weight stream */
+#define PREFETCH_Q4 8192
+
+/* The lane of block k (0..15) of a group after the fold, and the block in lane
+ * k: the 4 x 4 transpose the fold leaves (an involution). */
+#define LANE(k) (((k) % 4) * 4 + (k) / 4)
 
 typedef struct act {
+    /* quad j = blocks 4j..4j+3 at 128 j: elements 0..15 of block b at
+     * 128 j + 16 (b - 4j), elements 16..31 64 bytes on (both formats). */
     _Alignas(64) int8_t q[CHUNK_BLOCKS * KZ_QK];
-    float d[CHUNK_BLOCKS];
-    int32_t off[CHUNK_BLOCKS]; /* -8 * sum of the block's q (q4_0 offset) */
+    _Alignas(64) float d[CHUNK_BLOCKS];     /* d_x of block 16 g + k at 16 g + LANE(k) */
+    _Alignas(64) int32_t off[CHUNK_BLOCKS]; /* q4_0: -8 * sum q, same order */
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit: IEEE
- * division by d, clamp, round half away from zero (trunc, then +-1 when the
- * exact fraction is >= 0.5). */
-static void quant_act(act *a, const float *x, size_t nb) {
+/* --- VNNI selection -------------------------------------------------------- */
+
+/* vpdpbusd in inline assembly: the intrinsic would need the avx512vnni target
+ * on every function it is inlined through, and that target would also let the
+ * compiler turn the plain path's madd + add into VNNI instructions. Runs only
+ * when use_vnni() said yes. acc + sum of 4 adjacent u8(u) * s8(s) per lane. */
+ALWAYS_INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    return acc;
+}
+
+static int vnni_allowed = 1; /* kz_quant_avx512_set_vnni */
+
+static int cpu_has_vnni(void) {
+    static int has = -1; /* racing first calls store the same value */
+    int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx512vnni") ? 1 : 0;
+        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+
+static int use_vnni(void) {
+    return __atomic_load_n(&vnni_allowed, __ATOMIC_RELAXED) && cpu_has_vnni();
+}
+
+/* Lets tests and benchmarks run the plain integer path on a VNNI CPU (allow =
+ * 0) and switch back (allow = 1); not to be called while a matmul runs.
+ * Returns 1 if the kernels now use VNNI. Both paths give identical bits. */
+int kz_quant_avx512_set_vnni(int allow);
+int kz_quant_avx512_set_vnni(int allow) {
+    __atomic_store_n(&vnni_allowed, allow ? 1 : 0, __ATOMIC_RELAXED);
+    return use_vnni();
+}
+
+/* --- folds ------------------------------------------------------------------ */
+
+/* Combines int32 lanes: a sum, or (mx) the maximum of non-negative floats' bits. */
+ALWAYS_INLINE __m512i comb(__m512i a, __m512i b, int mx) {
+    return mx ? _mm512_max_epu32(a, b) : _mm512_add_epi32(a, b);
+}
+
+/* 2 x 8 lanes (blocks 0, 1) and 2 x 8 lanes (blocks 2, 3) -> 4 x 4 lanes
+ * (blocks 0..3, one 128-bit section each). */
+ALWAYS_INLINE __m512i fold_pairs(__m512i a, __m512i b, int mx) {
+    return comb(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)), mx);
+}
+
+/* Four quads (block 4j + k in section k of q[j]) -> block 4m + k in lane 4k + m. */
+ALWAYS_INLINE __m512i fold_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3, int mx) {
+    // section k: [k, 4 + k, k, 4 + k] and [8 + k, 12 + k, 8 + k, 12 + k]
+    const __m512i s0 = comb(_mm512_unpacklo_epi32(q0, q1), _mm512_unpackhi_epi32(q0, q1), mx);
+    const __m512i s1 = comb(_mm512_unpacklo_epi32(q2, q3), _mm512_unpackhi_epi32(q2, q3), mx);
+    return comb(_mm512_unpacklo_epi64(s0, s1), _mm512_unpackhi_epi64(s0, s1), mx);
+}
+
+/* --- activations ----------------------------------------------------------- */
+
+/* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit, a group
+ * of 16 at a time: the block maxima of |x| folded into one vector (lane
+ * order), d = amax / 127 (IEEE division), then per block x / d (IEEE), clamp,
+ * round half away from zero (trunc, then +-1 when the exact fraction is
+ * >= 0.5); for q4_0 the code sums come from the stored codes by maddubs with
+ * ones and the same fold. Blocks past nb up to the group's end are zero. */
+static void quant_act(act *a, const float *x, size_t nb, int q4) {
     const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
     const __m512i one = _mm512_castps_si512(_mm512_set1_ps(1.0f));
     const __m512 half = _mm512_set1_ps(0.5f);
     const __m512 lo = _mm512_set1_ps(-127.0f);
     const __m512 hi = _mm512_set1_ps(127.0f);
-    for (size_t b = 0; b < nb; b++) {
-        const float *xb = x + b * KZ_QK;
-        const __m512 v0 = _mm512_loadu_ps(xb);
-        const __m512 v1 = _mm512_loadu_ps(xb + 16);
-        const float amax =
-            _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-        const float d = amax / 127.0f;
-        a->d[b] = d;
-        if (d == 0.0f) {
-            _mm256_store_si256((__m256i *)(a->q + b * KZ_QK), _mm256_setzero_si256());
-            a->off[b] = 0;
+    const __m512i ones8 = _mm512_set1_epi8(1);
+    const __m512i ones16 = _mm512_set1_epi16(1);
+    for (size_t g = 0; g * GROUP < nb; g++) {
+        const size_t b0 = g * GROUP;
+        __m512i quad[4], pair[2];
+        for (int j = 0; j < GROUP / 2; j++) {
+            __m512i m[2];
+            for (int h = 0; h < 2; h++) {
+                const size_t b = b0 + 2 * (size_t)j + (size_t)h;
+                m[h] = _mm512_setzero_si512();
+                if (b < nb) {
+                    const __m512 v0 = _mm512_abs_ps(_mm512_loadu_ps(x + b * KZ_QK));
+                    const __m512 v1 = _mm512_abs_ps(_mm512_loadu_ps(x + b * KZ_QK + 16));
+                    m[h] = _mm512_castps_si512(_mm512_max_ps(v0, v1));
+                }
+            }
+            // [block 2j: 8 lanes, block 2j + 1: 8 lanes]
+            pair[j % 2] = _mm512_max_epu32(_mm512_shuffle_i64x2(m[0], m[1], 0x44),
+                                           _mm512_shuffle_i64x2(m[0], m[1], 0xee));
+            if (j % 2) {
+                quad[j / 2] = fold_pairs(pair[0], pair[1], 1);
+            }
+        }
+        const __m512 amax = _mm512_castsi512_ps(fold_quads(quad[0], quad[1], quad[2], quad[3], 1));
+        _mm512_store_ps(a->d + b0, _mm512_div_ps(amax, _mm512_set1_ps(127.0f)));
+        for (int k = 0; k < GROUP; k++) {
+            const size_t b = b0 + (size_t)k;
+            int8_t *q0 = a->q + b / 4 * 128 + b % 4 * 16;
+            int8_t *q1 = q0 + 64; /* elements 16..31 */
+            const float d = a->d[b0 + LANE(k)];
+            if (d == 0.0f) { // also every block past nb
+                _mm_storeu_si128((__m128i *)q0, _mm_setzero_si128());
+                _mm_storeu_si128((__m128i *)q1, _mm_setzero_si128());
+                continue;
+            }
+            const __m512 dv = _mm512_set1_ps(d);
+            for (int h = 0; h < 2; h++) {
+                const float *xk = x + b * KZ_QK + 16 * (size_t)h;
+                const __m512 r =
+                    _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(_mm512_loadu_ps(xk), dv), lo), hi);
+                __m512 t = _mm512_roundscale_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                const __mmask16 up =
+                    _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(r, t)), half, _CMP_GE_OQ);
+                const __m512 step = _mm512_castsi512_ps(
+                    _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(r), sign), one));
+                t = _mm512_mask_add_ps(t, up, t, step);
+                _mm_storeu_si128((__m128i *)(h ? q1 : q0),
+                                 _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t)));
+            }
+        }
+        if (!q4) {
             continue;
         }
-        const __m512 dv = _mm512_set1_ps(d);
-        __m512i qi[2];
-        for (int k = 0; k < 2; k++) {
-            const __m512 r = _mm512_min_ps(_mm512_max_ps(_mm512_div_ps(k ? v1 : v0, dv), lo), hi);
-            __m512 t = _mm512_roundscale_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-            const __mmask16 up =
-                _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(r, t)), half, _CMP_GE_OQ);
-            const __m512 step = _mm512_castsi512_ps(
-                _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(r), sign), one));
-            t = _mm512_mask_add_ps(t, up, t, step);
-            qi[k] = _mm512_cvtps_epi32(t);
+        for (int j = 0; j < 4; j++) {
+            const int8_t *xq = a->q + (b0 / 4 + (size_t)j) * 128;
+            const __m512i s16 = _mm512_add_epi16(
+                _mm512_maddubs_epi16(ones8, _mm512_load_si512((const void *)xq)),
+                _mm512_maddubs_epi16(ones8, _mm512_load_si512((const void *)(xq + 64))));
+            quad[j] = _mm512_madd_epi16(s16, ones16);
         }
-        a->off[b] = -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(qi[0], qi[1]));
-        const __m256i q =
-            _mm256_set_m128i(_mm512_cvtepi32_epi8(qi[1]), _mm512_cvtepi32_epi8(qi[0]));
-        _mm256_store_si256((__m256i *)(a->q + b * KZ_QK), q);
+        const __m512i sum = fold_quads(quad[0], quad[1], quad[2], quad[3], 0);
+        _mm512_store_si512((void *)(a->off + b0), // -8 sum q
+                           _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 3)));
     }
 }
 
-ALWAYS_INLINE float hsum(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-    __m512 s = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+/* --- weights ------------------------------------------------------------------ */
+
+/*
+ * A group of 16 blocks is read as unaligned 64-byte windows (so that each load
+ * serves several blocks), and every code and scale is picked out of a pair of
+ * windows (128 bytes, 64 words) by vpermt2w: they all sit at even offsets in
+ * the group. Offsets from the group's first byte:
+ *   q8_0 (544 bytes): quad j (bytes 136 j ..) has windows 136 j + 0, 64 (its
+ *        codes 0..15 and its scales) and 136 j + 8, 72 (codes 16..31).
+ *   q4_0 (288 bytes): windows 0, 64, 128, 192, 224 (the last ends with the
+ *        group); quad j (bytes 72 j ..) from windows j, j + 1; the scale of
+ *        block k (byte 18 k) from windows 0, 1 (k <= 7), 2, 3 (k <= 10), 3, 4.
+ * Below, w is a word of the result, u the u-th word after the quad's first
+ * scale (q4_0: u = 9 k + i for byte pair i of block k), and the macros give
+ * the word's index in its window pair.
+ */
+// clang-format off
+#define Q4_T(j, u) ((j) < 3 ? 4 * (j) + 1 + (u) : (u) < 19 ? 13 + (u) : 29 + (u))
+#define Q4_W(j, w) Q4_T(j, 9 * ((w) / 8) + (w) % 8) /* quad j, block w / 8 */
+#define Q8_W(h, w) (17 * ((w) / 8) + 1 + 4 * (h) + (w) % 8) /* block w / 8, codes 16 h.. */
+/* the scale of block k (in lane LANE(k)) */
+#define Q8_S(k) (17 * ((k) % 4))
+#define Q4_S(k)                                                                                \
+    ((k) <= 7 ? 9 * (k) : (k) <= 10 ? 9 * (k) - 64 : (k) <= 14 ? 9 * (k) - 96 : 9 * (k) - 80)
+#define ROW32(f, j)                                                                            \
+    {f(j, 0),  f(j, 1),  f(j, 2),  f(j, 3),  f(j, 4),  f(j, 5),  f(j, 6),  f(j, 7),             \
+     f(j, 8),  f(j, 9),  f(j, 10), f(j, 11), f(j, 12), f(j, 13), f(j, 14), f(j, 15),            \
+     f(j, 16), f(j, 17), f(j, 18), f(j, 19), f(j, 20), f(j, 21), f(j, 22), f(j, 23),            \
+     f(j, 24), f(j, 25), f(j, 26), f(j, 27), f(j, 28), f(j, 29), f(j, 30), f(j, 31)}
+#define BY_LANE(f, j) f(LANE(j)) /* lane j holds block LANE(j); lanes 16..31 unused */
+#define LANES(f)                                                                               \
+    {BY_LANE(f, 0),  BY_LANE(f, 1),  BY_LANE(f, 2),  BY_LANE(f, 3),  BY_LANE(f, 4),             \
+     BY_LANE(f, 5),  BY_LANE(f, 6),  BY_LANE(f, 7),  BY_LANE(f, 8),  BY_LANE(f, 9),             \
+     BY_LANE(f, 10), BY_LANE(f, 11), BY_LANE(f, 12), BY_LANE(f, 13), BY_LANE(f, 14),            \
+     BY_LANE(f, 15)}
+// clang-format on
+static const _Alignas(64) uint16_t q8_code_idx[2][32] = {ROW32(Q8_W, 0), ROW32(Q8_W, 1)};
+static const _Alignas(64) uint16_t q4_code_idx[4][32] = {ROW32(Q4_W, 0), ROW32(Q4_W, 1),
+                                                         ROW32(Q4_W, 2), ROW32(Q4_W, 3)};
+static const _Alignas(64) uint16_t q8_scale_idx[32] = LANES(Q8_S);
+static const _Alignas(64) uint16_t q4_scale_idx[32] = LANES(Q4_S);
+
+// clang-format off
+/* lanes l whose block LANE(l) satisfies lo <= LANE(l) <= hi */
+#define LANE_MASK(lo, hi)                                                                      \
+    ((__mmask32)((LANE(0) >= (lo) && LANE(0) <= (hi)) << 0 |                                   \
+                 (LANE(1) >= (lo) && LANE(1) <= (hi)) << 1 |                                   \
+                 (LANE(2) >= (lo) && LANE(2) <= (hi)) << 2 |                                   \
+                 (LANE(3) >= (lo) && LANE(3) <= (hi)) << 3 |                                   \
+                 (LANE(4) >= (lo) && LANE(4) <= (hi)) << 4 |                                   \
+                 (LANE(5) >= (lo) && LANE(5) <= (hi)) << 5 |                                   \
+                 (LANE(6) >= (lo) && LANE(6) <= (hi)) << 6 |                                   \
+                 (LANE(7) >= (lo) && LANE(7) <= (hi)) << 7 |                                   \
+                 (LANE(8) >= (lo) && LANE(8) <= (hi)) << 8 |                                   \
+                 (LANE(9) >= (lo) && LANE(9) <= (hi)) << 9 |                                   \
+                 (LANE(10) >= (lo) && LANE(10) <= (hi)) << 10 |                                \
+                 (LANE(11) >= (lo) && LANE(11) <= (hi)) << 11 |                                \
+                 (LANE(12) >= (lo) && LANE(12) <= (hi)) << 12 |                                \
+                 (LANE(13) >= (lo) && LANE(13) <= (hi)) << 13 |                                \
+                 (LANE(14) >= (lo) && LANE(14) <= (hi)) << 14 |                                \
+                 (LANE(15) >= (lo) && LANE(15) <= (hi)) << 15))
+// clang-format on
+
+#define Q8_WINDOWS 16
+#define Q4_WINDOWS 5
+
+/* 64 bytes at blk + off; in a tail group only the group's first nbytes are
+ * read (the rest is zero), so nothing past the row's last block is touched. */
+ALWAYS_INLINE __m512i window(const uint8_t *blk, int off, int nbytes, int full) {
+    if (full) {
+        __m512i v = _mm512_loadu_si512((const void *)(blk + off));
+        // Keep the window in a register: the compiler would otherwise fold the
+        // load into each of its two or three uses and read it that many times.
+        __asm__("" : "+v"(v));
+        return v;
+    }
+    const int n = nbytes - off < 0 ? 0 : nbytes - off > 64 ? 64 : nbytes - off;
+    const __mmask64 m = n == 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+    return _mm512_maskz_loadu_epi8(m, blk + off);
+}
+
+/* The windows of a group with nvalid blocks (GROUP outside a row's tail). */
+ALWAYS_INLINE void load_windows(__m512i *win, const uint8_t *blk, int q4, int nvalid) {
+    const int full = nvalid == GROUP;
+    if (q4) {
+        static const int off[Q4_WINDOWS] = {0, 64, 128, 192, 224};
+        for (int i = 0; i < Q4_WINDOWS; i++) {
+            win[i] = window(blk, off[i], nvalid * KZ_Q4_0_BLOCK_BYTES, full);
+        }
+    } else {
+        static const int off[4] = {0, 64, 8, 72};
+        for (int i = 0; i < Q8_WINDOWS; i++) {
+            win[i] = window(blk, 136 * (i / 4) + off[i % 4], nvalid * KZ_Q8_0_BLOCK_BYTES, full);
+        }
+    }
+}
+
+ALWAYS_INLINE __m512i pick(__m512i lo, const uint16_t *idx, __m512i hi) {
+    return _mm512_permutex2var_epi16(lo, _mm512_load_si512((const void *)idx), hi);
+}
+
+/* Integer dot products of the 16 blocks of group g (windows win) with nt (1
+ * or 2) tokens, folded and offset: r[t] lane LANE(k) = exact sum_i c_i q_i of
+ * block k. */
+ALWAYS_INLINE void group_dots(__m512i r[2], const __m512i *win, const act *a, size_t g, int nt,
+                              int q4, int vnni) {
+    __m512i quad[2][4];
+    if (q4) {
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        for (int j = 0; j < 4; j++) {
+            const __m512i w = pick(win[j], q4_code_idx[j], win[j + 1]);
+            const __m512i wl = _mm512_and_si512(w, low4);
+            const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xq = a[t].q + (g * GROUP / 4 + (size_t)j) * 128;
+                const __m512i xl = _mm512_load_si512((const void *)xq);
+                const __m512i xh = _mm512_load_si512((const void *)(xq + 64));
+                if (vnni) {
+                    quad[t][j] = dpbusd(dpbusd(_mm512_setzero_si512(), wl, xl), wh, xh);
+                } else {
+                    const __m512i s16 = _mm512_add_epi16(_mm512_maddubs_epi16(wl, xl),
+                                                         _mm512_maddubs_epi16(wh, xh));
+                    quad[t][j] = _mm512_madd_epi16(s16, _mm512_set1_epi16(1));
+                }
+            }
+        }
+    } else {
+        // The sign of w moves onto q_x (masked subtract from zero: AVX-512 has no
+        // byte sign instruction), so |w| (0..128) is the unsigned operand.
+        const __m512i z = _mm512_setzero_si512();
+        const __m512i one = _mm512_set1_epi16(1);
+        for (int j = 0; j < 4; j++) {
+            const __m512i wl = pick(win[4 * j], q8_code_idx[0], win[4 * j + 1]);
+            const __m512i wh = pick(win[4 * j + 2], q8_code_idx[1], win[4 * j + 3]);
+            const __m512i al = _mm512_abs_epi8(wl), ah = _mm512_abs_epi8(wh);
+            const __mmask64 nl = _mm512_movepi8_mask(wl), nh = _mm512_movepi8_mask(wh);
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xq = a[t].q + (g * GROUP / 4 + (size_t)j) * 128;
+                const __m512i xl = _mm512_load_si512((const void *)xq);
+                const __m512i xh = _mm512_load_si512((const void *)(xq + 64));
+                const __m512i sl = _mm512_mask_sub_epi8(xl, nl, z, xl);
+                const __m512i sh = _mm512_mask_sub_epi8(xh, nh, z, xh);
+                if (vnni) {
+                    quad[t][j] = dpbusd(dpbusd(z, al, sl), ah, sh);
+                } else { // maddubs pairs reach 2 * 128 * 127: widen each half before adding
+                    quad[t][j] =
+                        _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(al, sl), one),
+                                         _mm512_madd_epi16(_mm512_maddubs_epi16(ah, sh), one));
+                }
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        r[t] = fold_quads(quad[t][0], quad[t][1], quad[t][2], quad[t][3], 0);
+        if (q4) {
+            r[t] = _mm512_add_epi32(r[t], _mm512_load_si512((const void *)(a[t].off + g * GROUP)));
+        }
+    }
+}
+
+/* The 16 fp16 scales of a group (windows win) as floats in lane order. The
+ * window pairs are permuted independently and blended, which keeps the chain
+ * short (masked permutes into one register would serialise them). */
+ALWAYS_INLINE __m512 group_scales(const __m512i *win, int q4) {
+    __m512i h;
+    if (q4) {
+        const __m512i idx = _mm512_load_si512((const void *)q4_scale_idx);
+        const __m512i a = _mm512_permutex2var_epi16(win[0], idx, win[1]);
+        const __m512i b = _mm512_permutex2var_epi16(win[2], idx, win[3]);
+        const __m512i c = _mm512_permutex2var_epi16(win[3], idx, win[4]);
+        h = _mm512_mask_blend_epi16(LANE_MASK(11, 15),
+                                    _mm512_mask_blend_epi16(LANE_MASK(8, 10), a, b), c);
+    } else {
+        const __m512i idx = _mm512_load_si512((const void *)q8_scale_idx);
+        const __m512i a = _mm512_permutex2var_epi16(win[0], idx, win[1]);
+        const __m512i b = _mm512_permutex2var_epi16(win[4], idx, win[5]);
+        const __m512i c = _mm512_permutex2var_epi16(win[8], idx, win[9]);
+        const __m512i d = _mm512_permutex2var_epi16(win[12], idx, win[13]);
+        h = _mm512_mask_blend_epi16(LANE_MASK(8, 15),
+                                    _mm512_mask_blend_epi16(LANE_MASK(4, 7), a, b),
+                                    _mm512_mask_blend_epi16(LANE_MASK(12, 15), c, d));
+    }
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+}
+
+ALWAYS_INLINE void group_step(__m512 acc[2], const uint8_t *blk, const act *a, size_t g, int nt,
+                              int q4, int vnni, int nvalid) {
+    __m512i win[Q8_WINDOWS];
+    load_windows(win, blk, q4, nvalid);
+    __m512i r[2];
+    group_dots(r, win, a, g, nt, q4, vnni);
+    const __m512 dw = group_scales(win, q4);
+    for (int t = 0; t < nt; t++) {
+        const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(a[t].d + g * GROUP));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r[t]), s, acc[t]);
+    }
+}
+
+ALWAYS_INLINE float hsum(__m512 s) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
                              _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
     __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
@@ -88,110 +416,61 @@ ALWAYS_INLINE float hsum(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     return _mm_cvtss_f32(q);
 }
 
-/* Blocks b and b + 1 of one row (only b when single) against nt (1 or 2)
- * tokens, into acc[t][k]. q4 selects the format at compile time. */
-ALWAYS_INLINE void pair_step(__m512 acc[2][4], int k, const uint8_t *blk, const act *a, size_t b,
-                             int nt, int q4, int single) {
-    const __m512i ones = _mm512_set1_epi16(1);
+/* Rows [o0, o1) of one chunk (cn blocks from block c0 of each row) against
+ * the nt tokens of a: y[t * ldy + o] = the dot product, or y + it when
+ * accumulate (a later chunk). */
+ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0,
+                              size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int nt,
+                              int q4, int vnni) {
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    const float dw0 = kz_quant_scale(blk);
-    const float dw1 = single ? 0.0f : kz_quant_scale(blk + bsize);
-    __m512i wv;
-    __m512i wabs = _mm512_setzero_si512();
-    __mmask64 wneg = 0;
-    if (q4) {
-        const __m128i r0 = _mm_loadu_si128((const __m128i *)(blk + 2));
-        const __m128i r1 =
-            single ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(blk + bsize + 2));
-        const __m256i raw = _mm256_set_m128i(r1, r0);
-        // [b0, b1, b0 >> 4, b1 >> 4] -> [b0 lo, b0 hi, b1 lo, b1 hi] in 128-bit lanes
-        const __m512i z =
-            _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
-        wv = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0)),
-                              _mm512_set1_epi8(0x0f));
-    } else {
-        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + 2));
-        const __m256i w1 = single ? _mm256_setzero_si256()
-                                  : _mm256_loadu_si256((const __m256i *)(blk + bsize + 2));
-        wv = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
-        wabs = _mm512_abs_epi8(wv);
-        wneg = _mm512_movepi8_mask(wv);
-    }
-    for (int t = 0; t < nt; t++) {
-        const int8_t *xq = a[t].q + b * KZ_QK;
-        const __m512i xv = single ? _mm512_zextsi256_si512(_mm256_load_si256((const __m256i *)xq))
-                                  : _mm512_load_si512((const void *)xq);
-        __m512i p;
-        if (q4) {
-            p = _mm512_madd_epi16(_mm512_maddubs_epi16(wv, xv), ones);
-            p = _mm512_add_epi32(
-                p, _mm512_maskz_expandloadu_epi32(single ? 0x0001 : 0x0101, a[t].off + b));
-        } else {
-            const __m512i xs = _mm512_mask_sub_epi8(xv, wneg, _mm512_setzero_si512(), xv);
-            p = _mm512_madd_epi16(_mm512_maddubs_epi16(wabs, xs), ones);
-        }
-        const float s1 = single ? 0.0f : dw1 * a[t].d[b + 1];
-        const __m512 sv =
-            _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(dw0 * a[t].d[b]), _mm512_set1_ps(s1));
-        acc[t][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sv, acc[t][k]);
-    }
-}
-
-/* Dot products of one row's nb blocks with nt tokens; pair j (blocks 2j, 2j + 1)
- * feeds acc[j % 4]. */
-ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t nb, int nt,
-                            int q4) {
-    const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    const size_t n_pairs = (nb + 1) / 2; // the last one half-full when nb is odd
-    __m512 acc[2][4];
-    for (int t = 0; t < 2; t++) {
-        for (int k = 0; k < 4; k++) {
-            acc[t][k] = _mm512_setzero_ps();
-        }
-    }
-    size_t j = 0;
-    for (; j + 4 <= nb / 2; j += 4) {
-        for (int k = 0; k < 4; k++) {
-            const size_t b = 2 * (j + (size_t)k);
-            pair_step(acc, k, row + b * bsize, a, b, nt, q4, 0);
-        }
-    }
-    for (int k = 0; k < 4; k++) { // <= 3 full pairs and a half one; constant indices
-        const size_t b = 2 * (j + (size_t)k);
-        if (j + (size_t)k < n_pairs) {
-            if (b + 1 < nb) {
-                pair_step(acc, k, row + b * bsize, a, b, nt, q4, 0);
-            } else {
-                pair_step(acc, k, row + b * bsize, a, b, nt, q4, 1);
+    const size_t gbytes = GROUP * bsize;
+    const size_t ahead = q4 ? PREFETCH_Q4 : PREFETCH_Q8;
+    const size_t full = cn / GROUP;
+    const int tail = (int)(cn % GROUP);
+    for (size_t o = o0; o < o1; o++) {
+        const uint8_t *row = w + (o * nb + c0) * bsize;
+        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (size_t g = 0; g < full; g++) {
+            const uint8_t *blk = row + g * gbytes;
+            // One prefetch per 64 bytes of the row stream (consecutive rows are
+            // contiguous: within a chunk, the prefetches run into the next rows).
+            for (size_t i = 0; i < gbytes; i += 64) {
+                _mm_prefetch((const char *)blk + ahead + i, _MM_HINT_T0);
             }
+            group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
+        }
+        if (tail) {
+            group_step(acc, row + full * gbytes, a, full, nt, q4, vnni, tail);
+        }
+        for (int t = 0; t < nt; t++) {
+            float *yp = y + (size_t)t * ldy + o;
+            const float v = hsum(acc[t]);
+            *yp = accumulate ? *yp + v : v;
         }
     }
-    for (int t = 0; t < nt; t++) {
-        out[t] = hsum(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
-    }
 }
 
-static void rows_q8(float *out, const uint8_t *row, const act *a, size_t nb, int nt) {
-    if (nt == 2) {
-        row_dots(out, row, a, nb, 2, 0);
-    } else {
-        row_dots(out, row, a, nb, 1, 0);
-    }
-}
+typedef void (*chunk_fn)(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,
+                         size_t o0, size_t o1, const act *a, int accumulate);
 
-static void rows_q4(float *out, const uint8_t *row, const act *a, size_t nb, int nt) {
-    if (nt == 2) {
-        row_dots(out, row, a, nb, 2, 1);
-    } else {
-        row_dots(out, row, a, nb, 1, 1);
+#define CHUNK_FN(name, nt, q4, vnni)                                                               \
+    static void name(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,      \
+                     size_t o0, size_t o1, const act *a, int accumulate) {                         \
+        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, nt, q4, vnni);                    \
     }
-}
+CHUNK_FN(chunk_q8_1, 1, 0, 0)
+CHUNK_FN(chunk_q8_2, 2, 0, 0)
+CHUNK_FN(chunk_q8_1v, 1, 0, 1)
+CHUNK_FN(chunk_q8_2v, 2, 0, 1)
+CHUNK_FN(chunk_q4_1, 1, 1, 0)
+CHUNK_FN(chunk_q4_2, 2, 1, 0)
+CHUNK_FN(chunk_q4_1v, 1, 1, 1)
+CHUNK_FN(chunk_q4_2v, 2, 1, 1)
 
 static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                      size_t n_tok, size_t o0, size_t o1, int q4) {
     KZ_ASSERT(n_in % KZ_QK == 0);
     const size_t nb = n_in / KZ_QK;
-    const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
     if (nb == 0) { // empty dot products, as the definition: 0
         for (size_t t = 0; t < n_tok; t++) {
             for (size_t o = o0; o < o1; o++) {
@@ -200,27 +479,21 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         }
         return;
     }
+    static const chunk_fn fns[2][2][2] = {
+        {{chunk_q8_1, chunk_q8_2}, {chunk_q8_1v, chunk_q8_2v}},
+        {{chunk_q4_1, chunk_q4_2}, {chunk_q4_1v, chunk_q4_2v}},
+    };
+    const int vnni = use_vnni();
     act a[2];
     for (size_t t = 0; t < n_tok; t += 2) {
         const int nt = n_tok - t >= 2 ? 2 : 1;
+        const chunk_fn fn = fns[q4][vnni][nt - 1];
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
             for (int k = 0; k < nt; k++) {
-                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn);
+                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4);
             }
-            for (size_t o = o0; o < o1; o++) {
-                const uint8_t *row = (const uint8_t *)w + (o * nb + c0) * bsize;
-                float r[2];
-                if (q4) {
-                    rows_q4(r, row, a, cn, nt);
-                } else {
-                    rows_q8(r, row, a, cn, nt);
-                }
-                for (int k = 0; k < nt; k++) {
-                    float *yp = y + (t + (size_t)k) * ldy + o;
-                    *yp = c0 == 0 ? r[k] : *yp + r[k];
-                }
-            }
+            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0);
         }
     }
 }
