@@ -32,10 +32,6 @@
 #include <string.h>
 #include <time.h>
 
-#ifdef KZ_HAVE_X86
-int kz_quant_avx512_set_vnni(int allow); /* x86/quant_avx512.c */
-#endif
-
 static double min_seconds = 1.0;
 static int n_threads = 1;
 static volatile float sink;

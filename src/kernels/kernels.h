@@ -346,4 +346,8 @@ KZ_QUANT_DECL(avx2)
 KZ_QUANT_DECL(avx512)
 KZ_QUANT_DECL(neon) /* arm/quant_neon.c */
 
+/* x86/quant_avx512.c: allow (1) or forbid (0) its VNNI path (both give identical bits);
+ * returns whether the CPU has VNNI. For tests and benchmarks; x86 builds only. */
+int kz_quant_avx512_set_vnni(int allow);
+
 #endif

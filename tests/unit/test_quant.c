@@ -41,10 +41,6 @@
 #include "kernels/quant.h"
 #include "test.h"
 
-#ifdef KZ_HAVE_X86
-int kz_quant_avx512_set_vnni(int allow); /* x86/quant_avx512.c: tests and benchmarks only */
-#endif
-
 static uint64_t rng = 88172645463325252ull;
 
 static uint64_t next_u64(void) {

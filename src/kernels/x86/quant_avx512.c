@@ -101,7 +101,6 @@ static int use_vnni(void) {
 /* Lets tests and benchmarks run the plain integer path on a VNNI CPU (allow =
  * 0) and switch back (allow = 1); not to be called while a matmul runs.
  * Returns 1 if the kernels now use VNNI. Both paths give identical bits. */
-int kz_quant_avx512_set_vnni(int allow);
 int kz_quant_avx512_set_vnni(int allow) {
     __atomic_store_n(&vnni_allowed, allow ? 1 : 0, __ATOMIC_RELAXED);
     return use_vnni();
