@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "io/json.h"
+#include "model/gguf_layout.h"
 #include "runtime/error.h"
 
 static char *join(const char *dir, const char *name) {
@@ -142,6 +143,10 @@ static kz_status build_description(kz_model *m) {
     }
     char *b = m->description;
     int w = snprintf(b, n, "path: %s\n", m->path);
+    const kz_gguf_kv *recipe = m->gguf ? kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_RECIPE) : NULL;
+    if (recipe && recipe->strings) {
+        w += snprintf(b + w, n - (size_t)w, "file: GGUF, recipe %s\n", recipe->strings[0]);
+    }
     if (m->has_tts) {
         w += snprintf(b + w, n - (size_t)w, "type: Qwen3-TTS checkpoint\n");
         kz_tts_config_describe(&m->cfg, b + w, n - (size_t)w);

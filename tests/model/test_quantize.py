@@ -83,7 +83,8 @@ def test_exact(a, models):
         check(d.returncode == 0 and g.returncode == 0 and d.stdout == g.stdout,
               f"{cmd[0]} from GGUF differs: {g.stdout!r} vs {d.stdout!r} {g.stderr!r}")
     info = run([a.kztts, "info", "-m", models["q8_0"]])
-    check(info.returncode == 0 and b"Q8_0" in info.stdout, f"info: {info.stdout!r}")
+    check(info.returncode == 0 and b"Q8_0" in info.stdout and b"recipe q8_0" in info.stdout,
+          f"info: {info.stdout!r}")
 
 
 def test_codec_only(a):
