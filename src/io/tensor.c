@@ -14,6 +14,18 @@
 #include "kernels/quant.h"
 #include "runtime/error.h"
 
+size_t kz_dtype_row_bytes(kz_dtype dtype, size_t n) {
+    switch (dtype) {
+    case KZ_DTYPE_Q8_0: return kz_q8_0_row_bytes(n);
+    case KZ_DTYPE_Q4_0: return kz_q4_0_row_bytes(n);
+    case KZ_DTYPE_F16:
+    case KZ_DTYPE_BF16: return 2 * n;
+    case KZ_DTYPE_F32: return 4 * n;
+    case KZ_DTYPE_OTHER: break;
+    }
+    return 0;
+}
+
 void kz_tensor_format_shape(char *buf, size_t buf_bytes, int n_dims, const int64_t *shape) {
     size_t used = (size_t)snprintf(buf, buf_bytes, "[");
     for (int i = 0; i < n_dims && used < buf_bytes; i++) {

@@ -38,6 +38,10 @@ typedef struct kz_tensor {
     const void *data;       /* points into the mapping, do not free */
 } kz_tensor;
 
+/* Bytes of n consecutive elements of dtype (n a multiple of 32 for Q8_0 / Q4_0):
+ * one row of a matrix with n columns. 0 for KZ_DTYPE_OTHER. */
+size_t kz_dtype_row_bytes(kz_dtype dtype, size_t n);
+
 /* "[d0, d1, ...]" into buf. */
 void kz_tensor_format_shape(char *buf, size_t buf_bytes, int n_dims, const int64_t *shape);
 

@@ -180,7 +180,7 @@ static inline void kz_quant_act_block(int8_t *q, float *d, int32_t *sum, const f
 int kz_quantize_row_q8_0(void *dst, const float *x, size_t n);
 int kz_quantize_row_q4_0(void *dst, const float *x, size_t n);
 
-/* q4_0 with a least-squares scale search per block (quant_search.c): the same
+/* q4_0 with a least-squares scale search per block (quant_ref.c): the same
  * format, never a larger squared error than kz_quantize_row_q4_0. Used by the
  * model quantizer; slower (about 20 candidate scales per block). */
 int kz_quantize_row_q4_0_search(void *dst, const float *x, size_t n);

@@ -12,16 +12,6 @@
 #include "kernels/quant.h"
 #include "runtime/error.h"
 
-/* Bytes of one row of m. */
-static size_t row_bytes(kz_dtype dtype, size_t cols) {
-    switch (dtype) {
-    case KZ_DTYPE_Q8_0: return kz_q8_0_row_bytes(cols);
-    case KZ_DTYPE_Q4_0: return kz_q4_0_row_bytes(cols);
-    case KZ_DTYPE_BF16: return cols * 2;
-    default: return cols * 4;
-    }
-}
-
 static kz_status check_dtype(const kz_weights *f, const kz_tensor *t, int64_t cols) {
     const char *path = kz_weights_path(f);
     switch (t->dtype) {
@@ -57,8 +47,8 @@ kz_status kz_matrix_bind(kz_matrix *m, const kz_weights *f, const char *name, in
     if (st != KZ_OK) {
         return st;
     }
-    *m = (kz_matrix){.data = t->data, .dtype = t->dtype, .rows = (size_t)rows,
-                     .cols = (size_t)cols, .row_bytes = row_bytes(t->dtype, (size_t)cols)};
+    *m = (kz_matrix){.data = t->data, .dtype = t->dtype, .rows = (size_t)rows, .cols = (size_t)cols,
+                     .row_bytes = kz_dtype_row_bytes(t->dtype, (size_t)cols)};
     return KZ_OK;
 }
 

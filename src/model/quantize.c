@@ -83,16 +83,6 @@ static bool gguf_type(kz_dtype d, kz_gguf_tensor_type *out) {
     return false;
 }
 
-static size_t row_bytes(kz_dtype d, size_t n) {
-    switch (d) {
-    case KZ_DTYPE_Q8_0: return kz_q8_0_row_bytes(n);
-    case KZ_DTYPE_Q4_0: return kz_q4_0_row_bytes(n);
-    case KZ_DTYPE_F16:
-    case KZ_DTYPE_BF16: return 2 * n;
-    default: return 4 * n;
-    }
-}
-
 /* f32 -> bf16 bits, round to nearest even (NaN stays NaN). */
 static uint16_t to_bf16(float f) {
     uint32_t x;
@@ -186,16 +176,16 @@ static kz_status fill_model_tensor(void *user, const char *name, void *dst, size
         j->row = grown;
         j->row_cap = cols;
     }
-    KZ_ASSERT(rows * row_bytes(d, cols) == n_bytes);
+    KZ_ASSERT(rows * kz_dtype_row_bytes(d, cols) == n_bytes);
     for (size_t r = 0; r < rows; r++) {
         kz_tensor row = *t;
         row.n_elements = cols;
-        row.data = (const uint8_t *)t->data + r * row_bytes(t->dtype, cols);
+        row.data = (const uint8_t *)t->data + r * kz_dtype_row_bytes(t->dtype, cols);
         kz_status st = kz_tensor_to_f32(&row, j->row);
         if (st != KZ_OK) {
             return st;
         }
-        convert_row(d, j->row, cols, (uint8_t *)dst + r * row_bytes(d, cols));
+        convert_row(d, j->row, cols, (uint8_t *)dst + r * kz_dtype_row_bytes(d, cols));
     }
     kz_weights_release(j->m->main_w, t);
     return KZ_OK;
@@ -221,7 +211,7 @@ static kz_status add_model_tensors(job *j, kz_gguf_writer *w) {
         snprintf(name, sizeof name, "%s%s", KZ_GGUF_PREFIX_MODEL, t->name);
         st = kz_gguf_writer_add_tensor_fn(w, name, type, t->n_dims, t->shape, fill_model_tensor, j);
         size_t cols = (size_t)t->shape[t->n_dims - 1];
-        count(j, d, t->n_elements / cols * row_bytes(d, cols));
+        count(j, d, t->n_elements / cols * kz_dtype_row_bytes(d, cols));
     }
     return st;
 }

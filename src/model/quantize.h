@@ -13,7 +13,7 @@
  *   q8_0   every talker matrix Q8_0: the 28 + 5 transformer layers' projections,
  *          the embeddings, the codec heads, the text projection
  *   q4_0   transformer layers' q/k/v/o/gate/up/down projections Q4_0 (with the
- *          least-squares scale search, quant_search.c); embeddings, heads and the
+ *          least-squares scale search, ref/quant_ref.c); embeddings, heads and the
  *          text projection Q8_0 (the fastest recipe)
  *   q4_mlp only the layers' MLP projections (gate/up/down) Q4_0, attention Q8_0
  *          (more accurate, ~70 % of q8_0's bytes)

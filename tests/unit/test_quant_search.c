@@ -1,6 +1,6 @@
 /*
- * test_quant_search.c - the q4_0 quantizer with a scale search (kernels/ref/
- * quant_search.c) against the plain one (quant_ref.c).
+ * test_quant_search.c - the q4_0 quantizer with a scale search
+ * (kz_quantize_row_q4_0_search) against the plain one, both in kernels/ref/quant_ref.c.
  *
  * Data flow: blocks of random Gaussian weights at magnitudes from fp16-subnormal
  * scales to near the fp16 limit, plus hand-made blocks (zeros, one spike, a
