@@ -111,9 +111,11 @@ typedef struct kz_model_params {
 KZ_API void kz_model_default_params(kz_model_params *params);
 
 /* Loads a model from `path`: a Qwen3-TTS checkpoint directory as released
- * (config.json, model.safetensors, speech_tokenizer/), or a codec-only directory
+ * (config.json, model.safetensors, speech_tokenizer/), a codec-only directory
  * (Qwen3-TTS-Tokenizer-12Hz: config.json of model_type qwen3_tts_tokenizer_12hz
- * and model.safetensors). Every header and shape is validated. On success
+ * and model.safetensors), or a single .gguf file written by `kztts quantize`
+ * (weights mapped in place, configs and tokenizer inside). Every header and shape
+ * is validated. On success
  * *out owns the model (kz_model_free). On failure *out is NULL. */
 KZ_API kz_status kz_model_load(const char *path, const kz_model_params *params, kz_model **out);
 
