@@ -154,18 +154,31 @@ KZ_API void kz_ids_free(int32_t *ids);
 
 typedef struct kz_session kz_session;
 
+/* How the two synthesis stages share the cores. */
+typedef enum kz_schedule {
+    KZ_SCHEDULE_AUTO = 0,    /* KZ_SCHEDULE_TURNS */
+    KZ_SCHEDULE_TURNS = 1,   /* the stages take turns, each with all its threads: the
+                                talker/code predictor step of a frame, then a codec chunk
+                                whenever one is ready (the codec goes first). Best where
+                                one core cannot saturate memory (measured on 2 cores,
+                                docs/PERF.md) */
+    KZ_SCHEDULE_OVERLAP = 2, /* the stages run at the same time on their own threads */
+} kz_schedule;
+
 typedef struct kz_session_params {
     int32_t n_threads;       /* threads for kz_decode incl. the caller, 1..256. Default 0 =
                                 number of online CPUs (at most 8). */
     int32_t n_threads_lm;    /* synthesis: threads of the talker + code predictor stage,
                                 which runs on its own thread. 0 (default) = n_threads */
     int32_t n_threads_codec; /* synthesis: threads of the codec stage, which runs on the
-                                calling thread. 0 (default) = n_threads / 2 (at least 1) */
+                                calling thread. 0 (default) = n_threads with
+                                KZ_SCHEDULE_TURNS, n_threads / 2 (at least 1) with
+                                KZ_SCHEDULE_OVERLAP */
+    kz_schedule schedule;    /* default KZ_SCHEDULE_AUTO */
 } kz_session_params;
 
-/* Defaults: n_threads = 0, n_threads_lm = 0, n_threads_codec = 0 (auto: on 2 cores 2 + 1,
- * on 4 cores 4 + 2, on 8 cores 8 + 4; the memory-bound LM stage shares cores with the
- * compute-bound codec, which measured best on 2 cores, docs/PERF.md). */
+/* Defaults: n_threads = 0, n_threads_lm = 0, n_threads_codec = 0, schedule AUTO (the
+ * stages take turns, each with every core; docs/PERF.md has the measurements). */
 KZ_API void kz_session_default_params(kz_session_params *params);
 
 /* Creates a session on `model` (which must outlive it). */

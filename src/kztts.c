@@ -119,6 +119,12 @@ kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
                             (int)params->n_threads, (int)params->n_threads_lm,
                             (int)params->n_threads_codec);
     }
+    if (params->schedule != KZ_SCHEDULE_AUTO && params->schedule != KZ_SCHEDULE_TURNS &&
+        params->schedule != KZ_SCHEDULE_OVERLAP) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_session_new: schedule %d is not a kz_schedule value",
+                            (int)params->schedule);
+    }
     return kz_session_create(model, params, out);
 }
 

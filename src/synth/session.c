@@ -23,11 +23,14 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     }
     s->model = model;
     int n_threads = params->n_threads > 0 ? params->n_threads : auto_threads();
-    // Default split, measured on 2 cores (docs/PERF.md): the LM stage is memory-bound and
-    // the bottleneck, so it gets every thread; the compute-bound codec gets half of them
-    // and shares the cores.
+    // Default split (docs/PERF.md, 2 cores): with turns each stage gets every thread; when
+    // the stages overlap, the memory-bound LM stage (the bottleneck) gets every thread and
+    // the compute-bound codec half of them, sharing the cores.
+    s->turns = params->schedule != KZ_SCHEDULE_OVERLAP;
     int n_lm = params->n_threads_lm > 0 ? params->n_threads_lm : n_threads;
-    int n_codec = params->n_threads_codec > 0 ? params->n_threads_codec : n_threads / 2;
+    int n_codec = params->n_threads_codec > 0 ? params->n_threads_codec
+                  : s->turns                  ? n_threads
+                                              : n_threads / 2;
     n_codec = n_codec < 1 ? 1 : n_codec;
     kz_status st = kz_pool_new(n_threads, &s->pool);
     st = st == KZ_OK ? kz_pool_new(n_lm, &s->lm_pool) : st;

@@ -35,6 +35,7 @@ struct kz_session {
     kz_pool *pool;                 /* all threads: kz_decode */
     kz_pool *lm_pool;              /* synthesis: talker + code predictor stage */
     kz_pool *codec_pool;           /* synthesis: codec stage (calling thread) */
+    bool turns;                    /* KZ_SCHEDULE_TURNS: the stages take turns */
     kz_exec exec;                  /* codec work (its own FLOP counter) */
     kz_exec lm;                    /* talker work (prompt and steps) */
     kz_exec cp;                    /* code predictor work */

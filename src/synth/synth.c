@@ -15,6 +15,16 @@
  * buffers are allocated before the threads start. Both callbacks run on the
  * calling thread. The codes and audio do not depend on the chunk sizes or the
  * thread counts.
+ *
+ * Turns (session schedule KZ_SCHEDULE_TURNS, the default): the two stages do not
+ * compute at the same time, each uses all its threads while it holds the turn.
+ * The LM thread holds it for the prefill, and for each frame's talker step +
+ * sampling + code predictor; it lets go while it pushes the frame and builds the
+ * next input (which may wait for streamed text). The codec takes the turn for
+ * each chunk decode (never during the callbacks) and goes first: once the frames
+ * it waits for are queued, the LM thread does not take the turn again before
+ * the codec has decoded them. State and waits share the queue's lock and
+ * condition variable. With KZ_SCHEDULE_OVERLAP the turn calls do nothing.
  */
 #include "synth/synth.h"
 
@@ -35,6 +45,10 @@ typedef struct frame_queue {
     size_t capacity;        /* max(QUEUE_FRAMES, largest chunk): a chunk always fits */
     size_t head, count;     /* next frame to pop, frames queued */
     bool ended;             /* the LM thread pushed its last frame */
+    size_t want;            /* frames the codec waits for (0: not waiting) */
+    bool lm_turn;           /* turns: the LM stage computes */
+    bool codec_turn;        /* turns: the codec stage computes */
+    bool codec_next;        /* turns: the codec popped frames and takes the turn next */
     pthread_mutex_t lock;
     pthread_cond_t changed; /* signalled on push, pop, end and cancel */
 } frame_queue;
@@ -166,8 +180,7 @@ static kz_status first_text(synth *y) {
 
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
-    kz_status st = y->streaming_text ? first_text(y) : KZ_OK;
-    st = st ? st : kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker, &y->ts,
+    kz_status st = kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker, &y->ts,
                                    &y->s->lm);
     if (st == KZ_OK) {
         observe(y, "prefill_rows", y->prompt.rows, y->prompt.n_rows,
@@ -277,6 +290,34 @@ static bool push_frame(synth *y) {
     return ok;
 }
 
+/* Turns: the LM stage waits until the codec neither computes nor has the frames it
+ * waits for; false if cancelled. */
+static bool lm_take_turn(synth *y) {
+    frame_queue *q = &y->q;
+    if (!y->s->turns) {
+        return !atomic_load(&y->cancel);
+    }
+    pthread_mutex_lock(&q->lock);
+    while ((q->codec_turn || q->codec_next || (q->want > 0 && q->count >= q->want)) &&
+           !atomic_load(&y->cancel)) {
+        pthread_cond_wait(&q->changed, &q->lock);
+    }
+    bool ok = !atomic_load(&y->cancel);
+    q->lm_turn = ok;
+    pthread_mutex_unlock(&q->lock);
+    return ok;
+}
+
+static void lm_end_turn(synth *y) {
+    frame_queue *q = &y->q;
+    if (y->s->turns) {
+        pthread_mutex_lock(&q->lock);
+        q->lm_turn = false;
+        pthread_cond_broadcast(&q->changed);
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
 /* c0 was picked: predict codebooks 1.., queue the frame, run the talker step. */
 static bool frame_step(synth *y, int32_t c0) {
     const kz_model *m = y->m;
@@ -291,8 +332,8 @@ static bool frame_step(synth *y, int32_t c0) {
     if (y->cp_logits) {
         observe(y, "cp_logits", y->cp_logits, (size_t)m->cp.n_steps, (size_t)m->cp.cfg.vocab_size);
     }
-    double t1 = now_ms();
-    y->s->stats.code_predictor_ms += t1 - t0 - y->cp_sampling_ms;
+    y->s->stats.code_predictor_ms += now_ms() - t0 - y->cp_sampling_ms;
+    lm_end_turn(y);
     if (!push_frame(y)) {
         return false;
     }
@@ -303,6 +344,10 @@ static bool frame_step(synth *y, int32_t c0) {
     y->n_frames++;
     y->s->stats.frames++;
     memcpy(y->emb, y->input, D * sizeof(float));
+    if (!lm_take_turn(y)) {
+        return false;
+    }
+    double t1 = now_ms();
     kz_talker_forward(&m->talker, &y->ts, &y->s->lm, y->emb, 1);
     y->s->stats.talker_ms += now_ms() - t1;
     return true;
@@ -324,19 +369,25 @@ static bool finished(const synth *y, int32_t c0) {
 
 static void *lm_thread(void *arg) {
     synth *y = arg;
-    y->lm_status = prefill(y);
-    while (y->lm_status == KZ_OK && !atomic_load(&y->cancel)) {
+    y->lm_status = y->streaming_text ? first_text(y) : KZ_OK;
+    bool turn = y->lm_status == KZ_OK && lm_take_turn(y);
+    y->lm_status = turn ? prefill(y) : y->lm_status;
+    while (turn && y->lm_status == KZ_OK && !atomic_load(&y->cancel)) {
         bool exact_done = y->plan->frames > 0 && y->n_frames >= y->plan->frames;
         int32_t c0 = exact_done ? -1 : pick_c0(y);
-        if (exact_done || finished(y, c0) || !frame_step(y, c0)) {
+        if (exact_done || finished(y, c0)) {
             break;
         }
+        // frame_step gives the turn back while it queues the frame and takes it again
+        // for the talker step; on failure it may hold it or not.
+        turn = frame_step(y, c0);
     }
     if (y->lm_status != KZ_OK) {
         snprintf(y->lm_error, sizeof y->lm_error, "%s", kz_error_get());
     }
     pthread_mutex_lock(&y->q.lock);
     y->q.ended = true;
+    y->q.lm_turn = false;
     pthread_cond_broadcast(&y->q.changed);
     pthread_mutex_unlock(&y->q.lock);
     return NULL;
@@ -349,9 +400,11 @@ static void *lm_thread(void *arg) {
 static size_t pop_frames(synth *y, size_t want, bool *last) {
     frame_queue *q = &y->q;
     pthread_mutex_lock(&q->lock);
+    q->want = want;
     while (q->count < want && !q->ended) {
         pthread_cond_wait(&q->changed, &q->lock);
     }
+    q->want = 0;
     size_t n = q->count < want ? q->count : want;
     for (size_t i = 0; i < n; i++) {
         memcpy(y->chunk + i * y->groups, q->codes + ((q->head + i) % q->capacity) * y->groups,
@@ -359,10 +412,36 @@ static size_t pop_frames(synth *y, size_t want, bool *last) {
     }
     q->head = (q->head + n) % q->capacity;
     q->count -= n;
+    q->codec_next = y->s->turns && n > 0;
     *last = q->ended && q->count == 0;
     pthread_cond_broadcast(&q->changed);
     pthread_mutex_unlock(&q->lock);
     return n;
+}
+
+/* Turns: waits for the LM stage to finish its step, then holds the turn. */
+static void codec_take_turn(synth *y) {
+    frame_queue *q = &y->q;
+    if (y->s->turns) {
+        pthread_mutex_lock(&q->lock);
+        while (q->lm_turn) {
+            pthread_cond_wait(&q->changed, &q->lock);
+        }
+        q->codec_turn = true;
+        q->codec_next = false;
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
+static void codec_end_turn(synth *y) {
+    frame_queue *q = &y->q;
+    if (y->s->turns) {
+        pthread_mutex_lock(&q->lock);
+        q->codec_turn = false;
+        q->codec_next = false;
+        pthread_cond_broadcast(&q->changed);
+        pthread_mutex_unlock(&q->lock);
+    }
 }
 
 static kz_status report_frames(synth *y, size_t n) {
@@ -386,7 +465,9 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
         return st;
     }
     if (n) {
+        codec_take_turn(y);
         kz_codec_decode(&y->m->decoder, &y->s->codec, &y->s->exec, y->chunk, n, y->pcm);
+        codec_end_turn(y);
         y->s->codec_frames += (int64_t)n;
     }
     int64_t pos = y->n_decoded;

@@ -59,6 +59,10 @@ def good_paths(k, model, work):
     r = run(k, ["synth", "-m", model, "-s", "ryan", "Hello world.", "--frames", "5", "--seed", "1",
                 "--threads", "1", "-o", "-", "--format", "f32"])
     check(r.returncode == 0 and r.stdout == a, "1 thread gives the same audio as all threads")
+    for schedule in ("turns", "overlap"):
+        r = run(k, ["synth", "-m", model, "-s", "ryan", "Hello world.", "--frames", "5", "--seed",
+                    "1", "--schedule", schedule, "-o", "-", "--format", "f32"])
+        check(r.returncode == 0 and r.stdout == a, f"--schedule {schedule} gives the same audio")
     wav = os.path.join(work, "b.wav")
     r = run(k, ["synth", "-m", model, "-s", "vivian", "-l", "english", "--greedy", "Hi!",
                 "--max-frames", "6", "-o", wav])
@@ -162,6 +166,7 @@ def bad_inputs(k, a, model, work):
     expect_error(k, "negative top-k", base + ["--top-k", "-5", "hi"], "--top-k", work)
     expect_error(k, "zero penalty", base + ["--repetition-penalty", "0", "hi"],
                  "repetition_penalty", work)
+    expect_error(k, "bad schedule", base + ["--schedule", "parallel", "hi"], "--schedule", work)
     expect_error(k, "bad token ids", base + ["--token-ids", "1,x"], "--token-ids", work)
     expect_error(k, "text and token ids", base + ["--token-ids", "1", "hi"], "not both", work)
     expect_error(k, "no tokenizer files", ["-m", a.tiny, "-s", "ryan", "hi"], "tokenizer", work)

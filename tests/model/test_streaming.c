@@ -4,13 +4,15 @@
  * argv[1]: the tiny checkpoint. With a fixed seed and text (token ids):
  *   - the streamed audio equals the offline decode (kz_decode_all, one pass) of
  *     the same codes, bit for bit;
- *   - first/steady chunk sizes 1, 2, 4, 25 and LM/codec thread splits (1,1) and
- *     (2,1) change neither codes nor audio;
+ *   - first/steady chunk sizes 1, 2, 4, 25, LM/codec thread splits (1,1) and
+ *     (2,1) and the two stage schedules (turns, overlap) change neither codes nor
+ *     audio (and never deadlock);
  *   - the audio callback sees increasing pos_frame, is_last exactly once, at the end;
  *   - cancelling from the audio or the frame callback at frame k returns
  *     KZ_STATUS_CANCELLED (the LM stage stops within a frame: at most the queue
  *     plus one frame generated after k), and the session then synthesizes the
- *     same audio again (ASan checks that nothing leaks).
+ *     same audio again (ASan checks that nothing leaks);
+ *   - out-of-range session parameters (schedule, thread counts) are refused.
  */
 #include <stdlib.h>
 
@@ -52,8 +54,8 @@ static bool on_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) {
     return pos != r->cancel_frame_at;
 }
 
-static kz_status synth(const kz_model *m, int lm, int codec, int first, int chunk, run *r,
-                       int64_t cancel_at, int64_t cancel_frame_at) {
+static kz_status synth(const kz_model *m, kz_schedule schedule, int lm, int codec, int first,
+                       int chunk, run *r, int64_t cancel_at, int64_t cancel_frame_at) {
     memset(r, 0, sizeof *r);
     r->order_ok = true;
     r->cancel_at = cancel_at;
@@ -63,6 +65,7 @@ static kz_status synth(const kz_model *m, int lm, int codec, int first, int chun
     sp.n_threads = lm + codec;
     sp.n_threads_lm = lm;
     sp.n_threads_codec = codec;
+    sp.schedule = schedule;
     kz_session *s;
     kz_status st = kz_session_new(m, &sp, &s);
     if (st != KZ_OK) {
@@ -132,28 +135,45 @@ int main(int argc, char **argv) {
     kz_model *m;
     CHECK(kz_model_load(argv[1], NULL, &m) == KZ_OK);
     run ref, r;
-    CHECK(synth(m, 1, 1, 1, 4, &ref, -1, -1) == KZ_OK);
+    CHECK(synth(m, KZ_SCHEDULE_OVERLAP, 1, 1, 1, 4, &ref, -1, -1) == KZ_OK);
     CHECK_EQ_INT(ref.n_samples, N_FRAMES * 1920);
     CHECK(ref.order_ok && ref.n_last == 1);
     check_offline(m, &ref);
     static const int chunks[] = {1, 2, 4, 25};
     static const int splits[][2] = {{1, 1}, {2, 1}};
+    static const kz_schedule schedules[] = {KZ_SCHEDULE_TURNS, KZ_SCHEDULE_OVERLAP};
     for (int c = 0; c < 4; c++) {
         for (int sp = 0; sp < 2; sp++) {
-            char what[64];
-            snprintf(what, sizeof what, "chunk %d, threads (%d,%d)", chunks[c], splits[sp][0],
-                     splits[sp][1]);
-            CHECK(synth(m, splits[sp][0], splits[sp][1], chunks[c], chunks[c], &r, -1, -1) == KZ_OK);
-            check_same(&ref, &r, what);
-            free(r.pcm);
+            for (int k = 0; k < 2; k++) {
+                char what[80];
+                snprintf(what, sizeof what, "chunk %d, threads (%d,%d), %s", chunks[c],
+                         splits[sp][0], splits[sp][1], k == 0 ? "turns" : "overlap");
+                CHECK(synth(m, schedules[k], splits[sp][0], splits[sp][1], chunks[c], chunks[c],
+                            &r, -1, -1) == KZ_OK);
+                check_same(&ref, &r, what);
+                free(r.pcm);
+            }
         }
     }
-    CHECK(synth(m, 1, 1, 1, 4, &r, 5, -1) == KZ_STATUS_CANCELLED);
-    check_same(&ref, &r, "after an audio-callback cancel");
-    free(r.pcm);
-    CHECK(synth(m, 2, 1, 2, 2, &r, -1, 7) == KZ_STATUS_CANCELLED);
-    check_same(&ref, &r, "after a frame-callback cancel");
-    free(r.pcm);
+    for (int k = 0; k < 2; k++) {
+        CHECK(synth(m, schedules[k], 1, 1, 1, 4, &r, 5, -1) == KZ_STATUS_CANCELLED);
+        check_same(&ref, &r, "after an audio-callback cancel");
+        free(r.pcm);
+        CHECK(synth(m, schedules[k], 2, 1, 2, 2, &r, -1, 7) == KZ_STATUS_CANCELLED);
+        check_same(&ref, &r, "after a frame-callback cancel");
+        free(r.pcm);
+    }
+    // Out-of-range session parameters are refused with a message.
+    kz_session_params bad;
+    kz_session_default_params(&bad);
+    bad.schedule = (kz_schedule)7;
+    kz_session *s = NULL;
+    CHECK(kz_session_new(m, &bad, &s) == KZ_STATUS_INVALID_ARGUMENT && s == NULL);
+    CHECK_STR_CONTAINS(kz_last_error(), "schedule 7");
+    kz_session_default_params(&bad);
+    bad.n_threads_codec = 257;
+    CHECK(kz_session_new(m, &bad, &s) == KZ_STATUS_INVALID_ARGUMENT && s == NULL);
+    CHECK_STR_CONTAINS(kz_last_error(), "n_threads_codec 257");
     free(ref.pcm);
     kz_model_free(m);
     return test_main_result("test_streaming");

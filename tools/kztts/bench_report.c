@@ -42,7 +42,8 @@ static void text_header(const bench_result *r) {
            (long long)r->frames, (long long)r->runs, (long long)r->chunk, r->kernels,
            r->threads);
     if (!r->decoder_only) {
-        printf(" (LM stage %d, codec stage %d)", r->threads_lm, r->threads_codec);
+        printf(" (LM stage %d, codec stage %d, %s)", r->threads_lm, r->threads_codec,
+               r->overlap ? "overlapping" : "taking turns");
     }
     printf("\n");
     text_machine(r);
@@ -187,6 +188,9 @@ void bench_print_json(const bench_result *r) {
     json_num(&j, "threads", r->threads, true);
     json_num(&j, "threads_lm", r->threads_lm, !r->decoder_only);
     json_num(&j, "threads_codec", r->threads_codec, true);
+    if (!r->decoder_only) {
+        json_str(&j, "schedule", r->overlap ? "overlap" : "turns");
+    }
     json_machine(&j, &r->machine);
     json_num(&j, "model_load_ms", r->load_ms, true);
     json_num(&j, "prompt_rows", (double)r->prompt_rows, !r->decoder_only);

@@ -52,6 +52,7 @@ typedef struct bench_result {
     const char *kernels;  /* kernel level of the model, e.g. "avx2" */
     int64_t frames, runs, chunk;
     int threads, threads_lm, threads_codec;
+    bool overlap;         /* the stages overlap (KZ_SCHEDULE_OVERLAP), else take turns */
     double load_ms;       /* kz_model_load wall time */
     double peak_rss_mb;   /* measured before the machine probes */
     bench_machine machine;

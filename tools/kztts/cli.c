@@ -30,14 +30,33 @@ static int parse_isa(const char *isa, kz_isa_cap *cap) {
 
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session) {
-    return cli_open_split(cmd, path, isa, n_threads, 0, 0, NULL, model, session);
+    const cli_engine e = {.isa = isa, .threads = n_threads};
+    return cli_open_engine(cmd, path, &e, model, session);
 }
 
-int cli_open_split(const char *cmd, const char *path, const char *isa, int n_threads, int n_lm,
-                   int n_codec, const char *codec_precision, kz_model **model,
-                   kz_session **session) {
+static int parse_schedule(const char *cmd, const char *name, kz_schedule *out) {
+    *out = KZ_SCHEDULE_AUTO;
+    if (!name || strcmp(name, "auto") == 0) {
+        return 0;
+    }
+    if (strcmp(name, "turns") == 0 || strcmp(name, "overlap") == 0) {
+        *out = name[0] == 't' ? KZ_SCHEDULE_TURNS : KZ_SCHEDULE_OVERLAP;
+        return 0;
+    }
+    fprintf(stderr, "kztts %s: --schedule must be auto, turns or overlap, got '%s'\n", cmd, name);
+    return -1;
+}
+
+int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,
+                    kz_session **session) {
     *model = NULL;
     *session = NULL;
+    const char *isa = e->isa ? e->isa : "auto", *codec_precision = e->codec_precision;
+    kz_session_params sp;
+    kz_session_default_params(&sp);
+    if (parse_schedule(cmd, e->schedule, &sp.schedule) != 0) {
+        return -1;
+    }
     kz_model_params mp;
     kz_model_default_params(&mp);
     if (parse_isa(isa, &mp.isa) != 0) {
@@ -62,11 +81,9 @@ int cli_open_split(const char *cmd, const char *path, const char *isa, int n_thr
         cli_report(cmd, st);
         return -1;
     }
-    kz_session_params sp;
-    kz_session_default_params(&sp);
-    sp.n_threads = n_threads;
-    sp.n_threads_lm = n_lm;
-    sp.n_threads_codec = n_codec;
+    sp.n_threads = e->threads;
+    sp.n_threads_lm = e->threads_lm;
+    sp.n_threads_codec = e->threads_codec;
     st = kz_session_new(*model, &sp, session);
     if (st != KZ_OK) {
         cli_report(cmd, st);

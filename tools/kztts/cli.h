@@ -24,11 +24,17 @@ int cmd_quantize(int argc, char **argv);
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session);
 
-/* cli_open with explicit LM / codec stage thread counts (0 = automatic) and the codec
- * precision name ("f32", "bf16"; NULL means f32). */
-int cli_open_split(const char *cmd, const char *path, const char *isa, int n_threads, int n_lm,
-                   int n_codec, const char *codec_precision, kz_model **model,
-                   kz_session **session);
+/* How a command runs the engine: ISA name, threads (0 = automatic), LM / codec stage
+ * threads (0 = automatic), codec precision name ("f32", "bf16"; NULL means f32) and
+ * stage schedule name ("turns", "overlap"; NULL means automatic). */
+typedef struct cli_engine {
+    const char *isa, *codec_precision, *schedule;
+    int threads, threads_lm, threads_codec;
+} cli_engine;
+
+/* cli_open with every engine option. */
+int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,
+                    kz_session **session);
 
 /* Prints "kztts CMD: <status>: <last error>" to stderr. */
 void cli_report(const char *cmd, kz_status st);

@@ -34,7 +34,7 @@
 #include "machine_peak.h"
 
 typedef struct bench_opts {
-    const char *model, *isa, *codec_precision;
+    const char *model, *isa, *codec_precision, *schedule;
     int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
     double peak_gbs, peak_gflops; /* 0 = measure */
     bool decoder_only, json, help;
@@ -52,13 +52,17 @@ static double peak_rss_mb(void) {
     return (double)ru.ru_maxrss / 1024.0;
 }
 
-/* The session's thread counts, resolved as kz_session_params documents its defaults:
- * all online CPUs (at most 8); the LM stage all of them, the codec stage half. */
+/* The session's thread counts and schedule, resolved as kz_session_params documents its
+ * defaults: all online CPUs (at most 8); the LM stage all of them, the codec stage all
+ * of them when the stages take turns, half when they overlap. */
 static void resolve_threads(const bench_opts *o, bench_result *r) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     r->threads = o->threads > 0 ? (int)o->threads : online < 1 ? 1 : online > 8 ? 8 : (int)online;
     r->threads_lm = o->threads_lm > 0 ? (int)o->threads_lm : r->threads;
-    r->threads_codec = o->threads_codec > 0 ? (int)o->threads_codec : r->threads / 2;
+    r->overlap = o->schedule && strcmp(o->schedule, "overlap") == 0;
+    r->threads_codec = o->threads_codec > 0 ? (int)o->threads_codec
+                       : r->overlap             ? r->threads / 2
+                                                : r->threads;
     r->threads_codec = r->threads_codec < 1 ? 1 : r->threads_codec;
     if (o->decoder_only) {
         r->threads_codec = r->threads; // kz_decode runs on the session's main pool
@@ -173,8 +177,9 @@ static int run_decoder(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
     double t0 = now_ms();
-    if (cli_open_split("bench", o->model, o->isa, (int)o->threads, 0, 0, o->codec_precision, &m,
-                       &s) != 0) {
+    const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
+                          .threads = (int)o->threads};
+    if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
     char kernels[32];
@@ -320,8 +325,10 @@ static int run_full(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
     double t0 = now_ms();
-    if (cli_open_split("bench", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
-                       (int)o->threads_codec, o->codec_precision, &m, &s) != 0) {
+    const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
+                          .schedule = o->schedule, .threads = (int)o->threads,
+                          .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
+    if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
     char kernels[32];
@@ -351,6 +358,7 @@ int cmd_bench(int argc, char **argv) {
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
         {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact) or bf16 (faster with AVX512_BF16)"},
+        {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
         {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
         {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
         {"--json", NULL, ARG_FLAG, &o.json, 0, 0, "print one JSON object instead of text"},

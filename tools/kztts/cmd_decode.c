@@ -48,8 +48,9 @@ static int run(const decode_opts *o) {
     }
     kz_model *model;
     kz_session *session;
-    if (cli_open_split("decode", o->model, o->isa, (int)o->threads, 0, 0, o->codec_precision,
-                       &model, &session) != 0) {
+    const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
+                          .threads = (int)o->threads};
+    if (cli_open_engine("decode", o->model, &e, &model, &session) != 0) {
         return 1;
     }
     int32_t *codes = NULL;

@@ -22,7 +22,7 @@
 
 typedef struct synth_opts {
     const char *model, *out, *format, *isa, *speaker, *language, *instruct, *token_ids;
-    const char *dump_codes, *layout, *split, *codec_precision;
+    const char *dump_codes, *layout, *split, *codec_precision, *schedule;
     int64_t max_utterance;
     int64_t threads, threads_lm, threads_codec, seed, top_k, frames, max_frames, chunk, first_chunk;
     double temperature, top_p, repetition_penalty;
@@ -180,8 +180,10 @@ static int run(const synth_opts *o, const char *text_arg) {
     kz_model *m;
     kz_session *s;
     int rc = 1;
-    if (cli_open_split("synth", o->model, o->isa, (int)o->threads, (int)o->threads_lm,
-                       (int)o->threads_codec, o->codec_precision, &m, &s) == 0) {
+    const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
+                          .schedule = o->schedule, .threads = (int)o->threads,
+                          .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
+    if (cli_open_engine("synth", o->model, &e, &m, &s) == 0) {
         rc = synthesize(o, m, s, text, ids, n_ids);
         kz_session_free(s);
         kz_model_free(m);
@@ -219,10 +221,11 @@ int cmd_synth(int argc, char **argv) {
         {"--stream", NULL, ARG_FLAG, &o.stream, 0, 0, "write each chunk out as soon as it is decoded (for | aplay)"},
         {"--stream-text", NULL, ARG_FLAG, &o.stream_text, 0, 0, "read the text from stdin as it arrives and speak while it comes"},
         {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
-        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default half)"},
-        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage (default the rest)"},
+        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default all)"},
+        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage (default all; half with overlap)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
         {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact) or bf16 (faster with AVX512_BF16)"},
+        {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
