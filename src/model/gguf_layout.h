@@ -23,6 +23,11 @@
  *                   engine does not pack, as stored (F32/BF16/F16)
  *   codec.<name>.packed   the decoder's convolution weights as kz_packed panels,
  *                   F32 [n_panels, taps * k_in, 16] (layers/conv.c), used in place
+ * Data order: the model.* tensors in the order a frame reads them (quantize.c
+ * key_of): embeddings and the text projection, the talker's layers 0.. (norm, q, k,
+ * v, q/k norms, o, norm, gate, up, down), its norm and codec head, then the code
+ * predictor's layers, norm and heads 0..14 as one contiguous range; then codec.*.
+ * Readers find tensors by name, so the order is a speed matter only.
  * The configs are stored as the original JSON text so one parser serves both
  * model kinds and nothing is lost; the tensors keep the checkpoint's names, so
  * one loading path (layers/, model/) serves both.

@@ -196,12 +196,90 @@ static void count(job *j, kz_dtype d, size_t n_bytes) {
     j->rep->bytes[d] += (double)n_bytes;
 }
 
+/* --- tensor order -------------------------------------------------------------------------- */
+
+/* The file holds the language models' tensors in the order a frame reads them: the
+ * talker's layers 0, 1, ... (each: norm, q, k, v, q/k norms, o, norm, gate, up, down), its
+ * norm and codec head, then the code predictor's layers, norm and heads 0..14, so one
+ * code-predictor step streams one contiguous range. Everything else (embeddings, read by
+ * row; the text projection, used by the prefill) comes first, by name. */
+typedef struct order_key {
+    int group;   /* 0 other, 1 talker layers, 2 talker norm, 3 codec head, 4 CP layers,
+                    5 CP norm, 6 CP heads */
+    long index;  /* layer or head number */
+    int part;    /* position in layer_parts, or 0 */
+} order_key;
+
+static const char *const layer_parts[] = {
+    "input_layernorm.",  "self_attn.q_proj.", "self_attn.k_proj.",        "self_attn.v_proj.",
+    "self_attn.q_norm.", "self_attn.k_norm.", "self_attn.o_proj.",        "post_attention_layernorm.",
+    "mlp.gate_proj.",    "mlp.up_proj.",      "mlp.down_proj."};
+
+static bool starts_with(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static order_key key_of(const char *name) {
+    static const struct { const char *prefix; int group; bool numbered; } groups[] = {
+        {"talker.model.layers.", 1, true},
+        {"talker.model.norm.", 2, false},
+        {"talker.codec_head.", 3, false},
+        {"talker.code_predictor.model.layers.", 4, true},
+        {"talker.code_predictor.model.norm.", 5, false},
+        {"talker.code_predictor.lm_head.", 6, true}};
+    order_key k = {0, 0, 0};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        if (!starts_with(name, groups[g].prefix)) {
+            continue;
+        }
+        const char *rest = name + strlen(groups[g].prefix);
+        char *end = (char *)rest;
+        long index = groups[g].numbered ? strtol(rest, &end, 10) : 0;
+        if (groups[g].numbered && (end == rest || *end != '.')) {
+            return k; // not a numbered entry after all: "other"
+        }
+        k = (order_key){groups[g].group, index, 0};
+        const size_t n_parts = sizeof layer_parts / sizeof layer_parts[0];
+        for (size_t p = 0; (k.group == 1 || k.group == 4) && p < n_parts; p++) {
+            if (starts_with(end + 1, layer_parts[p])) {
+                k.part = (int)p;
+            }
+        }
+        return k;
+    }
+    return k;
+}
+
+static int compare_order(const void *a, const void *b) {
+    const kz_tensor *ta = *(const kz_tensor *const *)a, *tb = *(const kz_tensor *const *)b;
+    order_key ka = key_of(ta->name), kb = key_of(tb->name);
+    if (ka.group != kb.group) {
+        return ka.group < kb.group ? -1 : 1;
+    }
+    if (ka.index != kb.index) {
+        return ka.index < kb.index ? -1 : 1;
+    }
+    if (ka.part != kb.part) {
+        return ka.part < kb.part ? -1 : 1;
+    }
+    return strcmp(ta->name, tb->name);
+}
+
 static kz_status add_model_tensors(job *j, kz_gguf_writer *w) {
     const kz_weights *src = j->m->main_w;
+    size_t n = kz_weights_count(src);
+    const kz_tensor **order = malloc((n ? n : 1) * sizeof *order);
+    if (!order) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory ordering the tensors");
+    }
+    for (size_t i = 0; i < n; i++) {
+        order[i] = kz_weights_at(src, i);
+    }
+    qsort(order, n, sizeof *order, compare_order);
     kz_status st = KZ_OK;
     char name[1024];
-    for (size_t i = 0; i < kz_weights_count(src) && st == KZ_OK; i++) {
-        const kz_tensor *t = kz_weights_at(src, i);
+    for (size_t i = 0; i < n && st == KZ_OK; i++) {
+        const kz_tensor *t = order[i];
         kz_dtype d = kz_recipe_type(j->recipe, t);
         kz_gguf_tensor_type type;
         if (!gguf_type(d, &type) || t->n_dims < 1 || t->n_dims > KZ_GGUF_MAX_DIMS) {
@@ -213,6 +291,7 @@ static kz_status add_model_tensors(job *j, kz_gguf_writer *w) {
         size_t cols = (size_t)t->shape[t->n_dims - 1];
         count(j, d, t->n_elements / cols * kz_dtype_row_bytes(d, cols));
     }
+    free(order);
     return st;
 }
 

@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 
-from testlib import check, finish, link_copy
+from testlib import check, finish, gguf_tensor_offsets, link_copy
 
 TEXT = "Hello world, this is a test of the quantized model."
 
@@ -70,6 +70,34 @@ def test_types(a):
           sizes["f32"] > sizes["bf16"] > sizes["q8_0"] > sizes["q4_mlp"] > sizes["q4_0"],
           f"file sizes not ordered f32 > bf16 > q8_0 > q4_mlp > q4_0: {sizes}")
     return models
+
+
+def test_order(a, models):
+    """The language models' tensors lie in the order a frame reads them: talker layers,
+    then one contiguous code-predictor range (layers in execution order, norm, heads)."""
+    offsets = gguf_tensor_offsets(models["q8_0"])
+    parts = ["input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+             "self_attn.q_norm", "self_attn.k_norm", "self_attn.o_proj",
+             "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
+    cfg = json.load(open(os.path.join(a.tiny, "config.json")))["talker_config"]
+
+    def layers(prefix, n):
+        return [f"model.{prefix}.layers.{i}.{p}.weight" for i in range(n) for p in parts]
+    n_cp = cfg["code_predictor_config"]["num_hidden_layers"]
+    n_heads = cfg["num_code_groups"] - 1
+    cp = layers("talker.code_predictor.model", n_cp) + \
+        ["model.talker.code_predictor.model.norm.weight"] + \
+        [f"model.talker.code_predictor.lm_head.{i}.weight" for i in range(n_heads)]
+    talker = layers("talker.model", cfg["num_hidden_layers"]) + \
+        ["model.talker.model.norm.weight", "model.talker.codec_head.weight"]
+    for what, names in (("talker", talker), ("code predictor", cp)):
+        missing = [n for n in names if n not in offsets]
+        check(not missing, f"{what} tensors missing from the GGUF: {missing[:3]}")
+        pos = [offsets[n] for n in names if n in offsets]
+        check(pos == sorted(pos), f"{what} tensors are not in execution order")
+    inside = [n for n, o in offsets.items() if n not in cp and
+              offsets[cp[0]] <= o <= offsets[cp[-1]]] if cp[0] in offsets else ["?"]
+    check(not inside, f"other tensors inside the code predictor's range: {inside[:3]}")
 
 
 def test_exact(a, models):
@@ -177,6 +205,7 @@ def main():
         shutil.copy(os.path.join(a.tokenizer, f), os.path.join(a.tiny, f))
     models = test_types(a)
     if len(models) == 5:
+        test_order(a, models)
         test_exact(a, models)
         test_quantized(a, models)
         test_errors(a, models)

@@ -36,3 +36,40 @@ def link_copy(src, dst, copy_suffixes=(".json",)):
             else:
                 os.symlink(os.path.abspath(s), d)
     return dst
+
+
+def gguf_tensor_offsets(path):
+    """{tensor name: data offset} from a GGUF v3 file's header (little-endian)."""
+    import struct
+    with open(path, "rb") as f:
+        d = f.read()
+    _, _, n_tensors, n_kv = struct.unpack("<IIQQ", d[:24])
+    pos = 24
+    fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def string(p):
+        n = struct.unpack("<Q", d[p:p + 8])[0]
+        return d[p + 8:p + 8 + n].decode(), p + 8 + n
+
+    def skip(t, p):
+        if t == 8:
+            return string(p)[1]
+        if t == 9:
+            et, n = struct.unpack("<IQ", d[p:p + 12])
+            p += 12
+            for _ in range(n):
+                p = skip(et, p)
+            return p
+        return p + fixed[t]
+
+    for _ in range(n_kv):
+        _, pos = string(pos)
+        pos = skip(struct.unpack("<I", d[pos:pos + 4])[0], pos + 4)
+    offsets = {}
+    for _ in range(n_tensors):
+        name, pos = string(pos)
+        n_dims = struct.unpack("<I", d[pos:pos + 4])[0]
+        pos += 4 + 8 * n_dims
+        offsets[name] = struct.unpack("<Q", d[pos + 4:pos + 12])[0]
+        pos += 12
+    return offsets
