@@ -5,7 +5,8 @@
  * The source is loaded as a model first, so it is validated exactly as synthesis
  * would see it, and the codec weights come out already packed (the load hook
  * collects them). Talker tensors are converted row by row inside the writer's
- * fill callback, so at most one row of f32 is held besides the output buffer.
+ * fill callback, blocks of rows spread over a thread pool (every row is converted
+ * alone, so the bytes do not depend on the threads); each thread holds one f32 row.
  */
 #include "model/quantize.h"
 
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "io/gguf.h"
 #include "io/text_file.h"
@@ -20,6 +22,7 @@
 #include "model/gguf_layout.h"
 #include "model/model.h"
 #include "runtime/error.h"
+#include "runtime/threadpool.h"
 
 int kz_recipe_parse(const char *name, kz_recipe *out) {
     static const struct { const char *name; kz_recipe r; } names[] = {
@@ -127,7 +130,8 @@ typedef struct job {
     packed_entry *packed;
     size_t n_packed, cap_packed;
     kz_status hook_status;
-    float *row; /* [widest row] */
+    kz_pool *pool;
+    float *rows; /* [threads, widest row] */
     size_t row_cap;
     kz_quantize_report *rep;
 } job;
@@ -161,6 +165,33 @@ static const packed_entry *find_packed(const job *j, const char *name) {
     return NULL;
 }
 
+#define CONVERT_BLOCK_ROWS 64
+
+typedef struct convert_job {
+    const kz_tensor *t;
+    kz_dtype d;
+    size_t rows, cols;
+    uint8_t *dst;
+    float *scratch; /* [threads, cols] */
+} convert_job;
+
+/* Converts rows [64 chunk, 64 chunk + 64) of one tensor (its dtype was checked). */
+static void convert_rows(void *arg, size_t chunk, int worker) {
+    const convert_job *c = arg;
+    float *row_f32 = c->scratch + (size_t)worker * c->cols;
+    size_t r1 = (chunk + 1) * CONVERT_BLOCK_ROWS < c->rows ? (chunk + 1) * CONVERT_BLOCK_ROWS
+                                                          : c->rows;
+    for (size_t r = chunk * CONVERT_BLOCK_ROWS; r < r1; r++) {
+        kz_tensor row = *c->t;
+        row.n_elements = c->cols;
+        row.data = (const uint8_t *)c->t->data + r * kz_dtype_row_bytes(c->t->dtype, c->cols);
+        kz_status st = kz_tensor_to_f32(&row, row_f32);
+        KZ_ASSERT(st == KZ_OK);
+        (void)st;
+        convert_row(c->d, row_f32, c->cols, c->dst + r * kz_dtype_row_bytes(c->d, c->cols));
+    }
+}
+
 /* Fill callback: converts model tensor `name` ("model.<source name>") row by row. */
 static kz_status fill_model_tensor(void *user, const char *name, void *dst, size_t n_bytes) {
     job *j = user;
@@ -168,27 +199,28 @@ static kz_status fill_model_tensor(void *user, const char *name, void *dst, size
     kz_dtype d = kz_recipe_type(j->recipe, t);
     size_t cols = t->n_dims > 0 ? (size_t)t->shape[t->n_dims - 1] : 1;
     size_t rows = cols ? t->n_elements / cols : 0;
+    size_t threads = (size_t)kz_pool_threads(j->pool);
     if (cols > j->row_cap) {
-        float *grown = realloc(j->row, cols * sizeof *grown);
+        float *grown = realloc(j->rows, threads * cols * sizeof *grown);
         if (!grown) {
             return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory converting '%s'", name);
         }
-        j->row = grown;
+        j->rows = grown;
         j->row_cap = cols;
     }
     KZ_ASSERT(rows * kz_dtype_row_bytes(d, cols) == n_bytes);
-    for (size_t r = 0; r < rows; r++) {
-        kz_tensor row = *t;
-        row.n_elements = cols;
-        row.data = (const uint8_t *)t->data + r * kz_dtype_row_bytes(t->dtype, cols);
-        kz_status st = kz_tensor_to_f32(&row, j->row);
-        if (st != KZ_OK) {
-            return st;
-        }
-        convert_row(d, j->row, cols, (uint8_t *)dst + r * kz_dtype_row_bytes(d, cols));
+    // The source dtype is checked here, on this thread, so that workers cannot fail.
+    kz_tensor first = *t;
+    first.n_elements = rows ? cols : 0;
+    kz_status st = kz_tensor_to_f32(&first, j->rows);
+    if (st == KZ_OK) {
+        convert_job c = {.t = t, .d = d, .rows = rows, .cols = cols, .dst = dst,
+                         .scratch = j->rows};
+        kz_pool_run(j->pool, (rows + CONVERT_BLOCK_ROWS - 1) / CONVERT_BLOCK_ROWS, convert_rows,
+                    &c);
     }
     kz_weights_release(j->m->main_w, t);
-    return KZ_OK;
+    return st;
 }
 
 static void count(job *j, kz_dtype d, size_t n_bytes) {
@@ -418,9 +450,14 @@ kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "%s: the source must be a checkpoint directory, not a GGUF file", src);
     }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    kz_status st = kz_pool_new(online < 1 ? 1 : online > 8 ? 8 : (int)online, &j.pool);
+    if (st != KZ_OK) {
+        return st;
+    }
     kz_model_params params = {0};
     kz_load_opts opts = {.on_packed = on_packed, .on_packed_user = &j};
-    kz_status st = kz_model_open_with(src, &params, &opts, &j.m);
+    st = kz_model_open_with(src, &params, &opts, &j.m);
     if (st == KZ_OK && j.hook_status != KZ_OK) {
         st = kz_error_set(j.hook_status, "out of memory collecting the codec weights");
     }
@@ -430,7 +467,8 @@ kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
         free(j.packed[i].name);
     }
     free(j.packed);
-    free(j.row);
+    free(j.rows);
+    kz_pool_free(j.pool);
     j.rep->seconds = now_s() - t0;
     return st;
 }
