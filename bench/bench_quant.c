@@ -16,14 +16,27 @@
  * matrix are split into N contiguous ranges, one per thread (as the model's
  * pool splits them), and a pass is timed on the wall clock between barriers.
  *
+ * A third table is the prompt prefill: --tokens N (default 22, the 0.6B model's
+ * prompt) through --prefill-mb megabytes of bf16-sized matrices (default 64) per
+ * shape and format (f32, bf16, q8_0, q4_0), by the per-dtype matmul called on all
+ * tokens with the rows split over the threads (tokens in pairs, or sets of four
+ * for the AVX-512 quantized kernels), and by the GEMM path (kz_matrix_mul_gemm:
+ * rows_to_f32 + gemm_rows) on a pool of --threads threads; GFLOP/s = 2 rows n_in
+ * tokens / time, the speed-up of the GEMM path, and which of the two the model's
+ * kz_matrix_mul takes (layers/matrix.c: the GEMM path for f32 and bf16, and for
+ * q8_0 / q4_0 where the level's prefill_gemm_quant says so).
+ *
  * Usage: bench_quant [scalar|avx2|avx512 ...] [--mb N] [--quick] [--threads N] [--no-vnni]
+ *                    [--prefill] [--tokens N] [--prefill-mb N]
  *   levels (default: every SIMD level the CPU supports); --mb total bf16
  *   megabytes per shape; --quick shortens timing; --no-vnni runs the AVX-512
  *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
- *   comparison).
+ *   comparison); --prefill runs only the prefill table.
  */
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "layers/matrix.h"
+#include "runtime/threadpool.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -51,13 +64,14 @@ static float rng_float(void) {
     return (float)(rng >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-typedef enum fmt { FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_COUNT } fmt;
-static const char *const fmt_name[FMT_COUNT] = {"bf16", "q8_0", "q4_0"};
+/* The decode tables compare the first FMT_COUNT formats; the prefill table adds f32. */
+typedef enum fmt { FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_COUNT, FMT_F32 = FMT_COUNT } fmt;
+static const char *const fmt_name[FMT_F32 + 1] = {"bf16", "q8_0", "q4_0", "f32"};
+static const kz_dtype fmt_dtype[FMT_F32 + 1] = {KZ_DTYPE_BF16, KZ_DTYPE_Q8_0, KZ_DTYPE_Q4_0,
+                                                KZ_DTYPE_F32};
 
 static size_t row_bytes(fmt f, size_t n_in) {
-    return f == FMT_BF16   ? 2 * n_in
-           : f == FMT_Q8_0 ? kz_q8_0_row_bytes(n_in)
-                           : kz_q4_0_row_bytes(n_in);
+    return kz_dtype_row_bytes(fmt_dtype[f], n_in);
 }
 
 /* n_mat matrices [rows, n_in] of format f back to back, random weights of
@@ -75,7 +89,9 @@ static uint8_t *make_mats(fmt f, size_t n_mat, size_t rows, size_t n_in) {
             wrow[i] = 0.05f * rng_float();
         }
         uint8_t *dst = buf + r * rb;
-        if (f == FMT_BF16) {
+        if (f == FMT_F32) {
+            memcpy(dst, wrow, n_in * sizeof(float));
+        } else if (f == FMT_BF16) {
             for (size_t i = 0; i < n_in; i++) {
                 uint32_t bits;
                 memcpy(&bits, &wrow[i], 4);
@@ -96,7 +112,10 @@ typedef void (*mm_fn)(float *, size_t, const float *, size_t, const void *, size
                       size_t);
 
 static mm_fn fmt_fn(const kz_kernels *k, fmt f) {
-    return f == FMT_BF16 ? k->matmul_bf16 : f == FMT_Q8_0 ? k->matmul_q8_0 : k->matmul_q4_0;
+    return f == FMT_BF16   ? k->matmul_bf16
+           : f == FMT_Q8_0 ? k->matmul_q8_0
+           : f == FMT_Q4_0 ? k->matmul_q4_0
+                           : k->matmul_f32;
 }
 
 /* One pass over the n_mat matrices (mat_bytes apart, 0: the same one), rows
@@ -104,7 +123,7 @@ static mm_fn fmt_fn(const kz_kernels *k, fmt f) {
 typedef struct pass {
     mm_fn fn;
     const uint8_t *mats;
-    size_t n_mat, rows, n_in, mat_bytes, o0, o1;
+    size_t n_mat, rows, n_in, mat_bytes, o0, o1, n_tok;
     const float *x;
     float *y;
     pthread_barrier_t *start, *done; /* --threads > 1 */
@@ -113,7 +132,8 @@ typedef struct pass {
 
 static void run_pass(const pass *p) {
     for (size_t m = 0; m < p->n_mat; m++) {
-        p->fn(p->y, p->rows, p->x, p->n_in, p->mats + m * p->mat_bytes, p->n_in, 1, p->o0, p->o1);
+        p->fn(p->y, p->rows, p->x, p->n_in, p->mats + m * p->mat_bytes, p->n_in, p->n_tok, p->o0,
+              p->o1);
     }
 }
 
@@ -129,10 +149,10 @@ static void *pass_worker(void *arg) {
     }
 }
 
-/* Best time of one pass over the n_mat matrices (seconds), the rows split over
- * n_threads threads. */
+/* Best time of one pass over the n_mat matrices (seconds) for n_tok tokens (x
+ * [n_tok, n_in], y [n_tok, rows]), the rows split over n_threads threads. */
 static double time_passes(mm_fn fn, const uint8_t *mats, size_t n_mat, size_t rows, size_t n_in,
-                          size_t mat_bytes, const float *x, float *y) {
+                          size_t mat_bytes, size_t n_tok, const float *x, float *y) {
     enum { MAX_THREADS = 64 };
     pass ps[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
@@ -150,6 +170,7 @@ static double time_passes(mm_fn fn, const uint8_t *mats, size_t n_mat, size_t ro
     base.rows = rows;
     base.n_in = n_in;
     base.mat_bytes = mat_bytes;
+    base.n_tok = n_tok;
     base.x = x;
     base.y = y;
     base.start = &start;
@@ -208,8 +229,8 @@ static void bench_shape(const kz_kernels *k, size_t rows, size_t n_in, double mb
     for (int f = 0; f < FMT_COUNT; f++) {
         const size_t mat_bytes = rows * row_bytes((fmt)f, n_in);
         uint8_t *mats = make_mats((fmt)f, repeat ? 1 : n_mat, rows, n_in);
-        t[f] =
-            time_passes(fmt_fn(k, (fmt)f), mats, n_mat, rows, n_in, repeat ? 0 : mat_bytes, x, y);
+        t[f] = time_passes(fmt_fn(k, (fmt)f), mats, n_mat, rows, n_in, repeat ? 0 : mat_bytes, 1,
+                           x, y);
         free(mats);
         const double weights = (double)n_mat * (double)rows * (double)n_in;
         printf(
@@ -221,11 +242,87 @@ static void bench_shape(const kz_kernels *k, size_t rows, size_t n_in, double mb
     free(y);
 }
 
+/* One pass of kz_matrix_mul_gemm (the GEMM path, whatever the dtype) over n_mat matrices. */
+typedef struct gemm_pass {
+    const kz_matrix *mats;
+    size_t n_mat, n_tok;
+    kz_exec *e;
+    const float *x;
+    float *y;
+} gemm_pass;
+
+static double time_gemm_path(const gemm_pass *p) {
+    double best = 1e30, total = 0;
+    int passes = 0;
+    while (total < min_seconds || passes < 3) {
+        const double t0 = now();
+        for (size_t m = 0; m < p->n_mat; m++) {
+            const kz_matrix *mat = &p->mats[m];
+            kz_matrix_mul_gemm(mat, p->e, p->y, mat->rows, p->x, mat->cols, p->n_tok);
+        }
+        const double dt = now() - t0;
+        sink += p->y[p->mats[0].rows / 2];
+        best = dt < best ? dt : best;
+        total += dt;
+        passes++;
+    }
+    return best;
+}
+
+/* The prompt prefill at one shape (see the header): n_tok tokens through enough
+ * matrices [rows, n_in] for mb megabytes of bf16, per format, by the per-dtype
+ * matmul and by kz_matrix_mul on a pool of n_threads. */
+static void bench_prefill(const kz_kernels *k, kz_pool *pool, size_t rows, size_t n_in,
+                          size_t n_tok, double mb) {
+    size_t n_mat = (size_t)(mb * 1e6 / (double)(rows * n_in * 2) + 0.5);
+    n_mat = n_mat ? n_mat : 1;
+    float *x = malloc(n_tok * n_in * sizeof(float));
+    float *y = malloc(n_tok * rows * sizeof(float));
+    kz_matrix *mats = malloc(n_mat * sizeof *mats);
+    if (!x || !y || !mats) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n_tok * n_in; i++) {
+        x[i] = rng_float();
+    }
+    static const fmt order[] = {FMT_F32, FMT_BF16, FMT_Q8_0, FMT_Q4_0};
+    for (size_t f = 0; f < sizeof order / sizeof order[0]; f++) {
+        const size_t mat_bytes = rows * row_bytes(order[f], n_in);
+        uint8_t *data = make_mats(order[f], n_mat, rows, n_in);
+        for (size_t m = 0; m < n_mat; m++) {
+            mats[m] = (kz_matrix){.data = data + m * mat_bytes, .dtype = fmt_dtype[order[f]],
+                                  .rows = rows, .cols = n_in,
+                                  .row_bytes = row_bytes(order[f], n_in)};
+        }
+        const double t_old = time_passes(fmt_fn(k, order[f]), data, n_mat, rows, n_in, mat_bytes,
+                                         n_tok, x, y);
+        kz_exec e = {.k = k, .pool = pool};
+        const gemm_pass gp = {
+            .mats = mats, .n_mat = n_mat, .n_tok = n_tok, .e = &e, .x = x, .y = y};
+        const double t_new = time_gemm_path(&gp);
+        free(data);
+        const double flop = 2.0 * (double)rows * (double)n_in * (double)n_tok * (double)n_mat;
+        const int model_gemm = n_tok >= 4 && (order[f] == FMT_F32 || order[f] == FMT_BF16 ||
+                                              k->prefill_gemm_quant);
+        printf("  %2zu x [%5zu <- %5zu] x %3zu  %-5s  matmul %8.2f ms %6.1f GFLOP/s   "
+               "gemm_rows %8.2f ms %6.1f GFLOP/s  x%.2f  (model: %s)\n",
+               n_tok, rows, n_in, n_mat, fmt_name[order[f]], t_old * 1e3, flop / t_old / 1e9,
+               t_new * 1e3, flop / t_new / 1e9, t_old / t_new, model_gemm ? "gemm_rows" : "matmul");
+    }
+    free(mats);
+    free(x);
+    free(y);
+}
+
 int main(int argc, char **argv) {
     int want[KZ_ISA_NEON + 1] = {0};
     int any = 0;
     double mb = 300;
+    double prefill_mb = 64;
+    size_t n_tok = 22;
     int no_vnni = 0;
+    int prefill_only = 0;
     for (int i = 1; i < argc; i++) {
         kz_isa isa;
         if (strcmp(argv[i], "--quick") == 0) {
@@ -233,6 +330,13 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             n_threads = atoi(argv[++i]);
             n_threads = n_threads < 1 ? 1 : n_threads > 64 ? 64 : n_threads;
+        } else if (strcmp(argv[i], "--prefill") == 0) {
+            prefill_only = 1;
+        } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
+            n_tok = (size_t)atoi(argv[++i]);
+            n_tok = n_tok < 1 ? 1 : n_tok;
+        } else if (strcmp(argv[i], "--prefill-mb") == 0 && i + 1 < argc) {
+            prefill_mb = atof(argv[++i]);
         } else if (strcmp(argv[i], "--no-vnni") == 0) {
             no_vnni = 1;
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
@@ -243,12 +347,17 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: %s [scalar|avx2|avx512 ...] [--mb N] [--quick] [--threads N] "
-                    "[--no-vnni]\n",
+                    "[--no-vnni] [--prefill] [--tokens N] [--prefill-mb N]\n",
                     argv[0]);
             return 2;
         }
     }
     static const size_t shapes[][2] = {{3072, 1024}, {1024, 3072}, {2048, 1024}};
+    kz_pool *pool;
+    if (kz_pool_new(n_threads, &pool) != KZ_OK) {
+        fprintf(stderr, "kz_pool_new failed\n");
+        return 1;
+    }
     printf("cpu features: %s\n", kz_cpu_features());
 #ifdef KZ_HAVE_X86
     const int vnni = kz_quant_avx512_set_vnni(!no_vnni);
@@ -273,12 +382,21 @@ int main(int argc, char **argv) {
             printf("\n[%s] skipped: not supported by this CPU or build\n", kz_isa_name((kz_isa)l));
             continue;
         }
-        printf("\n[%s] from DRAM (%.0f MB of bf16 per shape)\n", k->name, mb);
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            bench_shape(k, shapes[s][0], shapes[s][1], mb, 0);
+        if (!prefill_only) {
+            printf("\n[%s] from DRAM (%.0f MB of bf16 per shape)\n", k->name, mb);
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                bench_shape(k, shapes[s][0], shapes[s][1], mb, 0);
+            }
+            printf("[%s] cache-resident (one matrix, 32 times per pass)\n", k->name);
+            bench_shape(k, 256, 1024, 0, 32);
         }
-        printf("[%s] cache-resident (one matrix, 32 times per pass)\n", k->name);
-        bench_shape(k, 256, 1024, 0, 32);
+        printf("[%s] prompt prefill, %zu tokens, %.0f MB of bf16 per shape: per-dtype matmul "
+               "vs the GEMM path (kz_matrix_mul_gemm); x = speed-up of the GEMM path\n",
+               k->name, n_tok, prefill_mb);
+        for (size_t s = 0; s < 2; s++) {
+            bench_prefill(k, pool, shapes[s][0], shapes[s][1], n_tok, prefill_mb);
+        }
     }
+    kz_pool_free(pool);
     return 0;
 }

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Cross-builds every target (library, CLI, tests, benchmarks) for 64-bit ARM with
 # warnings as errors and runs the kernel parity tests (tests/unit/test_kernels.c,
-# test_matmul.c, test_quant.c) under qemu-user, so an x86 change cannot break the NEON
-# kernels or the aarch64 build unnoticed. Exits non-zero if a build or a test fails.
+# test_matmul.c, test_quant.c, test_gemm_rows.c) under qemu-user, so an x86 change
+# cannot break the NEON kernels or the aarch64 build unnoticed. Exits non-zero if a
+# build or a test fails.
 #
 # Steps: install what is missing (Debian, as root or with sudo): the cross gcc/g++,
 # qemu-user, and the arm64 -dev packages of the dependencies through Debian multiarch
 # (dpkg --add-architecture arm64); configure build-aarch64/ with
-# cmake/aarch64-linux-gnu.cmake; build all targets; run the three tests under
+# cmake/aarch64-linux-gnu.cmake; build all targets; run the four tests under
 # qemu-aarch64. Then, if the host build left the tiny model fixture (build/tests/model,
 # written by the model tests of .ci/run), an end-to-end check: the aarch64 CLI decodes
 # 40 frames at the best level (NEON) and must match the PyTorch waveform (SNR >= 60 dB).
 #
 # If the arm64 packages cannot be installed (no multiarch), or with KZ_AARCH64_DIRECT=1,
-# the kernels, dispatch.c, error.c and the three tests are compiled directly with
+# the kernels, dispatch.c, error.c and the four tests are compiled directly with
 # aarch64-linux-gnu-gcc instead (they need only libc, libm and pthread) and the
 # end-to-end check is skipped.
 # Environment: KZ_AARCH64_BUILD (build folder, default build-aarch64), KZ_AARCH64_FIXTURE
@@ -26,7 +27,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 build=${KZ_AARCH64_BUILD:-build-aarch64}
 fixture=${KZ_AARCH64_FIXTURE:-build/tests/model}
-tests=(test_kernels test_matmul test_quant)
+tests=(test_kernels test_matmul test_quant test_gemm_rows)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 updated=0

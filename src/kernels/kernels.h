@@ -247,6 +247,40 @@ typedef struct kz_kernels {
                         size_t n_in, size_t n_tok, size_t o0, size_t o1);
     void (*matmul_q4_0)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                         size_t n_in, size_t n_tok, size_t o0, size_t o1);
+
+    /* The prompt prefill's projections as a register-tiled GEMM over f32 weight rows
+     * (layers/matrix.c feeds it rows converted by rows_to_f32_* below, a k-block at a
+     * time, or F32 rows in place):
+     *   y[t * ldy + o] = s            (accumulate 0)
+     *   y[t * ldy + o] = y[..] + s    (accumulate 1)
+     *   s = sum_i w[o * ldw + i] * x[t * ldx + i],  i < n_in
+     * for t < n_tok, o < n_rows. w [n_rows, ldw] row-major ([out, in] as nn.Linear),
+     * x [n_tok, ldx], y [n_tok, ldy]; ldw, ldx >= n_in, ldy >= n_rows; y overlaps
+     * neither. Scalar definition (ref/gemm_rows_ref.c): s summed sequentially in i,
+     * multiply then add. Each level sums every (t, o) in one sequence fixed by n_in
+     * alone (documented in its file), never by n_tok, n_rows, the element's place in
+     * a register tile or the caller's split, so any split over threads gives the
+     * same bits; levels differ from the definition within the bound of
+     * tests/unit/test_gemm_rows.c. */
+    void (*gemm_rows)(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
+                      size_t ldw, size_t n_in, size_t n_tok, size_t n_rows, int accumulate);
+
+    /* Weights in their stored format to f32, dst[n] (n weights from the start of a
+     * row or of any block boundary in it): bf16 -> f32 exactly (the high half);
+     * q8_0 / q4_0 (kernels/quant.h, n % 32 == 0, src any alignment) exactly as
+     * kz_dequantize_row_q8_0 / kz_dequantize_row_q4_0, bit for bit on every level. */
+    void (*rows_to_f32_bf16)(float *dst, const void *src, size_t n);
+    void (*rows_to_f32_q8_0)(float *dst, const void *src, size_t n);
+    void (*rows_to_f32_q4_0)(float *dst, const void *src, size_t n);
+
+    /* How layers/matrix.c runs prompts (4 or more tokens) of Q8_0 / Q4_0 weights: true
+     * through rows_to_f32_* + gemm_rows, false through matmul_q8_0 / matmul_q4_0. Set per
+     * level by measurement (docs/PERF.md, Zen 5): AVX-512's int8 kernels (VNNI or
+     * maddubs, four tokens per weight unpacking) are 1.4-2x faster than widening to
+     * f32; AVX2's maddubs kernels measured about even (the GEMM path 1.0-1.2x in the
+     * model's prefill). NEON follows AVX2 (its int8 kernels have no dot-product
+     * instruction either; not measured on hardware). */
+    bool prefill_gemm_quant;
 } kz_kernels;
 
 /* --- dispatch.c ---------------------------------------------------------- */
@@ -345,6 +379,19 @@ KZ_QUANT_DECL(ref)
 KZ_QUANT_DECL(avx2)
 KZ_QUANT_DECL(avx512)
 KZ_QUANT_DECL(neon) /* arm/quant_neon.c */
+/* prefill GEMM and weight conversion (ref/gemm_rows_ref.c, x86/gemm_rows_avx2.c,
+ * x86/gemm_rows_avx512.c, arm/gemm_rows_neon.c) */
+#define KZ_GEMM_ROWS_DECL(isa)                                                                  \
+    void kz_gemm_rows_##isa(float *y, size_t ldy, const float *x, size_t ldx, const float *w,  \
+                            size_t ldw, size_t n_in, size_t n_tok, size_t n_rows,              \
+                            int accumulate);                                                   \
+    void kz_rows_to_f32_bf16_##isa(float *dst, const void *src, size_t n);                     \
+    void kz_rows_to_f32_q8_0_##isa(float *dst, const void *src, size_t n);                     \
+    void kz_rows_to_f32_q4_0_##isa(float *dst, const void *src, size_t n);
+KZ_GEMM_ROWS_DECL(ref)
+KZ_GEMM_ROWS_DECL(avx2)
+KZ_GEMM_ROWS_DECL(avx512)
+KZ_GEMM_ROWS_DECL(neon)
 
 /* x86/quant_avx512.c: allow (1) or forbid (0) its VNNI path (both give identical bits);
  * returns whether the CPU has VNNI. For tests and benchmarks; x86 builds only. */

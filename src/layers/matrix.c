@@ -1,12 +1,32 @@
 /*
  * matrix.c - binding mapped weight matrices and running them on the pool.
  *
- * kz_matrix_mul cuts the output rows into blocks (a multiple of 16 rows, at
- * least 4 blocks per thread when there is enough work) and calls the kernel
- * table's matmul for the weight's dtype on each block.
+ * kz_matrix_mul cuts the output rows into blocks (a multiple of 16 rows, about
+ * 8 blocks per thread and matrix) that the pool's threads take in turn. What a
+ * block runs depends on the number of tokens and the weight's dtype:
+ *
+ *   decode steps (n_tok < GEMM_MIN_TOK): the kernel table's matmul for the dtype,
+ *     dot products per row and token, the block's rows streamed once per pair;
+ *   prompts (n_tok >= GEMM_MIN_TOK) of F32 and BF16 weights, and of Q8_0 / Q4_0
+ *     weights where the table's prefill_gemm_quant says so: the GEMM path, the
+ *     block's rows GEMM_ROWS at a time and their columns GEMM_KC at a time,
+ *       stored rows [GEMM_ROWS, GEMM_KC] --rows_to_f32_*--> f32 scratch (stack, L1)
+ *       scratch, x[:, k-block] --gemm_rows (all tokens; += after the first k-block)--> y
+ *     (F32 rows go to gemm_rows in place, with the same k-blocks). Every weight is
+ *     read and widened once for all tokens and the register tiles reuse each load
+ *     for four rows or four tokens: 1.4-2.5x the AVX-512 matmuls for F32 / BF16
+ *     at 22 tokens, 1.0-2.2x AVX2's (docs/PERF.md);
+ *   other quantized prompts (AVX-512): the int8 matmuls, which beat widening to
+ *     f32 there, with QUANT_PREFILL_BLOCKS blocks per thread.
+ * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests).
+ *
+ * Each output element is computed by one thread in a sequence fixed by n_in (and,
+ * for the matmuls, n_tok; the GEMM sums k-block by k-block, GEMM_KC fixed), never
+ * by the thread count or the block split, so results do not depend on threads.
  */
 #include "layers/matrix.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels/quant.h"
@@ -60,6 +80,7 @@ typedef struct mul_job {
     const kz_kernels *k;
     const float *x;
     size_t ldx, n_tok;
+    bool force_gemm; /* kz_matrix_mul_gemm */
 } mul_job;
 
 static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x, size_t ldx,
@@ -81,6 +102,78 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
     }
 }
 
+/* Prompts of at least this many tokens take the GEMM path: at 4 tokens it is
+ * 1.3-2.6x the matmuls for F32 and BF16 (1.1-1.3x at 3), and decode steps (1-2
+ * tokens) keep their kernels. */
+#define GEMM_MIN_TOK 4
+/* Weight rows and columns converted to f32 per gemm_rows call: 4 x 1024 floats,
+ * 16 KB of stack scratch that stays in L1 while all tokens pass over it (8 x 512
+ * and 16 x 256 measured slower). A multiple of KZ_QK, so k-blocks start on
+ * quantization block boundaries. */
+#define GEMM_ROWS 4
+#define GEMM_KC 1024
+
+/* Blocks per thread and matrix for quantized prompts on the int8 matmuls (8
+ * otherwise): each matmul call quantizes all the prompt's activations again, so
+ * fewer, larger blocks are 7-12 % faster on the 0.6B prefill (2 threads, Zen 5: 2,
+ * 3 and 4 about equal, 8 and 16 slower), and a q8_0 block of 512 rows x 1024 inputs
+ * (557 KB) still stays in a 1 MB L2 across the token sets. The GEMM path measured
+ * the same for 2 to 8. */
+#define QUANT_PREFILL_BLOCKS 3
+
+/* Whether a call of n_tok tokens on weights of dtype runs the GEMM path (header). */
+static bool gemm_path(const kz_kernels *k, kz_dtype dtype, size_t n_tok) {
+    if (n_tok < GEMM_MIN_TOK) {
+        return false;
+    }
+    return dtype == KZ_DTYPE_F32 || dtype == KZ_DTYPE_BF16 || k->prefill_gemm_quant;
+}
+
+/* The kernel that widens one stored row segment to f32 (NULL for F32). */
+static void (*row_to_f32(const kz_kernels *k, kz_dtype dtype))(float *, const void *, size_t) {
+    switch (dtype) {
+    case KZ_DTYPE_BF16: return k->rows_to_f32_bf16;
+    case KZ_DTYPE_Q8_0: return k->rows_to_f32_q8_0;
+    case KZ_DTYPE_Q4_0: return k->rows_to_f32_q4_0;
+    default: return NULL;
+    }
+}
+
+/* Rows [o0, o1) of one matrix on the GEMM path (see the header). While a group
+ * of rows is multiplied, the next group's stored bytes are prefetched (one burst
+ * per group with the compiler's portable builtin: +15 % from DRAM on Zen 5, where
+ * spreading the prefetches over the group measured no better). */
+static void gemm_block(const kz_kernels *k, const kz_matrix_out *o, const float *x, size_t ldx,
+                       size_t n_tok, size_t o0, size_t o1) {
+    const kz_matrix *m = o->m;
+    void (*to_f32)(float *, const void *, size_t) = row_to_f32(k, m->dtype);
+    _Alignas(64) float scratch[GEMM_ROWS * GEMM_KC];
+    for (size_t r = o0; r < o1; r += GEMM_ROWS) {
+        const size_t nr = o1 - r < GEMM_ROWS ? o1 - r : GEMM_ROWS;
+        const size_t next = o1 - r - nr < GEMM_ROWS ? o1 - r - nr : GEMM_ROWS;
+        const char *pf = (const char *)m->data + (r + nr) * m->row_bytes;
+        for (size_t b = 0; b < next * m->row_bytes; b += 64) {
+            __builtin_prefetch(pf + b, 0, 3);
+        }
+        for (size_t k0 = 0; k0 < m->cols; k0 += GEMM_KC) {
+            const size_t kn = m->cols - k0 < GEMM_KC ? m->cols - k0 : GEMM_KC;
+            const float *w = scratch;
+            size_t ldw = kn;
+            if (to_f32) {
+                const uint8_t *src = (const uint8_t *)m->data + r * m->row_bytes +
+                                     kz_dtype_row_bytes(m->dtype, k0);
+                for (size_t j = 0; j < nr; j++) {
+                    to_f32(scratch + j * kn, src + j * m->row_bytes, kn);
+                }
+            } else { // F32: the rows in place
+                w = (const float *)m->data + r * m->cols + k0;
+                ldw = m->cols;
+            }
+            k->gemm_rows(o->y + r, o->ldy, x + k0, ldx, w, ldw, kn, n_tok, nr, k0 > 0);
+        }
+    }
+}
+
 static void mul_rows(void *arg, size_t chunk, int worker) {
     const mul_job *j = arg;
     (void)worker;
@@ -91,24 +184,31 @@ static void mul_rows(void *arg, size_t chunk, int worker) {
     const kz_matrix_out *o = &j->outs[i];
     size_t o0 = (chunk - j->first[i]) * j->block[i];
     size_t o1 = o0 + j->block[i] < o->m->rows ? o0 + j->block[i] : o->m->rows;
-    run_rows(j->k, o, j->x, j->ldx, j->n_tok, o0, o1);
+    if (j->force_gemm || gemm_path(j->k, o->m->dtype, j->n_tok)) {
+        gemm_block(j->k, o, j->x, j->ldx, j->n_tok, o0, o1);
+    } else {
+        run_rows(j->k, o, j->x, j->ldx, j->n_tok, o0, o1);
+    }
 }
 
-/* Rows per chunk: a multiple of 16, about 8 chunks per thread per matrix. */
-static size_t block_rows(size_t rows, size_t n_threads) {
-    size_t block = (rows + n_threads * 8 - 1) / (n_threads * 8);
+/* Rows per chunk: a multiple of 16, about per_thread chunks per thread per matrix. */
+static size_t block_rows(size_t rows, size_t n_threads, size_t per_thread) {
+    size_t block = (rows + n_threads * per_thread - 1) / (n_threads * per_thread);
     block = (block + 15) / 16 * 16;
     return block < 16 ? 16 : block;
 }
 
-void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
-                         size_t ldx, size_t n_tok) {
+static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
+                      size_t ldx, size_t n_tok, bool force_gemm) {
     KZ_ASSERT(n_outs >= 1 && n_outs <= KZ_MATRIX_MAX_GROUP);
     size_t n_threads = (size_t)kz_pool_threads(e->pool);
-    mul_job j = {.outs = outs, .n_outs = n_outs, .k = e->k, .x = x, .ldx = ldx, .n_tok = n_tok};
+    mul_job j = {.outs = outs, .n_outs = n_outs, .k = e->k, .x = x, .ldx = ldx, .n_tok = n_tok,
+                 .force_gemm = force_gemm};
     for (size_t i = 0; i < n_outs; i++) {
         const kz_matrix *m = outs[i].m;
-        j.block[i] = block_rows(m->rows, n_threads);
+        const bool int8_prompt = n_tok >= GEMM_MIN_TOK && !force_gemm &&
+                                 !gemm_path(e->k, m->dtype, n_tok);
+        j.block[i] = block_rows(m->rows, n_threads, int8_prompt ? QUANT_PREFILL_BLOCKS : 8);
         j.first[i + 1] = j.first[i] + (m->rows + j.block[i] - 1) / j.block[i];
         e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
         e->bytes += (double)m->rows * (double)m->row_bytes;
@@ -116,10 +216,21 @@ void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, c
     kz_pool_run(e->pool, j.first[n_outs], mul_rows, &j);
 }
 
+void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
+                         size_t ldx, size_t n_tok) {
+    mul_group(outs, n_outs, e, x, ldx, n_tok, false);
+}
+
 void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                    size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    kz_matrix_mul_group(&o, 1, e, x, ldx, n_tok);
+    mul_group(&o, 1, e, x, ldx, n_tok, false);
+}
+
+void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
+                        size_t ldx, size_t n_tok) {
+    kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
+    mul_group(&o, 1, e, x, ldx, n_tok, true);
 }
 
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst) {

@@ -3,10 +3,12 @@
  *
  * A kz_matrix is a row-major [rows, cols] = [out, in] weight (as nn.Linear and
  * nn.Embedding store it) pointing into the mapped checkpoint: BF16 as released,
- * F32, or block-quantized Q8_0 / Q4_0 from a GGUF file (kernels/quant.h). kz_matrix_mul computes y[t, :] = W x[t, :] for a few tokens, split
- * over the pool by output rows; every output element is one fixed-order dot
- * product, so results do not depend on the thread count. kz_matrix_row reads
- * one row as f32 (embedding lookup).
+ * F32, or block-quantized Q8_0 / Q4_0 from a GGUF file (kernels/quant.h).
+ * kz_matrix_mul computes y[t, :] = W x[t, :] for the tokens of a decode step or
+ * a whole prompt, split over the pool by output rows (prompts through the
+ * register-tiled GEMM where it is faster, matrix.c); every output element is
+ * summed in an order fixed by the shapes, so results do not depend on the
+ * thread count. kz_matrix_row reads one row as f32 (embedding lookup).
  */
 #ifndef KZ_MATRIX_H
 #define KZ_MATRIX_H
@@ -43,6 +45,12 @@ typedef struct kz_matrix_out {
 } kz_matrix_out;
 void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
                          size_t ldx, size_t n_tok);
+
+/* kz_matrix_mul through the prefill's GEMM path (rows_to_f32 + gemm_rows,
+ * matrix.c) whatever the dtype, n_tok and level, where kz_matrix_mul may keep the
+ * per-dtype matmuls: for benchmarks and tests. */
+void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
+                        size_t ldx, size_t n_tok);
 
 /* dst[cols] = W[row, :] as f32. */
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst);

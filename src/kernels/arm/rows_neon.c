@@ -11,7 +11,8 @@
  * from the sequential scalar sums by rounding only. axpy matches the scalar
  * definition bit for bit (mul then add, no FMA); snake_beta, gelu and swiglu
  * use the vector sin^2 / erf / exp of simd_math_neon.h. The table at the end
- * adds kz_gemm_neon and the matmuls of matmul_neon.c and quant_neon.c.
+ * adds kz_gemm_neon, the matmuls of matmul_neon.c and quant_neon.c, and
+ * gemm_rows_neon.c.
  */
 #include "kernels/kernels.h"
 #include "kernels/arm/simd_math_neon.h"
@@ -283,4 +284,9 @@ const kz_kernels kz_kernels_neon = {
     .matmul_f32 = kz_matmul_f32_neon,
     .matmul_q8_0 = kz_matmul_q8_0_neon,
     .matmul_q4_0 = kz_matmul_q4_0_neon,
+    .gemm_rows = kz_gemm_rows_neon,
+    .rows_to_f32_bf16 = kz_rows_to_f32_bf16_neon,
+    .rows_to_f32_q8_0 = kz_rows_to_f32_q8_0_neon,
+    .rows_to_f32_q4_0 = kz_rows_to_f32_q4_0_neon,
+    .prefill_gemm_quant = true,
 };

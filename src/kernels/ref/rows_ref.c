@@ -9,7 +9,8 @@
  * error of their vectorised sin / erf / exp; dot and the norms within the
  * rounding of their lane-parallel sums. Reductions here run sequentially in
  * index order; the build's -ffp-contract=off keeps a*b+c as two roundings.
- * The table at the end adds kz_gemm_ref and the matmuls of matmul_ref.c.
+ * The table at the end adds kz_gemm_ref, the matmuls of matmul_ref.c and
+ * the prefill GEMM and weight conversions of gemm_rows_ref.c.
  */
 #include "kernels/kernels.h"
 
@@ -107,4 +108,9 @@ const kz_kernels kz_kernels_scalar = {
     .matmul_f32 = kz_matmul_f32_ref,
     .matmul_q8_0 = kz_matmul_q8_0_ref,
     .matmul_q4_0 = kz_matmul_q4_0_ref,
+    .gemm_rows = kz_gemm_rows_ref,
+    .rows_to_f32_bf16 = kz_rows_to_f32_bf16_ref,
+    .rows_to_f32_q8_0 = kz_rows_to_f32_q8_0_ref,
+    .rows_to_f32_q4_0 = kz_rows_to_f32_q4_0_ref,
+    .prefill_gemm_quant = true,
 };

@@ -3,8 +3,12 @@
  * quantized language-model projections (kernels.h matmul_q8_0, matmul_q4_0;
  * formats in kernels/quant.h).
  *
- * Data flow, per pair of tokens (or a last single token) and per chunk of up
- * to 256 blocks (8192 inputs) of the row:
+ * Data flow, per set of tokens and per chunk of up to 256 blocks (8192 inputs)
+ * of the row. A set is a pair (or a last single token) in calls of 1 to 3
+ * tokens (decode steps) and up to four tokens in calls of four or more (the
+ * prompt prefill: each weight group below is unpacked once for four tokens and
+ * the rows are re-read half as often, 13-15 % faster on the 0.6B prefill on
+ * Zen 5, docs/PERF.md; the four tokens' activations take 41 KB of stack):
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
  *            d_x per block in lane order (below); q4_0: -8 sum q_x too (stack)
@@ -39,8 +43,9 @@
  * same bound but not bit for bit with each other.
  *
  * Determinism: a token's sequence of operations depends only on n_in, never
- * on whether it is paired with another token, on n_tok, on [o0, o1) or on
- * which integer path runs. The path is chosen once per call: VNNI when the
+ * on how many tokens share its set, on n_tok, on [o0, o1) or on which
+ * integer path runs (a set only shares the weight unpacking; every token keeps
+ * its own accumulator and fold). The path is chosen once per call: VNNI when the
  * CPU has it (__builtin_cpu_supports, cached), unless
  * kz_quant_avx512_set_vnni(0) asked for the plain one (tests, benchmarks).
  */
@@ -52,6 +57,7 @@
 #include "runtime/error.h"
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
+#define MAX_NT 4         /* tokens in a set (prefill): they share each group's unpacking */
 #define GROUP 16         /* blocks per fold: one float lane each */
 #define PREFETCH_Q8 4096 /* bytes ahead of the weight stream */
 #define PREFETCH_Q4 8192
@@ -310,11 +316,11 @@ ALWAYS_INLINE __m512i pick(__m512i lo, const uint16_t *idx, __m512i hi) {
 }
 
 /* Integer dot products of the 16 blocks of group g (windows win) with nt (1
- * or 2) tokens, folded and offset: r[t] lane LANE(k) = exact sum_i c_i q_i of
- * block k. */
-ALWAYS_INLINE void group_dots(__m512i r[2], const __m512i *win, const act *a, size_t g, int nt,
-                              int q4, int vnni) {
-    __m512i quad[2][4];
+ * to MAX_NT) tokens, folded and offset: r[t] lane LANE(k) = exact sum_i c_i q_i
+ * of block k. */
+ALWAYS_INLINE void group_dots(__m512i r[MAX_NT], const __m512i *win, const act *a, size_t g,
+                              int nt, int q4, int vnni) {
+    __m512i quad[MAX_NT][4];
     if (q4) {
         const __m512i low4 = _mm512_set1_epi8(0x0f);
         for (int j = 0; j < 4; j++) {
@@ -393,11 +399,11 @@ ALWAYS_INLINE __m512 group_scales(const __m512i *win, int q4) {
     return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
 }
 
-ALWAYS_INLINE void group_step(__m512 acc[2], const uint8_t *blk, const act *a, size_t g, int nt,
-                              int q4, int vnni, int nvalid) {
+ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
+                              int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
     load_windows(win, blk, q4, nvalid);
-    __m512i r[2];
+    __m512i r[MAX_NT];
     group_dots(r, win, a, g, nt, q4, vnni);
     const __m512 dw = group_scales(win, q4);
     for (int t = 0; t < nt; t++) {
@@ -428,7 +434,10 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
     const int tail = (int)(cn % GROUP);
     for (size_t o = o0; o < o1; o++) {
         const uint8_t *row = w + (o * nb + c0) * bsize;
-        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m512 acc[MAX_NT];
+        for (int t = 0; t < MAX_NT; t++) {
+            acc[t] = _mm512_setzero_ps();
+        }
         for (size_t g = 0; g < full; g++) {
             const uint8_t *blk = row + g * gbytes;
             // One prefetch per 64 bytes of the row stream (consecutive rows are
@@ -465,6 +474,14 @@ CHUNK_FN(chunk_q4_1, 1, 1, 0)
 CHUNK_FN(chunk_q4_2, 2, 1, 0)
 CHUNK_FN(chunk_q4_1v, 1, 1, 1)
 CHUNK_FN(chunk_q4_2v, 2, 1, 1)
+CHUNK_FN(chunk_q8_3, 3, 0, 0)
+CHUNK_FN(chunk_q8_4, 4, 0, 0)
+CHUNK_FN(chunk_q8_3v, 3, 0, 1)
+CHUNK_FN(chunk_q8_4v, 4, 0, 1)
+CHUNK_FN(chunk_q4_3, 3, 1, 0)
+CHUNK_FN(chunk_q4_4, 4, 1, 0)
+CHUNK_FN(chunk_q4_3v, 3, 1, 1)
+CHUNK_FN(chunk_q4_4v, 4, 1, 1)
 
 static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                      size_t n_tok, size_t o0, size_t o1, int q4) {
@@ -478,14 +495,17 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         }
         return;
     }
-    static const chunk_fn fns[2][2][2] = {
-        {{chunk_q8_1, chunk_q8_2}, {chunk_q8_1v, chunk_q8_2v}},
-        {{chunk_q4_1, chunk_q4_2}, {chunk_q4_1v, chunk_q4_2v}},
+    static const chunk_fn fns[2][2][MAX_NT] = {
+        {{chunk_q8_1, chunk_q8_2, chunk_q8_3, chunk_q8_4},
+         {chunk_q8_1v, chunk_q8_2v, chunk_q8_3v, chunk_q8_4v}},
+        {{chunk_q4_1, chunk_q4_2, chunk_q4_3, chunk_q4_4},
+         {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v}},
     };
     const int vnni = use_vnni();
-    act a[2];
-    for (size_t t = 0; t < n_tok; t += 2) {
-        const int nt = n_tok - t >= 2 ? 2 : 1;
+    const size_t per = n_tok >= MAX_NT ? MAX_NT : 2; // tokens per set (header)
+    act a[MAX_NT];
+    for (size_t t = 0; t < n_tok; t += per) {
+        const int nt = (int)(n_tok - t >= per ? per : n_tok - t);
         const chunk_fn fn = fns[q4][vnni][nt - 1];
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;

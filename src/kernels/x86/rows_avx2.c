@@ -9,8 +9,8 @@
  * lane layout per n; they differ from the sequential scalar sums by rounding
  * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
  * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
- * simd_math.h. The table at the end adds kz_gemm_avx2 and the matmuls of
- * matmul_avx2.c.
+ * simd_math.h. The table at the end adds kz_gemm_avx2, the matmuls of
+ * matmul_avx2.c and quant_avx2.c, and gemm_rows_avx2.c.
  */
 #include "kernels/kernels.h"
 #include "kernels/x86/simd_math.h"
@@ -259,4 +259,9 @@ const kz_kernels kz_kernels_avx2 = {
     .matmul_f32 = kz_matmul_f32_avx2,
     .matmul_q8_0 = kz_matmul_q8_0_avx2,
     .matmul_q4_0 = kz_matmul_q4_0_avx2,
+    .gemm_rows = kz_gemm_rows_avx2,
+    .rows_to_f32_bf16 = kz_rows_to_f32_bf16_avx2,
+    .rows_to_f32_q8_0 = kz_rows_to_f32_q8_0_avx2,
+    .rows_to_f32_q4_0 = kz_rows_to_f32_q4_0_avx2,
+    .prefill_gemm_quant = true,
 };

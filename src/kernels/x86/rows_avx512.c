@@ -9,8 +9,8 @@
  * lane layout per n and differ from the sequential scalar sums by rounding
  * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
  * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
- * simd_math.h. The table at the end adds kz_gemm_avx512 and the matmuls of
- * matmul_avx512.c.
+ * simd_math.h. The table at the end adds kz_gemm_avx512, the matmuls of
+ * matmul_avx512.c and quant_avx512.c, and gemm_rows_avx512.c.
  */
 #include "kernels/kernels.h"
 #include "kernels/x86/simd_math.h"
@@ -243,4 +243,9 @@ const kz_kernels kz_kernels_avx512 = {
     .matmul_f32 = kz_matmul_f32_avx512,
     .matmul_q8_0 = kz_matmul_q8_0_avx512,
     .matmul_q4_0 = kz_matmul_q4_0_avx512,
+    .gemm_rows = kz_gemm_rows_avx512,
+    .rows_to_f32_bf16 = kz_rows_to_f32_bf16_avx512,
+    .rows_to_f32_q8_0 = kz_rows_to_f32_q8_0_avx512,
+    .rows_to_f32_q4_0 = kz_rows_to_f32_q4_0_avx512,
+    .prefill_gemm_quant = false,
 };
