@@ -3,8 +3,9 @@
  *
  * Projections run through kz_matrix_mul (weights in place, any kz_matrix dtype);
  * q/k/v and gate/up are one pool run each (kz_matrix_mul_group);
- * attention is parallel over heads on the pool, each head's softmax computed
- * in a fixed order over positions 0..p, so results never depend on threads.
+ * attention is parallel over heads on the pool (inline for short sequences),
+ * each head's softmax computed in a fixed order over positions 0..p, so results
+ * never depend on threads.
  */
 #include "layers/transformer.h"
 
@@ -121,6 +122,11 @@ void kz_qwen3_state_free(kz_qwen3_state *st) {
     memset(st, 0, sizeof *st);
 }
 
+/* Attention over at most this many (token, position) pairs runs on the calling thread:
+ * the code predictor's 17 positions cost about 10 us, less than a pool dispatch. The
+ * talker (22+ prompt rows, then longer sequences) always uses the pool. */
+#define ATTENTION_INLINE_PAIRS 20
+
 typedef struct attn_job {
     const kz_qwen3_stack *s;
     kz_qwen3_state *st;
@@ -167,7 +173,15 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
         memcpy(st->v_cache + slot, st->v + t * kvw, kvw * sizeof(float));
     }
     attn_job j = {.s = s, .st = st, .k = e->k, .layer = l, .n_tok = n_tok};
-    kz_pool_run(e->pool, (size_t)d->n_heads, attend_head, &j);
+    // A short sequence (the code predictor's at most 17 positions) costs less than a pool
+    // dispatch: the caller runs every head itself (the same per-head computation).
+    if (n_tok * (size_t)(st->n_pos + (int64_t)n_tok) <= ATTENTION_INLINE_PAIRS) {
+        for (size_t h = 0; h < (size_t)d->n_heads; h++) {
+            attend_head(&j, h, 0);
+        }
+    } else {
+        kz_pool_run(e->pool, (size_t)d->n_heads, attend_head, &j);
+    }
     kz_matrix_mul(&L->o, e, st->h, hid, st->att, qw, n_tok);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
