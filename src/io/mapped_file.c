@@ -75,3 +75,19 @@ void kz_map_release_range(const void *data, size_t n_bytes) {
         (void)madvise((void *)first, last - first, MADV_DONTNEED);
     }
 }
+
+void kz_map_populate_range(const void *data, size_t n_bytes) {
+#if defined(__linux__)
+    long page_bytes = sysconf(_SC_PAGESIZE);
+    if (!data || n_bytes == 0 || page_bytes <= 0) {
+        return;
+    }
+    uintptr_t page = (uintptr_t)page_bytes, begin = (uintptr_t)data / page * page;
+    uintptr_t end = ((uintptr_t)data + n_bytes + page - 1) / page * page;
+    // MADV_POPULATE_READ (Linux 5.14); older kernels answer EINVAL and nothing changes.
+    (void)madvise((void *)begin, end - begin, 22);
+#else
+    (void)data;
+    (void)n_bytes;
+#endif
+}

@@ -6,7 +6,9 @@
  *   MAP_PRIVATE) -> close (the mapping keeps the file referenced)
  * Every error names the path. kz_map_release_range drops the resident pages that
  * lie wholly inside a byte range (after its data was converted), never touching
- * pages shared with neighbouring data.
+ * pages shared with neighbouring data. kz_map_populate_range maps the pages of a
+ * range that will be read soon (the language models' layer weights), so that the
+ * first synthesis does not take a page fault per few KB of weights.
  */
 #ifndef KZ_MAPPED_FILE_H
 #define KZ_MAPPED_FILE_H
@@ -24,5 +26,10 @@ void kz_map_close(const uint8_t *map, size_t n_bytes);
 
 /* madvise(MADV_DONTNEED) on the pages wholly inside [data, data + n_bytes). */
 void kz_map_release_range(const void *data, size_t n_bytes);
+
+/* madvise(MADV_POPULATE_READ) on the pages that overlap [data, data + n_bytes):
+ * reads them into the page cache if needed and maps them now. Advisory: where the
+ * system lacks it (Linux < 5.14, other systems) nothing happens. */
+void kz_map_populate_range(const void *data, size_t n_bytes);
 
 #endif

@@ -145,6 +145,7 @@ static kz_status bind_packed(kz_conv *c, const kz_weights *f, const char *w_name
     }
     if (st == KZ_OK) {
         kz_packed_init_mapped(&c->w, c->taps, c->k_in, c->n, t->data);
+        kz_map_populate_range(t->data, t->n_bytes); // every chunk reads all of it
         kz_weights_packed(f, w_name, &c->w);
     }
     return st;

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "io/mapped_file.h"
 #include "kernels/quant.h"
 #include "runtime/error.h"
 
@@ -231,6 +232,10 @@ void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, co
                         size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
     mul_group(&o, 1, e, x, ldx, n_tok, true);
+}
+
+void kz_matrix_populate(const kz_matrix *m) {
+    kz_map_populate_range(m->data, m->rows * m->row_bytes);
 }
 
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst) {

@@ -52,6 +52,11 @@ void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, c
 void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                         size_t ldx, size_t n_tok);
 
+/* Maps the matrix's pages now (kz_map_populate_range) for weights that every step
+ * reads in full, so that the first synthesis takes no page faults on them. Not for
+ * embeddings, which are read a few rows at a time. */
+void kz_matrix_populate(const kz_matrix *m);
+
 /* dst[cols] = W[row, :] as f32. */
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst);
 

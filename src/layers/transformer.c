@@ -32,6 +32,9 @@ static kz_status load_layer(kz_qwen3_layer *L, const kz_weights *f, const char *
     for (int i = 0; i < 7 && st == KZ_OK; i++) {
         snprintf(name, sizeof name, "%slayers.%d.%s.weight", prefix, l, mats[i].n);
         st = kz_matrix_bind(mats[i].m, f, name, mats[i].rows, mats[i].cols);
+        if (st == KZ_OK) {
+            kz_matrix_populate(mats[i].m);
+        }
     }
     struct { const float **dst; const char *n; size_t len; } vecs[4] = {
         {&L->attn_norm, "input_layernorm", (size_t)hid},

@@ -25,6 +25,9 @@ static kz_status load_tables(kz_code_predictor *p, const kz_weights *f) {
         st = kz_matrix_bind(&p->embeddings[i], f, name, V, D);
         snprintf(name, sizeof name, PREFIX "lm_head.%d.weight", i);
         st = st ? st : kz_matrix_bind(&p->heads[i], f, name, V, H);
+        if (st == KZ_OK) {
+            kz_matrix_populate(&p->heads[i]);
+        }
     }
     p->has_projection = kz_weights_find(f, PREFIX "small_to_mtp_projection.weight") != NULL;
     if (st == KZ_OK && !p->has_projection && D != H) {
@@ -37,6 +40,9 @@ static kz_status load_tables(kz_code_predictor *p, const kz_weights *f) {
         p->projection_b = malloc((size_t)H * sizeof(float));
         st = p->projection_b ? KZ_OK : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
         st = st ? st : kz_matrix_bind(&p->projection, f, PREFIX "small_to_mtp_projection.weight", H, D);
+        if (st == KZ_OK) {
+            kz_matrix_populate(&p->projection);
+        }
         st = st ? st : kz_vector_load(f, PREFIX "small_to_mtp_projection.bias", (size_t)H,
                                       p->projection_b);
     }

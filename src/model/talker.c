@@ -39,6 +39,11 @@ kz_status kz_talker_load(kz_talker *t, const kz_weights *f, const kz_talker_conf
     st = st ? st : kz_matrix_bind(&t->codec_head, f, "talker.codec_head.weight", cfg->vocab_size, D);
     kz_qwen3_dims d = dims_of(cfg);
     st = st ? st : kz_qwen3_load(&t->stack, f, "talker.model.", &d);
+    if (st == KZ_OK) { // read in full by every prompt or step (the layers populate themselves)
+        kz_matrix_populate(&t->fc1);
+        kz_matrix_populate(&t->fc2);
+        kz_matrix_populate(&t->codec_head);
+    }
     if (st != KZ_OK) {
         kz_talker_free(t);
     }
