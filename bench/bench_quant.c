@@ -26,6 +26,13 @@
  * kz_matrix_mul takes (layers/matrix.c: the GEMM path for f32 and bf16, and for
  * q8_0 / q4_0 where the level's prefill_gemm_quant says so).
  *
+ * Next to the rates stand this machine's limits, measured first with the probes of
+ * `kztts bench` (tools/kztts/machine_peak.c): the DRAM read bandwidth of the
+ * benchmark's thread count (the DRAM table's "% of DRAM read") and, per level, the
+ * FMA peak (the prefill table's "% of FMA peak" for the GEMM path). The read probe
+ * is a plain streaming loop without software prefetch, so a prefetching kernel can
+ * pass 100 % of it; the codes' shares above 100 % say the probe is the weaker reader.
+ *
  * Usage: bench_quant [scalar|avx2|avx512 ...] [--mb N] [--quick] [--threads N] [--no-vnni]
  *                    [--prefill] [--tokens N] [--prefill-mb N]
  *   levels (default: every SIMD level the CPU supports); --mb total bf16
@@ -37,6 +44,7 @@
 #include "kernels/quant.h"
 #include "layers/matrix.h"
 #include "runtime/threadpool.h"
+#include "machine_peak.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -216,7 +224,8 @@ static double time_passes(mm_fn fn, const uint8_t *mats, size_t n_mat, size_t ro
 
 /* repeat 0: enough distinct matrices for mb megabytes of bf16, each used once
  * per pass; repeat > 0: one matrix used repeat times per pass (cache-resident). */
-static void bench_shape(const kz_kernels *k, size_t rows, size_t n_in, double mb, size_t repeat) {
+static void bench_shape(const kz_kernels *k, size_t rows, size_t n_in, double mb, size_t repeat,
+                        double peak_gbs) {
     const size_t bf16_bytes = rows * n_in * 2;
     size_t n_mat = (size_t)(mb * 1e6 / (double)bf16_bytes + 0.5);
     n_mat = repeat ? repeat : n_mat ? n_mat : 1;
@@ -233,10 +242,14 @@ static void bench_shape(const kz_kernels *k, size_t rows, size_t n_in, double mb
                            x, y);
         free(mats);
         const double weights = (double)n_mat * (double)rows * (double)n_in;
-        printf(
-            "  [%5zu, %5zu] x %3zu  %-5s %7.1f MB  %7.2f ms  %6.2f GB/s  %5.2f weights/ns  x%.2f\n",
-            rows, n_in, n_mat, fmt_name[f], (double)(n_mat * mat_bytes) / 1e6, t[f] * 1e3,
-            (double)(n_mat * mat_bytes) / t[f] / 1e9, weights / t[f] / 1e9, t[FMT_BF16] / t[f]);
+        const double gbs = (double)(n_mat * mat_bytes) / t[f] / 1e9;
+        printf("  [%5zu, %5zu] x %3zu  %-5s %7.1f MB  %7.2f ms  %6.2f GB/s  %5.2f weights/ns  x%.2f",
+               rows, n_in, n_mat, fmt_name[f], (double)(n_mat * mat_bytes) / 1e6, t[f] * 1e3, gbs,
+               weights / t[f] / 1e9, t[FMT_BF16] / t[f]);
+        if (peak_gbs > 0) {
+            printf("  %3.0f %% of DRAM read", 100.0 * gbs / peak_gbs);
+        }
+        printf("\n");
     }
     free(x);
     free(y);
@@ -273,7 +286,7 @@ static double time_gemm_path(const gemm_pass *p) {
  * matrices [rows, n_in] for mb megabytes of bf16, per format, by the per-dtype
  * matmul and by kz_matrix_mul on a pool of n_threads. */
 static void bench_prefill(const kz_kernels *k, kz_pool *pool, size_t rows, size_t n_in,
-                          size_t n_tok, double mb) {
+                          size_t n_tok, double mb, double peak_gflops) {
     size_t n_mat = (size_t)(mb * 1e6 / (double)(rows * n_in * 2) + 0.5);
     n_mat = n_mat ? n_mat : 1;
     float *x = malloc(n_tok * n_in * sizeof(float));
@@ -306,9 +319,10 @@ static void bench_prefill(const kz_kernels *k, kz_pool *pool, size_t rows, size_
         const int model_gemm = n_tok >= 4 && (order[f] == FMT_F32 || order[f] == FMT_BF16 ||
                                               k->prefill_gemm_quant);
         printf("  %2zu x [%5zu <- %5zu] x %3zu  %-5s  matmul %8.2f ms %6.1f GFLOP/s   "
-               "gemm_rows %8.2f ms %6.1f GFLOP/s  x%.2f  (model: %s)\n",
+               "gemm_rows %8.2f ms %6.1f GFLOP/s (%3.0f %% of FMA peak)  x%.2f  (model: %s)\n",
                n_tok, rows, n_in, n_mat, fmt_name[order[f]], t_old * 1e3, flop / t_old / 1e9,
-               t_new * 1e3, flop / t_new / 1e9, t_old / t_new, model_gemm ? "gemm_rows" : "matmul");
+               t_new * 1e3, flop / t_new / 1e9, 100.0 * flop / t_new / 1e9 / peak_gflops,
+               t_old / t_new, model_gemm ? "gemm_rows" : "matmul");
     }
     free(mats);
     free(x);
@@ -373,6 +387,9 @@ int main(int argc, char **argv) {
     printf(", 1 token, best pass; columns: shape [rows, n_in] x matrices, format, "
            "bytes streamed per pass, time per pass, GB/s of weight bytes, weights per ns, "
            "speed-up per weight over bf16\n");
+    const double peak_gbs = machine_peak_read_gbs(n_threads);
+    printf("machine: DRAM read %.1f GB/s with %d thread%s (256 MB streaming probe)\n", peak_gbs,
+           n_threads, n_threads == 1 ? "" : "s");
     for (int l = KZ_ISA_SCALAR; l <= KZ_ISA_NEON; l++) {
         if (any ? !want[l] : l == KZ_ISA_SCALAR) {
             continue;
@@ -382,19 +399,23 @@ int main(int argc, char **argv) {
             printf("\n[%s] skipped: not supported by this CPU or build\n", kz_isa_name((kz_isa)l));
             continue;
         }
+        const char *loop;
+        const double peak_gflops = machine_peak_fma_gflops(k->name, n_threads, &loop);
+        printf("\n[%s] FMA peak %.1f GFLOP/s with %d thread%s (%s)\n", k->name, peak_gflops,
+               n_threads, n_threads == 1 ? "" : "s", loop);
         if (!prefill_only) {
-            printf("\n[%s] from DRAM (%.0f MB of bf16 per shape)\n", k->name, mb);
+            printf("[%s] from DRAM (%.0f MB of bf16 per shape)\n", k->name, mb);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-                bench_shape(k, shapes[s][0], shapes[s][1], mb, 0);
+                bench_shape(k, shapes[s][0], shapes[s][1], mb, 0, peak_gbs);
             }
             printf("[%s] cache-resident (one matrix, 32 times per pass)\n", k->name);
-            bench_shape(k, 256, 1024, 0, 32);
+            bench_shape(k, 256, 1024, 0, 32, 0);
         }
         printf("[%s] prompt prefill, %zu tokens, %.0f MB of bf16 per shape: per-dtype matmul "
                "vs the GEMM path (kz_matrix_mul_gemm); x = speed-up of the GEMM path\n",
                k->name, n_tok, prefill_mb);
         for (size_t s = 0; s < 2; s++) {
-            bench_prefill(k, pool, shapes[s][0], shapes[s][1], n_tok, prefill_mb);
+            bench_prefill(k, pool, shapes[s][0], shapes[s][1], n_tok, prefill_mb, peak_gflops);
         }
     }
     kz_pool_free(pool);
