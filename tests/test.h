@@ -9,8 +9,28 @@
 #define KZ_TEST_H
 
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Deterministic test data: xorshift64 over a state each test seeds itself. */
+static inline uint64_t test_rng_u64(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* Uniform in [-1, 1), 24 random bits. */
+static inline float test_rng_float(uint64_t *state) {
+    return (float)((test_rng_u64(state) >> 40) & 0xFFFFFF) / 8388608.0f - 1.0f;
+}
+
+/* Uniform in [0, n). */
+static inline size_t test_rng_below(uint64_t *state, size_t n) {
+    return (size_t)(test_rng_u64(state) >> 11) % n;
+}
 
 static int test_passed_count;
 static int test_failed_count;

@@ -31,26 +31,10 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-/* uniform in [-1, 1) */
-static float frand(void) {
-    return (float)((next_u64() >> 40) & 0xFFFFFF) / 8388608.0f - 1.0f;
-}
-
-static size_t urand(size_t n) {
-    return (size_t)(next_u64() >> 11) % n;
-}
-
 static float *rand_buf(size_t n) {
     float *p = malloc((n ? n : 1) * sizeof(float));
     for (size_t i = 0; i < n; i++) {
-        p[i] = frand();
+        p[i] = test_rng_float(&rng);
     }
     return p;
 }
@@ -105,9 +89,9 @@ static void check_shape(const kz_kernels *k, const shape *s) {
 
     // Random row and token ranges, each its own call: the same bits.
     for (size_t o0 = 0; o0 < s->n_rows;) {
-        const size_t o1 = o0 + 1 + urand(s->n_rows - o0);
+        const size_t o1 = o0 + 1 + test_rng_below(&rng, s->n_rows - o0);
         for (size_t t0 = 0; t0 < s->n_tok;) {
-            const size_t t1 = t0 + 1 + urand(s->n_tok - t0);
+            const size_t t1 = t0 + 1 + test_rng_below(&rng, s->n_tok - t0);
             k->gemm_rows(split + t0 * s->ldy + o0, s->ldy, x + t0 * s->ldx, s->ldx,
                          w + o0 * s->ldw, s->ldw, s->n_in, t1 - t0, o1 - o0, s->accumulate);
             t0 = t1;
@@ -128,12 +112,12 @@ static void check_shape(const kz_kernels *k, const shape *s) {
 static void test_gemm(const kz_kernels *k) {
     for (int rep = 0; rep < 300; rep++) {
         shape s;
-        s.n_in = rep % 50 == 0 ? 1031 : 1 + urand(300);
-        s.n_tok = 1 + urand(9);
-        s.n_rows = 1 + urand(9);
-        s.ldx = s.n_in + urand(20);
-        s.ldw = s.n_in + urand(20);
-        s.ldy = s.n_rows + urand(6);
+        s.n_in = rep % 50 == 0 ? 1031 : 1 + test_rng_below(&rng, 300);
+        s.n_tok = 1 + test_rng_below(&rng, 9);
+        s.n_rows = 1 + test_rng_below(&rng, 9);
+        s.ldx = s.n_in + test_rng_below(&rng, 20);
+        s.ldw = s.n_in + test_rng_below(&rng, 20);
+        s.ldy = s.n_rows + test_rng_below(&rng, 6);
         s.accumulate = rep % 2;
         check_shape(k, &s);
     }
@@ -188,7 +172,7 @@ static void test_blocks(const kz_kernels *k, int q4) {
             const uint16_t d = (uint16_t)b;
             memcpy(blocks + b * bsize, &d, 2);
             for (size_t j = 2; j < bsize; j++) { // every int8 code / nibble pair occurs
-                blocks[b * bsize + j] = (uint8_t)next_u64();
+                blocks[b * bsize + j] = (uint8_t)test_rng_u64(&rng);
             }
         }
         def(ref, blocks, n_blocks * KZ_QK);

@@ -43,22 +43,6 @@
 
 static uint64_t rng = 88172645463325252ull;
 
-static uint64_t next_u64(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-/* uniform in [-1, 1) */
-static float frand(void) {
-    return (float)((next_u64() >> 40) & 0xFFFFFF) / 8388608.0f - 1.0f;
-}
-
-static size_t urand(size_t n) {
-    return (size_t)(next_u64() >> 11) % n;
-}
-
 static float u2f(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
@@ -286,20 +270,20 @@ static void test_round_trip(void) {
         for (int rep = 0; rep < 400; rep++) {
             float x[4 * KZ_QK];
             for (int b = 0; b < 4; b++) {
-                const float mag = mags[urand(n_mags)];
+                const float mag = mags[test_rng_below(&rng, n_mags)];
                 for (int i = 0; i < KZ_QK; i++) {
-                    x[b * KZ_QK + i] = mag * frand();
+                    x[b * KZ_QK + i] = mag * test_rng_float(&rng);
                 }
-                switch (urand(6)) {
+                switch (test_rng_below(&rng, 6)) {
                 case 0:
-                    x[b * KZ_QK + urand(KZ_QK)] = mag * 1000.0f;
+                    x[b * KZ_QK + test_rng_below(&rng, KZ_QK)] = mag * 1000.0f;
                     break; // one huge value
                 case 1:
-                    x[b * KZ_QK + urand(KZ_QK)] = -mag * 1.5f;
+                    x[b * KZ_QK + test_rng_below(&rng, KZ_QK)] = -mag * 1.5f;
                     break; // negative extreme
                 case 2:
-                    x[b * KZ_QK + urand(KZ_QK)] = mag * 1.5f; // both extremes, tie
-                    x[b * KZ_QK + urand(KZ_QK)] = -mag * 1.5f;
+                    x[b * KZ_QK + test_rng_below(&rng, KZ_QK)] = mag * 1.5f; // both extremes, tie
+                    x[b * KZ_QK + test_rng_below(&rng, KZ_QK)] = -mag * 1.5f;
                     break;
                 default:
                     break;
@@ -320,7 +304,7 @@ static void test_round_trip(void) {
             float x[KZ_QK];
             const float amax = ldexpf(1.0f, e) * (q4 ? 8.0f : 127.0f) * 0.77f;
             for (int i = 0; i < KZ_QK; i++) {
-                x[i] = amax * frand();
+                x[i] = amax * test_rng_float(&rng);
             }
             x[7] = -amax;
             uint8_t blk[KZ_Q8_0_BLOCK_BYTES];
@@ -424,16 +408,16 @@ static void fill_weights(uint8_t *w, float *wrow, size_t rows, size_t n_in, int 
             for (size_t b = 0; b < nb; b++) {
                 uint8_t *p = w + o * row_bytes + b * bs;
                 const uint16_t h =
-                    (uint16_t)(((3 + urand(15)) << 10) | urand(1024) | (urand(2) << 15));
+                    (uint16_t)(((3 + test_rng_below(&rng, 15)) << 10) | test_rng_below(&rng, 1024) | (test_rng_below(&rng, 2) << 15));
                 memcpy(p, &h, 2);
                 for (size_t i = 2; i < bs; i++) {
-                    p[i] = (uint8_t)urand(256);
+                    p[i] = (uint8_t)test_rng_below(&rng, 256);
                 }
             }
         } else {
-            const float scale = urand(4) == 0 ? 1e-3f : 0.05f;
+            const float scale = test_rng_below(&rng, 4) == 0 ? 1e-3f : 0.05f;
             for (size_t i = 0; i < n_in; i++) {
-                wrow[i] = scale * frand();
+                wrow[i] = scale * test_rng_float(&rng);
             }
             CHECK_EQ_INT(q4 ? kz_quantize_row_q4_0(w + o * row_bytes, wrow, n_in)
                             : kz_quantize_row_q8_0(w + o * row_bytes, wrow, n_in),
@@ -449,16 +433,16 @@ static void fill_activations(float *xs, size_t ldx, size_t n_in, size_t n_tok) {
     for (size_t t = 0; t < n_tok; t++) {
         float *xt = xs + t * ldx;
         for (size_t b = 0; b < nb; b++) {
-            const int kind = (int)urand(8);
+            const int kind = (int)test_rng_below(&rng, 8);
             const float mag = kind == 0 ? 0.0f : kind == 1 ? 1e-6f : kind == 2 ? 300.0f : 1.0f;
             for (int i = 0; i < KZ_QK; i++) {
-                xt[b * KZ_QK + (size_t)i] = mag * frand();
+                xt[b * KZ_QK + (size_t)i] = mag * test_rng_float(&rng);
             }
             if (kind == 3) { // exact ties for the activation rounding: d_x = 1
                 for (int i = 0; i < KZ_QK; i++) {
-                    xt[b * KZ_QK + (size_t)i] = (float)((int)urand(200) - 100) + 0.5f;
+                    xt[b * KZ_QK + (size_t)i] = (float)((int)test_rng_below(&rng, 200) - 100) + 0.5f;
                 }
-                xt[b * KZ_QK + urand(KZ_QK)] = urand(2) ? 127.0f : -127.0f;
+                xt[b * KZ_QK + test_rng_below(&rng, KZ_QK)] = test_rng_below(&rng, 2) ? 127.0f : -127.0f;
             }
         }
         for (size_t i = n_in; i < ldx; i++) {
@@ -490,7 +474,7 @@ static void check_matmul(const kz_kernels *k, int level, int q4, size_t rows, si
     fn(got, ldy, xs, ldx, w, n_in, n_tok, 0, rows);
     // any split of rows, and of tokens (one call per token), gives the same bits
     for (size_t o0 = 0; o0 < rows;) {
-        size_t o1 = o0 + 1 + urand(9);
+        size_t o1 = o0 + 1 + test_rng_below(&rng, 9);
         o1 = o1 > rows ? rows : o1;
         for (size_t t = 0; t < n_tok; t++) {
             fn(split + t * ldy, ldy, xs + t * ldx, ldx, w, n_in, 1, o0, o1);
@@ -547,9 +531,9 @@ static void test_matmul(void) {
         }
         for (int q4 = 0; q4 < 2; q4++) {
             for (int rep = 0; rep < 30; rep++) {
-                const size_t rows = 1 + urand(70);
-                const size_t n_in = widths[urand(5)];
-                check_matmul(k, l, q4, rows, n_in, 1 + urand(5), rep % 3 == 2);
+                const size_t rows = 1 + test_rng_below(&rng, 70);
+                const size_t n_in = widths[test_rng_below(&rng, 5)];
+                check_matmul(k, l, q4, rows, n_in, 1 + test_rng_below(&rng, 5), rep % 3 == 2);
                 n_cases++;
             }
             for (size_t n_in = 32; n_in <= 544; n_in += 32) { // every block count mod 16
@@ -582,8 +566,8 @@ static void test_vnni_paths(void) {
     int cases = 0;
     for (int q4 = 0; q4 < 2; q4++) {
         for (int rep = 0; rep < 24; rep++) {
-            const size_t rows = 1 + urand(40), n_tok = 1 + urand(4);
-            const size_t n_in = rep < 20 ? 32 * (1 + (size_t)rep) : 32 * (1 + urand(300));
+            const size_t rows = 1 + test_rng_below(&rng, 40), n_tok = 1 + test_rng_below(&rng, 4);
+            const size_t n_in = rep < 20 ? 32 * (1 + (size_t)rep) : 32 * (1 + test_rng_below(&rng, 300));
             const size_t nb = n_in / KZ_QK, bs = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
             uint8_t *wbuf = malloc(rows * nb * bs + 1);
             float *x = malloc(n_tok * n_in * sizeof(float));
