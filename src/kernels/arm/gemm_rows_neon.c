@@ -8,7 +8,7 @@
  * vector serving 4 tokens and each token vector 4 rows (8 loads per 16 FMAs, 21
  * of the 32 vector registers); the last 1-3 tokens take a tile of that many.
  * Rows past the end of the range reuse the last valid row pointer; their sums
- * are computed and never stored.
+ * are computed and never stored (the walk over tiles: kernels/gemm_rows_tiles.h).
  *
  * Per output element (t, o), whatever its tile, n_tok or n_rows:
  *   acc[4] = 0
@@ -110,28 +110,23 @@ ALWAYS_INLINE void tile(float *y, size_t ldy, const float *const xr[TILE_TOK],
     }
 }
 
+/* The tile for the n_left (>= 1) tokens still to do: a compile-time token count. */
+ALWAYS_INLINE void run_tile(float *yt, size_t ldy, const float *const xr[TILE_TOK],
+                            const float *const wr[TILE_ROWS], size_t n_in, size_t nr,
+                            int accumulate, size_t n_left) {
+    switch (n_left) {
+    case 1: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 1); break;
+    case 2: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 2); break;
+    case 3: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 3); break;
+    default: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 4); break;
+    }
+}
+
+#include "kernels/gemm_rows_tiles.h"
+
 void kz_gemm_rows_neon(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
                        size_t ldw, size_t n_in, size_t n_tok, size_t n_rows, int accumulate) {
-    for (size_t o = 0; o < n_rows; o += TILE_ROWS) {
-        const size_t nr = n_rows - o < TILE_ROWS ? n_rows - o : TILE_ROWS;
-        const float *wr[TILE_ROWS];
-        for (size_t r = 0; r < TILE_ROWS; r++) {
-            wr[r] = w + (o + (r < nr ? r : nr - 1)) * ldw;
-        }
-        for (size_t t = 0; t < n_tok; t += TILE_TOK) {
-            const float *xr[TILE_TOK]; // only the first n_tok - t are read
-            for (size_t k = 0; k < TILE_TOK; k++) {
-                xr[k] = x + (t + (t + k < n_tok ? k : 0)) * ldx;
-            }
-            float *yt = y + t * ldy + o;
-            switch (n_tok - t) {
-            case 1: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 1); break;
-            case 2: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 2); break;
-            case 3: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 3); break;
-            default: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 4); break;
-            }
-        }
-    }
+    gemm_rows_tiles(y, ldy, x, ldx, w, ldw, n_in, n_tok, n_rows, accumulate);
 }
 
 void kz_rows_to_f32_bf16_neon(float *dst, const void *src, size_t n) {
