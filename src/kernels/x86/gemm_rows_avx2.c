@@ -33,7 +33,8 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-enum { TILE_ROWS = 4, TILE_TOK = 2 };
+#define TILE_ROWS 4
+#define TILE_TOK 2
 
 /* vmaskmovps mask of the first n lanes (n <= 8). */
 ALWAYS_INLINE __m256i first_lanes(size_t n) {
@@ -110,22 +111,8 @@ ALWAYS_INLINE void tile(float *y, size_t ldy, const float *const xr[TILE_TOK],
     }
 }
 
-/* The tile for the n_left (>= 1) tokens still to do: a compile-time token count. */
-ALWAYS_INLINE void run_tile(float *yt, size_t ldy, const float *const xr[TILE_TOK],
-                            const float *const wr[TILE_ROWS], size_t n_in, size_t nr,
-                            int accumulate, size_t n_left) {
-    switch (n_left) {
-    case 1: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 1); break;
-    default: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 2); break;
-    }
-}
-
+#define GEMM_ROWS_FN kz_gemm_rows_avx2
 #include "kernels/gemm_rows_tiles.h"
-
-void kz_gemm_rows_avx2(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
-                       size_t ldw, size_t n_in, size_t n_tok, size_t n_rows, int accumulate) {
-    gemm_rows_tiles(y, ldy, x, ldx, w, ldw, n_in, n_tok, n_rows, accumulate);
-}
 
 void kz_rows_to_f32_bf16_avx2(float *dst, const void *src, size_t n) {
     const uint16_t *s = src;

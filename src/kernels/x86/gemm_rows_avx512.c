@@ -37,7 +37,8 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-enum { TILE_ROWS = 4, TILE_TOK = 4 };
+#define TILE_ROWS 4
+#define TILE_TOK 4
 
 ALWAYS_INLINE __mmask16 first_lanes(size_t n) {
     return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
@@ -126,24 +127,8 @@ ALWAYS_INLINE void tile(float *y, size_t ldy, const float *const xr[TILE_TOK],
     }
 }
 
-/* The tile for the n_left (>= 1) tokens still to do: a compile-time token count. */
-ALWAYS_INLINE void run_tile(float *yt, size_t ldy, const float *const xr[TILE_TOK],
-                            const float *const wr[TILE_ROWS], size_t n_in, size_t nr,
-                            int accumulate, size_t n_left) {
-    switch (n_left) {
-    case 1: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 1); break;
-    case 2: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 2); break;
-    case 3: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 3); break;
-    default: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 4); break;
-    }
-}
-
+#define GEMM_ROWS_FN kz_gemm_rows_avx512
 #include "kernels/gemm_rows_tiles.h"
-
-void kz_gemm_rows_avx512(float *y, size_t ldy, const float *x, size_t ldx, const float *w,
-                         size_t ldw, size_t n_in, size_t n_tok, size_t n_rows, int accumulate) {
-    gemm_rows_tiles(y, ldy, x, ldx, w, ldw, n_in, n_tok, n_rows, accumulate);
-}
 
 void kz_rows_to_f32_bf16_avx512(float *dst, const void *src, size_t n) {
     const uint16_t *s = src;
