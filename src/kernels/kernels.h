@@ -356,6 +356,11 @@ extern const kz_kernels kz_kernels_avx2;   /* x86/rows_avx2.c */
 extern const kz_kernels kz_kernels_avx512; /* x86/rows_avx512.c */
 extern const kz_kernels kz_kernels_neon;   /* arm/rows_neon.c, builds with KZ_HAVE_ARM */
 void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+/* The conv-GEMMs' epilogue for one row of a panel (ref/gemm_ref.c, shared by the
+ * fp32 and bf16 scalar definitions): yr[c] = acc[c] (+ bias[c]) (+ the old yr[c] in
+ * accumulate mode), c < width, in that order. */
+void kz_gemm_store_ref(float *yr, const float *acc, size_t width, const float *bias,
+                       kz_gemm_mode mode);
 void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_neon(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);

@@ -112,17 +112,8 @@ void kz_gemm_bf16_ref(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p
                     }
                 }
             }
-            float *yr = a->y + t * a->ldy + o0;
-            for (size_t c = 0; c < width; c++) {
-                float r = acc[c];
-                if (a->bias) {
-                    r = r + a->bias[o0 + c];
-                }
-                if (a->mode == KZ_GEMM_ACCUMULATE) {
-                    r = yr[c] + r;
-                }
-                yr[c] = r;
-            }
+            kz_gemm_store_ref(a->y + t * a->ldy + o0, acc, width,
+                              a->bias ? a->bias + o0 : NULL, a->mode);
         }
     }
 }

@@ -118,6 +118,20 @@ void kz_packed_free(kz_packed *p) {
     memset(p, 0, sizeof *p);
 }
 
+void kz_gemm_store_ref(float *yr, const float *acc, size_t width, const float *bias,
+                       kz_gemm_mode mode) {
+    for (size_t c = 0; c < width; c++) {
+        float r = acc[c];
+        if (bias) {
+            r = r + bias[c];
+        }
+        if (mode == KZ_GEMM_ACCUMULATE) {
+            r = yr[c] + r;
+        }
+        yr[c] = r;
+    }
+}
+
 void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
     const kz_packed *w = a->w;
     KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
@@ -138,17 +152,8 @@ void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t 
                     }
                 }
             }
-            float *yr = a->y + t * a->ldy + o0;
-            for (size_t c = 0; c < width; c++) {
-                float r = acc[c];
-                if (a->bias) {
-                    r = r + a->bias[o0 + c];
-                }
-                if (a->mode == KZ_GEMM_ACCUMULATE) {
-                    r = yr[c] + r;
-                }
-                yr[c] = r;
-            }
+            kz_gemm_store_ref(a->y + t * a->ldy + o0, acc, width,
+                              a->bias ? a->bias + o0 : NULL, a->mode);
         }
     }
 }
