@@ -174,10 +174,12 @@ static float pack_get(const void *ctx, size_t j, size_t i, size_t o) {
     return sinf((float)(j * 131 + i * 7 + o * 3)) * 0.05f;
 }
 
-/* The bf16 GEMM of the same shape (levels with gemm_bf16): the GEMM alone, then the
- * rounding of its input rows to bf16 that kz_conv_run adds per call. */
-static void bench_gemm_bf16(const kz_kernels *k, const gemm_shape *g, const kz_packed *w,
-                            const float *x, float *y, const float *bias, double peak) {
+/* The bf16 GEMM of the same shape (levels with gemm_bf16), once per implementation
+ * the CPU runs (AMX tiles, vdpbf16ps): the GEMM alone, then the rounding of its input
+ * rows to bf16 that kz_conv_run adds per call. */
+static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
+                            const gemm_shape *g, const kz_packed *w, const float *x, float *y,
+                            const float *bias, double peak) {
     kz_packed_bf16 wb;
     const size_t x_rows = g->rows + (g->taps - 1) * g->tap_stride;
     const size_t ldb = g->k_in + g->k_in % 2;
@@ -195,7 +197,7 @@ static void bench_gemm_bf16(const kz_kernels *k, const gemm_shape *g, const kz_p
         const double t0 = now();
         k->round_bf16(xb, ldb, x, g->k_in, x_rows, g->k_in);
         const double t1 = now();
-        k->gemm_bf16(&a, 0, g->rows, 0, wb.n_panels);
+        impl->gemm(&a, 0, g->rows, 0, wb.n_panels);
         const double t = now() - t1;
         best_round = t1 - t0 < best_round ? t1 - t0 : best_round;
         best = t < best ? t : best;
@@ -204,7 +206,7 @@ static void bench_gemm_bf16(const kz_kernels *k, const gemm_shape *g, const kz_p
     } while (spent < min_seconds || reps < 3);
     const double gflops = 2.0 * (double)g->rows * (double)(g->k_in * g->taps) * (double)g->n /
                           best * 1e-9;
-    printf("  gemm_bf16 %-25s %60s %7.2f ms %7.2f GFLOP/s", "", "", best * 1e3, gflops);
+    printf("  gemm_bf16 %-25s %60s %7.2f ms %7.2f GFLOP/s", impl->name, "", best * 1e3, gflops);
     if (peak > 0.0) {
         printf("  %5.1f%% of fp32 peak", 100.0 * gflops / peak);
     }
@@ -257,8 +259,10 @@ static void bench_gemm(const kz_kernels *k, double peak) {
             printf("  %5.1f%% of peak", 100.0 * gflops / peak);
         }
         printf("\n");
-        if (k->gemm_bf16) {
-            bench_gemm_bf16(k, g, &w, x, y, bias, peak);
+        const kz_gemm_bf16_impl *impls;
+        const size_t n_impls = k->gemm_bf16 ? kz_gemm_bf16_impls(&impls) : 0;
+        for (size_t v = 0; v < n_impls; v++) {
+            bench_gemm_bf16(k, &impls[v], g, &w, x, y, bias, peak);
         }
         sink = y[0];
         free(x);

@@ -7,7 +7,10 @@
  * plus opmask and both ZMM halves for AVX-512). That gives the best level and
  * a feature string; CPUID leaf 7 subleaf 1 adds AVX512_BF16, which puts the
  * bf16 conv-GEMM (x86/gemm_bf16_avx512.c) into the AVX-512 table (a copy made
- * once by the probe; NULL there otherwise). kz_kernels_select(cap) then returns the table for
+ * once by the probe; NULL there otherwise). Where CPUID also reports AMX-TILE and
+ * AMX-BF16, XCR0 says the OS manages the tile state and the kernel grants this
+ * process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux), the AMX
+ * conv-GEMM (x86/gemm_bf16_amx.c) takes its place. kz_kernels_select(cap) then returns the table for
  * min(cap, best, $KZ_ISA). This file is the only place in the library that
  * reads the environment; an unknown KZ_ISA value is logged and ignored.
  * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
@@ -17,6 +20,7 @@
  * the level, so on ARM a cap of avx2 or avx512 means scalar and on x86 a cap of
  * neon (KZ_ISA=neon, kz_model_params.isa = KZ_ISA_CAP_NEON) lowers nothing.
  */
+#define _DEFAULT_SOURCE /* syscall() */
 #include "kernels/kernels.h"
 
 #include "runtime/error.h"
@@ -29,6 +33,10 @@
 
 #ifdef KZ_HAVE_X86
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 #if defined(KZ_HAVE_ARM) && defined(__linux__)
 #include <sys/auxv.h>
@@ -39,6 +47,8 @@ static kz_isa probe_best = KZ_ISA_SCALAR;
 static char probe_features[192];
 #ifdef KZ_HAVE_X86
 static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
+static kz_gemm_bf16_impl probe_bf16_impls[2]; /* every bf16 gemm the CPU runs, best first */
+static size_t probe_n_bf16_impls;
 #endif
 
 static void features_add(const char *name) {
@@ -54,6 +64,18 @@ static uint64_t xgetbv0(void) {
     uint32_t hi;
     __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((uint64_t)hi << 32) | lo;
+}
+
+/* Asks Linux for the AMX tile data state (XFEATURE_XTILEDATA = 18), which a
+ * process must request before its first tile instruction. */
+static int amx_permitted(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    const long arch_req_xcomp_perm = 0x1023;
+    const long xfeature_xtiledata = 18;
+    return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+#else
+    return 0;
+#endif
 }
 
 static void probe(void) {
@@ -77,6 +99,8 @@ static void probe(void) {
     int avx512vl = 0;
     int avx512vnni = 0;
     int avx512bf16 = 0;
+    int amx_bf16 = 0;
+    int amx_tile = 0;
     if (__get_cpuid_max(0, NULL) >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         avx2 = (b >> 5) & 1;
         avx512f = (b >> 16) & 1;
@@ -84,6 +108,8 @@ static void probe(void) {
         avx512bw = (b >> 30) & 1;
         avx512vl = (b >> 31) & 1;
         avx512vnni = (c >> 11) & 1;
+        amx_bf16 = (d >> 22) & 1;
+        amx_tile = (d >> 24) & 1;
         const unsigned max_sub = a;
         if (max_sub >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) {
             avx512bf16 = (a >> 5) & 1;
@@ -92,6 +118,8 @@ static void probe(void) {
     const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
     const int os_ymm = (xcr0 & 0x6) == 0x6;   // XMM, YMM upper halves
     const int os_zmm = (xcr0 & 0xe6) == 0xe6; // + opmask, ZMM upper halves, ZMM16-31
+    const int os_tiles = (xcr0 & 0x60000) == 0x60000; // XTILECFG, XTILEDATA
+    const int amx = amx_tile && amx_bf16 && avx512bf16 && os_zmm && os_tiles && amx_permitted();
 
     const struct {
         int on;
@@ -100,8 +128,8 @@ static void probe(void) {
         {sse42, "sse4.2"},       {avx, "avx"},           {avx2, "avx2"},
         {fma, "fma"},            {f16c, "f16c"},         {avx512f, "avx512f"},
         {avx512dq, "avx512dq"},  {avx512bw, "avx512bw"}, {avx512vl, "avx512vl"},
-        {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"}, {os_ymm, "os-ymm"},
-        {os_zmm, "os-zmm"},
+        {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"}, {amx_bf16, "amx-bf16"},
+        {os_ymm, "os-ymm"},      {os_zmm, "os-zmm"},  {amx, "amx-permitted"},
     };
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         if (list[i].on) {
@@ -116,7 +144,13 @@ static void probe(void) {
     }
     probe_avx512 = kz_kernels_avx512;
     if (probe_best == KZ_ISA_AVX512 && avx512bf16) {
-        probe_avx512.gemm_bf16 = kz_gemm_bf16_avx512;
+        if (amx) {
+            probe_bf16_impls[probe_n_bf16_impls++] =
+                (kz_gemm_bf16_impl){"amx", kz_gemm_bf16_amx};
+        }
+        probe_bf16_impls[probe_n_bf16_impls++] =
+            (kz_gemm_bf16_impl){"avx512bf16", kz_gemm_bf16_avx512};
+        probe_avx512.gemm_bf16 = probe_bf16_impls[0].gemm;
         probe_avx512.round_bf16 = kz_round_bf16_avx512;
     }
 }
@@ -151,6 +185,17 @@ kz_isa kz_cpu_best_isa(void) {
 const char *kz_cpu_features(void) {
     pthread_once(&probe_once, probe);
     return probe_features;
+}
+
+size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out) {
+    pthread_once(&probe_once, probe);
+#ifdef KZ_HAVE_X86
+    *out = probe_bf16_impls;
+    return probe_n_bf16_impls;
+#else
+    *out = NULL;
+    return 0;
+#endif
 }
 
 const kz_kernels *kz_kernels_for(kz_isa isa) {

@@ -340,6 +340,17 @@ void kz_round_bf16_ref(uint16_t *y, size_t ldy, const float *x, size_t ldx, size
 /* x86/gemm_bf16_avx512.c (AVX512_BF16), in the avx512 table when the CPU has it. */
 void kz_gemm_bf16_avx512(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0,
                          size_t p1);
+/* x86/gemm_bf16_amx.c (AMX-BF16 tiles), in the avx512 table instead when the CPU has
+ * AMX and the OS grants the process its tiles. */
+void kz_gemm_bf16_amx(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+
+/* The bf16 conv-GEMMs this CPU runs (dispatch.c), best first; the avx512 table holds
+ * the first. Tests check each against the definition, the bench compares them. */
+typedef struct kz_gemm_bf16_impl {
+    const char *name; /* "amx", "avx512bf16" */
+    void (*gemm)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+} kz_gemm_bf16_impl;
+size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out);
 void kz_round_bf16_avx512(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                           size_t n_cols);
 

@@ -114,13 +114,21 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
 #define GEMM_ROWS 4
 #define GEMM_KC 1024
 
-/* Blocks per thread and matrix for quantized prompts on the int8 matmuls (8
- * otherwise): each matmul call quantizes all the prompt's activations again, so
+/* Blocks per thread and matrix for quantized prompts on the int8 matmuls
+ * (BLOCKS_PER_THREAD otherwise): each matmul call quantizes all the prompt's activations again, so
  * fewer, larger blocks are 7-12 % faster on the 0.6B prefill (2 threads, Zen 5: 2,
  * 3 and 4 about equal, 8 and 16 slower), and a q8_0 block of 512 rows x 1024 inputs
  * (557 KB) still stays in a 1 MB L2 across the token sets. The GEMM path measured
  * the same for 2 to 8. */
 #define QUANT_PREFILL_BLOCKS 3
+
+/* Blocks per thread and matrix for everything else (the decode steps' matrix-vector
+ * products and the GEMM path). Each block is one kernel call that quantizes the
+ * activation again and starts a new weight stream: with 2 instead of 8 the talker
+ * step took 20.5-20.8 instead of 22.3-22.5 ms and the code predictor ~1 ms less per
+ * frame (q8_0, 2 threads, Xeon with AMX, docs/PERF.md 2026-12-01); 1 and 4 measured
+ * within noise of 2. */
+#define BLOCKS_PER_THREAD 2
 
 /* Whether a call of n_tok tokens on weights of dtype runs the GEMM path (header). */
 static bool gemm_path(const kz_kernels *k, kz_dtype dtype, size_t n_tok) {
@@ -209,7 +217,7 @@ static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, cons
         const kz_matrix *m = outs[i].m;
         const bool int8_prompt = n_tok >= GEMM_MIN_TOK && !force_gemm &&
                                  !gemm_path(e->k, m->dtype, n_tok);
-        j.block[i] = block_rows(m->rows, n_threads, int8_prompt ? QUANT_PREFILL_BLOCKS : 8);
+        j.block[i] = block_rows(m->rows, n_threads, int8_prompt ? QUANT_PREFILL_BLOCKS : BLOCKS_PER_THREAD);
         j.first[i + 1] = j.first[i] + (m->rows + j.block[i] - 1) / j.block[i];
         e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
         e->bytes += (double)m->rows * (double)m->row_bytes;

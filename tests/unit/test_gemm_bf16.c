@@ -22,8 +22,9 @@
  *             >= n and row padding must stay untouched);
  *   splits    random row x panel splits over many calls vs one call: identical bits
  *             (scalar and level).
- * Without AVX512_BF16 the level checks are skipped with a note; the scalar
- * checks still run.
+ * "Level" is every bf16 GEMM the CPU runs (kz_gemm_bf16_impls: AMX tiles and
+ * AVX512_BF16's vdpbf16ps where present), each checked on its own. Without
+ * AVX512_BF16 the level checks are skipped with a note; the scalar checks still run.
  */
 #include "kernels/kernels.h"
 #include "test.h"
@@ -71,8 +72,11 @@ static float from_bits(uint32_t u) {
     return v;
 }
 
-/* The level under test, or NULL when the CPU lacks AVX512_BF16. */
+/* The level under test (its round_bf16), or NULL when the CPU lacks AVX512_BF16, and
+ * every bf16 GEMM implementation the CPU runs. */
 static const kz_kernels *level;
+static const kz_gemm_bf16_impl *impls;
+static size_t n_impls;
 
 /* --- rounding ------------------------------------------------------------ */
 
@@ -296,7 +300,7 @@ static void test_pack(void) {
 
 /* --- gemm --------------------------------------------------------------------- */
 
-static size_t n_checked, n_exact;
+static size_t n_checked[4], n_exact[4];
 
 static void gemm_parity(gemm_case c) {
     gemm_data d = gemm_data_new(c);
@@ -311,10 +315,10 @@ static void gemm_parity(gemm_case c) {
     if (!ok_ref) {
         print_case("case", &c);
     }
-    if (level) {
+    for (size_t v = 0; v < n_impls; v++) {
         float *y = copy_array(d.y_init, ny);
         a.y = y;
-        level->gemm_bf16(&a, 0, c.rows, 0, d.wb.n_panels);
+        impls[v].gemm(&a, 0, c.rows, 0, d.wb.n_panels);
         int ok = 1;
         double worst = 0.0;
         for (size_t t = 0; t < c.rows; t++) {
@@ -328,12 +332,12 @@ static void gemm_parity(gemm_case c) {
                 const double bound = gemm_bound(&d, t, o);
                 worst = err / bound > worst ? err / bound : worst;
                 ok &= err <= bound;
-                n_checked++;
-                n_exact += memcmp(&y[k], &y_ref[k], sizeof(float)) == 0;
+                n_checked[v]++;
+                n_exact[v] += memcmp(&y[k], &y_ref[k], sizeof(float)) == 0;
             }
         }
         CHECK_MSG(ok, "%s bf16 gemm differs from the definition beyond the bound (worst %.3g x)",
-                  level->name, worst);
+                  impls[v].name, worst);
         if (!ok) {
             print_case("case", &c);
         }
@@ -410,19 +414,25 @@ static void test_gemm(void) {
     for (int trial = 0; trial < 60; trial++) {
         const gemm_case c = trial < 50 ? gemm_case_rand(40, 41, 90) : gemm_case_rand(230, 600, 70);
         gemm_split("scalar", kz_gemm_bf16_ref, c);
-        if (level) {
-            gemm_split(level->name, level->gemm_bf16, c);
+        for (size_t v = 0; v < n_impls; v++) {
+            gemm_split(impls[v].name, impls[v].gemm, c);
         }
     }
-    if (level) {
-        printf("bf16 gemm: %zu of %zu elements equal the definition bit for bit\n", n_exact,
-               n_checked);
+    for (size_t v = 0; v < n_impls; v++) {
+        printf("bf16 gemm %s: %zu of %zu elements equal the definition bit for bit\n",
+               impls[v].name, n_exact[v], n_checked[v]);
     }
 }
 
 int main(void) {
     const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
     level = k && k->gemm_bf16 && k->round_bf16 ? k : NULL;
+    n_impls = kz_gemm_bf16_impls(&impls);
+    CHECK(n_impls <= 4);
+    CHECK(!level || (n_impls > 0 && level->gemm_bf16 == impls[0].gemm));
+    for (size_t v = 0; v < n_impls; v++) {
+        printf("bf16 gemm implementation: %s\n", impls[v].name);
+    }
     if (!level) {
         printf("note: no AVX512_BF16 on this CPU (or build): only the scalar definition is "
                "tested\n");
