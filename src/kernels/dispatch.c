@@ -10,7 +10,8 @@
  * once by the probe; NULL there otherwise). Where CPUID also reports AMX-TILE and
  * AMX-BF16, XCR0 says the OS manages the tile state and the kernel grants this
  * process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux), the AMX
- * conv-GEMM (x86/gemm_bf16_amx.c) takes its place. kz_kernels_select(cap) then returns the table for
+ * conv-GEMM (x86/gemm_bf16_amx.c) takes its place, and with AMX-INT8 the q8_0
+ * kernel's prompt path (x86/quant_avx512.c) is switched on. kz_kernels_select(cap) then returns the table for
  * min(cap, best, $KZ_ISA). This file is the only place in the library that
  * reads the environment; an unknown KZ_ISA value is logged and ignored.
  * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
@@ -101,6 +102,7 @@ static void probe(void) {
     int avx512bf16 = 0;
     int amx_bf16 = 0;
     int amx_tile = 0;
+    int amx_int8 = 0;
     if (__get_cpuid_max(0, NULL) >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         avx2 = (b >> 5) & 1;
         avx512f = (b >> 16) & 1;
@@ -110,6 +112,7 @@ static void probe(void) {
         avx512vnni = (c >> 11) & 1;
         amx_bf16 = (d >> 22) & 1;
         amx_tile = (d >> 24) & 1;
+        amx_int8 = (d >> 25) & 1;
         const unsigned max_sub = a;
         if (max_sub >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) {
             avx512bf16 = (a >> 5) & 1;
@@ -119,7 +122,7 @@ static void probe(void) {
     const int os_ymm = (xcr0 & 0x6) == 0x6;   // XMM, YMM upper halves
     const int os_zmm = (xcr0 & 0xe6) == 0xe6; // + opmask, ZMM upper halves, ZMM16-31
     const int os_tiles = (xcr0 & 0x60000) == 0x60000; // XTILECFG, XTILEDATA
-    const int amx = amx_tile && amx_bf16 && avx512bf16 && os_zmm && os_tiles && amx_permitted();
+    const int amx = amx_tile && (amx_bf16 || amx_int8) && os_zmm && os_tiles && amx_permitted();
 
     const struct {
         int on;
@@ -128,7 +131,7 @@ static void probe(void) {
         {sse42, "sse4.2"},       {avx, "avx"},           {avx2, "avx2"},
         {fma, "fma"},            {f16c, "f16c"},         {avx512f, "avx512f"},
         {avx512dq, "avx512dq"},  {avx512bw, "avx512bw"}, {avx512vl, "avx512vl"},
-        {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"}, {amx_bf16, "amx-bf16"},
+        {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"}, {amx_bf16, "amx-bf16"}, {amx_int8, "amx-int8"},
         {os_ymm, "os-ymm"},      {os_zmm, "os-zmm"},  {amx, "amx-permitted"},
     };
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
@@ -143,8 +146,11 @@ static void probe(void) {
         }
     }
     probe_avx512 = kz_kernels_avx512;
+    if (probe_best == KZ_ISA_AVX512 && amx && amx_int8) {
+        kz_quant_avx512_enable_amx();
+    }
     if (probe_best == KZ_ISA_AVX512 && avx512bf16) {
-        if (amx) {
+        if (amx && amx_bf16) {
             probe_bf16_impls[probe_n_bf16_impls++] =
                 (kz_gemm_bf16_impl){"amx", kz_gemm_bf16_amx};
         }

@@ -412,5 +412,10 @@ KZ_GEMM_ROWS_DECL(neon)
 /* x86/quant_avx512.c: allow (1) or forbid (0) its VNNI path (both give identical bits);
  * returns whether the CPU has VNNI. For tests and benchmarks; x86 builds only. */
 int kz_quant_avx512_set_vnni(int allow);
+/* AMX-INT8 path of the AVX-512 q8_0 kernel for prompts (x86/quant_avx512.c): dispatch.c
+ * enables it once the OS granted the tiles; tests and benchmarks switch it off (allow 0)
+ * and on again. Returns 1 if prompts now take it. It gives the same bits either way. */
+void kz_quant_avx512_enable_amx(void);
+int kz_quant_avx512_set_amx(int allow);
 
 #endif

@@ -542,7 +542,10 @@ static void test_matmul(void) {
             }
             check_matmul(k, l, q4, 9, 8224, 3, 0); // two activation chunks, the second odd
             check_matmul(k, l, q4, 70, 3072, 5, 1);
-            n_cases += 2;
+            // prompts (AVX-512 with AMX-INT8 takes its tile path for q8_0 from 8 tokens)
+            check_matmul(k, l, q4, 45, 1024, 22, 0);
+            check_matmul(k, l, q4, 33, 8224, 17, 1);
+            n_cases += 4;
         }
         if (k->isa == KZ_ISA_SCALAR) {
             printf("level %s: %d cases\n", k->name, n_cases);
@@ -598,6 +601,51 @@ static void test_vnni_paths(void) {
 #endif
 }
 
+/* The AMX-INT8 prompt path of the AVX-512 q8_0 kernel gives the bits of the VNNI
+ * path: ragged row tiles, one and two token tiles, more than 32 tokens, two
+ * activation chunks, strided x and y, misaligned weights, o0 > 0. */
+static void test_amx_path(void) {
+#ifdef KZ_HAVE_X86
+    const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
+    if (!k || !kz_quant_avx512_set_amx(1)) {
+        printf("amx path: no AMX-INT8 on this CPU (or the OS refused its tiles), skipped\n");
+        return;
+    }
+    static const size_t toks[] = {8, 9, 16, 17, 22, 32, 33, 47};
+    int cases = 0;
+    for (int rep = 0; rep < 24; rep++) {
+        const size_t rows = 1 + test_rng_below(&rng, 75), n_tok = toks[rep % 8];
+        const size_t n_in = rep == 5 ? 8224 : 32 * (1 + test_rng_below(&rng, 100));
+        const size_t nb = n_in / KZ_QK, ldx = n_in + 5, ldy = rows + 3;
+        const size_t o0 = rows > 1 ? test_rng_below(&rng, rows / 2) : 0;
+        uint8_t *wbuf = malloc(rows * nb * KZ_Q8_0_BLOCK_BYTES + 1);
+        float *x = malloc(n_tok * ldx * sizeof(float));
+        float *wrow = malloc(n_in * sizeof(float));
+        float *y[2] = {malloc(n_tok * ldy * sizeof(float)), malloc(n_tok * ldy * sizeof(float))};
+        fill_weights(wbuf + 1, wrow, rows, n_in, 0, rep % 2);
+        fill_activations(x, ldx, n_in, n_tok);
+        for (int v = 0; v < 2; v++) {
+            for (size_t i = 0; i < n_tok * ldy; i++) {
+                y[v][i] = -7.0f;
+            }
+            kz_quant_avx512_set_amx(v);
+            k->matmul_q8_0(y[v], ldy, x, ldx, wbuf + 1, n_in, n_tok, o0, rows);
+        }
+        CHECK_MSG(memcmp(y[0], y[1], n_tok * ldy * sizeof(float)) == 0,
+                  "q8_0 rows %zu..%zu n_in %zu n_tok %zu: AMX and VNNI paths differ", o0, rows,
+                  n_in, n_tok);
+        cases++;
+        free(wbuf);
+        free(x);
+        free(wrow);
+        free(y[0]);
+        free(y[1]);
+    }
+    kz_quant_avx512_set_amx(1);
+    printf("amx path: %d cases, AMX == VNNI\n", cases);
+#endif
+}
+
 int main(void) {
     test_fp16();
     test_layout_q8_0();
@@ -606,5 +654,6 @@ int main(void) {
     test_round_trip();
     test_matmul();
     test_vnni_paths();
+    test_amx_path();
     return test_main_result("test_quant");
 }

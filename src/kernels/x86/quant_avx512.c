@@ -48,9 +48,14 @@
  * its own accumulator and fold). The path is chosen once per call: VNNI when the
  * CPU has it (__builtin_cpu_supports, cached), unless
  * kz_quant_avx512_set_vnni(0) asked for the plain one (tests, benchmarks).
+ *
+ * Prompts of 8 or more tokens with q8_0 weights run on AMX tiles where the CPU has
+ * AMX-INT8, with the same bits (section "AMX-INT8 prompt path" below).
  */
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -483,6 +488,283 @@ CHUNK_FN(chunk_q4_4, 4, 1, 0)
 CHUNK_FN(chunk_q4_3v, 3, 1, 1)
 CHUNK_FN(chunk_q4_4v, 4, 1, 1)
 
+/* --- AMX-INT8 prompt path ------------------------------------------------------
+ *
+ * Prompts of AMX_MIN_TOK or more tokens with q8_0 weights, on CPUs with AMX-INT8
+ * (dispatch.c asks the OS for the tiles and calls kz_quant_avx512_enable_amx). It
+ * computes the same bits as the kernels above: the same activation quantization
+ * (quant_act), the same exact integer sum per block, the same float product
+ * d_w d_x, the same fma into lane LANE(block mod 16) and the same hsum tree,
+ * only with the integer sums of 16 rows x 16 tokens from one tdpbssd:
+ *
+ *   per 32 tokens (two token tiles), per chunk of <= 256 blocks:
+ *     quant_act per token --> B tiles: block b as 8 rows (4 codes each) x 16 tokens,
+ *                             and d_x per block and token
+ *     per 16 weight rows (a ragged tail under its own tile configuration), per token tile:
+ *       per batch of 4 blocks: A tiles = the rows' 32 codes of each block straight
+ *         from the q8_0 rows (stride: the row's bytes); C = A x B (tdpbssd, exact
+ *         int32) for the 4 blocks, stored; while the next batch's tiles run:
+ *         acc[row][LANE(b mod 16)][token] = fma(float(C), d_w d_x, that acc)
+ *         (d_w of the 16 rows by one gather)
+ *       hsum over the 16 lanes (hsum's tree, a vector of tokens at a time) -> y
+ * The 16-lane accumulators (16 KB) stay in L1. The per-block accumulation, not the
+ * tile multiply, bounds this path: 1.7-2.1x the VNNI kernel at 22 tokens, and the
+ * 0.6B prefill of 22 rows 98-100 -> 77-79 ms (docs/PERF.md). Copying the codes into
+ * aligned tiles first measured slower. q4_0 keeps the kernels above (its nibbles
+ * would need unpacking before a tile load).
+ */
+#define AMX_MIN_TOK 8 /* prompts this long take the AMX path */
+#define AMX_TILE 16   /* rows of a weight tile = tokens of an activation tile */
+
+static int amx_available = 0; /* kz_quant_avx512_enable_amx */
+static int amx_allowed = 1;   /* kz_quant_avx512_set_amx */
+
+void kz_quant_avx512_enable_amx(void) {
+    __atomic_store_n(&amx_available, 1, __ATOMIC_RELAXED);
+}
+
+int kz_quant_avx512_set_amx(int allow) {
+    __atomic_store_n(&amx_allowed, allow ? 1 : 0, __ATOMIC_RELAXED);
+    return allow && __atomic_load_n(&amx_available, __ATOMIC_RELAXED);
+}
+
+static int use_amx(size_t n_tok) {
+    return n_tok >= AMX_MIN_TOK && __atomic_load_n(&amx_allowed, __ATOMIC_RELAXED) &&
+           __atomic_load_n(&amx_available, __ATOMIC_RELAXED);
+}
+
+typedef struct amx_tile_config {
+    uint8_t palette;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_tile_config;
+
+/* Four blocks per batch: C (rows x 16 int32) in tiles 0..3, A (rows x 32 codes)
+ * alternating in 4 and 5, B (8 x 64 bytes) alternating in 6 and 7. */
+__attribute__((target("amx-tile"))) static void amx_configure(int rows) {
+    _Alignas(64) amx_tile_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        c.rows[t] = (uint8_t)(t < 6 ? rows : KZ_QK / 4);
+        c.colsb[t] = (uint16_t)(t == 4 || t == 5 ? KZ_QK : 64);
+    }
+    _tile_loadconfig(&c);
+}
+
+#define AMX_BATCH 4 /* blocks whose tile products are issued before their accumulation */
+
+typedef struct amx_buf {
+    _Alignas(64) act a;                                           /* one token's chunk */
+    _Alignas(64) int32_t b[2][CHUNK_BLOCKS][KZ_QK / 4][AMX_TILE]; /* B tiles per block */
+    _Alignas(64) float dx[2][CHUNK_BLOCKS][AMX_TILE];             /* d_x per block, token */
+    _Alignas(64) float acc[AMX_TILE][GROUP][AMX_TILE];            /* [row][lane][token] */
+    _Alignas(64) int32_t c[2][AMX_BATCH][AMX_TILE][AMX_TILE];     /* C of two batches */
+} amx_buf;
+
+/* B tiles and d_x of tokens [t0, t0 + nt) (nt <= 32) for the chunk at block c0. */
+static void amx_pack_tokens(amx_buf *m, const float *x, size_t ldx, size_t t0, size_t nt,
+                            size_t c0, size_t cn) {
+    for (int tt = 0; tt < 2; tt++) { // tokens past nt stay zero: their sums are 0
+        memset(m->b[tt], 0, cn * sizeof m->b[tt][0]);
+        memset(m->dx[tt], 0, cn * sizeof m->dx[tt][0]);
+    }
+    for (size_t i = 0; i < nt; i++) {
+        quant_act(&m->a, x + (t0 + i) * ldx + c0 * KZ_QK, cn, 0);
+        const size_t tt = i / AMX_TILE, n = i % AMX_TILE;
+        for (size_t b = 0; b < cn; b++) {
+            const int8_t *q0 = m->a.q + b / 4 * 128 + b % 4 * 16;
+            for (int k4 = 0; k4 < KZ_QK / 4; k4++) {
+                memcpy(&m->b[tt][b][k4][n], q0 + (k4 < 4 ? 4 * k4 : 64 + 4 * (k4 - 4)), 4);
+            }
+            m->dx[tt][b][n] = m->a.d[b / GROUP * GROUP + LANE(b % GROUP)];
+        }
+    }
+}
+
+/* The fp16 scales at blk, blk + rs, ... (one block of each of `rows` rows) as
+ * floats; lanes past rows 0 (their rows may lie beyond the matrix). */
+static inline __m512 amx_row_scales(const uint8_t *blk, size_t rs, int rows) {
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32((int32_t)rs));
+    const __mmask16 valid = (__mmask16)((1u << rows) - 1u);
+    const __m512i h =
+        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, idx, (const void *)blk, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+}
+
+/* C tiles 0..nbat-1 = the tile products of blocks [b0, b0 + nbat) (their codes at
+ * blk + 2, rows rs bytes apart) against token tile tt, stored to c (tile numbers are
+ * immediates: block b0 + i uses C tile i). */
+__attribute__((target("amx-tile,amx-int8"))) static inline void
+amx_issue_batch(amx_buf *m, const uint8_t *blk, size_t rs, int tt, size_t b0, size_t nbat,
+                int32_t (*c)[AMX_TILE][AMX_TILE]) {
+    const int32_t *bt = &m->b[tt][b0][0][0];
+    const size_t bstep = sizeof m->b[tt][0] / sizeof(int32_t);
+#define AMX_MUL(i, ta, tb)                                                                     \
+    if ((i) < nbat) {                                                                          \
+        _tile_zero(i);                                                                         \
+        _tile_loadd(ta, blk + 2 + (i) * KZ_Q8_0_BLOCK_BYTES, rs);                              \
+        _tile_loadd(tb, bt + (i) * bstep, 64);                                                 \
+        _tile_dpbssd(i, ta, tb);                                                               \
+    }
+    AMX_MUL(0, 4, 6)
+    AMX_MUL(1, 5, 7)
+    AMX_MUL(2, 4, 6)
+    AMX_MUL(3, 5, 7)
+#undef AMX_MUL
+    _tile_stored(0, c[0], 64);
+    if (nbat > 1) {
+        _tile_stored(1, c[1], 64);
+    }
+    if (nbat > 2) {
+        _tile_stored(2, c[2], 64);
+    }
+    if (nbat > 3) {
+        _tile_stored(3, c[3], 64);
+    }
+}
+
+/* acc[row][LANE(b mod 16)] = fma(float(C), d_w d_x, acc) for blocks [b0, b0 + nbat);
+ * a lane's first block (b < 16) starts from +0 as the VNNI kernels do. */
+static inline void amx_accumulate_batch(amx_buf *m, const uint8_t *blk, size_t rs, int tt,
+                                        size_t b0, size_t nbat,
+                                        int32_t (*c)[AMX_TILE][AMX_TILE], int rows) {
+    const __m512 zero = _mm512_setzero_ps();
+    for (size_t i = 0; i < nbat; i++) {
+        const size_t b = b0 + i;
+        _Alignas(64) float dw[AMX_TILE];
+        _mm512_store_ps(dw, amx_row_scales(blk + i * KZ_Q8_0_BLOCK_BYTES, rs, rows));
+        const __m512 dx = _mm512_load_ps(m->dx[tt][b]);
+        const int lane = LANE((int)(b % GROUP));
+        for (int r = 0; r < rows; r++) {
+            float *acc = m->acc[r][lane];
+            const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(dw[r]), dx);
+            const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(c[i][r]));
+            _mm512_store_ps(acc, _mm512_fmadd_ps(v, sc, b < GROUP ? zero : _mm512_load_ps(acc)));
+        }
+    }
+}
+
+/* Rows [o, o + rows) against token tile tt of the packed tokens, one chunk: the
+ * lane accumulators, then their sums into y. The tile products of AMX_BATCH blocks
+ * are issued before their accumulation, so their latencies overlap. */
+__attribute__((target("amx-tile,amx-int8"))) static void
+amx_rows(amx_buf *m, float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,
+         size_t o, int rows, int tt, size_t tok0, size_t ntok, int accumulate) {
+    for (size_t k = cn; k < GROUP; k++) { // lanes no block of this chunk reaches stay 0
+        for (int r = 0; r < rows; r++) {
+            _mm512_store_ps(m->acc[r][LANE(k)], _mm512_setzero_ps());
+        }
+    }
+    // Batch k's tile products and stores are issued before batch k - 1 is accumulated
+    // (from the other half of c), so the tile latency hides behind vector work.
+    const size_t rs = nb * KZ_Q8_0_BLOCK_BYTES;
+    const uint8_t *row0 = w + o * rs + c0 * KZ_Q8_0_BLOCK_BYTES;
+    size_t prev = 0;
+    for (size_t b0 = 0; b0 < cn; b0 += AMX_BATCH) {
+        const int slot = (int)(b0 / AMX_BATCH % 2);
+        amx_issue_batch(m, row0 + b0 * KZ_Q8_0_BLOCK_BYTES, rs, tt, b0,
+                        cn - b0 < AMX_BATCH ? cn - b0 : AMX_BATCH, m->c[slot]);
+        if (b0 > 0) {
+            amx_accumulate_batch(m, row0 + prev * KZ_Q8_0_BLOCK_BYTES, rs, tt, prev, AMX_BATCH,
+                                 m->c[1 - slot], rows);
+        }
+        prev = b0;
+    }
+    if (cn > 0) {
+        amx_accumulate_batch(m, row0 + prev * KZ_Q8_0_BLOCK_BYTES, rs, tt, prev, cn - prev,
+                             m->c[prev / AMX_BATCH % 2], rows);
+    }
+    for (int r = 0; r < rows; r++) {
+        __m512 l[GROUP];
+        for (int k = 0; k < GROUP; k++) {
+            l[k] = _mm512_load_ps(m->acc[r][k]);
+        }
+        for (int k = 0; k < 8; k++) { // hsum's tree: lanes i + 8, i + 4, i + 2, i + 1
+            l[k] = _mm512_add_ps(l[k], l[k + 8]);
+        }
+        for (int k = 0; k < 4; k++) {
+            l[k] = _mm512_add_ps(l[k], l[k + 4]);
+        }
+        l[0] = _mm512_add_ps(l[0], l[2]);
+        l[1] = _mm512_add_ps(l[1], l[3]);
+        _Alignas(64) float v[AMX_TILE];
+        _mm512_store_ps(v, _mm512_add_ps(l[0], l[1]));
+        for (size_t n = 0; n < ntok; n++) {
+            float *yp = y + (tok0 + n) * ldy + o + (size_t)r;
+            *yp = accumulate ? *yp + v[n] : v[n];
+        }
+    }
+}
+
+/* Each thread's amx_buf (~350 KB), allocated on its first prompt and freed when the
+ * thread exits: a fresh allocation per call measured as page faults, since buffers
+ * this large are mapped and unmapped each time. */
+static pthread_key_t amx_key;
+static pthread_once_t amx_key_once = PTHREAD_ONCE_INIT;
+static int amx_key_ok;
+
+static void amx_key_init(void) {
+    amx_key_ok = pthread_key_create(&amx_key, free) == 0;
+}
+
+static amx_buf *amx_thread_buf(void) {
+    pthread_once(&amx_key_once, amx_key_init);
+    if (!amx_key_ok) {
+        return NULL;
+    }
+    amx_buf *m = pthread_getspecific(amx_key);
+    if (!m) {
+        m = aligned_alloc(64, sizeof(amx_buf));
+        if (m && pthread_setspecific(amx_key, m) != 0) {
+            free(m);
+            m = NULL;
+        }
+    }
+    return m;
+}
+
+/* The whole call on AMX; returns false (nothing written) if its buffer cannot be had. */
+__attribute__((target("amx-tile,amx-int8"))) static bool
+matmul_q8_amx(float *y, size_t ldy, const float *x, size_t ldx, const uint8_t *w, size_t nb,
+              size_t n_tok, size_t o0, size_t o1) {
+    if (nb * KZ_Q8_0_BLOCK_BYTES * AMX_TILE > (size_t)INT32_MAX) {
+        return false; // the scale gather's offsets are int32
+    }
+    amx_buf *m = amx_thread_buf();
+    if (!m) {
+        return false;
+    }
+    for (size_t t0 = 0; t0 < n_tok; t0 += 2 * AMX_TILE) {
+        const size_t nt = n_tok - t0 < 2 * AMX_TILE ? n_tok - t0 : 2 * AMX_TILE;
+        for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
+            const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
+            amx_pack_tokens(m, x, ldx, t0, nt, c0, cn);
+            int configured = 0;
+            for (size_t o = o0; o < o1; o += AMX_TILE) {
+                const int rows = (int)(o1 - o < AMX_TILE ? o1 - o : AMX_TILE);
+                if (rows != configured) {
+                    amx_configure(rows);
+                    configured = rows;
+                }
+                for (int tt = 0; tt * AMX_TILE < (int)nt; tt++) {
+                    const size_t tok0 = t0 + (size_t)tt * AMX_TILE;
+                    const size_t ntok = nt - (size_t)tt * AMX_TILE < AMX_TILE
+                                            ? nt - (size_t)tt * AMX_TILE
+                                            : AMX_TILE;
+                    amx_rows(m, y, ldy, w, nb, c0, cn, o, rows, tt, tok0, ntok, c0 != 0);
+                }
+            }
+            _tile_release();
+        }
+    }
+    return true;
+}
+
 static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                      size_t n_tok, size_t o0, size_t o1, int q4) {
     KZ_ASSERT(n_in % KZ_QK == 0);
@@ -501,6 +783,10 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         {{chunk_q4_1, chunk_q4_2, chunk_q4_3, chunk_q4_4},
          {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v}},
     };
+    if (!q4 && use_amx(n_tok) &&
+        matmul_q8_amx(y, ldy, x, ldx, (const uint8_t *)w, nb, n_tok, o0, o1)) {
+        return;
+    }
     const int vnni = use_vnni();
     const size_t per = n_tok >= MAX_NT ? MAX_NT : 2; // tokens per set (header)
     act a[MAX_NT];
