@@ -344,6 +344,7 @@ typedef struct kz_timings {
     int64_t prompt_tokens;      /* prefill rows processed */
     double talker_bytes;        /* weight bytes the talker streamed (prefill and steps) */
     double code_predictor_bytes;/* weight bytes the code predictor streamed */
+    double codec_flop_bf16;     /* the part of codec_flop run in bf16 (codec_precision bf16) */
 } kz_timings;
 
 KZ_API void kz_session_timings(const kz_session *session, kz_timings *out);

@@ -355,7 +355,11 @@ void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float
     choose_tiles(&j, kz_pool_threads(e->pool));
     size_t n_chunks = j.n_row_blocks * ((j.n_panels + j.panel_block - 1) / j.panel_block);
     kz_pool_run(e->pool, n_chunks, gemm_tile, &j);
-    e->flop += 2.0 * (double)n_rows * (double)c->n * (double)c->k_in * (double)c->taps;
+    const double flop = 2.0 * (double)n_rows * (double)c->n * (double)c->k_in * (double)c->taps;
+    e->flop += flop;
+    if (c->wb.data) {
+        e->flop_bf16 += flop;
+    }
 }
 
 /* --- streaming history -------------------------------------------------- */

@@ -32,6 +32,7 @@ typedef struct kz_exec {
     const kz_kernels *k;
     kz_pool *pool;
     double flop;  /* floating-point operations issued (kz_conv_run, kz_matrix_mul) */
+    double flop_bf16; /* the part of flop that ran in the bf16 conv-GEMM */
     double bytes; /* weight bytes streamed by kz_matrix_mul */
     uint16_t *x_bf16;  /* scratch for the bf16 input rows of convs using bf16 weights, set by
                           the stage that runs them (NULL otherwise), borrowed */

@@ -76,6 +76,7 @@ void kz_session_timings(const kz_session *s, kz_timings *out) {
     out->codec_upsample_ms = s->codec.ms[2] - s->ms_at_reset[2];
     out->codec_vocoder_ms = s->codec.ms[3] - s->ms_at_reset[3];
     out->codec_flop = s->exec.flop - s->flop_at_reset;
+    out->codec_flop_bf16 = s->exec.flop_bf16 - s->flop_bf16_at_reset;
     out->codec_frames = s->codec_frames;
     out->prefill_ms = s->stats.prefill_ms;
     out->talker_ms = s->stats.talker_ms;
@@ -93,6 +94,7 @@ void kz_session_reset_timings(kz_session *s) {
     }
     memcpy(s->ms_at_reset, s->codec.ms, sizeof s->ms_at_reset);
     s->flop_at_reset = s->exec.flop;
+    s->flop_bf16_at_reset = s->exec.flop_bf16;
     s->codec_frames = 0;
     memset(&s->stats, 0, sizeof s->stats);
     s->lm_bytes_at_reset = s->lm.bytes;

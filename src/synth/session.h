@@ -51,6 +51,7 @@ struct kz_session {
     int64_t n_forced;
     int64_t codec_frames;     /* frames decoded since the timings were reset */
     double flop_at_reset;
+    double flop_bf16_at_reset;
     double lm_bytes_at_reset, cp_bytes_at_reset;
     double ms_at_reset[4];
 };

@@ -34,6 +34,9 @@ static void text_machine(const bench_result *r) {
     }
     printf("FMA peak %.1f GFLOP/s (%d thread%s, %s)", m->fma_gflops, m->fma_threads,
            plural(m->fma_threads), m->fma_given ? "--peak-gflops" : m->fma_loop);
+    if (m->bf16_gflops > 0) {
+        printf(", bf16 peak %.1f GFLOP/s (%s)", m->bf16_gflops, m->bf16_loop);
+    }
     printf("; probes %.0f ms\n", m->probe_ms);
 }
 
@@ -147,6 +150,8 @@ static void json_machine(json_out *j, const bench_machine *m) {
     json_num(j, "fma_threads", m->fma_threads, true);
     json_str(j, "fma_source", m->fma_given ? "option" : "probe");
     json_str(j, "fma_loop", m->fma_given ? "" : m->fma_loop);
+    json_num(j, "bf16_gflops", m->bf16_gflops, m->bf16_gflops > 0);
+    json_str(j, "bf16_loop", m->bf16_gflops > 0 ? m->bf16_loop : "");
     json_num(j, "probe_ms", m->probe_ms, true);
     json_close(j, '}');
 }

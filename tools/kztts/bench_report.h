@@ -37,6 +37,8 @@ typedef struct bench_machine {
     int fma_threads;
     bool fma_given;       /* from --peak-gflops instead of the probe */
     const char *fma_loop; /* loop that measured it, e.g. "avx2 fma" */
+    double bf16_gflops;   /* bf16 matrix peak of the codec's fast precision; 0 = not used */
+    const char *bf16_loop;/* loop that measured it, e.g. "amx tdpbf16ps" */
     double probe_ms;      /* time the probes took */
 } bench_machine;
 

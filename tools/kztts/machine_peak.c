@@ -17,7 +17,11 @@
  * being folded away. The read bandwidth is wall-clock instead: DRAM is shared, so
  * threads that did not overlap in time would add up to more than the machine has.
  *
- * The x86 loops (AVX2 + FMA, AVX-512) are compiled with target attributes, as in
+ * The same passes measure the bf16 matrix peak of the codec's fast precision, with
+ * `isa` naming the bf16 GEMM in use: "amx" (four tile accumulators, tdpbf16ps on
+ * fixed tiles) or "avx512bf16" (16 vdpbf16ps chains).
+ *
+ * The x86 loops (AVX2 + FMA, AVX-512, AVX512_BF16, AMX) are compiled with target attributes, as in
  * bench/bench_kernels.c, so the rest of the tool stays at the baseline ISA; they run
  * only at a level that the model's dispatch found the CPU supports. aarch64 uses NEON
  * intrinsics (baseline there). Other builds and the scalar level run a GCC vector-
@@ -190,6 +194,74 @@ __attribute__((target("avx512f"))) static float loop_avx512(long iters) {
     }
     return s;
 }
+
+// bf16 dot products: 16 chains of vdpbf16ps (32 multiply-adds each) on fixed inputs.
+__attribute__((target("avx512f,avx512bf16"))) static float loop_avx512_bf16(long iters) {
+    enum { CHAINS = 16 };
+    __m512 acc[CHAINS];
+    const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(-1e-3f));
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.5f));
+    for (int c = 0; c < CHAINS; c++) {
+        acc[c] = _mm512_set1_ps(1e-7f * (float)c);
+    }
+    for (long it = 0; it < iters; it++) {
+        for (int c = 0; c < CHAINS; c++) {
+            acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+        }
+    }
+    float out[16], s = 0;
+    for (int c = 0; c < CHAINS; c++) {
+        _mm512_storeu_ps(out, acc[c]);
+        s += out[0];
+    }
+    return s;
+}
+
+typedef struct peak_tile_config {
+    uint8_t palette;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} peak_tile_config;
+
+// AMX: four independent 16 x 16 fp32 accumulator tiles, each += A[16, 32 bf16] x
+// B[16 pairs, 16 x 2] per round (16 x 16 x 32 multiply-adds). Only called after the
+// library's dispatch obtained the tile permission (kz_gemm_bf16_impls lists "amx").
+__attribute__((target("amx-tile,amx-bf16"))) static float loop_amx_bf16(long iters) {
+    _Alignas(64) peak_tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    _tile_loadconfig(&cfg);
+    _Alignas(64) uint16_t ones[16][32];
+    for (int r = 0; r < 16; r++) {
+        for (int c = 0; c < 32; c++) {
+            ones[r][c] = 0x3a83; // bf16 1e-3
+        }
+    }
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, ones, 64);
+    _tile_loadd(5, ones, 64);
+    _tile_loadd(6, ones, 64);
+    _tile_loadd(7, ones, 64);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _Alignas(64) float out[16][16];
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return out[0][0];
+}
 #endif
 
 #ifdef PEAK_NEON
@@ -234,6 +306,12 @@ static fma_kind fma_for(const char *isa) {
     }
     if (strcmp(isa, "avx2") == 0) {
         return (fma_kind){"avx2 fma", loop_avx2, 2.0 * 8 * 12};
+    }
+    if (strcmp(isa, "amx") == 0) {
+        return (fma_kind){"amx tdpbf16ps", loop_amx_bf16, 4 * 2.0 * 16 * 16 * 32};
+    }
+    if (strcmp(isa, "avx512bf16") == 0) {
+        return (fma_kind){"avx512 vdpbf16ps", loop_avx512_bf16, 2.0 * 16 * 32};
     }
 #endif
 #ifdef PEAK_NEON

@@ -18,7 +18,9 @@ double machine_peak_read_gbs(int n_threads);
 /* Independent FMA chains on n_threads threads at the kernel level `isa` (the name the
  * model's kernel table reports: "avx512", "avx2", "neon"; anything else, "scalar"
  * included, runs a portable vector loop of separate multiplies and adds, as the
- * baseline-ISA code compiles). Best of three ~20 ms passes, each thread timed by its
+ * baseline-ISA code compiles), or the bf16 peak of the codec's fast precision with the
+ * name of the bf16 GEMM in use ("amx": AMX-BF16 tiles, "avx512bf16": vdpbf16ps; only
+ * where the library's dispatch installed that GEMM). Best of three ~20 ms passes, each thread timed by its
  * own CPU time. Returns GFLOP/s (2 per FMA), or 0 on failure; *loop names the loop
  * that ran (static string). */
 double machine_peak_fma_gflops(const char *isa, int n_threads, const char **loop);
