@@ -123,12 +123,10 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
 #define QUANT_PREFILL_BLOCKS 3
 
 /* Blocks per thread and matrix for everything else (the decode steps' matrix-vector
- * products and the GEMM path). Each block is one kernel call that quantizes the
- * activation again and starts a new weight stream: with 2 instead of 8 the talker
- * step took 20.5-20.8 instead of 22.3-22.5 ms and the code predictor ~1 ms less per
- * frame (q8_0, 2 threads, Xeon with AMX, docs/PERF.md 2026-12-01); 1 and 4 measured
- * within noise of 2. */
-#define BLOCKS_PER_THREAD 2
+ * products and the GEMM path): several per thread let a thread the host slowed down
+ * hand work to the other. 2 instead of 8 measured 7 % faster on the talker step in one
+ * run and even an hour later (Xeon VM, docs/PERF.md 2026-12-01), so 8 stays. */
+#define BLOCKS_PER_THREAD 8
 
 /* Whether a call of n_tok tokens on weights of dtype runs the GEMM path (header). */
 static bool gemm_path(const kz_kernels *k, kz_dtype dtype, size_t n_tok) {
