@@ -344,6 +344,30 @@ void kz_gemm_bf16_avx512(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_
  * AMX and the OS grants the process its tiles. */
 void kz_gemm_bf16_amx(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 
+/* LDTILECFG's 64-byte operand (AMX palette 1): kz_amx_tile_config_set fills tiles
+ * 0..7 with rows[t] rows of colsb[t] bytes (and makes the stores visible to the
+ * instruction). Shared by the AMX kernels and the bench's
+ * AMX probe; plain data, the tile instructions stay in the ISA files. */
+typedef struct kz_amx_tile_config {
+    uint8_t palette;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} kz_amx_tile_config;
+
+static inline void kz_amx_tile_config_set(kz_amx_tile_config *c, const uint8_t rows[8],
+                                          const uint16_t colsb[8]) {
+    memset(c, 0, sizeof *c);
+    c->palette = 1;
+    for (int t = 0; t < 8; t++) {
+        c->rows[t] = rows[t];
+        c->colsb[t] = colsb[t];
+    }
+    // GCC does not treat ldtilecfg as reading *c and may drop the stores above: keep them.
+    __asm__ volatile("" : : "r"(c) : "memory");
+}
+
 /* The bf16 conv-GEMMs this CPU runs (dispatch.c), best first; the avx512 table holds
  * the first. Tests check each against the definition, the bench compares them. */
 typedef struct kz_gemm_bf16_impl {

@@ -40,6 +40,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "kernels/kernels.h"
 #include "runtime/threadpool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -217,25 +218,14 @@ __attribute__((target("avx512f,avx512bf16"))) static float loop_avx512_bf16(long
     return s;
 }
 
-typedef struct peak_tile_config {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} peak_tile_config;
-
 // AMX: four independent 16 x 16 fp32 accumulator tiles, each += A[16, 32 bf16] x
 // B[16 pairs, 16 x 2] per round (16 x 16 x 32 multiply-adds). Only called after the
 // library's dispatch obtained the tile permission (kz_gemm_bf16_impls lists "amx").
 __attribute__((target("amx-tile,amx-bf16"))) static float loop_amx_bf16(long iters) {
-    _Alignas(64) peak_tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        cfg.rows[t] = 16;
-        cfg.colsb[t] = 64;
-    }
+    static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+    static const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
+    _Alignas(64) kz_amx_tile_config cfg;
+    kz_amx_tile_config_set(&cfg, rows, colsb);
     _tile_loadconfig(&cfg);
     _Alignas(64) uint16_t ones[16][32];
     for (int r = 0; r < 16; r++) {

@@ -44,24 +44,14 @@ enum {
     TILE_BYTES = 64, // bytes per tile row
 };
 
-/* LDTILECFG's 64-byte operand (palette 1). */
-typedef struct __attribute__((aligned(64))) tile_config {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
-/* Tiles 0..5 (C and A) get `rows` rows, the B tiles always 16. */
+/* Tiles 0..5 (C and A) get `rows` rows, the B tiles always 16; all rows 64 bytes. */
 static void configure(int rows) {
-    tile_config c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        c.colsb[t] = TILE_BYTES;
-        c.rows[t] = (uint8_t)(t < 6 ? rows : TILE_PAIRS);
-    }
+    const uint8_t r = (uint8_t)rows;
+    const uint8_t n[8] = {r, r, r, r, r, r, TILE_PAIRS, TILE_PAIRS};
+    const uint16_t colsb[8] = {TILE_BYTES, TILE_BYTES, TILE_BYTES, TILE_BYTES,
+                               TILE_BYTES, TILE_BYTES, TILE_BYTES, TILE_BYTES};
+    _Alignas(64) kz_amx_tile_config c;
+    kz_amx_tile_config_set(&c, n, colsb);
     _tile_loadconfig(&c);
 }
 

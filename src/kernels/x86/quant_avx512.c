@@ -533,24 +533,14 @@ static int use_amx(size_t n_tok) {
            __atomic_load_n(&amx_available, __ATOMIC_RELAXED);
 }
 
-typedef struct amx_tile_config {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_tile_config;
-
 /* Four blocks per batch: C (rows x 16 int32) in tiles 0..3, A (rows x 32 codes)
  * alternating in 4 and 5, B (8 x 64 bytes) alternating in 6 and 7. */
 __attribute__((target("amx-tile"))) static void amx_configure(int rows) {
-    _Alignas(64) amx_tile_config c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        c.rows[t] = (uint8_t)(t < 6 ? rows : KZ_QK / 4);
-        c.colsb[t] = (uint16_t)(t == 4 || t == 5 ? KZ_QK : 64);
-    }
+    const uint8_t r = (uint8_t)rows, k4 = KZ_QK / 4;
+    const uint8_t n[8] = {r, r, r, r, r, r, k4, k4};
+    const uint16_t colsb[8] = {64, 64, 64, 64, KZ_QK, KZ_QK, 64, 64};
+    _Alignas(64) kz_amx_tile_config c;
+    kz_amx_tile_config_set(&c, n, colsb);
     _tile_loadconfig(&c);
 }
 
