@@ -556,6 +556,42 @@ static void test_matmul(void) {
     }
 }
 
+#ifdef KZ_HAVE_X86
+/* One shape of a quantized matmul run with switch(0) and switch(1) (a path toggle of
+ * the AVX-512 kernel): returns whether both wrote the same bits, padding included. */
+typedef struct path_case {
+    int q4, raw;
+    size_t rows, o0, n_in, n_tok, ldx, ldy;
+} path_case;
+
+static int paths_agree(const kz_kernels *k, const path_case *c, int (*toggle)(int)) {
+    const size_t nb = c->n_in / KZ_QK, bs = c->q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
+    const size_t ny = c->n_tok * c->ldy;
+    uint8_t *wbuf = malloc(c->rows * nb * bs + 1); // +1: misaligned weights
+    float *x = malloc(c->n_tok * c->ldx * sizeof(float));
+    float *wrow = malloc(c->n_in * sizeof(float));
+    float *y[2] = {malloc(ny * sizeof(float)), malloc(ny * sizeof(float))};
+    fill_weights(wbuf + 1, wrow, c->rows, c->n_in, c->q4, c->raw);
+    fill_activations(x, c->ldx, c->n_in, c->n_tok);
+    for (int v = 0; v < 2; v++) {
+        for (size_t i = 0; i < ny; i++) {
+            y[v][i] = -7.0f;
+        }
+        toggle(v);
+        (c->q4 ? k->matmul_q4_0 : k->matmul_q8_0)(y[v], c->ldy, x, c->ldx, wbuf + 1, c->n_in,
+                                                  c->n_tok, c->o0, c->rows);
+    }
+    toggle(1);
+    const int same = memcmp(y[0], y[1], ny * sizeof(float)) == 0;
+    free(wbuf);
+    free(x);
+    free(wrow);
+    free(y[0]);
+    free(y[1]);
+    return same;
+}
+#endif
+
 /* The AVX-512 kernels' two integer paths (vpdpbusd, or maddubs + madd) compute
  * the same exact block sums and the same float sequence: identical bits. */
 static void test_vnni_paths(void) {
@@ -569,33 +605,18 @@ static void test_vnni_paths(void) {
     int cases = 0;
     for (int q4 = 0; q4 < 2; q4++) {
         for (int rep = 0; rep < 24; rep++) {
-            const size_t rows = 1 + test_rng_below(&rng, 40), n_tok = 1 + test_rng_below(&rng, 4);
-            const size_t n_in = rep < 20 ? 32 * (1 + (size_t)rep) : 32 * (1 + test_rng_below(&rng, 300));
-            const size_t nb = n_in / KZ_QK, bs = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-            uint8_t *wbuf = malloc(rows * nb * bs + 1);
-            float *x = malloc(n_tok * n_in * sizeof(float));
-            float *wrow = malloc(n_in * sizeof(float));
-            float *y[2] = {malloc(n_tok * rows * sizeof(float)),
-                           malloc(n_tok * rows * sizeof(float))};
-            fill_weights(wbuf + 1, wrow, rows, n_in, q4, rep % 2);
-            fill_activations(x, n_in, n_in, n_tok);
-            for (int v = 0; v < 2; v++) {
-                kz_quant_avx512_set_vnni(v);
-                (q4 ? k->matmul_q4_0 : k->matmul_q8_0)(y[v], rows, x, n_in, wbuf + 1, n_in, n_tok,
-                                                       0, rows);
-            }
-            CHECK_MSG(memcmp(y[0], y[1], n_tok * rows * sizeof(float)) == 0,
+            path_case c = {.q4 = q4, .raw = rep % 2};
+            c.rows = 1 + test_rng_below(&rng, 40);
+            c.n_tok = 1 + test_rng_below(&rng, 4);
+            c.n_in = rep < 20 ? 32 * (1 + (size_t)rep) : 32 * (1 + test_rng_below(&rng, 300));
+            c.ldx = c.n_in;
+            c.ldy = c.rows;
+            CHECK_MSG(paths_agree(k, &c, kz_quant_avx512_set_vnni),
                       "%s rows %zu n_in %zu n_tok %zu: VNNI and plain paths differ",
-                      q4 ? "q4_0" : "q8_0", rows, n_in, n_tok);
+                      q4 ? "q4_0" : "q8_0", c.rows, c.n_in, c.n_tok);
             cases++;
-            free(wbuf);
-            free(x);
-            free(wrow);
-            free(y[0]);
-            free(y[1]);
         }
     }
-    kz_quant_avx512_set_vnni(1);
     printf("vnni paths: %d cases, %s\n", cases,
            has_vnni ? "VNNI == plain" : "no VNNI on this CPU: plain path only");
 #endif
@@ -614,34 +635,17 @@ static void test_amx_path(void) {
     static const size_t toks[] = {8, 9, 16, 17, 22, 32, 33, 47};
     int cases = 0;
     for (int rep = 0; rep < 24; rep++) {
-        const size_t rows = 1 + test_rng_below(&rng, 75), n_tok = toks[rep % 8];
-        const size_t n_in = rep == 5 ? 8224 : 32 * (1 + test_rng_below(&rng, 100));
-        const size_t nb = n_in / KZ_QK, ldx = n_in + 5, ldy = rows + 3;
-        const size_t o0 = rows > 1 ? test_rng_below(&rng, rows / 2) : 0;
-        uint8_t *wbuf = malloc(rows * nb * KZ_Q8_0_BLOCK_BYTES + 1);
-        float *x = malloc(n_tok * ldx * sizeof(float));
-        float *wrow = malloc(n_in * sizeof(float));
-        float *y[2] = {malloc(n_tok * ldy * sizeof(float)), malloc(n_tok * ldy * sizeof(float))};
-        fill_weights(wbuf + 1, wrow, rows, n_in, 0, rep % 2);
-        fill_activations(x, ldx, n_in, n_tok);
-        for (int v = 0; v < 2; v++) {
-            for (size_t i = 0; i < n_tok * ldy; i++) {
-                y[v][i] = -7.0f;
-            }
-            kz_quant_avx512_set_amx(v);
-            k->matmul_q8_0(y[v], ldy, x, ldx, wbuf + 1, n_in, n_tok, o0, rows);
-        }
-        CHECK_MSG(memcmp(y[0], y[1], n_tok * ldy * sizeof(float)) == 0,
-                  "q8_0 rows %zu..%zu n_in %zu n_tok %zu: AMX and VNNI paths differ", o0, rows,
-                  n_in, n_tok);
+        path_case c = {.q4 = 0, .raw = rep % 2, .n_tok = toks[rep % 8]};
+        c.rows = 1 + test_rng_below(&rng, 75);
+        c.n_in = rep == 5 ? 8224 : 32 * (1 + test_rng_below(&rng, 100));
+        c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
+        c.ldx = c.n_in + 5;
+        c.ldy = c.rows + 3;
+        CHECK_MSG(paths_agree(k, &c, kz_quant_avx512_set_amx),
+                  "q8_0 rows %zu..%zu n_in %zu n_tok %zu: AMX and VNNI paths differ", c.o0,
+                  c.rows, c.n_in, c.n_tok);
         cases++;
-        free(wbuf);
-        free(x);
-        free(wrow);
-        free(y[0]);
-        free(y[1]);
     }
-    kz_quant_avx512_set_amx(1);
     printf("amx path: %d cases, AMX == VNNI\n", cases);
 #endif
 }
