@@ -3,9 +3,10 @@
  * single thread.
  *
  * Data flow: probe levels (kz_kernels_for) -> measure this core's FMA peak
- * per vector width with a loop of independent FMA chains -> for every level
- * the CPU runs: conv-GEMM GFLOP/s at the codec's real shapes (and % of the
- * peak of that level's vector width), dot / axpy GB/s at L1, L2 and DRAM
+ * per vector width with a loop of independent FMA chains, and the bf16 peak of
+ * each bf16 GEMM the CPU runs (tdpbf16ps tiles, vdpbf16ps chains) -> for every
+ * level the CPU runs: conv-GEMM GFLOP/s at the codec's real shapes (and % of the
+ * peak of that level's vector width; bf16 GEMMs against their own bf16 peak), dot / axpy GB/s at L1, L2 and DRAM
  * sizes, ns per element of snake_beta, gelu, swiglu and rms_norm. Each
  * number is the best of several timed repetitions. Time is this thread's CPU
  * time, so other processes on a busy machine do not inflate the numbers
@@ -15,6 +16,7 @@
  *   levels to run (default: all the CPU supports); --quick shortens timing.
  */
 #include "kernels/kernels.h"
+#include "machine_peak.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -147,6 +149,27 @@ static double peak_for(kz_isa isa) {
     return best;
 }
 
+/* One thread's bf16 peak for a bf16 GEMM implementation (tools/kztts/machine_peak.c:
+ * tdpbf16ps on fixed tiles for "amx", vdpbf16ps chains for "avx512bf16"), measured
+ * once per implementation and printed. */
+static double bf16_peak(const kz_gemm_bf16_impl *impl) {
+    static const kz_gemm_bf16_impl *seen[4];
+    static double peak[4];
+    for (int i = 0; i < 4; i++) {
+        if (seen[i] == impl) {
+            return peak[i];
+        }
+        if (!seen[i]) {
+            const char *loop;
+            seen[i] = impl;
+            peak[i] = machine_peak_fma_gflops(impl->name, 1, &loop);
+            printf("measured bf16 peak, %s: %.2f GFLOP/s\n", loop, peak[i]);
+            return peak[i];
+        }
+    }
+    return 0.0;
+}
+
 /* --- GEMM ----------------------------------------------------------------- */
 
 typedef struct gemm_shape {
@@ -179,7 +202,7 @@ static float pack_get(const void *ctx, size_t j, size_t i, size_t o) {
  * rows to bf16 that kz_conv_run adds per call. */
 static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
                             const gemm_shape *g, const kz_packed *w, const float *x, float *y,
-                            const float *bias, double peak) {
+                            const float *bias) {
     kz_packed_bf16 wb;
     const size_t x_rows = g->rows + (g->taps - 1) * g->tap_stride;
     const size_t ldb = g->k_in + g->k_in % 2;
@@ -207,8 +230,9 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
     const double gflops = 2.0 * (double)g->rows * (double)(g->k_in * g->taps) * (double)g->n /
                           best * 1e-9;
     printf("  gemm_bf16 %-25s %60s %7.2f ms %7.2f GFLOP/s", impl->name, "", best * 1e3, gflops);
+    const double peak = bf16_peak(impl);
     if (peak > 0.0) {
-        printf("  %5.1f%% of fp32 peak", 100.0 * gflops / peak);
+        printf("  %5.1f%% of its bf16 peak", 100.0 * gflops / peak);
     }
     printf("  (+%.3f ms rounding x)\n", best_round * 1e3);
     free(xb);
@@ -262,7 +286,7 @@ static void bench_gemm(const kz_kernels *k, double peak) {
         const kz_gemm_bf16_impl *impls;
         const size_t n_impls = k->gemm_bf16 ? kz_gemm_bf16_impls(&impls) : 0;
         for (size_t v = 0; v < n_impls; v++) {
-            bench_gemm_bf16(k, &impls[v], g, &w, x, y, bias, peak);
+            bench_gemm_bf16(k, &impls[v], g, &w, x, y, bias);
         }
         sink = y[0];
         free(x);
@@ -406,6 +430,10 @@ int main(int argc, char **argv) {
             printf("measured FMA peak, %s vectors: %.2f GFLOP/s\n", kz_isa_name((kz_isa)l),
                    peak[l]);
         }
+    }
+    const kz_gemm_bf16_impl *impls;
+    for (size_t v = 0, n = kz_gemm_bf16_impls(&impls); v < n; v++) {
+        bf16_peak(&impls[v]); // measured and printed here, before the tables
     }
     for (int l = KZ_ISA_SCALAR; l <= KZ_ISA_NEON; l++) {
         if (any && !want[l]) {
