@@ -28,6 +28,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "test.h"
+#include "test_levels.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -203,12 +204,9 @@ static void test_blocks(const kz_kernels *k, int q4) {
 }
 
 int main(void) {
-    static const kz_isa levels[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
-    for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
-        const kz_kernels *k = kz_kernels_for(levels[l]);
+    for (size_t l = 0; l < TEST_N_LEVELS; l++) {
+        const kz_kernels *k = test_level(test_levels[l]);
         if (!k) {
-            printf("level %s: not supported by this CPU or build, skipped\n",
-                   kz_isa_name(levels[l]));
             continue;
         }
         worst_ratio = 0;

@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.h"
 #include "test.h"
+#include "test_levels.h"
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -78,11 +79,9 @@ static void check_level(const kz_kernels *k, size_t rows, size_t n_in, size_t n_
 }
 
 int main(void) {
-    static const kz_isa levels[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
-    for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
-        const kz_kernels *k = kz_kernels_for(levels[l]);
+    for (size_t l = 0; l < TEST_N_LEVELS; l++) {
+        const kz_kernels *k = test_level(test_levels[l]);
         if (!k) {
-            printf("level %s: not supported by this CPU, skipped\n", kz_isa_name(levels[l]));
             continue;
         }
         printf("level %s\n", k->name);

@@ -38,6 +38,7 @@
 #include "layers/matrix.h"
 #include "runtime/threadpool.h"
 #include "test.h"
+#include "test_levels.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
@@ -278,12 +279,9 @@ int main(void) {
     static const size_t cols_list[] = {96, 1056, 2080};
     static const kz_dtype dtypes[] = {KZ_DTYPE_F32, KZ_DTYPE_BF16, KZ_DTYPE_Q8_0, KZ_DTYPE_Q4_0};
     const size_t rows = 37;
-    static const kz_isa levels[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
-    for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
-        const kz_kernels *k = kz_kernels_for(levels[l]);
+    for (size_t l = 0; l < TEST_N_LEVELS; l++) {
+        const kz_kernels *k = test_level(test_levels[l]);
         if (!k) {
-            printf("level %s: not supported by this CPU or build, skipped\n",
-                   kz_isa_name(levels[l]));
             continue;
         }
         printf("level %s\n", k->name);

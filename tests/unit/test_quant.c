@@ -40,6 +40,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "test.h"
+#include "test_levels.h"
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -508,12 +509,10 @@ static void check_matmul(const kz_kernels *k, int level, int q4, size_t rows, si
 }
 
 static void test_matmul(void) {
-    static const kz_isa levels[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
     static const size_t widths[] = {32, 64, 96, 1024, 3072};
-    for (int l = 0; l < 4; l++) {
-        const kz_kernels *k = kz_kernels_for(levels[l]);
+    for (int l = 0; l < (int)TEST_N_LEVELS; l++) {
+        const kz_kernels *k = test_level(test_levels[l]);
         if (!k) {
-            printf("level %s: not supported by this CPU, skipped\n", kz_isa_name(levels[l]));
             continue;
         }
         CHECK_MSG(k->matmul_q8_0 && k->matmul_q4_0, "level %s: no quantized matmul in its table",
