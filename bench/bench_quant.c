@@ -34,11 +34,12 @@
  * pass 100 % of it; the codes' shares above 100 % say the probe is the weaker reader.
  *
  * Usage: bench_quant [scalar|avx2|avx512 ...] [--mb N] [--quick] [--threads N] [--no-vnni]
- *                    [--prefill] [--tokens N] [--prefill-mb N]
+ *                    [--no-amx] [--prefill] [--tokens N] [--prefill-mb N]
  *   levels (default: every SIMD level the CPU supports); --mb total bf16
  *   megabytes per shape; --quick shortens timing; --no-vnni runs the AVX-512
  *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
- *   comparison); --prefill runs only the prefill table.
+ *   comparison); --no-amx keeps q8_0 prompts off the AMX-INT8 tiles (same bits);
+ *   --prefill runs only the prefill table.
  */
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -336,6 +337,7 @@ int main(int argc, char **argv) {
     double prefill_mb = 64;
     size_t n_tok = 22;
     int no_vnni = 0;
+    int no_amx = 0;
     int prefill_only = 0;
     for (int i = 1; i < argc; i++) {
         kz_isa isa;
@@ -353,6 +355,8 @@ int main(int argc, char **argv) {
             prefill_mb = atof(argv[++i]);
         } else if (strcmp(argv[i], "--no-vnni") == 0) {
             no_vnni = 1;
+        } else if (strcmp(argv[i], "--no-amx") == 0) {
+            no_amx = 1;
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
             mb = atof(argv[++i]);
         } else if (kz_isa_parse(argv[i], &isa) == 0 && isa <= KZ_ISA_NEON) {
@@ -361,7 +365,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: %s [scalar|avx2|avx512 ...] [--mb N] [--quick] [--threads N] "
-                    "[--no-vnni] [--prefill] [--tokens N] [--prefill-mb N]\n",
+                    "[--no-vnni] [--no-amx] [--prefill] [--tokens N] [--prefill-mb N]\n",
                     argv[0]);
             return 2;
         }
@@ -376,8 +380,11 @@ int main(int argc, char **argv) {
 #ifdef KZ_HAVE_X86
     const int vnni = kz_quant_avx512_set_vnni(!no_vnni);
     printf("avx512 quantized kernels: %s integer path\n", vnni ? "VNNI" : "plain (maddubs)");
+    const int amx = kz_quant_avx512_set_amx(!no_amx);
+    printf("q8_0 prompts of 8+ tokens: %s\n", amx ? "AMX-INT8 tiles" : "vector kernels");
 #else
     (void)no_vnni;
+    (void)no_amx;
 #endif
     if (n_threads > 1) {
         printf("%d threads (rows split), wall clock", n_threads);

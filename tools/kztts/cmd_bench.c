@@ -111,21 +111,6 @@ static void measure_machine(const bench_opts *o, bench_result *r) {
     m->probe_ms = now_ms() - t0;
 }
 
-/* The codec decoder against its floor: its f32 FLOP at the FMA peak plus its bf16 FLOP
- * at the bf16 peak (the f32 peak when no bf16 peak was measured). */
-static bench_stage codec_stage(const char *name, double ms_per_frame, const kz_timings *t,
-                               double frames, double compared_ms, const bench_machine *m) {
-    const double flop = t->codec_flop / frames, bf16 = t->codec_flop_bf16 / frames;
-    const double bf16_peak = m->bf16_gflops > 0 ? m->bf16_gflops : m->fma_gflops;
-    double floor_ms = 0;
-    if (m->fma_gflops > 0) {
-        floor_ms = ((flop - bf16) / (m->fma_gflops * 1e9) + bf16 / (bf16_peak * 1e9)) * 1e3;
-    }
-    return (bench_stage){.name = name, .ms_per_frame = ms_per_frame, .unit = BENCH_UNIT_GFLOPS,
-                         .rate = flop / (compared_ms * 1e-3) * 1e-9, .floor_ms = floor_ms,
-                         .compared_ms = compared_ms};
-}
-
 /* A stage compared with the time it would take at the machine's limit `peak` (GB/s or
  * GFLOP/s) for `work` (bytes or FLOP) per frame. */
 static bench_stage stage_at(const char *name, double ms_per_frame, bench_unit unit, double work,
@@ -134,6 +119,19 @@ static bench_stage stage_at(const char *name, double ms_per_frame, bench_unit un
                          .rate = work / (compared_ms * 1e-3) * 1e-9,
                          .floor_ms = peak > 0 ? work / (peak * 1e9) * 1e3 : 0,
                          .compared_ms = compared_ms};
+}
+
+/* The codec decoder against its floor: its f32 FLOP at the FMA peak plus its bf16 FLOP
+ * at the bf16 peak (the f32 peak when no bf16 peak was measured). */
+static bench_stage codec_stage(const char *name, double ms_per_frame, const kz_timings *t,
+                               double frames, double compared_ms, const bench_machine *m) {
+    const double flop = t->codec_flop / frames, bf16 = t->codec_flop_bf16 / frames;
+    bench_stage s = stage_at(name, ms_per_frame, BENCH_UNIT_GFLOPS, flop, compared_ms,
+                             m->fma_gflops);
+    if (m->fma_gflops > 0 && m->bf16_gflops > 0) {
+        s.floor_ms = ((flop - bf16) / (m->fma_gflops * 1e9) + bf16 / (m->bf16_gflops * 1e9)) * 1e3;
+    }
+    return s;
 }
 
 static void print_result(const bench_opts *o, const bench_result *r) {

@@ -508,7 +508,7 @@ CHUNK_FN(chunk_q4_4v, 4, 1, 1)
  *         (d_w of the 16 rows by one gather)
  *       hsum over the 16 lanes (hsum's tree, a vector of tokens at a time) -> y
  * The 16-lane accumulators (16 KB) stay in L1. The per-block accumulation, not the
- * tile multiply, bounds this path: 1.7-2.1x the VNNI kernel at 22 tokens, and the
+ * tile multiply, bounds this path: 1.7-1.95x the VNNI kernel at 22 tokens, and the
  * 0.6B prefill of 22 rows 98-100 -> 77-79 ms (docs/PERF.md). Copying the codes into
  * aligned tiles first measured slower. q4_0 keeps the kernels above (its nibbles
  * would need unpacking before a tile load).
