@@ -6,10 +6,11 @@
  * per vector width with a loop of independent FMA chains, and the bf16 peak of
  * each bf16 GEMM the CPU runs (tdpbf16ps tiles, vdpbf16ps chains) -> for every
  * level the CPU runs: conv-GEMM GFLOP/s at the codec's real shapes (and % of the
- * peak of that level's vector width; bf16 GEMMs against their own bf16 peak), dot / axpy GB/s at L1, L2 and DRAM
- * sizes, ns per element of snake_beta, gelu, swiglu and rms_norm. Each
- * number is the best of several timed repetitions. Time is this thread's CPU
- * time, so other processes on a busy machine do not inflate the numbers
+ * peak of that level's vector width; bf16 GEMMs against their own bf16 peak),
+ * dot / axpy GB/s at L1, L2 and DRAM sizes, ns per element of snake_beta, gelu,
+ * swiglu and rms_norm. Each number is the best of several timed repetitions.
+ * Time is this thread's CPU time, so other processes on a busy machine do not
+ * inflate the numbers
  * (cache and memory contention still can).
  *
  * Usage: bench_kernels [scalar|avx2|avx512|neon ...] [--quick]
