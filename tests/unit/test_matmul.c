@@ -16,11 +16,9 @@
 
 static uint64_t rng = 88172645463325252ull;
 
+/* uniform in [-1, 1) (test.h) */
 static float frand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) & 0xFFFFFF) / 8388608.0f - 1.0f;
+    return test_rng_float(&rng);
 }
 
 static uint16_t to_bf16(float f) {

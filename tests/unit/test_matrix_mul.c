@@ -42,12 +42,9 @@
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
-/* uniform in [-1, 1) */
+/* uniform in [-1, 1) (test.h) */
 static float frand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) & 0xFFFFFF) / 8388608.0f - 1.0f;
+    return test_rng_float(&rng);
 }
 
 enum { N_TOK = 22, MAX_THREADS = 4 };
