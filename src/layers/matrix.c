@@ -1,9 +1,10 @@
 /*
  * matrix.c - binding mapped weight matrices and running them on the pool.
  *
- * kz_matrix_mul cuts the output rows into blocks (a multiple of 16 rows, about
- * 8 blocks per thread and matrix) that the pool's threads take in turn. What a
- * block runs depends on the number of tokens and the weight's dtype:
+ * kz_matrix_mul cuts the output rows into blocks (a multiple of 16 rows; one per
+ * thread and matrix for decode steps, a few for prompts) that the pool's threads
+ * take in turn. What a block runs depends on the number of tokens and the weight's
+ * dtype:
  *
  *   decode steps (n_tok < GEMM_MIN_TOK): the kernel table's matmul for the dtype,
  *     dot products per row and token, the block's rows streamed once per pair;
@@ -122,10 +123,18 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
  * the same for 2 to 8. */
 #define QUANT_PREFILL_BLOCKS 3
 
-/* Blocks per thread and matrix for everything else (the decode steps' matrix-vector
- * products and the GEMM path): several per thread let a thread the host slowed down
- * hand work to the other. 2 instead of 8 measured 7 % faster on the talker step in one
- * run and even an hour later (Xeon VM, docs/PERF.md 2026-12-01), so 8 stays. */
+/* Blocks per thread and matrix for the decode steps' matrix-vector products (n_tok <
+ * GEMM_MIN_TOK): one, so each thread streams one contiguous share of every matrix and
+ * quantizes the activation once. On Zen 5 (2 threads, talker step + code predictor frame
+ * interleaved, docs/PERF.md 2026-12-01 "one block per thread") 1 vs 8 blocks cut the code
+ * predictor by 17 % (q8_0) and 28 % (q4_0) and the talker step by 3-10 %; each new block
+ * restarts the weight stream and the activation quantization. A thread the host delays
+ * costs more this way (the other thread takes at most the blocks left), but the caller
+ * still runs every block no worker claims. */
+#define DECODE_BLOCKS_PER_THREAD 1
+
+/* Blocks per thread and matrix for the GEMM path: several per thread let a thread the
+ * host slowed down hand work to the other. */
 #define BLOCKS_PER_THREAD 8
 
 /* Whether a call of n_tok tokens on weights of dtype runs the GEMM path (header). */
@@ -198,6 +207,15 @@ static void mul_rows(void *arg, size_t chunk, int worker) {
     }
 }
 
+/* Blocks per thread for one matrix of dtype in a call of n_tok tokens (the constants). */
+static size_t blocks_per_thread(const kz_kernels *k, kz_dtype dtype, size_t n_tok,
+                                bool force_gemm) {
+    if (force_gemm || gemm_path(k, dtype, n_tok)) {
+        return BLOCKS_PER_THREAD;
+    }
+    return n_tok >= GEMM_MIN_TOK ? QUANT_PREFILL_BLOCKS : DECODE_BLOCKS_PER_THREAD;
+}
+
 /* Rows per chunk: a multiple of 16, about per_thread chunks per thread per matrix. */
 static size_t block_rows(size_t rows, size_t n_threads, size_t per_thread) {
     size_t block = (rows + n_threads * per_thread - 1) / (n_threads * per_thread);
@@ -213,9 +231,8 @@ static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, cons
                  .force_gemm = force_gemm};
     for (size_t i = 0; i < n_outs; i++) {
         const kz_matrix *m = outs[i].m;
-        const bool int8_prompt = n_tok >= GEMM_MIN_TOK && !force_gemm &&
-                                 !gemm_path(e->k, m->dtype, n_tok);
-        j.block[i] = block_rows(m->rows, n_threads, int8_prompt ? QUANT_PREFILL_BLOCKS : BLOCKS_PER_THREAD);
+        j.block[i] = block_rows(m->rows, n_threads, blocks_per_thread(e->k, m->dtype, n_tok,
+                                                                      force_gemm));
         j.first[i + 1] = j.first[i] + (m->rows + j.block[i] - 1) / j.block[i];
         e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
         e->bytes += (double)m->rows * (double)m->row_bytes;
