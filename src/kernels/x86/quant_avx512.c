@@ -6,24 +6,32 @@
  * Data flow, per set of tokens and per chunk of up to 256 blocks (8192 inputs)
  * of the row. A set is a pair (or a last single token) in calls of 1 to 3
  * tokens (decode steps) and up to four tokens in calls of four or more (the
- * prompt prefill: each weight group below is unpacked once for four tokens and
- * the rows are re-read half as often, 13-15 % faster on the 0.6B prefill on
- * Zen 5, docs/PERF.md; the four tokens' activations take 41 KB of stack):
+ * prompt prefill: each weight group below is unpacked once for the set and the
+ * rows are re-read half as often, 13-15 % faster on the 0.6B prefill on Zen 5,
+ * docs/PERF.md), eight for q8_0 on the VNNI path (its unpacked codes need no
+ * per-token work: the 0.6B q8_0 prefill of 22 rows 74-75 -> 63-66 ms on Zen 5;
+ * q4_0 measured 2-4 % slower with eight). The activations of a set take up to
+ * 82 KB of stack:
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
- *            d_x per block in lane order (below); q4_0: -8 sum q_x too (stack)
+ *            d_x per block in lane order (below); -8 (q4_0) or -128 (q8_0) sum q_x
  *   per weight row o, per group of 16 blocks (the last one may be partial):
  *     unaligned 64-byte windows of the row --vpermt2w--> per block quad:
- *     q8_0: codes 0..15 of the 4 blocks (wl), codes 16..31 (wh), int8; the sign
- *           of w moves onto q_x (masked subtract from zero), |w| (0..128) as u8
- *           VNNI:  vpdpbusd(|wl|, +-q_x 0..15), vpdpbusd(|wh|, +-q_x 16..31), chained
- *           plain: maddubs, madd(1) for each half, add
+ *     q8_0: codes 0..15 of the 4 blocks (wl), codes 16..31 (wh), int8
+ *           sets of up to 4 tokens: the sign of w moves onto q_x (masked subtract
+ *             from zero), |w| (0..128) as u8 (w + 128 could saturate a maddubs pair)
+ *             VNNI:  vpdpbusd(|wl|, +-q_x 0..15), vpdpbusd(|wh|, +-q_x 16..31), chained
+ *             plain: maddubs, madd(1) for each half, add
+ *           VNNI sets of 5 to 8 tokens: u = w xor 0x80 = w + 128 (u8), the same for
+ *             every token: vpdpbusd(ul, q_x 0..15), vpdpbusd(uh, q_x 16..31),
+ *             chained, + -128 sum q_x
  *     q4_0: the 4 blocks' 16 nibble bytes; low nibbles (elements 0..15, 0..15 as
  *           u8) against q_x 0..15, high nibbles against q_x 16..31
  *           VNNI:  two vpdpbusd, chained;  plain: two maddubs, add, madd(1)
  *       --> 4 x 4 int32 (block 4j + k in 128-bit section k)
  *     four quads --unpacks, adds--> 16 int32, block 4m + k in lane 4k + m (LANE):
- *       the exact sum_i c_i q_x,i (q4_0: + -8 sum q_x for the nibbles' offset 8)
+ *       the exact sum_i c_i q_x,i (+ the offset's -8 or -128 sum q_x where the codes
+ *       were offset: q4_0, and q8_0 on VNNI)
  *     d_w: the 16 fp16 scales picked from the same windows (vpermt2w, blends),
  *          vcvtph2ps
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
@@ -33,7 +41,8 @@
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
  * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
- * the same products in int32) and below 2^24, so its conversion is exact; the
+ * u8 x s8 products in int32, at most 32 * 255 * 127 before the offset) and below
+ * 2^24 after it, so its conversion is exact; the
  * scale is the float product d_w d_x (vcvtph2ps gives kz_fp16_to_f32's bits for
  * every half). The float work is one fma per block into lane LANE(block mod 16)
  * and a fixed 16-lane sum, so the VNNI and plain paths give the same bits
@@ -62,7 +71,8 @@
 #include "runtime/error.h"
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
-#define MAX_NT 4         /* tokens in a set (prefill): they share each group's unpacking */
+#define MAX_NT 8         /* tokens in a set (prefill): they share each group's unpacking */
+#define MAX_NT_PLAIN 4   /* ... on the plain path (its per-token products stay live) */
 #define GROUP 16         /* blocks per fold: one float lane each */
 #define PREFETCH_Q8 4096 /* bytes ahead of the weight stream */
 #define PREFETCH_Q4 8192
@@ -76,7 +86,7 @@ typedef struct act {
      * 128 j + 16 (b - 4j), elements 16..31 64 bytes on (both formats). */
     _Alignas(64) int8_t q[CHUNK_BLOCKS * KZ_QK];
     _Alignas(64) float d[CHUNK_BLOCKS];     /* d_x of block 16 g + k at 16 g + LANE(k) */
-    _Alignas(64) int32_t off[CHUNK_BLOCKS]; /* q4_0: -8 * sum q, same order */
+    _Alignas(64) int32_t off[CHUNK_BLOCKS]; /* -8 (q4_0) or -128 (q8_0) * sum q, same order */
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -146,7 +156,8 @@ ALWAYS_INLINE __m512i fold_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3,
  * order), d = amax / 127 (IEEE division), then per block x / d (IEEE), clamp,
  * round half away from zero (trunc, then +-1 when the exact fraction is
  * >= 0.5); for q4_0 the code sums come from the stored codes by maddubs with
- * ones and the same fold. Blocks past nb up to the group's end are zero. */
+ * ones and the same fold (q8_0 too: its VNNI path offsets w by 128). Blocks past nb
+ * up to the group's end are zero. */
 static void quant_act(act *a, const float *x, size_t nb, int q4) {
     const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
     const __m512i one = _mm512_castps_si512(_mm512_set1_ps(1.0f));
@@ -203,9 +214,6 @@ static void quant_act(act *a, const float *x, size_t nb, int q4) {
                                  _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(t)));
             }
         }
-        if (!q4) {
-            continue;
-        }
         for (int j = 0; j < 4; j++) {
             const int8_t *xq = a->q + (b0 / 4 + (size_t)j) * 128;
             const __m512i s16 = _mm512_add_epi16(
@@ -214,8 +222,9 @@ static void quant_act(act *a, const float *x, size_t nb, int q4) {
             quad[j] = _mm512_madd_epi16(s16, ones16);
         }
         const __m512i sum = fold_quads(quad[0], quad[1], quad[2], quad[3], 0);
-        _mm512_store_si512((void *)(a->off + b0), // -8 sum q
-                           _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 3)));
+        _mm512_store_si512((void *)(a->off + b0), // -8 or -128 sum q
+                           _mm512_sub_epi32(_mm512_setzero_si512(),
+                                            _mm512_slli_epi32(sum, q4 ? 3 : 7)));
     }
 }
 
@@ -325,7 +334,42 @@ ALWAYS_INLINE __m512i pick(__m512i lo, const uint16_t *idx, __m512i hi) {
  * of block k. */
 ALWAYS_INLINE void group_dots(__m512i r[MAX_NT], const __m512i *win, const act *a, size_t g,
                               int nt, int q4, int vnni) {
-    __m512i quad[MAX_NT][4];
+    if (vnni && (q4 || nt > MAX_NT_PLAIN)) {
+        // Unsigned codes u against the signed q_x, unpacked once for every token of
+        // the set: q4_0 nibbles 0..15 (a->off: -8 sum q_x); q8_0 in sets of more than
+        // MAX_NT_PLAIN tokens u = w xor 0x80 = w + 128, 0..255 (a->off: -128 sum q_x).
+        __m512i ul[4], uh[4];
+        for (int j = 0; j < 4; j++) {
+            if (q4) {
+                const __m512i low4 = _mm512_set1_epi8(0x0f);
+                const __m512i w = pick(win[j], q4_code_idx[j], win[j + 1]);
+                ul[j] = _mm512_and_si512(w, low4);
+                uh[j] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+            } else {
+                const __m512i bias = _mm512_set1_epi8((char)0x80);
+                ul[j] = _mm512_xor_si512(pick(win[4 * j], q8_code_idx[0], win[4 * j + 1]), bias);
+                uh[j] =
+                    _mm512_xor_si512(pick(win[4 * j + 2], q8_code_idx[1], win[4 * j + 3]), bias);
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            __m512i q[4];
+            for (int j = 0; j < 4; j++) {
+                const int8_t *xq = a[t].q + (g * GROUP / 4 + (size_t)j) * 128;
+                const __m512i xl = _mm512_load_si512((const void *)xq);
+                const __m512i xh = _mm512_load_si512((const void *)(xq + 64));
+                q[j] = dpbusd(dpbusd(_mm512_setzero_si512(), ul[j], xl), uh[j], xh);
+            }
+            r[t] = _mm512_add_epi32(fold_quads(q[0], q[1], q[2], q[3], 0),
+                                    _mm512_load_si512((const void *)(a[t].off + g * GROUP)));
+        }
+        return;
+    }
+    // The plain path (maddubs + madd), and q8_0 on VNNI in sets of up to MAX_NT_PLAIN
+    // tokens: w's sign moved onto q_x, which streams faster from DRAM on Zen 5 than the
+    // offset codes above (code predictor 25-27 vs 28-31 ms, interleaved runs).
+    __m512i quad[MAX_NT_PLAIN][4];
+    const __m512i one = _mm512_set1_epi16(1);
     if (q4) {
         const __m512i low4 = _mm512_set1_epi8(0x0f);
         for (int j = 0; j < 4; j++) {
@@ -336,20 +380,16 @@ ALWAYS_INLINE void group_dots(__m512i r[MAX_NT], const __m512i *win, const act *
                 const int8_t *xq = a[t].q + (g * GROUP / 4 + (size_t)j) * 128;
                 const __m512i xl = _mm512_load_si512((const void *)xq);
                 const __m512i xh = _mm512_load_si512((const void *)(xq + 64));
-                if (vnni) {
-                    quad[t][j] = dpbusd(dpbusd(_mm512_setzero_si512(), wl, xl), wh, xh);
-                } else {
-                    const __m512i s16 = _mm512_add_epi16(_mm512_maddubs_epi16(wl, xl),
-                                                         _mm512_maddubs_epi16(wh, xh));
-                    quad[t][j] = _mm512_madd_epi16(s16, _mm512_set1_epi16(1));
-                }
+                const __m512i s16 = _mm512_add_epi16(_mm512_maddubs_epi16(wl, xl),
+                                                     _mm512_maddubs_epi16(wh, xh));
+                quad[t][j] = _mm512_madd_epi16(s16, one);
             }
         }
     } else {
         // The sign of w moves onto q_x (masked subtract from zero: AVX-512 has no
-        // byte sign instruction), so |w| (0..128) is the unsigned operand.
+        // byte sign instruction), so |w| (0..128) is the unsigned operand: with w + 128
+        // a maddubs pair could reach 2 * 255 * 127 and saturate.
         const __m512i z = _mm512_setzero_si512();
-        const __m512i one = _mm512_set1_epi16(1);
         for (int j = 0; j < 4; j++) {
             const __m512i wl = pick(win[4 * j], q8_code_idx[0], win[4 * j + 1]);
             const __m512i wh = pick(win[4 * j + 2], q8_code_idx[1], win[4 * j + 3]);
@@ -487,6 +527,10 @@ CHUNK_FN(chunk_q4_3, 3, 1, 0)
 CHUNK_FN(chunk_q4_4, 4, 1, 0)
 CHUNK_FN(chunk_q4_3v, 3, 1, 1)
 CHUNK_FN(chunk_q4_4v, 4, 1, 1)
+CHUNK_FN(chunk_q8_5v, 5, 0, 1)
+CHUNK_FN(chunk_q8_6v, 6, 0, 1)
+CHUNK_FN(chunk_q8_7v, 7, 0, 1)
+CHUNK_FN(chunk_q8_8v, 8, 0, 1)
 
 /* --- AMX-INT8 prompt path ------------------------------------------------------
  *
@@ -767,9 +811,10 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         }
         return;
     }
-    static const chunk_fn fns[2][2][MAX_NT] = {
+    static const chunk_fn fns[2][2][MAX_NT] = { // [q4][vnni][nt - 1]; NULL: never chosen
         {{chunk_q8_1, chunk_q8_2, chunk_q8_3, chunk_q8_4},
-         {chunk_q8_1v, chunk_q8_2v, chunk_q8_3v, chunk_q8_4v}},
+         {chunk_q8_1v, chunk_q8_2v, chunk_q8_3v, chunk_q8_4v, chunk_q8_5v, chunk_q8_6v,
+          chunk_q8_7v, chunk_q8_8v}},
         {{chunk_q4_1, chunk_q4_2, chunk_q4_3, chunk_q4_4},
          {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v}},
     };
@@ -778,7 +823,8 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         return;
     }
     const int vnni = use_vnni();
-    const size_t per = n_tok >= MAX_NT ? MAX_NT : 2; // tokens per set (header)
+    const size_t max_nt = vnni && !q4 ? MAX_NT : MAX_NT_PLAIN;
+    const size_t per = n_tok >= MAX_NT_PLAIN ? max_nt : 2; // tokens per set (header)
     act a[MAX_NT];
     for (size_t t = 0; t < n_tok; t += per) {
         const int nt = (int)(n_tok - t >= per ? per : n_tok - t);
