@@ -98,7 +98,7 @@ def main():
 
 def check_bench_json(a):
     """Full pipeline with both limits given (no probes): JSON with a floor per stage."""
-    r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "3", "--repeat", "1", "--json",
+    r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "3", "--repeat", "2", "--json",
              "--peak-gbs", "10", "--peak-gflops", "50"])
     try:
         j = json.loads(r.stdout)
@@ -117,6 +117,9 @@ def check_bench_json(a):
               and (s.get("floor_ms_per_frame") or 0) > 0, f"bench --json: stage {name}: {s}")
     check(j["model_load_ms"] > 0 and j["peak_rss_mb"] > 0 and j["streaming"]["rtf"] > 0
           and j["offline"]["rtf"] > 0, "bench --json: load, RSS, real-time factors")
+    check(j.get("first_audio_layout_runs") == 2 and j["first_audio_non_streaming_layout_ms"] > 0
+          and j["first_audio_streaming_layout_ms"] > 0,
+          "bench --json: first audio per text layout, the median of --repeat runs")
 
 
 if __name__ == "__main__":

@@ -88,8 +88,8 @@ static void text_runs(const bench_result *r) {
     printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
            "(all frames, then one decode)\n",
            off->ms_per_frame, off->ms_per_frame / 80, off->first_audio_ms);
-    printf("first audio by text layout: non-streaming %.1f ms, streaming %.1f ms\n",
-           r->first_audio_layout_ms[0], r->first_audio_layout_ms[1]);
+    printf("first audio by text layout: non-streaming %.1f ms, streaming %.1f ms (median of %d)\n",
+           r->first_audio_layout_ms[0], r->first_audio_layout_ms[1], r->first_audio_layout_runs);
 }
 
 void bench_print_text(const bench_result *r) {
@@ -207,6 +207,7 @@ void bench_print_json(const bench_result *r) {
         json_playback(&j, "offline", &r->offline);
         json_num(&j, "first_audio_non_streaming_layout_ms", r->first_audio_layout_ms[0], true);
         json_num(&j, "first_audio_streaming_layout_ms", r->first_audio_layout_ms[1], true);
+        json_num(&j, "first_audio_layout_runs", (double)r->first_audio_layout_runs, true);
     }
     json_num(&j, "peak_rss_mb", r->peak_rss_mb, true);
     json_close(&j, '}');
