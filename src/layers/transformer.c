@@ -5,7 +5,10 @@
  * q/k/v and gate/up are one pool run each (kz_matrix_mul_group);
  * attention is parallel over heads on the pool (inline for short sequences),
  * each head's softmax computed in a fixed order over positions 0..p, so results
- * never depend on threads.
+ * never depend on threads. The KV cache is head-major ([layer, kv head, position,
+ * head_dim]): a head reads its keys and values as two contiguous streams, where a
+ * position-major cache made it read 512 bytes of every 4 KB row (talker step
+ * median 12.0-12.3 -> 10.9-11.6 ms, q8_0 0.6B on Zen 5, docs/PERF.md 2026-12-01).
  */
 #include "layers/transformer.h"
 
@@ -138,20 +141,25 @@ typedef struct attn_job {
     size_t n_tok;
 } attn_job;
 
+/* Offset of (layer, kv head, position) in the head-major KV cache, in floats. */
+static size_t cache_slot(const kz_qwen3_dims *d, const kz_qwen3_state *st, int layer,
+                         size_t kv_head, size_t pos) {
+    return (((size_t)layer * (size_t)d->n_kv_heads + kv_head) * st->max_pos + pos) *
+           (size_t)d->head_dim;
+}
+
 /* One head over all rows of the call: causal softmax over cache positions. */
 static void attend_head(void *arg, size_t h, int worker) {
     const attn_job *j = arg;
     const kz_qwen3_dims *d = &j->s->d;
     (void)worker;
-    size_t hd = (size_t)d->head_dim, kvw = (size_t)d->n_kv_heads * hd;
-    size_t qw = (size_t)d->n_heads * hd;
-    size_t koff = (h / (size_t)(d->n_heads / d->n_kv_heads)) * hd;
-    const float *kc = j->st->k_cache + (size_t)j->layer * j->st->max_pos * kvw;
-    const float *vc = j->st->v_cache + (size_t)j->layer * j->st->max_pos * kvw;
+    size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
+    size_t slot = cache_slot(d, j->st, j->layer, h / (size_t)(d->n_heads / d->n_kv_heads), 0);
     float *sc = j->st->scores + h * j->st->max_pos;
     for (size_t t = 0; t < j->n_tok; t++) {
-        kz_attend_row(j->k, j->st->att + t * qw + h * hd, j->st->q + t * qw + h * hd, kc + koff,
-                      vc + koff, kvw, 0, j->st->n_pos + (int64_t)t, 0, hd, sc);
+        kz_attend_row(j->k, j->st->att + t * qw + h * hd, j->st->q + t * qw + h * hd,
+                      j->st->k_cache + slot, j->st->v_cache + slot, hd, 0,
+                      j->st->n_pos + (int64_t)t, 0, hd, sc);
     }
 }
 
@@ -171,9 +179,11 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
         int64_t pos = st->n_pos + (int64_t)t;
         kz_rope_apply(st->q + t * qw, d->n_heads, d->head_dim, s->inv_freq, pos);
         kz_rope_apply(st->k + t * kvw, d->n_kv_heads, d->head_dim, s->inv_freq, pos);
-        size_t slot = ((size_t)l * st->max_pos + (size_t)pos) * kvw;
-        memcpy(st->k_cache + slot, st->k + t * kvw, kvw * sizeof(float));
-        memcpy(st->v_cache + slot, st->v + t * kvw, kvw * sizeof(float));
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
+            size_t slot = cache_slot(d, st, l, g, (size_t)pos);
+            memcpy(st->k_cache + slot, st->k + t * kvw + g * hd, hd * sizeof(float));
+            memcpy(st->v_cache + slot, st->v + t * kvw + g * hd, hd * sizeof(float));
+        }
     }
     attn_job j = {.s = s, .st = st, .k = e->k, .layer = l, .n_tok = n_tok};
     // A short sequence (the code predictor's at most 17 positions) costs less than a pool
