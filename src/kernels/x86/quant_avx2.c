@@ -5,19 +5,25 @@
  * Data flow, per pair of tokens (or a last single token) and per chunk of up
  * to 256 blocks (8192 inputs) of the row:
  *   x[t] f32 --quant_act--> int8 q[32 b + i], float scale d_x[b], -8 * sum q (stack)
- *   per weight row o, per block b:
- *     q8_0: 32 int8 w --(|w|, x * sign w) maddubs, madd--> 8 int32 partial sums
- *     q4_0: 16 bytes --nibbles to 32 u8 (0..15)-- maddubs, madd, + (-8 sum q) in lane 0
- *     acc[b % 4] = fma(float(int32 x 8), d_w[b] * d_x[b], acc[b % 4])
- *   y[t, o] = hsum((acc0 + acc1) + (acc2 + acc3))   (+ the previous chunks' sum)
+ *   per weight row o, per group of 8 blocks (the last one may be partial):
+ *     q8_0: 32 int8 w --(|w|, x * sign w) maddubs, madd--> int32 x 8 per block
+ *     q4_0: 16 bytes, broadcast to both halves, shifted by 0 / 4 and masked: low
+ *           nibbles against q 0..15, high against q 16..31 --maddubs--> int16 x 16
+ *     the group's 8 vectors --unpack/add transpose (q4_0: in int16, then widened)-->
+ *       int32 x 8, lane k = block k's exact sum (q4_0: + its -8 sum q)
+ *     d_w: the 8 fp16 scales by one gather, F16C; acc = fma(float(sums), d_w d_x, acc)
+ *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
+ * The weight stream is prefetched 2 KB ahead, one prefetch per 64 bytes (from DRAM
+ * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md).
  * The integer products are exact (|w| <= 128, |q_x| <= 127: a maddubs pair
- * is at most 32512, no saturation), so a result differs from the float
- * definition in ref/quant_ref.c only through the activation rounding and the
- * float accumulation; tests/unit/test_quant.c derives and checks the bound.
+ * is at most 32512, no saturation; a q4_0 pair at most 3810, eight of them
+ * 30480), so a result differs from the float definition in ref/quant_ref.c
+ * only through the activation rounding and the float accumulation;
+ * tests/unit/test_quant.c derives and checks the bound.
  *
  * Determinism: a token's sequence of operations depends only on n_in, never
  * on whether it is paired with another token, on n_tok, or on [o0, o1).
- * This machine's AVX2 has no VNNI, hence maddubs + madd; the activation
+ * AVX2 has no VNNI (AVX-VNNI CPUs aside), hence maddubs + madd; the activation
  * quantization costs O(n_in) per token per call and the weights stream once
  * per token pair.
  */
@@ -29,11 +35,13 @@
 #include "runtime/error.h"
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
+#define GROUP 8          /* blocks per fold: one float lane each */
+#define PREFETCH 2048    /* bytes ahead of the weight stream, one prefetch per 64 */
 
 typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
-    float d[CHUNK_BLOCKS];
-    int32_t off[CHUNK_BLOCKS]; /* -8 * sum of the block's q (q4_0 offset) */
+    float d[CHUNK_BLOCKS + GROUP];       /* + GROUP: a last partial group reads 0 there */
+    int32_t off[CHUNK_BLOCKS + GROUP]; /* -8 * sum of the block's q (q4_0 offset) */
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -87,69 +95,149 @@ static void quant_act(act *a, const float *x, size_t nb) {
             _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
         _mm256_store_si256((__m256i *)(a->q + b * KZ_QK), _mm256_permutevar8x32_epi32(p, perm));
     }
+    for (size_t b = nb; b < nb + GROUP; b++) { // a last partial group reads these lanes
+        a->d[b] = 0.0f;
+        a->off[b] = 0;
+    }
 }
 
-ALWAYS_INLINE float hsum(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-    __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+ALWAYS_INLINE float hsum8(__m256 s) {
     __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
     q = _mm_add_ps(q, _mm_movehl_ps(q, q));
     q = _mm_add_ss(q, _mm_movehdup_ps(q));
     return _mm_cvtss_f32(q);
 }
 
-/* One block of one row against nt (1 or 2) tokens' activations, into the
- * accumulators acc[t][k]. q4 selects the format at compile time. */
-ALWAYS_INLINE void block_step(__m256 acc[2][4], int k, const uint8_t *blk, const act *a, size_t b,
-                              int nt, int q4) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    const float dw = kz_quant_scale(blk);
-    __m256i wv;
-    __m256i wabs = _mm256_setzero_si256();
-    if (q4) {
-        const __m128i raw = _mm_loadu_si128((const __m128i *)(blk + 2));
-        wv =
-            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
-    } else {
-        wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
-        wabs = _mm256_sign_epi8(wv, wv);
+/* Eight blocks' int32 x 8 partial sums -> one int32 x 8: lane k = the sum of p[k]'s
+ * lanes. Unpacks and adds only (no hadd, which is three uops): 21 single-uop steps. */
+ALWAYS_INLINE __m256i reduce8(const __m256i p[GROUP]) {
+    __m256i h[4];
+    for (int k = 0; k < 4; k++) { // per 128-bit half: p2k x, p2k+1 x, p2k y, p2k+1 y
+        h[k] = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2 * k], p[2 * k + 1]),
+                                _mm256_unpackhi_epi32(p[2 * k], p[2 * k + 1]));
     }
-    for (int t = 0; t < nt; t++) {
-        const __m256i xv = _mm256_load_si256((const __m256i *)(a[t].q + b * KZ_QK));
-        __m256i p;
-        if (q4) {
-            p = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, xv), ones);
-            p = _mm256_add_epi32(p, _mm256_zextsi128_si256(_mm_cvtsi32_si128(a[t].off[b])));
-        } else {
-            p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xv, wv)), ones);
+    __m256i q[2];
+    for (int k = 0; k < 2; k++) { // per 128-bit half: blocks 4k .. 4k+3
+        q[k] = _mm256_add_epi32(_mm256_unpacklo_epi64(h[2 * k], h[2 * k + 1]),
+                                _mm256_unpackhi_epi64(h[2 * k], h[2 * k + 1]));
+    }
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
+                            _mm256_permute2x128_si256(q[0], q[1], 0x31));
+}
+
+/* q4_0: eight blocks' maddubs results (int16 x 16, each at most 2 * 15 * 127 = 3810 in
+ * magnitude) -> int32 x 8, lane k = block k's sum. Three levels of the same transpose in
+ * int16 (a partial then holds 8 pairs: at most 30480, no overflow) and one widening step
+ * replace the eight madds the int32 reduction needs. */
+ALWAYS_INLINE __m256i reduce8_i16(const __m256i m[GROUP]) {
+    __m256i h[4];
+    for (int k = 0; k < 4; k++) { // int16 pattern per half: 2k, 2k+1, 2k, 2k+1, ...
+        h[k] = _mm256_add_epi16(_mm256_unpacklo_epi16(m[2 * k], m[2 * k + 1]),
+                                _mm256_unpackhi_epi16(m[2 * k], m[2 * k + 1]));
+    }
+    __m256i q[2];
+    for (int k = 0; k < 2; k++) { // 4k .. 4k+3, twice
+        q[k] = _mm256_add_epi16(_mm256_unpacklo_epi32(h[2 * k], h[2 * k + 1]),
+                                _mm256_unpackhi_epi32(h[2 * k], h[2 * k + 1]));
+    }
+    const __m256i r = _mm256_add_epi16(_mm256_unpacklo_epi64(q[0], q[1]),
+                                       _mm256_unpackhi_epi64(q[0], q[1])); // 0 .. 7 per half
+    return _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(r)),
+                            _mm256_cvtepi16_epi32(_mm256_extracti128_si256(r, 1)));
+}
+
+/* The fp16 scales of blocks b .. b+7 of a row (blocks of bsize bytes), as floats:
+ * one gather of each block's first four bytes (inside the block), F16C. */
+ALWAYS_INLINE __m256 group_scales(const uint8_t *row, size_t b, int bsize) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                           _mm256_set1_epi32(bsize));
+    __m256i g = _mm256_i32gather_epi32((const int *)(const void *)(row + b * (size_t)bsize), idx, 1);
+    g = _mm256_and_si256(g, _mm256_set1_epi32(0xffff));
+    return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
+}
+
+/* The same for the last n < 8 blocks of a chunk; lanes n.. are 0. */
+static __m256 tail_scales(const uint8_t *row, size_t b, size_t n, int bsize) {
+    _Alignas(16) uint16_t h[GROUP] = {0};
+    for (size_t k = 0; k < n; k++) {
+        memcpy(&h[k], row + (b + k) * (size_t)bsize, sizeof h[k]);
+    }
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)h));
+}
+
+/* Block b of one row against nt (1 or 2) tokens: int32 x 8 partial sums p[t] whose
+ * lanes add up to sum_i c_i q_x,i (q4_0: c_i = nibble 0..15; the -8 offset comes later). */
+ALWAYS_INLINE void block_dots(__m256i p[2], const uint8_t *blk, const act *a, size_t b, int nt,
+                              int q4) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    if (q4) { // low nibbles (elements 0..15) in the low half, high nibbles in the high half
+        const __m256i raw =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(blk + 2)));
+        const __m256i w = _mm256_and_si256(
+            _mm256_srlv_epi32(raw, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
+        for (int t = 0; t < nt; t++) { // int16 pairs: reduce8_i16 sums them
+            const __m256i x = _mm256_load_si256((const __m256i *)(const void *)(a[t].q + b * KZ_QK));
+            p[t] = _mm256_maddubs_epi16(w, x);
         }
-        acc[t][k] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a[t].d[b]), acc[t][k]);
+    } else {
+        const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+        const __m256i wabs = _mm256_abs_epi8(w); // -128 -> 128 as u8
+        for (int t = 0; t < nt; t++) {
+            const __m256i x = _mm256_load_si256((const __m256i *)(const void *)(a[t].q + b * KZ_QK));
+            p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(x, w)), ones);
+        }
     }
 }
 
-/* Dot products of one row's nb blocks with nt tokens; block b feeds acc[b % 4]. */
+/* One group of n (1..8) blocks from block b: acc[t] += float(exact block sums) * d_w d_x,
+ * block b + k in lane k. */
+ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, size_t b, size_t n,
+                              int nt, int q4) {
+    const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
+    {
+        const char *pf = (const char *)row + b * (size_t)bsize + PREFETCH;
+        for (int l = 0; l < GROUP * bsize; l += 64) {
+            _mm_prefetch(pf + l, _MM_HINT_T0);
+        }
+    }
+    __m256i p[2][GROUP];
+    for (int k = 0; k < GROUP; k++) {
+        if ((size_t)k < n) {
+            __m256i pk[2];
+            block_dots(pk, row + (b + (size_t)k) * (size_t)bsize, a, b + (size_t)k, nt, q4);
+            for (int t = 0; t < nt; t++) {
+                p[t][k] = pk[t];
+            }
+        } else {
+            for (int t = 0; t < nt; t++) {
+                p[t][k] = _mm256_setzero_si256();
+            }
+        }
+    }
+    const __m256 dw = n == GROUP ? group_scales(row, b, bsize) : tail_scales(row, b, n, bsize);
+    for (int t = 0; t < nt; t++) {
+        __m256i s = q4 ? reduce8_i16(p[t]) : reduce8(p[t]);
+        if (q4) { // lanes past n: off is 0 there (quant_act clears the chunk's tail)
+            s = _mm256_add_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)(a[t].off + b)));
+        }
+        const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t].d + b));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[t]);
+    }
+}
+
+/* Dot products of one row's nb blocks with nt tokens. */
 ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t nb, int nt,
                             int q4) {
-    const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    __m256 acc[2][4];
-    for (int t = 0; t < 2; t++) {
-        for (int k = 0; k < 4; k++) {
-            acc[t][k] = _mm256_setzero_ps();
-        }
-    }
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     size_t b = 0;
-    for (; b + 4 <= nb; b += 4) {
-        for (int k = 0; k < 4; k++) {
-            block_step(acc, k, row + (b + (size_t)k) * bsize, a, b + (size_t)k, nt, q4);
-        }
+    for (; b + GROUP <= nb; b += GROUP) {
+        group_step(acc, row, a, b, GROUP, nt, q4);
     }
-    for (int k = 0; k < 3; k++) { // constant indices keep acc in registers
-        if (b + (size_t)k < nb) {
-            block_step(acc, k, row + (b + (size_t)k) * bsize, a, b + (size_t)k, nt, q4);
-        }
+    if (b < nb) {
+        group_step(acc, row, a, b, nb - b, nt, q4);
     }
     for (int t = 0; t < nt; t++) {
-        out[t] = hsum(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+        out[t] = hsum8(acc[t]);
     }
 }
 
