@@ -11,7 +11,7 @@
  *           nibbles against q 0..15, high against q 16..31 --maddubs--> int16 x 16
  *     the group's 8 vectors --unpack/add transpose (q4_0: in int16, then widened)-->
  *       int32 x 8, lane k = block k's exact sum (q4_0: + its -8 sum q)
- *     d_w: the 8 fp16 scales by one gather, F16C; acc = fma(float(sums), d_w d_x, acc)
+ *     d_w: the 8 fp16 scales (integer loads, F16C); acc = fma(float(sums), d_w d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched 2 KB ahead, one prefetch per 64 bytes (from DRAM
  * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md).
@@ -147,13 +147,17 @@ ALWAYS_INLINE __m256i reduce8_i16(const __m256i m[GROUP]) {
 }
 
 /* The fp16 scales of blocks b .. b+7 of a row (blocks of bsize bytes), as floats:
- * one gather of each block's first four bytes (inside the block), F16C. */
+ * eight 16-bit loads packed into two 64-bit words on the integer units (a gather
+ * was 8-25 % slower on Zen 3), F16C. */
 ALWAYS_INLINE __m256 group_scales(const uint8_t *row, size_t b, int bsize) {
-    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                           _mm256_set1_epi32(bsize));
-    __m256i g = _mm256_i32gather_epi32((const int *)(const void *)(row + b * (size_t)bsize), idx, 1);
-    g = _mm256_and_si256(g, _mm256_set1_epi32(0xffff));
-    return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
+    const uint8_t *p = row + b * (size_t)bsize;
+    uint64_t q[2] = {0, 0};
+    for (int k = 0; k < GROUP; k++) {
+        uint16_t h;
+        memcpy(&h, p + k * bsize, sizeof h);
+        q[k >> 2] |= (uint64_t)h << (16 * (k & 3));
+    }
+    return _mm256_cvtph_ps(_mm_set_epi64x((long long)q[1], (long long)q[0]));
 }
 
 /* The same for the last n < 8 blocks of a chunk; lanes n.. are 0. */
