@@ -275,12 +275,13 @@ typedef struct kz_kernels {
 
     /* How layers/matrix.c runs prompts (4 or more tokens) of Q8_0 / Q4_0 weights: true
      * through rows_to_f32_* + gemm_rows, false through matmul_q8_0 / matmul_q4_0. Set per
-     * level by measurement (docs/PERF.md, Zen 5): AVX-512's int8 kernels (VNNI or
+     * level and format by measurement (docs/PERF.md): AVX-512's int8 kernels (VNNI or
      * maddubs, four tokens per weight unpacking) are 1.4-2x faster than widening to
-     * f32; AVX2's maddubs kernels measured about even (the GEMM path 1.0-1.2x in the
-     * model's prefill). NEON follows AVX2 (its int8 kernels have no dot-product
-     * instruction either; not measured on hardware). */
-    bool prefill_gemm_quant;
+     * f32 (Zen 5); AVX2's grouped kernels (Zen 3, 22 tokens, 2 threads) are even with
+     * the GEMM path for q8_0 and 10-27 % faster for q4_0. NEON keeps the GEMM path for
+     * both (its int8 kernels have no dot-product instruction; not measured on hardware). */
+    bool prefill_gemm_q8_0;
+    bool prefill_gemm_q4_0;
 } kz_kernels;
 
 /* --- dispatch.c ---------------------------------------------------------- */
