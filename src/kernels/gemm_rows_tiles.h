@@ -3,7 +3,7 @@
  * gemm_rows shares (x86/gemm_rows_avx2.c, x86/gemm_rows_avx512.c,
  * arm/gemm_rows_neon.c), included once per level as a template.
  *
- * Before including it a level defines TILE_ROWS (4) and TILE_TOK (2 or 4), its
+ * Before including it a level defines TILE_ROWS (4) and TILE_TOK (2, 3 or 4), its
  * ALWAYS_INLINE `tile(y, ldy, xr, wr, n_in, nr, accumulate, NT)`, which multiplies
  * rows wr[0..TILE_ROWS) with the NT (a compile-time count) tokens xr[0..NT) and
  * stores the first nr rows of each token, and GEMM_ROWS_FN, the name of its
@@ -20,8 +20,8 @@
  */
 #include <stddef.h>
 
-#if TILE_TOK != 2 && TILE_TOK != 4
-#error "gemm_rows_tiles.h: TILE_TOK must be 2 or 4"
+#if TILE_TOK < 2 || TILE_TOK > 4
+#error "gemm_rows_tiles.h: TILE_TOK must be 2, 3 or 4"
 #endif
 
 /* The tile for the n_left (>= 1) tokens still to do, with a compile-time count. */
@@ -30,8 +30,10 @@ ALWAYS_INLINE void run_tile(float *yt, size_t ldy, const float *const xr[TILE_TO
                             int accumulate, size_t n_left) {
     switch (n_left) {
     case 1: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 1); break;
-#if TILE_TOK == 4
+#if TILE_TOK >= 3
     case 2: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 2); break;
+#endif
+#if TILE_TOK == 4
     case 3: tile(yt, ldy, xr, wr, n_in, nr, accumulate, 3); break;
 #endif
     default: tile(yt, ldy, xr, wr, n_in, nr, accumulate, TILE_TOK); break;
