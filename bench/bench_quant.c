@@ -24,7 +24,7 @@
  * rows_to_f32 + gemm_rows) on a pool of --threads threads; GFLOP/s = 2 rows n_in
  * tokens / time, the speed-up of the GEMM path, and which of the two the model's
  * kz_matrix_mul takes (layers/matrix.c: the GEMM path for f32 and bf16, and for
- * q8_0 / q4_0 where the level's prefill_gemm_q8_0 / _q4_0 say so).
+ * q8_0 / q4_0 where the level's prefill_gemm_quant says so).
  *
  * Next to the rates stand this machine's limits, measured first with the probes of
  * `kztts bench` (tools/kztts/machine_peak.c): the DRAM read bandwidth of the
@@ -317,10 +317,8 @@ static void bench_prefill(const kz_kernels *k, kz_pool *pool, size_t rows, size_
         const double t_new = time_gemm_path(&gp);
         free(data);
         const double flop = 2.0 * (double)rows * (double)n_in * (double)n_tok * (double)n_mat;
-        const int model_gemm =
-            n_tok >= 4 && (order[f] == FMT_F32 || order[f] == FMT_BF16 ||
-                           (order[f] == FMT_Q8_0 && k->prefill_gemm_q8_0) ||
-                           (order[f] == FMT_Q4_0 && k->prefill_gemm_q4_0));
+        const int model_gemm = n_tok >= 4 && (order[f] == FMT_F32 || order[f] == FMT_BF16 ||
+                                              k->prefill_gemm_quant);
         printf("  %2zu x [%5zu <- %5zu] x %3zu  %-5s  matmul %8.2f ms %6.1f GFLOP/s   "
                "gemm_rows %8.2f ms %6.1f GFLOP/s (%3.0f %% of FMA peak)  x%.2f  (model: %s)\n",
                n_tok, rows, n_in, n_mat, fmt_name[order[f]], t_old * 1e3, flop / t_old / 1e9,

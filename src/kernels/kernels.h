@@ -275,14 +275,12 @@ typedef struct kz_kernels {
 
     /* How layers/matrix.c runs prompts (4 or more tokens) of Q8_0 / Q4_0 weights: true
      * through rows_to_f32_* + gemm_rows, false through matmul_q8_0 / matmul_q4_0. Set per
-     * level and format by measurement (docs/PERF.md): AVX-512's int8 kernels (VNNI or
-     * maddubs, four tokens per weight unpacking) are 1.4-2x faster than widening to
-     * f32 (Zen 5); on AVX2 (Zen 3, 22 tokens, 2 threads) the GEMM path with 4 x 3 tiles
-     * beats the grouped int8 kernels for both formats (they had beaten the 4 x 2 tiles
-     * for q4_0). NEON keeps the GEMM path for both (its int8 kernels have no
-     * dot-product instruction; not measured on hardware). */
-    bool prefill_gemm_q8_0;
-    bool prefill_gemm_q4_0;
+     * level by measurement (docs/PERF.md): AVX-512's int8 kernels (VNNI or maddubs, four
+     * tokens per weight unpacking) are 1.4-2x faster than widening to f32 (Zen 5); on
+     * AVX2 (Zen 3, 22 tokens, 2 threads) the GEMM path with 4 x 3 tiles beats the grouped
+     * int8 kernels for both formats. NEON keeps the GEMM path (its int8 kernels have no
+     * dot-product instruction either; not measured on hardware). */
+    bool prefill_gemm_quant;
 } kz_kernels;
 
 /* --- dispatch.c ---------------------------------------------------------- */

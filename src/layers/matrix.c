@@ -9,7 +9,7 @@
  *   decode steps (n_tok < GEMM_MIN_TOK): the kernel table's matmul for the dtype,
  *     dot products per row and token, the block's rows streamed once per pair;
  *   prompts (n_tok >= GEMM_MIN_TOK) of F32 and BF16 weights, and of Q8_0 / Q4_0
- *     weights where the table's prefill_gemm_q8_0 / _q4_0 say so: the GEMM path, the
+ *     weights where the table's prefill_gemm_quant says so: the GEMM path, the
  *     block's rows GEMM_ROWS at a time and their columns GEMM_KC at a time,
  *       stored rows [GEMM_ROWS, GEMM_KC] --rows_to_f32_*--> f32 scratch (stack, L1)
  *       scratch, x[:, k-block] --gemm_rows (all tokens; += after the first k-block)--> y
@@ -142,11 +142,7 @@ static bool gemm_path(const kz_kernels *k, kz_dtype dtype, size_t n_tok) {
     if (n_tok < GEMM_MIN_TOK) {
         return false;
     }
-    switch (dtype) {
-    case KZ_DTYPE_Q8_0: return k->prefill_gemm_q8_0;
-    case KZ_DTYPE_Q4_0: return k->prefill_gemm_q4_0;
-    default: return true; // F32, BF16
-    }
+    return dtype == KZ_DTYPE_F32 || dtype == KZ_DTYPE_BF16 || k->prefill_gemm_quant;
 }
 
 /* The kernel that widens one stored row segment to f32 (NULL for F32). */

@@ -3,7 +3,7 @@
  * (layers/matrix.c kz_matrix_mul, kz_matrix_mul_group) at every ISA level this
  * CPU runs: the prompt prefill (22 tokens: F32 and BF16 through rows_to_f32 +
  * gemm_rows by k-blocks, Q8_0 and Q4_0 through their int8 matmuls or the GEMM
- * path as the level's prefill_gemm_q8_0 / _q4_0 say, and through the GEMM path with
+ * path as the level's prefill_gemm_quant says, and through the GEMM path with
  * kz_matrix_mul_gemm) and decode steps (1..3 tokens: the per-dtype matmuls).
  *
  * Data flow: random f32 weights [rows, cols] -> stored as F32, BF16, Q8_0 and
@@ -145,8 +145,8 @@ static void run_pools(kz_pool *const *pools, const kz_kernels *k, const kz_matri
  * exact weights, which the GEMM path must match bit for bit. */
 static void check_prefill(kz_pool *const *pools, const kz_kernels *k, const kz_matrix *m,
                           const float *x, size_t ldx, const kz_matrix *same_values, int gemm) {
-    const int int8 = !gemm && ((m->dtype == KZ_DTYPE_Q8_0 && !k->prefill_gemm_q8_0) ||
-                               (m->dtype == KZ_DTYPE_Q4_0 && !k->prefill_gemm_q4_0));
+    const int int8 = !gemm && !k->prefill_gemm_quant &&
+                     (m->dtype == KZ_DTYPE_Q8_0 || m->dtype == KZ_DTYPE_Q4_0);
     const char *path = int8 ? "matmul" : "gemm";
     const size_t ldy = m->rows + 3;
     float *ys[MAX_THREADS], *alt = malloc(N_TOK * ldy * sizeof(float));

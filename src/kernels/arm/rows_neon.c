@@ -288,6 +288,5 @@ const kz_kernels kz_kernels_neon = {
     .rows_to_f32_bf16 = kz_rows_to_f32_bf16_neon,
     .rows_to_f32_q8_0 = kz_rows_to_f32_q8_0_neon,
     .rows_to_f32_q4_0 = kz_rows_to_f32_q4_0_neon,
-    .prefill_gemm_q8_0 = true,
-    .prefill_gemm_q4_0 = true,
+    .prefill_gemm_quant = true,
 };

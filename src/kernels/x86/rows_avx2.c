@@ -263,6 +263,5 @@ const kz_kernels kz_kernels_avx2 = {
     .rows_to_f32_bf16 = kz_rows_to_f32_bf16_avx2,
     .rows_to_f32_q8_0 = kz_rows_to_f32_q8_0_avx2,
     .rows_to_f32_q4_0 = kz_rows_to_f32_q4_0_avx2,
-    .prefill_gemm_q8_0 = true,
-    .prefill_gemm_q4_0 = true,
+    .prefill_gemm_quant = true,
 };
