@@ -32,6 +32,10 @@ def expect_error(kztts, name, args, expect, work, stdin=None):
     check(expect in err, f"{name}: message {err!r} lacks {expect!r}")
     check(len(err.splitlines()) == 1, f"{name}: expected one line, got {err!r}")
     check(os.listdir(out_dir) == [], f"{name}: output left behind: {os.listdir(out_dir)}")
+    # To stdout (wav): the same error, and not a byte of audio or header.
+    r = run(kztts, ["synth"] + args + ["-o", "-"], stdin)
+    check(r.returncode in (1, 2), f"{name} to stdout: exit status {r.returncode}")
+    check(r.stdout == b"", f"{name} to stdout: wrote {len(r.stdout)} bytes")
     print(f"ok   {name}: {err}")
 
 

@@ -20,6 +20,11 @@ struct audio_out {
     FILE *raw;      /* raw formats, and wav on stdout */
     SNDFILE *snd;   /* wav/flac/ogg to a file */
     bool to_stdout;
+    /* wav on stdout: the header is written with the first samples (or by a successful
+     * finish), so a request that fails before any audio leaves stdout empty */
+    bool header_pending;
+    int32_t rate;
+    size_t total_samples;
 };
 
 int audio_format_check(const char *name) {
@@ -110,10 +115,9 @@ audio_out *audio_out_open(const char *path, const char *format, int32_t sample_r
     o->to_stdout = strcmp(path, "-") == 0;
     if (o->to_stdout) {
         o->raw = stdout;
-        if (strcmp(format, "wav") == 0 && write_wav_header(stdout, sample_rate, total_samples)) {
-            free(o);
-            return NULL;
-        }
+        o->header_pending = strcmp(format, "wav") == 0;
+        o->rate = sample_rate;
+        o->total_samples = total_samples;
         if (!is_raw(format) && strcmp(format, "wav") != 0) {
             fprintf(stderr, "kztts: format %s cannot be written to stdout (use wav, f32, s16)\n",
                     format);
@@ -136,7 +140,23 @@ static int16_t to_s16(float v) {
     return (int16_t)lrintf(s);
 }
 
+/* Writes the pending stdout wav header. Returns 0 or -1 after printing the problem. */
+static int put_pending_header(audio_out *o) {
+    if (!o->header_pending) {
+        return 0;
+    }
+    o->header_pending = false;
+    if (write_wav_header(o->raw, o->rate, o->total_samples) != 0) {
+        fprintf(stderr, "kztts: write error: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
+    if (put_pending_header(o) != 0) {
+        return -1;
+    }
     if (o->snd) {
         return sf_write_float(o->snd, pcm, (sf_count_t)n_samples) == (sf_count_t)n_samples ? 0 : -1;
     }
@@ -161,7 +181,7 @@ int audio_out_flush(audio_out *o) {
 }
 
 int audio_out_finish(audio_out *o, bool success) {
-    int rc = success ? 0 : -1;
+    int rc = success ? put_pending_header(o) : -1;
     if (o->snd && sf_close(o->snd) != 0) {
         rc = -1;
     }

@@ -6,7 +6,9 @@
  * failure or audio_out_finish(false) removes it. Formats: wav (16-bit PCM),
  * flac, ogg (Vorbis) through libsndfile; f32 (raw float32 LE) and s16 (raw
  * int16 LE). "-" writes to stdout (wav there carries the total length when
- * known, else maximal sizes, the streaming convention players accept).
+ * known, else maximal sizes, the streaming convention players accept); nothing
+ * reaches stdout before the first samples, so a request that fails first (bad
+ * text, no tokenizer, ...) leaves it empty.
  */
 #ifndef KZ_AUDIO_OUT_H
 #define KZ_AUDIO_OUT_H
