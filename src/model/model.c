@@ -11,7 +11,8 @@
  * Both paths end in kz_model_bind_tts / kz_model_bind_codec, which build the
  * talker, code predictor and codec decoder from whichever kz_weights they got.
  * Each file is validated as it is read; the first failure is returned with a
- * message naming the file.
+ * message naming the file. The text tokenizer is built on a thread of its own
+ * while the weights are bound (text/tokenizer_job.h).
  */
 #include "model/model.h"
 
@@ -26,6 +27,7 @@
 #include "io/json.h"
 #include "model/gguf_layout.h"
 #include "runtime/error.h"
+#include "text/tokenizer_job.h"
 
 static char *join(const char *dir, const char *name) {
     size_t n = strlen(dir) + strlen(name) + 2;
@@ -86,14 +88,19 @@ static kz_status load_tts(kz_model *m, const char *dir, const kz_load_opts *o) {
     st = st == KZ_OK && (!gen_path || !vocab_path)
              ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory")
              : st;
+    // The tokenizer builds on a thread of its own while the weights are bound; an
+    // error of the weights is reported first (text/tokenizer_job.h).
+    kz_tokenizer_job job = {0};
+    if (st == KZ_OK && access(vocab_path, F_OK) == 0) {
+        st = kz_tokenizer_job_start_dir(&job, dir);
+    }
     st = st == KZ_OK ? kz_tts_config_load(cfg_path, &m->cfg) : st;
     st = st == KZ_OK ? kz_generation_config_load(gen_path, &m->gen) : st;
     st = st == KZ_OK ? kz_weights_open_safetensors(st_path, &m->main_w) : st;
     st = st == KZ_OK ? kz_model_bind_tts(m) : st;
     st = st == KZ_OK ? load_codec(m, codec_dir, o) : st;
-    if (st == KZ_OK && access(vocab_path, F_OK) == 0) {
-        st = kz_tokenizer_load(dir, &m->tokenizer);
-    }
+    kz_status st_tok = kz_tokenizer_job_finish(&job, st == KZ_OK ? &m->tokenizer : NULL);
+    st = st == KZ_OK ? st_tok : st;
     free(gen_path);
     free(vocab_path);
     free(cfg_path);

@@ -3,7 +3,8 @@
  *
  *   file -> kz_gguf_open (validates every header field, maps the data)
  *        -> architecture / format version checks
- *        -> configs and tokenizer parsed from the metadata's JSON / text strings
+ *        -> configs parsed from the metadata's JSON strings; the tokenizer built
+ *           from its text strings on a thread of its own meanwhile
  *        -> kz_weights views "model." and "codec." -> kz_model_bind_tts / _codec
  * Weights stay in the mapping: quantized and bf16 matrices are used in place,
  * the codec's pre-packed panels too, so loading does no weight conversion.
@@ -14,6 +15,7 @@
 #include "model/gguf_layout.h"
 #include "model/model.h"
 #include "runtime/error.h"
+#include "text/tokenizer_job.h"
 
 /* A string value of key, or NULL with *n 0 when absent (and optional). */
 static kz_status get_text(const kz_gguf_file *g, const char *key, bool required,
@@ -65,9 +67,12 @@ static kz_status load_codec(kz_model *m) {
     return st == KZ_OK ? kz_model_bind_codec(m, NULL) : st;
 }
 
-static kz_status load_tokenizer(kz_model *m) {
+/* Starts building the tokenizer from the metadata's texts on its own thread (the job
+ * stays inactive when the file has no tokenizer). */
+static kz_status start_tokenizer(const kz_model *m, kz_tokenizer_job *job) {
     const kz_gguf_file *g = m->gguf;
     kz_tokenizer_text t = {.label = kz_gguf_path(g)};
+    memset(job, 0, sizeof *job);
     kz_status st = get_text(g, KZ_GGUF_KEY_VOCAB, false, &t.vocab_json, &t.vocab_bytes);
     if (st != KZ_OK || !t.vocab_json) {
         return st;
@@ -76,10 +81,10 @@ static kz_status load_tokenizer(kz_model *m) {
     st = st == KZ_OK ? get_text(g, KZ_GGUF_KEY_TOKENIZER_CONFIG, true, &t.config_json,
                                 &t.config_bytes)
                      : st;
-    return st == KZ_OK ? kz_tokenizer_load_text(&t, &m->tokenizer) : st;
+    return st == KZ_OK ? kz_tokenizer_job_start_text(job, &t) : st;
 }
 
-static kz_status load_tts(kz_model *m, const char *config, size_t n_config) {
+static kz_status load_tts_weights(kz_model *m, const char *config, size_t n_config) {
     const kz_gguf_file *g = m->gguf;
     const char *text;
     size_t n;
@@ -91,8 +96,20 @@ static kz_status load_tts(kz_model *m, const char *config, size_t n_config) {
     st = st == KZ_OK ? kz_generation_config_parse(where, text, n, &m->gen) : st;
     st = st == KZ_OK ? kz_weights_from_gguf(g, KZ_GGUF_PREFIX_MODEL, &m->main_w) : st;
     st = st == KZ_OK ? kz_model_bind_tts(m) : st;
-    st = st == KZ_OK ? load_codec(m) : st;
-    return st == KZ_OK ? load_tokenizer(m) : st;
+    return st == KZ_OK ? load_codec(m) : st;
+}
+
+/* The tokenizer is built on a thread of its own while the weights are bound
+ * (text/tokenizer_job.h); an error of the weights is reported first. */
+static kz_status load_tts(kz_model *m, const char *config, size_t n_config) {
+    kz_tokenizer_job job;
+    kz_status st = start_tokenizer(m, &job);
+    if (st != KZ_OK) {
+        return st;
+    }
+    st = load_tts_weights(m, config, n_config);
+    kz_status st_tok = kz_tokenizer_job_finish(&job, st == KZ_OK ? &m->tokenizer : NULL);
+    return st == KZ_OK ? st_tok : st;
 }
 
 kz_status kz_model_load_gguf(kz_model *m, const char *path) {

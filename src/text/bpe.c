@@ -52,7 +52,9 @@
 
 typedef struct vocab_slot {
     int32_t id;   // -1 for an empty slot
-    uint32_t tag; // high hash bits: most mismatches never touch the token bytes
+    uint32_t tag; // slot_tag(): high hash bits and the length, so that a lookup touches
+                  // the token's bytes only to confirm a likely match (one cache miss
+                  // fewer per lookup while the tables are built)
 } vocab_slot;
 
 struct kz_bpe {
@@ -102,16 +104,29 @@ int kz_bpe_codepoint_to_byte(uint32_t cp) {
 }
 
 /* Decodes a byte-level spelling to raw bytes into out (capacity >= strlen).
- * Returns the byte count, or -1 if a character is outside the alphabet. */
+ * Returns the byte count, or -1 if a character is outside the alphabet. The
+ * alphabet is U+0021..U+0143: one- and two-byte UTF-8, decoded here directly
+ * (the tables are built from ~450,000 spellings); anything longer goes through
+ * utf8proc, which rejects it or finds it outside the alphabet. */
 static long spelling_to_bytes(const char *spelling, size_t n_chars_bytes, uint8_t *out) {
     const uint8_t *s = (const uint8_t *)spelling;
     size_t i = 0;
     long n = 0;
     while (i < n_chars_bytes) {
         utf8proc_int32_t cp;
-        utf8proc_ssize_t step = utf8proc_iterate(s + i, (utf8proc_ssize_t)(n_chars_bytes - i), &cp);
-        if (step <= 0) {
-            return -1;
+        utf8proc_ssize_t step;
+        if (s[i] < 0x80) {
+            cp = s[i];
+            step = 1;
+        } else if ((s[i] & 0xE0) == 0xC0 && s[i] >= 0xC2 && i + 1 < n_chars_bytes &&
+                   (s[i + 1] & 0xC0) == 0x80) {
+            cp = (utf8proc_int32_t)(s[i] & 0x1F) << 6 | (s[i + 1] & 0x3F);
+            step = 2;
+        } else {
+            step = utf8proc_iterate(s + i, (utf8proc_ssize_t)(n_chars_bytes - i), &cp);
+            if (step <= 0) {
+                return -1;
+            }
         }
         int b = kz_bpe_codepoint_to_byte((uint32_t)cp);
         if (b < 0) {
@@ -174,15 +189,21 @@ static inline uint32_t merge_rank(const kz_bpe *bpe, int32_t left, int32_t right
     }
 }
 
+/* 24 high hash bits and the length's low 8 bits (the full length is checked on a match). */
+static inline uint32_t slot_tag(uint64_t h, size_t n_bytes) {
+    return (uint32_t)(h >> 40) << 8 | (uint32_t)(n_bytes & 0xFF);
+}
+
 int32_t kz_bpe_find(const kz_bpe *bpe, const uint8_t *bytes, size_t n_bytes) {
     uint64_t h = hash_bytes(bytes, n_bytes);
+    uint32_t tag = slot_tag(h, n_bytes);
     size_t i = (size_t)h & bpe->vocab_mask;
     for (;;) {
         int32_t id = bpe->vocab_slots[i].id;
         if (id < 0) {
             return -1;
         }
-        if (bpe->vocab_slots[i].tag == (uint32_t)(h >> 32) && bpe->tok_len[id] == n_bytes &&
+        if (bpe->vocab_slots[i].tag == tag && bpe->tok_len[id] == n_bytes &&
             memcmp(bpe->blob + bpe->tok_off[id], bytes, n_bytes) == 0) {
             return id;
         }
@@ -273,7 +294,7 @@ static kz_status vocab_insert(kz_bpe *bpe, const char *label, const char *spelli
     while (bpe->vocab_slots[i].id >= 0) {
         i = (i + 1) & bpe->vocab_mask;
     }
-    bpe->vocab_slots[i] = (vocab_slot){id, (uint32_t)(h >> 32)};
+    bpe->vocab_slots[i] = (vocab_slot){id, slot_tag(h, (size_t)n)};
     if (n == 1) {
         bpe->byte_id[dst[0]] = id;
     }
@@ -321,6 +342,19 @@ static int32_t find_spelling(const kz_bpe *bpe, const char *spelling, size_t n, 
     return n_raw > 0 ? kz_bpe_find(bpe, scratch, (size_t)n_raw) : -1;
 }
 
+/* Byte-level BPE vocabularies trained by HF (GPT-2, Qwen2) give the token made by
+ * merge `rank` the id 256 + rank (all 151,387 of Qwen's). Checking that id first
+ * reads the tables in order instead of a random hash probe; -1 if it is not it. */
+static int32_t guess_merged(const kz_bpe *bpe, uint32_t rank, const uint8_t *bytes,
+                            size_t n_bytes) {
+    size_t id = 256 + (size_t)rank;
+    if (id < bpe->n_ids && bpe->tok_off[id] != UINT32_MAX && bpe->tok_len[id] == n_bytes &&
+        memcmp(bpe->blob + bpe->tok_off[id], bytes, n_bytes) == 0) {
+        return (int32_t)id;
+    }
+    return -1;
+}
+
 static kz_status merge_add(kz_bpe *bpe, const char *label, size_t line_no, const char *line,
                            size_t n_line, uint32_t rank, uint8_t *scratch) {
     const char *space = memchr(line, ' ', n_line);
@@ -337,7 +371,8 @@ static kz_status merge_add(kz_bpe *bpe, const char *label, size_t line_no, const
         size_t n_a = bpe->tok_len[left], n_b = bpe->tok_len[right];
         memcpy(scratch, bpe->blob + bpe->tok_off[left], n_a);
         memcpy(scratch + n_a, bpe->blob + bpe->tok_off[right], n_b);
-        merged = kz_bpe_find(bpe, scratch, n_a + n_b);
+        merged = guess_merged(bpe, rank, scratch, n_a + n_b);
+        merged = merged >= 0 ? merged : kz_bpe_find(bpe, scratch, n_a + n_b);
     }
     if (merged < 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,

@@ -185,6 +185,20 @@ def bad_inputs(k, a, model, work):
     json.dump(cfg, open(cfg_path, "w"))
     expect_error(k, "config disagrees with tensors", ["-m", broken, "-s", "ryan", "--token-ids",
                                                      "5"], "expected", work)
+    # The tokenizer is built on a thread of its own during the load: its errors still
+    # reach the caller, and an error of the weights still comes first.
+    bad_vocab = link_copy(model, os.path.join(work, "bad_vocab"))
+    vocab_path = os.path.join(bad_vocab, "vocab.json")
+    data = open(vocab_path, "rb").read()
+    open(vocab_path, "wb").write(data[: len(data) // 2])
+    expect_error(k, "truncated vocab.json", ["-m", bad_vocab, "-s", "ryan", "hi"], "vocab.json",
+                 work)
+    cfg_path = os.path.join(bad_vocab, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["talker_config"]["hidden_size"] *= 2
+    json.dump(cfg, open(cfg_path, "w"))
+    expect_error(k, "bad weights and bad vocab.json", ["-m", bad_vocab, "-s", "ryan", "hi"],
+                 "expected", work)
 
 
 def main():
