@@ -26,7 +26,6 @@
  */
 #include "text/bpe.h"
 
-#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +33,7 @@
 #include <utf8proc.h>
 
 #include "io/json.h"
+#include "text/vocab_json.h"
 #include "io/text_file.h"
 #include "runtime/error.h"
 
@@ -240,25 +240,16 @@ void kz_bpe_free(kz_bpe *bpe) {
     free(bpe);
 }
 
-/* First pass over vocab.json: id range and total spelling bytes. */
-static kz_status vocab_scan(const char *label, const cJSON *root, size_t *n_ids, size_t *n_tokens,
+/* First pass over vocab.json's entries: id range and total key bytes. */
+static kz_status vocab_scan(const char *label, const kz_vocab_json *v, size_t *n_ids,
                             size_t *n_blob) {
     int64_t max_id = -1;
-    size_t count = 0, blob = 0;
-    for (const cJSON *it = root->child; it; it = it->next) {
-        double v = it->valuedouble;
-        if (!cJSON_IsNumber(it) || v < 0 || v >= (double)INT32_MAX || v != (double)(int64_t)v) {
-            return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: token \"%s\": id is not an integer in [0, 2^31)", label,
-                                it->string ? it->string : "");
-        }
-        if ((int64_t)v > max_id) {
-            max_id = (int64_t)v;
-        }
-        blob += strlen(it->string);
-        count++;
+    size_t blob = 0;
+    for (size_t i = 0; i < v->n_entries; i++) {
+        max_id = v->entries[i].id > max_id ? v->entries[i].id : max_id;
+        blob += v->entries[i].len;
     }
-    if (count == 0) {
+    if (v->n_entries == 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: empty vocabulary", label);
     }
     if (max_id >= ID_LIMIT) {
@@ -266,18 +257,17 @@ static kz_status vocab_scan(const char *label, const cJSON *root, size_t *n_ids,
                             (long long)max_id, ID_LIMIT - 1);
     }
     *n_ids = (size_t)max_id + 1;
-    *n_tokens = count;
     *n_blob = blob;
     return KZ_OK;
 }
 
-static kz_status vocab_insert(kz_bpe *bpe, const char *label, const char *spelling, int32_t id,
-                              uint32_t *blob_used) {
+static kz_status vocab_insert(kz_bpe *bpe, const char *label, const char *spelling,
+                              size_t n_spelling, int32_t id, uint32_t *blob_used) {
     if (bpe->tok_off[id] != UINT32_MAX) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: id %d is used twice", label, (int)id);
     }
     uint8_t *dst = bpe->blob + *blob_used;
-    long n = spelling_to_bytes(spelling, strlen(spelling), dst);
+    long n = spelling_to_bytes(spelling, n_spelling, dst);
     if (n <= 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: token \"%s\" is not spelled in the byte-level alphabet", label,
@@ -302,13 +292,13 @@ static kz_status vocab_insert(kz_bpe *bpe, const char *label, const char *spelli
 }
 
 static kz_status vocab_parse(kz_bpe *bpe, const char *label, const char *text, size_t n_bytes) {
-    cJSON *root;
-    kz_status st = kz_json_parse(label, text, n_bytes, &root);
+    kz_vocab_json v;
+    kz_status st = kz_vocab_json_read(label, text, n_bytes, &v);
     if (st != KZ_OK) {
         return st;
     }
-    size_t n_tokens = 0, n_blob = 0;
-    st = vocab_scan(label, root, &bpe->n_ids, &n_tokens, &n_blob);
+    size_t n_tokens = v.n_entries, n_blob = 0;
+    st = vocab_scan(label, &v, &bpe->n_ids, &n_blob);
     if (st == KZ_OK) {
         bpe->vocab_mask = pow2_at_least(n_tokens * 2) - 1;
         bpe->blob = malloc(n_blob + 1);
@@ -323,11 +313,12 @@ static kz_status vocab_parse(kz_bpe *bpe, const char *label, const char *text, s
         memset(bpe->tok_off, 0xFF, bpe->n_ids * sizeof *bpe->tok_off);
         memset(bpe->vocab_slots, 0xFF, (bpe->vocab_mask + 1) * sizeof *bpe->vocab_slots);
         uint32_t blob_used = 0;
-        for (const cJSON *it = root->child; it && st == KZ_OK; it = it->next) {
-            st = vocab_insert(bpe, label, it->string, (int32_t)it->valuedouble, &blob_used);
+        for (size_t i = 0; i < v.n_entries && st == KZ_OK; i++) {
+            const kz_vocab_entry *e = &v.entries[i];
+            st = vocab_insert(bpe, label, v.strings + e->off, e->len, e->id, &blob_used);
         }
     }
-    cJSON_Delete(root);
+    kz_vocab_json_free(&v);
     for (int b = 0; b < 256 && st == KZ_OK; b++) {
         if (bpe->byte_id[b] < 0) {
             st = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: no token for byte 0x%02X", label, b);
