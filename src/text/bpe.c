@@ -3,11 +3,13 @@
  * loop that turns one pre-tokenized piece into ids.
  *
  * Load (from text in memory; kz_bpe_load reads the two files and hands them over):
- *   vocab.json  "Ġthe": 279   -> decode each character through the inverse
- *                                GPT-2 byte map -> raw bytes " the" -> id 279
+ *   vocab.json  "Ġthe": 279   (read by text/vocab_json.c) -> decode each character
+ *                                through the inverse GPT-2 byte map -> raw bytes
+ *                                " the" -> id 279
  *                                (open-addressing map bytes -> id, id -> bytes)
  *   merges.txt  "Ġ t" (rank r) -> (id(" "), id("t")) -> r, and id(" t") by rank
- *                                (open-addressing map of 64-bit packed slots)
+ *                                (open-addressing map of 64-bit packed slots; the
+ *                                result is looked for at id 256 + r first)
  * Encode one piece (raw UTF-8 bytes of a pre-token):
  *   [word cache hit -> ids] (per encode call, for long texts)
  *   bytes -> one symbol per byte (id of that byte's one-character token)
