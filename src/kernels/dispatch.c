@@ -4,10 +4,10 @@
  * Data flow: the first call of any function here runs probe() once
  * (pthread_once): on x86, CPUID leaves 1 and 7 say what the CPU implements
  * and XGETBV(0) says which register state the OS saves (XMM+YMM for AVX2, whose
- * level also needs FMA and F16C, plus opmask and both ZMM halves for AVX-512). That gives the best level and
- * a feature string; CPUID leaf 7 subleaf 1 adds AVX512_BF16, which puts the
- * bf16 conv-GEMM (x86/gemm_bf16_avx512.c) into the AVX-512 table (a copy made
- * once by the probe; NULL there otherwise). Where CPUID also reports AMX-TILE and
+ * level also needs FMA and F16C, plus opmask and both ZMM halves for AVX-512).
+ * That gives the best level and a feature string; CPUID leaf 7 subleaf 1 adds
+ * AVX512_BF16, which puts the bf16 conv-GEMM (x86/gemm_bf16_avx512.c) into the
+ * AVX-512 table (a copy made once by the probe; NULL there otherwise). Where CPUID also reports AMX-TILE and
  * AMX-BF16, XCR0 says the OS manages the tile state and the kernel grants this
  * process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux), the AMX
  * conv-GEMM (x86/gemm_bf16_amx.c) takes its place, and with AMX-INT8 the q8_0

@@ -99,8 +99,7 @@ static kz_status load_tts(kz_model *m, const char *dir, const kz_load_opts *o) {
     st = st == KZ_OK ? kz_weights_open_safetensors(st_path, &m->main_w) : st;
     st = st == KZ_OK ? kz_model_bind_tts(m) : st;
     st = st == KZ_OK ? load_codec(m, codec_dir, o) : st;
-    kz_status st_tok = kz_tokenizer_job_finish(&job, st == KZ_OK ? &m->tokenizer : NULL);
-    st = st == KZ_OK ? st_tok : st;
+    st = kz_tokenizer_job_finish(&job, st, &m->tokenizer);
     free(gen_path);
     free(vocab_path);
     free(cfg_path);

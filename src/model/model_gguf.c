@@ -108,8 +108,7 @@ static kz_status load_tts(kz_model *m, const char *config, size_t n_config) {
         return st;
     }
     st = load_tts_weights(m, config, n_config);
-    kz_status st_tok = kz_tokenizer_job_finish(&job, st == KZ_OK ? &m->tokenizer : NULL);
-    return st == KZ_OK ? st_tok : st;
+    return kz_tokenizer_job_finish(&job, st, &m->tokenizer);
 }
 
 kz_status kz_model_load_gguf(kz_model *m, const char *path) {

@@ -35,9 +35,9 @@
 #include <utf8proc.h>
 
 #include "io/json.h"
-#include "text/vocab_json.h"
 #include "io/text_file.h"
 #include "runtime/error.h"
+#include "text/vocab_json.h"
 
 #define NO_RANK UINT32_MAX
 #define NAIVE_MAX 8       // pieces up to this many bytes merge by rescanning, longer: heap
@@ -299,10 +299,10 @@ static kz_status vocab_parse(kz_bpe *bpe, const char *label, const char *text, s
     if (st != KZ_OK) {
         return st;
     }
-    size_t n_tokens = v.n_entries, n_blob = 0;
+    size_t n_blob = 0;
     st = vocab_scan(label, &v, &bpe->n_ids, &n_blob);
     if (st == KZ_OK) {
-        bpe->vocab_mask = pow2_at_least(n_tokens * 2) - 1;
+        bpe->vocab_mask = pow2_at_least(v.n_entries * 2) - 1;
         bpe->blob = malloc(n_blob + 1);
         bpe->tok_off = malloc(bpe->n_ids * sizeof *bpe->tok_off);
         bpe->tok_len = calloc(bpe->n_ids, sizeof *bpe->tok_len);

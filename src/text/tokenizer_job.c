@@ -51,26 +51,20 @@ kz_status kz_tokenizer_job_start_text(kz_tokenizer_job *job, const kz_tokenizer_
     return start(job);
 }
 
-kz_status kz_tokenizer_job_finish(kz_tokenizer_job *job, kz_tokenizer **out) {
-    if (out) {
-        *out = NULL;
-    }
-    if (!job->active) {
-        return KZ_OK;
-    }
-    if (job->threaded) {
+kz_status kz_tokenizer_job_finish(kz_tokenizer_job *job, kz_status load_status,
+                                  kz_tokenizer **out) {
+    *out = NULL;
+    if (job->active && job->threaded) {
         pthread_join(job->thread, NULL);
     }
+    kz_status st = job->active ? job->status : KZ_OK;
     job->active = false;
     free(job->dir);
     job->dir = NULL;
-    if (!out) { // abandoned: the caller's own error message stays
+    if (load_status != KZ_OK || st != KZ_OK) { // the load's own message stays if it failed
         kz_tokenizer_free(job->tokenizer);
         job->tokenizer = NULL;
-        return KZ_OK;
-    }
-    if (job->status != KZ_OK) {
-        return kz_error_set(job->status, "%s", job->message);
+        return load_status != KZ_OK ? load_status : kz_error_set(st, "%s", job->message);
     }
     *out = job->tokenizer;
     job->tokenizer = NULL;

@@ -159,7 +159,7 @@ static kz_status read_id(reader *r, const char *key, int32_t *id) {
 }
 
 /* One "key": id entry; r->p at the key's quote. */
-static kz_status read_entry(reader *r, kz_vocab_json *v, char *keys) {
+static kz_status read_entry(reader *r, kz_vocab_json *v) {
     char *key = r->keys;
     kz_status st = read_string(r);
     if (st != KZ_OK) {
@@ -174,7 +174,7 @@ static kz_status read_entry(reader *r, kz_vocab_json *v, char *keys) {
     KZ_ASSERT(v->n_entries < v->capacity);
     kz_vocab_entry *e = &v->entries[v->n_entries];
     st = read_id(r, key, &e->id);
-    e->off = (uint32_t)(key - keys);
+    e->off = (uint32_t)(key - v->strings);
     e->len = (uint32_t)(r->keys - key - 1);
     v->n_entries++;
     return st;
@@ -191,7 +191,7 @@ static kz_status read_object(reader *r, kz_vocab_json *v) {
         r->p++;
     } else {
         for (;;) {
-            kz_status st = read_entry(r, v, v->strings);
+            kz_status st = read_entry(r, v);
             if (st != KZ_OK) {
                 return st;
             }

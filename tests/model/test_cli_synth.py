@@ -154,6 +154,14 @@ def long_text(k, model, work):
     check(worst <= 1e-6, f"join discontinuity {worst}")
 
 
+def double_talker_width(model_dir):
+    """Edits a copied checkpoint's config.json so that it disagrees with its tensors."""
+    cfg_path = os.path.join(model_dir, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["talker_config"]["hidden_size"] *= 2
+    json.dump(cfg, open(cfg_path, "w"))
+
+
 def bad_inputs(k, a, model, work):
     base = ["-m", model, "-s", "ryan", "--frames", "3"]
     expect_error(k, "empty text", base + [""], "empty", work)
@@ -179,10 +187,7 @@ def bad_inputs(k, a, model, work):
     expect_error(k, "instruction on base", ["-m", a.tiny_base, "-i", "happy", "--token-ids", "5"],
                  "instruction", work)
     broken = link_copy(a.tiny, os.path.join(work, "broken"))
-    cfg_path = os.path.join(broken, "config.json")
-    cfg = json.load(open(cfg_path))
-    cfg["talker_config"]["hidden_size"] *= 2
-    json.dump(cfg, open(cfg_path, "w"))
+    double_talker_width(broken)
     expect_error(k, "config disagrees with tensors", ["-m", broken, "-s", "ryan", "--token-ids",
                                                      "5"], "expected", work)
     # The tokenizer is built on a thread of its own during the load: its errors still
@@ -193,10 +198,7 @@ def bad_inputs(k, a, model, work):
     open(vocab_path, "wb").write(data[: len(data) // 2])
     expect_error(k, "truncated vocab.json", ["-m", bad_vocab, "-s", "ryan", "hi"], "vocab.json",
                  work)
-    cfg_path = os.path.join(bad_vocab, "config.json")
-    cfg = json.load(open(cfg_path))
-    cfg["talker_config"]["hidden_size"] *= 2
-    json.dump(cfg, open(cfg_path, "w"))
+    double_talker_width(bad_vocab)
     expect_error(k, "bad weights and bad vocab.json", ["-m", bad_vocab, "-s", "ryan", "hi"],
                  "expected", work)
 
