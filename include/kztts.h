@@ -117,7 +117,9 @@ KZ_API void kz_model_default_params(kz_model_params *params);
  * (Qwen3-TTS-Tokenizer-12Hz: config.json of model_type qwen3_tts_tokenizer_12hz
  * and model.safetensors), or a single .gguf file written by `kztts quantize`
  * (weights mapped in place, configs and tokenizer inside). Every header and shape
- * is validated. On success
+ * is validated. The text tokenizer is built on a thread of its own while the
+ * weights are bound (the log callback may be called from it); that thread has
+ * ended when this returns. On success
  * *out owns the model (kz_model_free). On failure *out is NULL. */
 KZ_API kz_status kz_model_load(const char *path, const kz_model_params *params, kz_model **out);
 
