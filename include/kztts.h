@@ -179,10 +179,17 @@ typedef struct kz_session_params {
                                 KZ_SCHEDULE_TURNS, n_threads / 2 (at least 1) with
                                 KZ_SCHEDULE_OVERLAP */
     kz_schedule schedule;    /* default KZ_SCHEDULE_AUTO */
+    int32_t prompt_cache_mb; /* memory for the session's prompt cache, -1..65536: the
+                                talker's keys and values of a prompt's leading rows
+                                (instruction, role, language and speaker tags), kept so
+                                that the next request with the same voice skips them.
+                                0 (default) = 64 MB (a voice takes ~2 MB), -1 = off.
+                                The codes and audio never depend on it. */
 } kz_session_params;
 
 /* Defaults: n_threads = 0, n_threads_lm = 0, n_threads_codec = 0, schedule AUTO (the
- * stages take turns, each with every core; docs/PERF.md has the measurements). */
+ * stages take turns, each with every core; docs/PERF.md has the measurements),
+ * prompt_cache_mb = 0 (64 MB). */
 KZ_API void kz_session_default_params(kz_session_params *params);
 
 /* Creates a session on `model` (which must outlive it). */
@@ -190,6 +197,9 @@ KZ_API kz_status kz_session_new(const kz_model *model, const kz_session_params *
                                 kz_session **out);
 
 KZ_API void kz_session_free(kz_session *session);
+
+/* Forgets the prompt prefixes the session keeps (see prompt_cache_mb). */
+KZ_API void kz_session_clear_prompt_cache(kz_session *session);
 
 /* ---- audio --------------------------------------------------------------- */
 
@@ -349,6 +359,8 @@ typedef struct kz_timings {
     double talker_bytes;        /* weight bytes the talker streamed (prefill and steps) */
     double code_predictor_bytes;/* weight bytes the code predictor streamed */
     double codec_flop_bf16;     /* the part of codec_flop run in bf16 (codec_precision bf16) */
+    int64_t prompt_tokens_cached; /* prefill rows taken from the session's prompt cache
+                                     instead (not in prompt_tokens) */
 } kz_timings;
 
 KZ_API void kz_session_timings(const kz_session *session, kz_timings *out);

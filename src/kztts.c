@@ -119,6 +119,11 @@ kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
                             (int)params->n_threads, (int)params->n_threads_lm,
                             (int)params->n_threads_codec);
     }
+    if (params->prompt_cache_mb < -1 || params->prompt_cache_mb > 65536) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_session_new: prompt_cache_mb %d must be in [-1, 65536]",
+                            (int)params->prompt_cache_mb);
+    }
     if (params->schedule != KZ_SCHEDULE_AUTO && params->schedule != KZ_SCHEDULE_TURNS &&
         params->schedule != KZ_SCHEDULE_OVERLAP) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
@@ -130,6 +135,12 @@ kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
 
 void kz_session_free(kz_session *session) {
     kz_session_destroy(session);
+}
+
+void kz_session_clear_prompt_cache(kz_session *session) {
+    if (session) {
+        kz_prompt_cache_clear(&session->prompt_cache);
+    }
 }
 
 void kz_decode_default_params(kz_decode_params *p) {

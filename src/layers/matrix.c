@@ -22,8 +22,11 @@
  * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests).
  *
  * Each output element is computed by one thread in a sequence fixed by n_in (and,
- * for the matmuls, n_tok; the GEMM sums k-block by k-block, GEMM_KC fixed), never
- * by the thread count or the block split, so results do not depend on threads.
+ * for the F32 / BF16 matmuls, n_tok; the GEMM sums k-block by k-block, GEMM_KC fixed),
+ * never by the thread count or the block split, so results do not depend on threads.
+ * kz_matrix_mul_group_split uses that to run two token ranges as one call when it
+ * gives the bits of two (same path, and the GEMM or the quantized matmuls); else each
+ * block runs both ranges, each on its own path, while the block's weights are cached.
  */
 #include "layers/matrix.h"
 
@@ -82,6 +85,7 @@ typedef struct mul_job {
     const kz_kernels *k;
     const float *x;
     size_t ldx, n_tok;
+    size_t split;    /* > 0: tokens [0, split) and [split, n_tok) each on their own path */
     bool force_gemm; /* kz_matrix_mul_gemm */
 } mul_job;
 
@@ -190,6 +194,16 @@ static void gemm_block(const kz_kernels *k, const kz_matrix_out *o, const float 
     }
 }
 
+/* Rows [o0, o1) of o for tokens x[n_tok] on the path of n_tok tokens. */
+static void run_block(const mul_job *j, const kz_matrix_out *o, const float *x, size_t n_tok,
+                      size_t o0, size_t o1) {
+    if (j->force_gemm || gemm_path(j->k, o->m->dtype, n_tok)) {
+        gemm_block(j->k, o, x, j->ldx, n_tok, o0, o1);
+    } else {
+        run_rows(j->k, o, x, j->ldx, n_tok, o0, o1);
+    }
+}
+
 static void mul_rows(void *arg, size_t chunk, int worker) {
     const mul_job *j = arg;
     (void)worker;
@@ -200,11 +214,14 @@ static void mul_rows(void *arg, size_t chunk, int worker) {
     const kz_matrix_out *o = &j->outs[i];
     size_t o0 = (chunk - j->first[i]) * j->block[i];
     size_t o1 = o0 + j->block[i] < o->m->rows ? o0 + j->block[i] : o->m->rows;
-    if (j->force_gemm || gemm_path(j->k, o->m->dtype, j->n_tok)) {
-        gemm_block(j->k, o, j->x, j->ldx, j->n_tok, o0, o1);
-    } else {
-        run_rows(j->k, o, j->x, j->ldx, j->n_tok, o0, o1);
+    if (!j->split) {
+        run_block(j, o, j->x, j->n_tok, o0, o1);
+        return;
     }
+    // The block's weights, just read for the first tokens, are still in cache.
+    run_block(j, o, j->x, j->split, o0, o1);
+    const kz_matrix_out rest = {.m = o->m, .y = o->y + j->split * o->ldy, .ldy = o->ldy};
+    run_block(j, &rest, j->x + j->split * j->ldx, j->n_tok - j->split, o0, o1);
 }
 
 /* Blocks per thread for one matrix of dtype in a call of n_tok tokens (the constants). */
@@ -224,11 +241,11 @@ static size_t block_rows(size_t rows, size_t n_threads, size_t per_thread) {
 }
 
 static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
-                      size_t ldx, size_t n_tok, bool force_gemm) {
-    KZ_ASSERT(n_outs >= 1 && n_outs <= KZ_MATRIX_MAX_GROUP);
+                      size_t ldx, size_t n_tok, size_t split, bool force_gemm) {
+    KZ_ASSERT(n_outs >= 1 && n_outs <= KZ_MATRIX_MAX_GROUP && split < n_tok);
     size_t n_threads = (size_t)kz_pool_threads(e->pool);
     mul_job j = {.outs = outs, .n_outs = n_outs, .k = e->k, .x = x, .ldx = ldx, .n_tok = n_tok,
-                 .force_gemm = force_gemm};
+                 .split = split, .force_gemm = force_gemm};
     for (size_t i = 0; i < n_outs; i++) {
         const kz_matrix *m = outs[i].m;
         j.block[i] = block_rows(m->rows, n_threads, blocks_per_thread(e->k, m->dtype, n_tok,
@@ -242,19 +259,43 @@ static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, cons
 
 void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
                          size_t ldx, size_t n_tok) {
-    mul_group(outs, n_outs, e, x, ldx, n_tok, false);
+    mul_group(outs, n_outs, e, x, ldx, n_tok, 0, false);
+}
+
+/* Whether every token of a call of n_tok gets the bits it would get in a call of
+ * `part` tokens on weights of dtype: the same path, and a sum fixed by n_in alone
+ * (the GEMM path and the quantized matmuls; the F32 / BF16 matmuls also depend on
+ * the token count). */
+static bool same_bits(const kz_kernels *k, kz_dtype dtype, size_t n_tok, size_t part) {
+    const bool gemm = gemm_path(k, dtype, n_tok);
+    if (gemm != gemm_path(k, dtype, part)) {
+        return false;
+    }
+    return gemm || dtype == KZ_DTYPE_Q8_0 || dtype == KZ_DTYPE_Q4_0 || n_tok == part;
+}
+
+void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
+                               const float *x, size_t ldx, size_t n_tok, size_t split) {
+    KZ_ASSERT(split > 0 && split < n_tok && n_outs <= KZ_MATRIX_MAX_GROUP);
+    bool one_call = true;
+    for (size_t i = 0; i < n_outs; i++) {
+        const kz_dtype dt = outs[i].m->dtype;
+        one_call = one_call && same_bits(e->k, dt, n_tok, split) &&
+                   same_bits(e->k, dt, n_tok, n_tok - split);
+    }
+    mul_group(outs, n_outs, e, x, ldx, n_tok, one_call ? 0 : split, false);
 }
 
 void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                    size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    mul_group(&o, 1, e, x, ldx, n_tok, false);
+    mul_group(&o, 1, e, x, ldx, n_tok, 0, false);
 }
 
 void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                         size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    mul_group(&o, 1, e, x, ldx, n_tok, true);
+    mul_group(&o, 1, e, x, ldx, n_tok, 0, true);
 }
 
 void kz_matrix_populate(const kz_matrix *m) {

@@ -46,6 +46,14 @@ typedef struct kz_matrix_out {
 void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
                          size_t ldx, size_t n_tok);
 
+/* kz_matrix_mul_group with the tokens split at `split` (0 < split < n_tok): the same
+ * bits as a call over tokens [0, split) and then one over [split, n_tok) (each call's
+ * token count picks its kernel path), with the weights read once: all tokens in one
+ * pass when the paths and their sums agree for the three counts, else each block of
+ * weight rows runs the two token ranges back to back while it is in cache. */
+void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
+                               const float *x, size_t ldx, size_t n_tok, size_t split);
+
 /* kz_matrix_mul through the prefill's GEMM path (rows_to_f32 + gemm_rows,
  * matrix.c) whatever the dtype, n_tok and level, where kz_matrix_mul may keep the
  * per-dtype matmuls: for benchmarks and tests. */

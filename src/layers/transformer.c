@@ -163,8 +163,19 @@ static void attend_head(void *arg, size_t h, int worker) {
     }
 }
 
+/* A projection of the call's rows, split at `split` when it is not 0 (see
+ * kz_qwen3_forward). */
+static void project(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
+                    size_t ldx, size_t n_tok, size_t split) {
+    if (split) {
+        kz_matrix_mul_group_split(outs, n_outs, e, x, ldx, n_tok, split);
+    } else {
+        kz_matrix_mul_group(outs, n_outs, e, x, ldx, n_tok);
+    }
+}
+
 static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, float *x,
-                      size_t n_tok) {
+                      size_t n_tok, size_t split) {
     const kz_qwen3_dims *d = &s->d;
     const kz_qwen3_layer *L = &s->layers[l];
     size_t hid = (size_t)d->hidden, hd = (size_t)d->head_dim;
@@ -172,7 +183,7 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     e->k->rms_norm(st->xn, x, L->attn_norm, n_tok, hid, d->eps);
     const kz_matrix_out qkv[3] = {
         {&L->q, st->q, qw}, {&L->k, st->k, kvw}, {&L->v, st->v, kvw}};
-    kz_matrix_mul_group(qkv, 3, e, st->xn, hid, n_tok);
+    project(qkv, 3, e, st->xn, hid, n_tok, split);
     e->k->rms_norm(st->q, st->q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
     e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
     for (size_t t = 0; t < n_tok; t++) {
@@ -195,35 +206,82 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     } else {
         kz_pool_run(e->pool, (size_t)d->n_heads, attend_head, &j);
     }
-    kz_matrix_mul(&L->o, e, st->h, hid, st->att, qw, n_tok);
+    const kz_matrix_out o = {&L->o, st->h, hid};
+    project(&o, 1, e, st->att, qw, n_tok, split);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
     }
 }
 
 static void mlp(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, float *x,
-                size_t n_tok) {
+                size_t n_tok, size_t split) {
     const kz_qwen3_dims *d = &s->d;
     const kz_qwen3_layer *L = &s->layers[l];
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     e->k->rms_norm(st->xn, x, L->mlp_norm, n_tok, hid, d->eps);
     const kz_matrix_out gate_up[2] = {{&L->gate, st->gate, inter}, {&L->up, st->up, inter}};
-    kz_matrix_mul_group(gate_up, 2, e, st->xn, hid, n_tok);
+    project(gate_up, 2, e, st->xn, hid, n_tok, split);
     e->k->swiglu(st->gate, st->gate, st->up, n_tok * inter);
-    kz_matrix_mul(&L->down, e, st->h, hid, st->gate, inter, n_tok);
+    const kz_matrix_out down = {&L->down, st->h, hid};
+    project(&down, 1, e, st->gate, inter, n_tok, split);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
     }
 }
 
 void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, float *x,
-                      size_t n_tok) {
+                      size_t n_tok, size_t split) {
     KZ_ASSERT(st->n_pos + (int64_t)n_tok <= (int64_t)st->max_pos && n_tok <= st->max_tok);
+    KZ_ASSERT(split < n_tok);
     for (int l = 0; l < s->d.n_layers; l++) {
-        attention(s, st, e, l, x, n_tok);
-        mlp(s, st, e, l, x, n_tok);
+        attention(s, st, e, l, x, n_tok, split);
+        mlp(s, st, e, l, x, n_tok, split);
     }
     st->n_pos += (int64_t)n_tok;
+}
+
+size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos) {
+    const kz_qwen3_dims *d = &s->d;
+    return 2 * (size_t)d->n_layers * (size_t)d->n_kv_heads * n_pos * (size_t)d->head_dim;
+}
+
+/* The cache's (layer, kv head) runs of positions [0, n_pos), in order, to or from
+ * one packed buffer. */
+static void kv_pack(const kz_qwen3_dims *d, const kz_qwen3_state *st, const float *cache,
+                    float *out, size_t n_pos) {
+    const size_t run = n_pos * (size_t)d->head_dim;
+    for (int l = 0; l < d->n_layers; l++) {
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++, out += run) {
+            memcpy(out, cache + cache_slot(d, st, l, g, 0), run * sizeof(float));
+        }
+    }
+}
+
+static void kv_unpack(const kz_qwen3_dims *d, const kz_qwen3_state *st, float *cache,
+                      const float *in, size_t n_pos) {
+    const size_t run = n_pos * (size_t)d->head_dim;
+    for (int l = 0; l < d->n_layers; l++) {
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++, in += run) {
+            memcpy(cache + cache_slot(d, st, l, g, 0), in, run * sizeof(float));
+        }
+    }
+}
+
+void kz_qwen3_kv_save(const kz_qwen3_stack *s, const kz_qwen3_state *st, size_t n_pos,
+                      float *out) {
+    KZ_ASSERT((int64_t)n_pos <= st->n_pos);
+    const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
+    kv_pack(&s->d, st, st->k_cache, out, n_pos);
+    kv_pack(&s->d, st, st->v_cache, out + half, n_pos);
+}
+
+void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const float *in,
+                         size_t n_pos) {
+    KZ_ASSERT(st->n_pos == 0 && n_pos <= st->max_pos);
+    const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
+    kv_unpack(&s->d, st, st->k_cache, in, n_pos);
+    kv_unpack(&s->d, st, st->v_cache, in + half, n_pos);
+    st->n_pos = (int64_t)n_pos;
 }
 
 void kz_qwen3_final_norm(const kz_qwen3_stack *s, const kz_exec *e, float *y, const float *x) {

@@ -59,9 +59,26 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
 void kz_qwen3_state_free(kz_qwen3_state *st);
 
 /* Runs all layers on x[n_tok, hidden] (in place) at the next n_tok positions.
- * Requires n_pos + n_tok <= max_pos and n_tok <= max_tok. */
+ * Requires n_pos + n_tok <= max_pos and n_tok <= max_tok. split (< n_tok, 0 = none):
+ * every projection runs rows [0, split) and [split, n_tok) as kz_matrix_mul_group_split
+ * does, so the results are bit for bit those of a forward over the first split rows
+ * and then one over the rest (the kernels' path depends on the row count; everything
+ * else is per row), while each weight matrix is streamed from memory once. */
 void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, float *x,
-                      size_t n_tok);
+                      size_t n_tok, size_t split);
+
+/* Floats that kz_qwen3_kv_save writes for the first n_pos positions (keys and values
+ * of every layer and kv head). */
+size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos);
+
+/* Copies the keys and values of positions [0, n_pos) (n_pos <= st->n_pos) to out. */
+void kz_qwen3_kv_save(const kz_qwen3_stack *s, const kz_qwen3_state *st, size_t n_pos,
+                      float *out);
+
+/* Fills an empty state (n_pos 0) with n_pos positions saved by kz_qwen3_kv_save, as if
+ * it had run them: the next forward continues at position n_pos. */
+void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const float *in,
+                         size_t n_pos);
 
 /* y[hidden] = final RMSNorm of row x[hidden]. */
 void kz_qwen3_final_norm(const kz_qwen3_stack *s, const kz_exec *e, float *y, const float *x);

@@ -126,7 +126,7 @@ static void project(const kz_code_predictor *p, kz_code_predictor_state *s, kz_e
 static int32_t step_code(const kz_code_predictor *p, kz_code_predictor_state *s, kz_exec *e,
                          size_t n, int step, kz_pick_fn pick, void *user, float *logits_out) {
     size_t H = (size_t)p->cfg.hidden_size, V = (size_t)p->cfg.vocab_size;
-    kz_qwen3_forward(&p->stack, &s->seq, e, s->x, n);
+    kz_qwen3_forward(&p->stack, &s->seq, e, s->x, n, 0);
     kz_qwen3_final_norm(&p->stack, e, s->normed, s->x + (n - 1) * H);
     kz_matrix_mul(&p->heads[step], e, s->logits, V, s->normed, H, 1);
     if (logits_out) {

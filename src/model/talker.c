@@ -113,9 +113,10 @@ void kz_talker_codec_vector(const kz_talker *t, int32_t id, float *out) {
     kz_matrix_row(&t->codec_embedding, (size_t)id, out);
 }
 
-void kz_talker_forward(const kz_talker *t, kz_talker_state *s, kz_exec *e, float *x, size_t n) {
+void kz_talker_forward(const kz_talker *t, kz_talker_state *s, kz_exec *e, float *x, size_t n,
+                       size_t split) {
     size_t D = (size_t)t->cfg.hidden_size;
-    kz_qwen3_forward(&t->stack, &s->seq, e, x, n);
+    kz_qwen3_forward(&t->stack, &s->seq, e, x, n, split);
     kz_qwen3_final_norm(&t->stack, e, s->hidden, x + (n - 1) * D);
     kz_matrix_mul(&t->codec_head, e, s->logits, (size_t)t->cfg.vocab_size, s->hidden, D, 1);
 }

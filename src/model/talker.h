@@ -49,7 +49,9 @@ void kz_talker_text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e,
 void kz_talker_codec_vector(const kz_talker *t, int32_t id, float *out);
 
 /* Appends rows x[n, D] (overwritten) to the sequence; leaves the last row's
- * final-norm hidden state in s->hidden and its logits in s->logits. */
-void kz_talker_forward(const kz_talker *t, kz_talker_state *s, kz_exec *e, float *x, size_t n);
+ * final-norm hidden state in s->hidden and its logits in s->logits. split: as in
+ * kz_qwen3_forward (0 = none). */
+void kz_talker_forward(const kz_talker *t, kz_talker_state *s, kz_exec *e, float *x, size_t n,
+                       size_t split);
 
 #endif

@@ -121,6 +121,7 @@ kz_status kz_prompt_build(kz_prompt *p, const kz_prompt_spec *spec, const kz_tts
     text_vectors(t, s, e, spec->role_ids, 3, p->rows + at * D);
     at += 3;
     at += tag_rows(p->rows + at * D, tags, n_tags, specials, t);
+    p->n_prefix = at;
     body(p, at, spec, text, specials, t);
     memcpy(p->pad, specials, D * sizeof(float));
     memcpy(p->eos, specials + 2 * D, D * sizeof(float));

@@ -34,6 +34,8 @@ typedef struct kz_prompt_spec {
 typedef struct kz_prompt {
     float *rows;        /* [n_rows, D] prefill rows, owned */
     size_t n_rows;
+    size_t n_prefix;    /* leading rows that do not depend on the text (instruction, role,
+                           tags): the rest, the body, is at least one row */
     float *trailing;    /* [n_trailing, D] text vectors added to generated frames, owned */
     size_t n_trailing;
     float *pad;         /* [D] PAD_T, added once trailing is exhausted, owned */

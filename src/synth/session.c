@@ -22,6 +22,11 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
     }
     s->model = model;
+    // 64 MB: a CustomVoice prefix is ~8 rows, 1.8 MB of keys and values at 0.6B / 1.7B.
+    const size_t cache_mb = params->prompt_cache_mb < 0    ? 0
+                            : params->prompt_cache_mb == 0 ? 64
+                                                           : (size_t)params->prompt_cache_mb;
+    kz_prompt_cache_init(&s->prompt_cache, cache_mb << 20);
     int n_threads = params->n_threads > 0 ? params->n_threads : auto_threads();
     // Default split (docs/PERF.md, 2 cores): with turns each stage gets every thread; when
     // the stages overlap, the memory-bound LM stage (the bottleneck) gets every thread and
@@ -57,6 +62,7 @@ void kz_session_destroy(kz_session *s) {
         return;
     }
     kz_codec_state_free(&s->codec);
+    kz_prompt_cache_free(&s->prompt_cache);
     if (s->model->has_tts) {
         kz_code_predictor_state_free(&s->cp_state);
     }
@@ -84,6 +90,7 @@ void kz_session_timings(const kz_session *s, kz_timings *out) {
     out->sampling_ms = s->stats.sampling_ms;
     out->frames = s->stats.frames;
     out->prompt_tokens = s->stats.prompt_tokens;
+    out->prompt_tokens_cached = s->stats.prompt_tokens_cached;
     out->talker_bytes = s->lm.bytes - s->lm_bytes_at_reset;
     out->code_predictor_bytes = s->cp.bytes - s->cp_bytes_at_reset;
 }

@@ -14,6 +14,7 @@
 #include "model/codec_decoder.h"
 #include "model/model.h"
 #include "runtime/threadpool.h"
+#include "synth/prompt_cache.h"
 
 /* Frames per internal codec step: bounds the codec's scratch memory
  * (about 3 MB per frame at release dimensions) independently of request size. */
@@ -22,7 +23,7 @@
 /* Language-model stage statistics (milliseconds, counts). */
 typedef struct kz_lm_stats {
     double prefill_ms, talker_ms, code_predictor_ms, sampling_ms;
-    int64_t frames, prompt_tokens;
+    int64_t frames, prompt_tokens, prompt_tokens_cached;
 } kz_lm_stats;
 
 /* Test observer: receives named intermediate arrays of a synthesis ("prefill_rows"
@@ -42,6 +43,7 @@ struct kz_session {
     kz_codec_state codec;
     kz_code_predictor_state cp_state; /* allocated when the model has a talker */
     kz_lm_stats stats;
+    kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth.c's prefill) */
     kz_synth_observer observe;     /* NULL normally */
     void *observe_user;
     /* Teacher forcing (quality measurement): when not NULL, frame f takes the codes

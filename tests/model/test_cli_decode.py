@@ -117,9 +117,15 @@ def check_bench_json(a):
               and (s.get("floor_ms_per_frame") or 0) > 0, f"bench --json: stage {name}: {s}")
     check(j["model_load_ms"] > 0 and j["peak_rss_mb"] > 0 and j["streaming"]["rtf"] > 0
           and j["offline"]["rtf"] > 0, "bench --json: load, RSS, real-time factors")
-    check(j.get("first_audio_layout_runs") == 2 and j["first_audio_non_streaming_layout_ms"] > 0
-          and j["first_audio_streaming_layout_ms"] > 0,
-          "bench --json: first audio per text layout, the median of --repeat runs")
+    keys = [f"first_audio_{layout}_layout{c}_ms" for layout in ("non_streaming", "streaming")
+            for c in ("", "_cached")]
+    check(j.get("first_audio_layout_runs") == 2 and all((j.get(k) or 0) > 0 for k in keys),
+          "bench --json: first audio per text layout, whole prompt and voice prefix cached, "
+          f"the median of --repeat runs: {[j.get(k) for k in keys]}")
+    # 3 role rows, 5 tag rows (nothink, think_bos, think_eos, speaker, pad), 12 text rows,
+    # EOS and BOS: none taken from the prompt cache in the timed runs.
+    check(j.get("prompt_rows") == 22,
+          f"bench --json: every timed run computes its whole prompt: {j.get('prompt_rows')}")
 
 
 if __name__ == "__main__":

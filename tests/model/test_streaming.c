@@ -174,6 +174,13 @@ int main(int argc, char **argv) {
     bad.n_threads_codec = 257;
     CHECK(kz_session_new(m, &bad, &s) == KZ_STATUS_INVALID_ARGUMENT && s == NULL);
     CHECK_STR_CONTAINS(kz_last_error(), "n_threads_codec 257");
+    for (int32_t mb = -2; mb <= 65537; mb += 65539) {
+        kz_session_default_params(&bad);
+        bad.prompt_cache_mb = mb;
+        CHECK(kz_session_new(m, &bad, &s) == KZ_STATUS_INVALID_ARGUMENT && s == NULL);
+        CHECK_STR_CONTAINS(kz_last_error(), "prompt_cache_mb");
+    }
+    kz_session_clear_prompt_cache(NULL); // allowed, does nothing
     free(ref.pcm);
     kz_model_free(m);
     return test_main_result("test_streaming");

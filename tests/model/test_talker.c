@@ -12,6 +12,11 @@
  *   - first-frame talker logits and the 15 code-predictor logits within LOGIT_TOL,
  *   - codes identical to the reference for every frame (a mismatch is reported
  *     with its frame, codebook and the reference logit margin).
+ * Then the case again on the same session: its prompt prefix (instruction, role and
+ * tag rows) comes from the session's prompt cache, and the codes and observed logits
+ * are bit-identical to the first run's; for the first case also: another text layout
+ * still finds the prefix, another speaker does not, and a session without the cache
+ * gives the same codes.
  * Then: same seed twice -> same codes; 1 vs 2 threads -> same codes and audio
  * (sampling); a different seed -> different codes.
  */
@@ -198,6 +203,93 @@ static void compare_case(const lm_case *c, const codes_buf *got, const observed 
     kz_st_close(g);
 }
 
+static void free_observed(observed *o) {
+    free(o->prefill);
+    free(o->talker0);
+    free(o->cp0);
+    memset(o, 0, sizeof *o);
+}
+
+static bool same_floats(const float *a, size_t na, const float *b, size_t nb) {
+    return a && b && na == nb && memcmp(a, b, na * sizeof(float)) == 0;
+}
+
+/* Runs the case (greedy) with timings reset; *cached = prompt rows the cache gave. */
+static kz_status run_counted(kz_session *s, const kz_model *m, const lm_case *c, codes_buf *codes,
+                             int64_t *computed, int64_t *cached) {
+    kz_session_reset_timings(s);
+    memset(codes, 0, sizeof *codes);
+    kz_status st = run_greedy(s, m, c, codes);
+    kz_timings t;
+    kz_session_timings(s, &t);
+    *computed = t.prompt_tokens;
+    *cached = t.prompt_tokens_cached;
+    return st;
+}
+
+/* The case again on session s, which just ran it (cold: `cold`, `o_cold`, `rows` prompt
+ * rows): the prefix must come from the cache and change nothing. */
+static void test_prompt_cache_hit(kz_session *s, const kz_model *m, const lm_case *c,
+                                  const codes_buf *cold, const observed *o_cold, int64_t rows) {
+    static codes_buf warm;
+    observed o = {0};
+    void *prev = s->observe_user;
+    s->observe_user = &o;
+    int64_t computed, cached;
+    CHECK_MSG(run_counted(s, m, c, &warm, &computed, &cached) == KZ_OK, "%s", kz_last_error());
+    CHECK_MSG(cached >= 6 && computed + cached == rows && computed >= 1,
+              "%s again: %lld prompt rows cached + %lld computed, want >= 6 + the rest of %lld",
+              c->name, (long long)cached, (long long)computed, (long long)rows);
+    CHECK_MSG(memcmp(warm.codes, cold->codes, sizeof warm.codes) == 0 &&
+                  warm.n_frames == cold->n_frames,
+              "%s: codes differ with the prompt prefix cached", c->name);
+    CHECK_MSG(same_floats(o.talker0, o.talker0_n, o_cold->talker0, o_cold->talker0_n) &&
+                  same_floats(o.cp0, o.cp0_n, o_cold->cp0, o_cold->cp0_n),
+              "%s: first-frame logits differ with the prompt prefix cached", c->name);
+    free_observed(&o);
+    s->observe_user = prev;
+}
+
+/* First case only: what else hits or misses, and the cache switched off. */
+static void test_prompt_cache_keys(kz_session *s, const kz_model *m, const lm_case *c,
+                                   const codes_buf *cold) {
+    static codes_buf other;
+    int64_t computed, cached;
+    kz_synth_observer observe = s->observe;
+    s->observe = NULL;
+    lm_case v = *c;
+    snprintf(v.layout, sizeof v.layout, "%s",
+             strcmp(c->layout, "streaming") == 0 ? "non_streaming" : "streaming");
+    CHECK(run_counted(s, m, &v, &other, &computed, &cached) == KZ_OK);
+    CHECK_MSG(cached >= 6, "%s, other text layout: the prefix is not reused", c->name);
+    v = *c;
+    for (int32_t i = 0; i < kz_model_speaker_count(m); i++) {
+        const char *name = kz_model_speaker_name(m, i);
+        if (strcmp(name, c->speaker) != 0) {
+            snprintf(v.speaker, sizeof v.speaker, "%s", name);
+            break;
+        }
+    }
+    CHECK_MSG(strcmp(v.speaker, c->speaker) != 0, "%s: the model has one speaker", c->name);
+    CHECK(run_counted(s, m, &v, &other, &computed, &cached) == KZ_OK);
+    CHECK_MSG(cached == 0, "%s, speaker %s: reused the prefix of %s", c->name, v.speaker,
+              c->speaker);
+    s->observe = observe;
+    kz_session_params sp;
+    kz_session_default_params(&sp);
+    sp.n_threads = 2;
+    sp.prompt_cache_mb = -1;
+    kz_session *off;
+    CHECK(kz_session_new(m, &sp, &off) == KZ_OK);
+    for (int run = 0; run < 2; run++) {
+        CHECK(run_counted(off, m, c, &other, &computed, &cached) == KZ_OK);
+        CHECK_MSG(cached == 0, "%s: prompt_cache_mb -1 still caches", c->name);
+        CHECK_MSG(memcmp(other.codes, cold->codes, sizeof other.codes) == 0,
+                  "%s: codes differ without the prompt cache", c->name);
+    }
+    kz_session_free(off);
+}
+
 static kz_status synth_sampled(const kz_model *m, const lm_case *c, int threads, uint64_t seed,
                                codes_buf *codes, kz_audio *audio) {
     kz_session_params sp;
@@ -258,18 +350,19 @@ int main(int argc, char **argv) {
         observed o = {0};
         s->observe = on_observe;
         s->observe_user = &o;
-        memset(&codes, 0, sizeof codes);
-        st = run_greedy(s, m, &c, &codes);
+        int64_t computed, cached;
+        st = run_counted(s, m, &c, &codes, &computed, &cached);
         CHECK_MSG(st == KZ_OK, "%s: %s", c.name, kz_last_error());
+        CHECK_MSG(cached == 0, "%s: a new session had a cached prompt", c.name);
         if (st == KZ_OK) {
             compare_case(&c, &codes, &o);
+            test_prompt_cache_hit(s, m, &c, &codes, &o, computed);
         }
         if (n_cases++ == 0) {
+            test_prompt_cache_keys(s, m, &c, &codes);
             test_seeds(m, &c);
         }
-        free(o.prefill);
-        free(o.talker0);
-        free(o.cp0);
+        free_observed(&o);
         kz_session_free(s);
         kz_model_free(m);
     }

@@ -65,8 +65,9 @@ typedef struct bench_result {
     int n_stages;
     bench_playback streaming;     /* decoder-only: the timed kz_decode runs */
     bench_playback offline;       /* full pipeline: all frames, then one decode */
-    double first_audio_layout_ms[2]; /* full pipeline: non-streaming, streaming text layout,
-                                        the median of first_audio_layout_runs runs */
+    double first_audio_layout_ms[2][2]; /* full pipeline: [non-streaming, streaming text
+                                           layout][whole prompt, voice prefix cached], the
+                                           median of first_audio_layout_runs runs */
     int first_audio_layout_runs;
 } bench_result;
 
