@@ -1,10 +1,10 @@
 /*
  * bench_quant.c - single-thread speed of the quantized language-model
- * projections (kernels.h matmul_q8_0, matmul_q4_0) against the bf16 one
- * (matmul_bf16), one token, at the talker / code-predictor MLP shapes.
+ * projections (kernels.h matmul_q8_0, matmul_q4_0) and the f16 one against the
+ * bf16 one (matmul_bf16), one token, at the talker / code-predictor MLP shapes.
  *
  * Data flow: for every level the CPU runs, every shape [rows, n_in] and every
- * format (bf16, q8_0, q4_0): allocate enough matrices of that shape that their
+ * format (bf16, f16, q8_0, q4_0): allocate enough matrices of that shape that their
  * bf16 form totals --mb megabytes (default 300, far beyond the last-level
  * cache, so every byte comes from DRAM, as in decoding), fill them with random
  * weights, then time passes that multiply one token by each matrix in turn;
@@ -18,12 +18,12 @@
  *
  * A third table is the prompt prefill: --tokens N (default 22, the 0.6B model's
  * prompt) through --prefill-mb megabytes of bf16-sized matrices (default 64) per
- * shape and format (f32, bf16, q8_0, q4_0), by the per-dtype matmul called on all
+ * shape and format (f32, bf16, f16, q8_0, q4_0), by the per-dtype matmul called on all
  * tokens with the rows split over the threads (tokens in pairs, or sets of four
  * for the AVX-512 quantized kernels), and by the GEMM path (kz_matrix_mul_gemm:
  * rows_to_f32 + gemm_rows) on a pool of --threads threads; GFLOP/s = 2 rows n_in
  * tokens / time, the speed-up of the GEMM path, and which of the two the model's
- * kz_matrix_mul takes (layers/matrix.c: the GEMM path for f32 and bf16, and for
+ * kz_matrix_mul takes (layers/matrix.c: the GEMM path for f32, bf16 and f16, and for
  * q8_0 / q4_0 where the level's prefill_gemm_quant says so).
  *
  * Next to the rates stand this machine's limits, measured first with the probes of
@@ -74,10 +74,10 @@ static float rng_float(void) {
 }
 
 /* The decode tables compare the first FMT_COUNT formats; the prefill table adds f32. */
-typedef enum fmt { FMT_BF16, FMT_Q8_0, FMT_Q4_0, FMT_COUNT, FMT_F32 = FMT_COUNT } fmt;
-static const char *const fmt_name[FMT_F32 + 1] = {"bf16", "q8_0", "q4_0", "f32"};
-static const kz_dtype fmt_dtype[FMT_F32 + 1] = {KZ_DTYPE_BF16, KZ_DTYPE_Q8_0, KZ_DTYPE_Q4_0,
-                                                KZ_DTYPE_F32};
+typedef enum fmt { FMT_BF16, FMT_F16, FMT_Q8_0, FMT_Q4_0, FMT_COUNT, FMT_F32 = FMT_COUNT } fmt;
+static const char *const fmt_name[FMT_F32 + 1] = {"bf16", "f16", "q8_0", "q4_0", "f32"};
+static const kz_dtype fmt_dtype[FMT_F32 + 1] = {KZ_DTYPE_BF16, KZ_DTYPE_F16, KZ_DTYPE_Q8_0,
+                                                KZ_DTYPE_Q4_0, KZ_DTYPE_F32};
 
 static size_t row_bytes(fmt f, size_t n_in) {
     return kz_dtype_row_bytes(fmt_dtype[f], n_in);
@@ -107,6 +107,11 @@ static uint8_t *make_mats(fmt f, size_t n_mat, size_t rows, size_t n_in) {
                 const uint16_t h = (uint16_t)(bits >> 16);
                 memcpy(dst + 2 * i, &h, 2);
             }
+        } else if (f == FMT_F16) {
+            for (size_t i = 0; i < n_in; i++) {
+                const uint16_t h = kz_f32_to_fp16(wrow[i]);
+                memcpy(dst + 2 * i, &h, 2);
+            }
         } else if (f == FMT_Q8_0) {
             kz_quantize_row_q8_0(dst, wrow, n_in);
         } else {
@@ -122,6 +127,7 @@ typedef void (*mm_fn)(float *, size_t, const float *, size_t, const void *, size
 
 static mm_fn fmt_fn(const kz_kernels *k, fmt f) {
     return f == FMT_BF16   ? k->matmul_bf16
+           : f == FMT_F16  ? k->matmul_f16
            : f == FMT_Q8_0 ? k->matmul_q8_0
            : f == FMT_Q4_0 ? k->matmul_q4_0
                            : k->matmul_f32;
@@ -300,7 +306,7 @@ static void bench_prefill(const kz_kernels *k, kz_pool *pool, size_t rows, size_
     for (size_t i = 0; i < n_tok * n_in; i++) {
         x[i] = rng_float();
     }
-    static const fmt order[] = {FMT_F32, FMT_BF16, FMT_Q8_0, FMT_Q4_0};
+    static const fmt order[] = {FMT_F32, FMT_BF16, FMT_F16, FMT_Q8_0, FMT_Q4_0};
     for (size_t f = 0; f < sizeof order / sizeof order[0]; f++) {
         const size_t mat_bytes = rows * row_bytes(order[f], n_in);
         uint8_t *data = make_mats(order[f], n_mat, rows, n_in);
@@ -318,7 +324,7 @@ static void bench_prefill(const kz_kernels *k, kz_pool *pool, size_t rows, size_
         free(data);
         const double flop = 2.0 * (double)rows * (double)n_in * (double)n_tok * (double)n_mat;
         const int model_gemm = n_tok >= 4 && (order[f] == FMT_F32 || order[f] == FMT_BF16 ||
-                                              k->prefill_gemm_quant);
+                                              order[f] == FMT_F16 || k->prefill_gemm_quant);
         printf("  %2zu x [%5zu <- %5zu] x %3zu  %-5s  matmul %8.2f ms %6.1f GFLOP/s   "
                "gemm_rows %8.2f ms %6.1f GFLOP/s (%3.0f %% of FMA peak)  x%.2f  (model: %s)\n",
                n_tok, rows, n_in, n_mat, fmt_name[order[f]], t_old * 1e3, flop / t_old / 1e9,

@@ -228,11 +228,16 @@ typedef struct kz_kernels {
     /* Language-model projections with weights used in place (not packed):
      *   y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i]
      * for t < n_tok and o in [o0, o1); W row-major [rows, n_in] as nn.Linear
-     * stores it, bf16 (uint16 bits) or f32. Each (t, o) is one dot product in an
+     * stores it, bf16 or f16 (uint16 bits) or f32. Each (t, o) is one dot product in an
      * order fixed by n_in and n_tok (a variant may block tokens differently for the
      * prefill), so splitting rows across threads never changes bits. */
     void (*matmul_bf16)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                         size_t n_in, size_t n_tok, size_t o0, size_t o1);
+    /* The same with IEEE binary16 weights (uint16 bits, widened as kz_fp16_to_f32 for
+     * every value but a NaN, which stays a NaN): each level runs its matmul_bf16
+     * sequence on the widened weights. */
+    void (*matmul_f16)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                       size_t n_in, size_t n_tok, size_t o0, size_t o1);
     void (*matmul_f32)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
 
@@ -266,10 +271,11 @@ typedef struct kz_kernels {
                       size_t ldw, size_t n_in, size_t n_tok, size_t n_rows, int accumulate);
 
     /* Weights in their stored format to f32, dst[n] (n weights from the start of a
-     * row or of any block boundary in it): bf16 -> f32 exactly (the high half);
-     * q8_0 / q4_0 (kernels/quant.h, n % 32 == 0, src any alignment) exactly as
+     * row or of any block boundary in it): bf16 -> f32 exactly (the high half), f16
+     * as kz_fp16_to_f32 (kernels/quant.h; a NaN may come out quieted); q8_0 / q4_0 (kernels/quant.h, n % 32 == 0, src any alignment) exactly as
      * kz_dequantize_row_q8_0 / kz_dequantize_row_q4_0, bit for bit on every level. */
     void (*rows_to_f32_bf16)(float *dst, const void *src, size_t n);
+    void (*rows_to_f32_f16)(float *dst, const void *src, size_t n);
     void (*rows_to_f32_q8_0)(float *dst, const void *src, size_t n);
     void (*rows_to_f32_q4_0)(float *dst, const void *src, size_t n);
 
@@ -403,6 +409,8 @@ void kz_gemm_neon(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t
 #define KZ_MATMUL_DECL(isa)                                                                     \
     void kz_matmul_bf16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
                               size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
+    void kz_matmul_f16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
+                             size_t n_in, size_t n_tok, size_t o0, size_t o1);                 \
     void kz_matmul_f32_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
                              size_t n_in, size_t n_tok, size_t o0, size_t o1);
 KZ_MATMUL_DECL(ref)
@@ -426,6 +434,7 @@ KZ_QUANT_DECL(neon) /* arm/quant_neon.c */
                             size_t ldw, size_t n_in, size_t n_tok, size_t n_rows,              \
                             int accumulate);                                                   \
     void kz_rows_to_f32_bf16_##isa(float *dst, const void *src, size_t n);                     \
+    void kz_rows_to_f32_f16_##isa(float *dst, const void *src, size_t n);                      \
     void kz_rows_to_f32_q8_0_##isa(float *dst, const void *src, size_t n);                     \
     void kz_rows_to_f32_q4_0_##isa(float *dst, const void *src, size_t n);
 KZ_GEMM_ROWS_DECL(ref)

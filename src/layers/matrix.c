@@ -8,7 +8,7 @@
  *
  *   decode steps (n_tok < GEMM_MIN_TOK): the kernel table's matmul for the dtype,
  *     dot products per row and token, the block's rows streamed once per pair;
- *   prompts (n_tok >= GEMM_MIN_TOK) of F32 and BF16 weights, and of Q8_0 / Q4_0
+ *   prompts (n_tok >= GEMM_MIN_TOK) of F32, BF16 and F16 weights, and of Q8_0 / Q4_0
  *     weights where the table's prefill_gemm_quant says so: the GEMM path, the
  *     block's rows GEMM_ROWS at a time and their columns GEMM_KC at a time,
  *       stored rows [GEMM_ROWS, GEMM_KC] --rows_to_f32_*--> f32 scratch (stack, L1)
@@ -22,7 +22,7 @@
  * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests).
  *
  * Each output element is computed by one thread in a sequence fixed by n_in (and,
- * for the F32 / BF16 matmuls, n_tok; the GEMM sums k-block by k-block, GEMM_KC fixed),
+ * for the F32 / BF16 / F16 matmuls, n_tok; the GEMM sums k-block by k-block, GEMM_KC fixed),
  * never by the thread count or the block split, so results do not depend on threads.
  * kz_matrix_mul_group_split uses that to run two token ranges as one call when it
  * gives the bits of two (same path, and the GEMM or the quantized matmuls); else each
@@ -41,8 +41,9 @@ static kz_status check_dtype(const kz_weights *f, const kz_tensor *t, int64_t co
     const char *path = kz_weights_path(f);
     switch (t->dtype) {
     case KZ_DTYPE_BF16:
+    case KZ_DTYPE_F16:
     case KZ_DTYPE_F32:
-        if (((uintptr_t)t->data % (t->dtype == KZ_DTYPE_BF16 ? 2 : 4)) != 0) {
+        if (((uintptr_t)t->data % (t->dtype == KZ_DTYPE_F32 ? 4 : 2)) != 0) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: tensor '%s' data is not aligned to its dtype", path, t->name);
         }
@@ -57,7 +58,7 @@ static kz_status check_dtype(const kz_weights *f, const kz_tensor *t, int64_t co
         return KZ_OK;
     default:
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: tensor '%s' has dtype %s, expected BF16, F32, Q8_0 or Q4_0",
+                            "%s: tensor '%s' has dtype %s, expected BF16, F16, F32, Q8_0 or Q4_0",
                             path, t->name, t->dtype_name);
     }
 }
@@ -95,6 +96,9 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
     switch (m->dtype) {
     case KZ_DTYPE_BF16:
         k->matmul_bf16(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
+        break;
+    case KZ_DTYPE_F16:
+        k->matmul_f16(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
         break;
     case KZ_DTYPE_Q8_0:
         k->matmul_q8_0(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
@@ -146,13 +150,15 @@ static bool gemm_path(const kz_kernels *k, kz_dtype dtype, size_t n_tok) {
     if (n_tok < GEMM_MIN_TOK) {
         return false;
     }
-    return dtype == KZ_DTYPE_F32 || dtype == KZ_DTYPE_BF16 || k->prefill_gemm_quant;
+    return dtype == KZ_DTYPE_F32 || dtype == KZ_DTYPE_BF16 || dtype == KZ_DTYPE_F16 ||
+           k->prefill_gemm_quant;
 }
 
 /* The kernel that widens one stored row segment to f32 (NULL for F32). */
 static void (*row_to_f32(const kz_kernels *k, kz_dtype dtype))(float *, const void *, size_t) {
     switch (dtype) {
     case KZ_DTYPE_BF16: return k->rows_to_f32_bf16;
+    case KZ_DTYPE_F16: return k->rows_to_f32_f16;
     case KZ_DTYPE_Q8_0: return k->rows_to_f32_q8_0;
     case KZ_DTYPE_Q4_0: return k->rows_to_f32_q4_0;
     default: return NULL;
@@ -264,7 +270,7 @@ void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, c
 
 /* Whether every token of a call of n_tok gets the bits it would get in a call of
  * `part` tokens on weights of dtype: the same path, and a sum fixed by n_in alone
- * (the GEMM path and the quantized matmuls; the F32 / BF16 matmuls also depend on
+ * (the GEMM path and the quantized matmuls; the F32 / BF16 / F16 matmuls also depend on
  * the token count). */
 static bool same_bits(const kz_kernels *k, kz_dtype dtype, size_t n_tok, size_t part) {
     const bool gemm = gemm_path(k, dtype, n_tok);
@@ -313,6 +319,11 @@ void kz_matrix_row(const kz_matrix *m, size_t row, float *dst) {
         break;
     case KZ_DTYPE_Q4_0:
         kz_dequantize_row_q4_0(dst, src, m->cols);
+        break;
+    case KZ_DTYPE_F16:
+        for (size_t i = 0; i < m->cols; i++) {
+            dst[i] = kz_fp16_to_f32(((const uint16_t *)(const void *)src)[i]);
+        }
         break;
     default:
         for (size_t i = 0; i < m->cols; i++) {

@@ -3,7 +3,7 @@
  *
  * A kz_matrix is a row-major [rows, cols] = [out, in] weight (as nn.Linear and
  * nn.Embedding store it) pointing into the mapped checkpoint: BF16 as released,
- * F32, or block-quantized Q8_0 / Q4_0 from a GGUF file (kernels/quant.h).
+ * F16 or F32, or block-quantized Q8_0 / Q4_0 from a GGUF file (kernels/quant.h).
  * kz_matrix_mul computes y[t, :] = W x[t, :] for the tokens of a decode step or
  * a whole prompt, split over the pool by output rows (prompts through the
  * register-tiled GEMM where it is faster, matrix.c); every output element is
@@ -20,12 +20,12 @@
 
 typedef struct kz_matrix {
     const void *data; /* [rows, cols], borrowed from the mapping */
-    kz_dtype dtype;   /* KZ_DTYPE_BF16, F32, Q8_0 or Q4_0 */
+    kz_dtype dtype;   /* KZ_DTYPE_BF16, F16, F32, Q8_0 or Q4_0 */
     size_t rows, cols;
     size_t row_bytes; /* bytes of one row in its dtype */
 } kz_matrix;
 
-/* Binds tensor `name` of shape [rows, cols] (BF16, F32, Q8_0 or Q4_0; quantized
+/* Binds tensor `name` of shape [rows, cols] (BF16, F16, F32, Q8_0 or Q4_0; quantized
  * ones need cols % 32 == 0). */
 kz_status kz_matrix_bind(kz_matrix *m, const kz_weights *f, const char *name, int64_t rows,
                          int64_t cols);

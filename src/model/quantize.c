@@ -28,7 +28,7 @@ int kz_recipe_parse(const char *name, kz_recipe *out) {
     static const struct { const char *name; kz_recipe r; } names[] = {
         {"f32", KZ_RECIPE_F32}, {"bf16", KZ_RECIPE_BF16}, {"q8_0", KZ_RECIPE_Q8_0},
         {"q8", KZ_RECIPE_Q8_0}, {"q4_0", KZ_RECIPE_Q4_0}, {"q4", KZ_RECIPE_Q4_0},
-        {"q4_mlp", KZ_RECIPE_Q4_MLP}};
+        {"q4_mlp", KZ_RECIPE_Q4_MLP}, {"f16", KZ_RECIPE_F16}};
     for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(name, names[i].name) == 0) {
             *out = names[i].r;
@@ -39,8 +39,8 @@ int kz_recipe_parse(const char *name, kz_recipe *out) {
 }
 
 const char *kz_recipe_name(kz_recipe r) {
-    static const char *const names[] = {"f32", "bf16", "q8_0", "q4_0", "q4_mlp"};
-    return (unsigned)r < 5 ? names[r] : "?";
+    static const char *const names[] = {"f32", "bf16", "q8_0", "q4_0", "q4_mlp", "f16"};
+    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "?";
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -61,6 +61,7 @@ kz_dtype kz_recipe_type(kz_recipe r, const kz_tensor *t) {
     switch (r) {
     case KZ_RECIPE_F32: return KZ_DTYPE_F32;
     case KZ_RECIPE_BF16: return KZ_DTYPE_BF16;
+    case KZ_RECIPE_F16: return KZ_DTYPE_F16;
     case KZ_RECIPE_Q8_0: return KZ_DTYPE_Q8_0;
     case KZ_RECIPE_Q4_0:
     case KZ_RECIPE_Q4_MLP: break;

@@ -10,6 +10,8 @@
  * Recipes (what each --type stores; everything else keeps its stored type):
  *   f32    every talker matrix F32                        (reference, large)
  *   bf16   every talker matrix BF16                       (= the release)
+ *   f16    every talker matrix F16 (IEEE half, round to nearest even; values beyond
+ *          65504 become infinities, so only for weights known to fit)
  *   q8_0   every talker matrix Q8_0: the 28 + 5 transformer layers' projections,
  *          the embeddings, the codec heads, the text projection
  *   q4_0   transformer layers' q/k/v/o/gate/up/down projections Q4_0 (with the
@@ -35,9 +37,11 @@ typedef enum kz_recipe {
     KZ_RECIPE_Q8_0 = 2,
     KZ_RECIPE_Q4_0 = 3,
     KZ_RECIPE_Q4_MLP = 4,
+    KZ_RECIPE_F16 = 5,
 } kz_recipe;
 
-/* "f32", "bf16", "q8_0" (or "q8"), "q4_0" (or "q4"), "q4_mlp". Returns -1 otherwise. */
+/* "f32", "bf16", "f16", "q8_0" (or "q8"), "q4_0" (or "q4"), "q4_mlp". Returns -1
+ * otherwise. */
 int kz_recipe_parse(const char *name, kz_recipe *out);
 const char *kz_recipe_name(kz_recipe r);
 

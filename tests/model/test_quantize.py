@@ -2,9 +2,10 @@
 
 Checks: every --type writes one GGUF file and nothing else; the f32 GGUF gives the
 directory's greedy codes and audio bit for bit (so the GGUF path loads exactly the
-same model) and the codec-only GGUF decodes like its directory; q8_0 and q4_0
+same model) and the codec-only GGUF decodes like its directory; a checkpoint directory
+with F16 safetensors speaks like the f16 GGUF; f16, q8_0 and q4_0
 models are deterministic across thread counts and runs; their logits stay within
-a bound of the f32 model (`kztts quality`) and q8_0 is closer than q4_0; the
+a bound of the f32 model (`kztts quality`), f16 closer than q8_0 closer than q4_0; the
 tokenizer and configs come from the file; bad options exit 2; a missing source, a
 GGUF source, an unwritable output, a truncated file, a foreign architecture and a
 missing tensor each give exit 1, one clear line and no crash or partial file.
@@ -14,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 from testlib import check, finish, gguf_tensor_offsets, link_copy
 
@@ -58,7 +60,7 @@ def expect_error(a, args, code, words, what):
 
 def test_types(a):
     models = {}
-    for kind in ["f32", "bf16", "q8_0", "q4_mlp", "q4_0"]:
+    for kind in ["f32", "bf16", "f16", "q8_0", "q4_mlp", "q4_0"]:
         out = os.path.join(a.work, f"tiny_{kind}.gguf")
         quantize(a, a.tiny, out, kind)
         models[kind] = out
@@ -66,9 +68,9 @@ def test_types(a):
     check(not leftovers, f"temporary files left: {leftovers}")
     sizes = {k: os.path.getsize(v) for k, v in models.items() if os.path.exists(v)}
     print("sizes:", sizes)
-    check(len(sizes) == 5 and
-          sizes["f32"] > sizes["bf16"] > sizes["q8_0"] > sizes["q4_mlp"] > sizes["q4_0"],
-          f"file sizes not ordered f32 > bf16 > q8_0 > q4_mlp > q4_0: {sizes}")
+    check(len(sizes) == 6 and sizes["f32"] > sizes["bf16"] == sizes["f16"] > sizes["q8_0"] >
+          sizes["q4_mlp"] > sizes["q4_0"],
+          f"file sizes not ordered f32 > bf16 = f16 > q8_0 > q4_mlp > q4_0: {sizes}")
     return models
 
 
@@ -115,6 +117,28 @@ def test_exact(a, models):
           f"info: {info.stdout!r}")
 
 
+def test_f16_checkpoint(a, models):
+    """A checkpoint directory whose talker matrices are F16 safetensors (as converted
+    checkpoints may be) loads and speaks exactly like the f16 GGUF of the same weights."""
+    tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+    d = link_copy(a.tiny, os.path.join(a.work, "tiny_f16_dir"))
+    os.remove(os.path.join(d, "model.safetensors"))
+    # The f16 recipe's matrices: 2-D talker.*.weight with a multiple of 32 columns.
+    script = ("import sys, torch; sys.path.insert(0, sys.argv[1]); "
+              "import reference.safetensors_io as st; t = st.load(sys.argv[2]); "
+              "st.save(sys.argv[3], {k: v.to(torch.float16) if k.startswith('talker.') and "
+              "k.endswith('.weight') and v.dim() == 2 and v.shape[1] % 32 == 0 and "
+              "v.is_floating_point() else v for k, v in t.items()})")
+    r = run([sys.executable, "-c", script, tools, os.path.join(a.tiny, "model.safetensors"),
+             os.path.join(d, "model.safetensors")])
+    check(r.returncode == 0, f"writing the F16 checkpoint: {r.stderr.decode()}")
+    info = run([a.kztts, "info", "-m", d])
+    check(b"F16 x" in info.stdout, f"info of the F16 checkpoint: {info.stdout!r}")
+    want = synth(a, models["f16"], "f16_gguf")
+    got = synth(a, d, "f16_dir")
+    check(want[0] and got == want, "F16 checkpoint directory differs from the f16 GGUF")
+
+
 def test_codec_only(a):
     codec_dir = os.path.join(a.tiny, "speech_tokenizer")
     out = os.path.join(a.work, "codec.gguf")
@@ -131,7 +155,7 @@ def test_codec_only(a):
 
 def test_quantized(a, models):
     errors = {}
-    for kind in ["q8_0", "q4_mlp", "q4_0"]:
+    for kind in ["f16", "q8_0", "q4_mlp", "q4_0"]:
         one = synth(a, models[kind], f"{kind}_t1", threads=1)
         two = synth(a, models[kind], f"{kind}_t2", threads=2)
         again = synth(a, models[kind], f"{kind}_t2b", threads=2)
@@ -141,12 +165,14 @@ def test_quantized(a, models):
         if q:
             print(kind, json.dumps(q))
             errors[kind] = (q["talker"]["rel_error"], q["code_predictor"]["rel_error"])
-    # Measured on this fixture: q8_0 ~0.01-0.02, q4_0 ~0.04-0.15; random weights keep
-    # codes far from ties, so a broken kernel or layout gives errors near 1.
-    if len(errors) == 3:
+    # Measured on this fixture: f16 ~4e-9 (its bf16 weights fit f16 but for the tiniest),
+    # q8_0 ~0.01-0.02, q4_0 ~0.04-0.15; random
+    # weights keep codes far from ties, so a broken kernel or layout gives errors near 1.
+    if len(errors) == 4:
+        check(max(errors["f16"]) < 0.005, f"f16 logits error {errors['f16']} >= 0.005")
         check(max(errors["q8_0"]) < 0.05, f"q8_0 logits error {errors['q8_0']} >= 0.05")
         check(max(errors["q4_0"]) < 0.3, f"q4_0 logits error {errors['q4_0']} >= 0.3")
-        for a_, b_ in (("q8_0", "q4_mlp"), ("q4_mlp", "q4_0")):
+        for a_, b_ in (("f16", "q8_0"), ("q8_0", "q4_mlp"), ("q4_mlp", "q4_0")):
             check(errors[a_][0] < errors[b_][0] and errors[a_][1] < errors[b_][1],
                   f"{a_} not closer than {b_}: {errors}")
 
@@ -204,10 +230,11 @@ def main():
     for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
         shutil.copy(os.path.join(a.tokenizer, f), os.path.join(a.tiny, f))
     models = test_types(a)
-    if len(models) == 5:
+    if all(os.path.isfile(path) for path in models.values()):  # else test_types failed
         test_order(a, models)
         test_exact(a, models)
         test_quantized(a, models)
+        test_f16_checkpoint(a, models)
         test_errors(a, models)
     test_codec_only(a)
     finish("test_quantize")

@@ -1,6 +1,6 @@
 /*
  * test_gemm_rows.c - the prefill GEMM over f32 weight rows (kernels.h gemm_rows)
- * and the weight conversions that feed it (rows_to_f32_bf16 / _q8_0 / _q4_0),
+ * and the weight conversions that feed it (rows_to_f32_bf16 / _f16 / _q8_0 / _q4_0),
  * at every ISA level this CPU runs (kz_kernels_for). Needs only the kernels, so
  * it also runs cross-built under qemu (scripts/test-aarch64.sh).
  *
@@ -9,8 +9,8 @@
  * n_rows 1..9, so every tile tail; ldx, ldy, ldw larger than the shape; store and
  * accumulate) -> the same call split into random row and token ranges must give
  * the same bits -> the conversions against the scalar definitions, bit for bit:
- * every bf16 pattern, every fp16 scale with every int8 code or nibble, any
- * source alignment and row length.
+ * every bf16 and every f16 pattern (an f16 NaN only needs to stay a NaN), every
+ * fp16 scale with every int8 code or nibble, any source alignment and row length.
  *
  * Tolerance of a level against the definition. Both compute s = sum_i w_i x_i
  * in float, in different orders (the levels with FMA, lanes and a reduction
@@ -133,7 +133,24 @@ static int same_bits(const float *a, const float *b, size_t n) {
     return memcmp(a, b, n * sizeof(float)) == 0;
 }
 
-static void test_bf16(const kz_kernels *k) {
+/* Equal bits, except that where the definition gives a NaN any NaN will do. */
+static int same_or_nan(const float *ref, const float *got, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(ref[i]) ? !isnan(got[i]) : memcmp(&ref[i], &got[i], sizeof(float)) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The 16-bit formats: every pattern, at 2- and 4-byte aligned starts, every short
+ * length. f16: rows_to_f32_f16 (NaN payloads may be quieted), else bf16. */
+static void test_halves(const kz_kernels *k, int f16) {
+    void (*fn)(float *, const void *, size_t) = f16 ? k->rows_to_f32_f16 : k->rows_to_f32_bf16;
+    void (*def)(float *, const void *, size_t) =
+        f16 ? kz_kernels_scalar.rows_to_f32_f16 : kz_kernels_scalar.rows_to_f32_bf16;
+    int (*same)(const float *, const float *, size_t) = f16 ? same_or_nan : same_bits;
+    const char *name = f16 ? "f16" : "bf16";
     const size_t n = 65536 + 13; // every pattern, then a ragged tail
     uint16_t *src = malloc((n + 1) * sizeof(uint16_t));
     float *ref = malloc(n * sizeof(float));
@@ -143,13 +160,13 @@ static void test_bf16(const kz_kernels *k) {
     }
     for (size_t off = 0; off < 2; off++) { // 2-byte aligned and 4-byte aligned starts
         for (size_t len = 0; len < 40; len++) {
-            kz_kernels_scalar.rows_to_f32_bf16(ref, src + off, len);
-            k->rows_to_f32_bf16(got, src + off, len);
-            CHECK_MSG(same_bits(ref, got, len), "%s bf16 length %zu", k->name, len);
+            def(ref, src + off, len);
+            fn(got, src + off, len);
+            CHECK_MSG(same(ref, got, len), "%s %s length %zu", k->name, name, len);
         }
-        kz_kernels_scalar.rows_to_f32_bf16(ref, src + off, n);
-        k->rows_to_f32_bf16(got, src + off, n);
-        CHECK_MSG(same_bits(ref, got, n), "%s bf16, %zu values", k->name, n);
+        def(ref, src + off, n);
+        fn(got, src + off, n);
+        CHECK_MSG(same(ref, got, n), "%s %s, %zu values", k->name, name, n);
     }
     free(src);
     free(ref);
@@ -211,7 +228,8 @@ int main(void) {
         }
         worst_ratio = 0;
         test_gemm(k);
-        test_bf16(k);
+        test_halves(k, 0);
+        test_halves(k, 1);
         test_blocks(k, 0);
         test_blocks(k, 1);
         printf("level %s: largest |level - definition| / bound %.3f\n", k->name, worst_ratio);

@@ -1,12 +1,12 @@
 /*
  * test_matrix_mul.c - the language-model projections as the model runs them
  * (layers/matrix.c kz_matrix_mul, kz_matrix_mul_group) at every ISA level this
- * CPU runs: the prompt prefill (22 tokens: F32 and BF16 through rows_to_f32 +
+ * CPU runs: the prompt prefill (22 tokens: F32, BF16 and F16 through rows_to_f32 +
  * gemm_rows by k-blocks, Q8_0 and Q4_0 through their int8 matmuls or the GEMM
  * path as the level's prefill_gemm_quant says, and through the GEMM path with
  * kz_matrix_mul_gemm) and decode steps (1..3 tokens: the per-dtype matmuls).
  *
- * Data flow: random f32 weights [rows, cols] -> stored as F32, BF16, Q8_0 and
+ * Data flow: random f32 weights [rows, cols] -> stored as F32, BF16, F16, Q8_0 and
  * Q4_0 matrices (cols 96, 1056, 2080: one, two and three k-blocks, the last one
  * short; rows 37, so row groups of 4 and pool blocks of 16 have tails) -> 22
  * tokens (strided x and y) on pools of 1..4 threads ->
@@ -21,13 +21,16 @@
  *         sum_i |w_i| (d_b / 2 + |x_i| 2^-22) + 2 (n + n / 32 + 8) u sum_i
  *         |w_i| (|x_i| + d_b), d_b = max |x| of i's block / 127;
  *   - bit-identical for every thread count;
- *   - on the GEMM path, a BF16, Q8_0 or Q4_0 matrix gives the bits of an F32
+ *   - on the GEMM path, a BF16, F16, Q8_0 or Q4_0 matrix gives the bits of an F32
  *     matrix holding its exact weights (the conversions are exact and the
  *     per-element sequence depends on cols alone); the int8 path gives the bits
  *     of the dtype's matmul over all rows;
  *   - the decode path (1..3 tokens) gives the per-dtype matmul's bits, a
  *     quantized matmul on 1..11 tokens gives the bits of one call per token, and
- *     kz_matrix_mul_group equals separate calls;
+ *     kz_matrix_mul_group equals separate calls, and kz_matrix_mul_group_split at
+ *     every split of the 22 tokens equals a group call for each part, on 1..4
+ *     threads (each part's count picks its path: 1-3 tokens the matmuls, 4 or more
+ *     the GEMM or the int8 matmuls);
  *   - the exec's flop and byte counters.
  */
 #include <stdint.h>
@@ -68,6 +71,11 @@ static stored store(const float *w, size_t rows, size_t cols, kz_dtype dtype) {
                 const uint16_t h = kz_bf16_round(src[i]);
                 memcpy(dst + 2 * i, &h, 2);
             }
+        } else if (dtype == KZ_DTYPE_F16) {
+            for (size_t i = 0; i < cols; i++) {
+                const uint16_t h = kz_f32_to_fp16(src[i]);
+                memcpy(dst + 2 * i, &h, 2);
+            }
         } else if (dtype == KZ_DTYPE_Q8_0) {
             kz_quantize_row_q8_0(dst, src, cols);
         } else {
@@ -92,6 +100,7 @@ static stored widen(const kz_matrix *m) {
 static const char *dtype_name(kz_dtype d) {
     return d == KZ_DTYPE_F32    ? "f32"
            : d == KZ_DTYPE_BF16 ? "bf16"
+           : d == KZ_DTYPE_F16  ? "f16"
            : d == KZ_DTYPE_Q8_0 ? "q8_0"
                                 : "q4_0";
 }
@@ -120,6 +129,7 @@ static void (*matmul_fn(const kz_kernels *k, kz_dtype d))(float *, size_t, const
                                                           size_t) {
     return d == KZ_DTYPE_F32    ? k->matmul_f32
            : d == KZ_DTYPE_BF16 ? k->matmul_bf16
+           : d == KZ_DTYPE_F16  ? k->matmul_f16
            : d == KZ_DTYPE_Q8_0 ? k->matmul_q8_0
                                 : k->matmul_q4_0;
 }
@@ -265,6 +275,34 @@ static void check_group(kz_pool *const *pools, const kz_kernels *k, const kz_mat
     free(grp);
 }
 
+/* kz_matrix_mul_group_split at every split gives the bits of a group call for the
+ * tokens before the split and one for the rest (a and b: two dtypes in one group). */
+static void check_split(kz_pool *const *pools, const kz_kernels *k, const kz_matrix *a,
+                        const kz_matrix *b, const float *x, size_t ldx) {
+    const size_t n = N_TOK * (a->rows + b->rows);
+    float *sep = malloc(n * sizeof(float));
+    float *got = malloc(n * sizeof(float));
+    int bad = 0;
+    for (size_t split = 1; split < N_TOK; split++) {
+        kz_exec e = {.k = k, .pool = pools[0]};
+        const kz_matrix_out first[2] = {{a, sep, a->rows}, {b, sep + N_TOK * a->rows, b->rows}};
+        kz_matrix_mul_group(first, 2, &e, x, ldx, split);
+        const kz_matrix_out rest[2] = {{a, sep + split * a->rows, a->rows},
+                                       {b, sep + N_TOK * a->rows + split * b->rows, b->rows}};
+        kz_matrix_mul_group(rest, 2, &e, x + split * ldx, ldx, N_TOK - split);
+        for (int p = 0; p < MAX_THREADS; p++) {
+            kz_exec ep = {.k = k, .pool = pools[p]};
+            const kz_matrix_out outs[2] = {{a, got, a->rows}, {b, got + N_TOK * a->rows, b->rows}};
+            kz_matrix_mul_group_split(outs, 2, &ep, x, ldx, N_TOK, split);
+            bad += memcmp(sep, got, n * sizeof(float)) != 0;
+        }
+    }
+    CHECK_MSG(bad == 0, "%s %s + %s: %d splits x thread counts differ from two calls", k->name,
+              dtype_name(a->dtype), dtype_name(b->dtype), bad);
+    free(sep);
+    free(got);
+}
+
 int main(void) {
     kz_pool *pools[MAX_THREADS];
     for (int p = 0; p < MAX_THREADS; p++) {
@@ -274,7 +312,8 @@ int main(void) {
         }
     }
     static const size_t cols_list[] = {96, 1056, 2080};
-    static const kz_dtype dtypes[] = {KZ_DTYPE_F32, KZ_DTYPE_BF16, KZ_DTYPE_Q8_0, KZ_DTYPE_Q4_0};
+    static const kz_dtype dtypes[] = {KZ_DTYPE_F32, KZ_DTYPE_BF16, KZ_DTYPE_F16, KZ_DTYPE_Q8_0,
+                                      KZ_DTYPE_Q4_0};
     const size_t rows = 37;
     for (size_t l = 0; l < TEST_N_LEVELS; l++) {
         const kz_kernels *k = test_level(test_levels[l]);
@@ -312,6 +351,12 @@ int main(void) {
             stored a = store(w, rows, cols, KZ_DTYPE_Q8_0);
             stored b = store(w, rows - 5, cols, KZ_DTYPE_BF16);
             check_group(pools, k, &a.m, &b.m, x, ldx);
+            for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+                stored sd = store(w, rows - 3, cols, dtypes[d]);
+                check_split(pools, k, &sd.m, &sd.m, x, ldx);
+                check_split(pools, k, &a.m, &sd.m, x, ldx);
+                free(sd.data);
+            }
             free(a.data);
             free(b.data);
             free(w);

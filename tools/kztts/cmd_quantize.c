@@ -33,7 +33,7 @@ int cmd_quantize(int argc, char **argv) {
         {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   checkpoint directory (source)"},
         {"--output", "-o", ARG_STRING, &out, 0, 0, "FILE  the .gguf file to write"},
         {"--type", "-t", ARG_STRING, &type, 0, 0,
-         "TYPE  q8_0 (default) | q4_0 | q4_mlp (4-bit MLPs) | bf16 | f32"},
+         "TYPE  q8_0 (default) | q4_0 | q4_mlp (4-bit MLPs) | bf16 | f16 | f32"},
         {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -43,7 +43,7 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     if (help) {
-        args_usage("quantize", "-m DIR -o OUT.gguf [--type q8_0|q4_0|q4_mlp|bf16|f32]", specs, n_specs);
+        args_usage("quantize", "-m DIR -o OUT.gguf [--type q8_0|q4_0|q4_mlp|bf16|f16|f32]", specs, n_specs);
         return 0;
     }
     kz_recipe recipe;
@@ -52,7 +52,7 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     if (kz_recipe_parse(type, &recipe) != 0) {
-        fprintf(stderr, "kztts quantize: unknown --type '%s' (q8_0, q4_0, q4_mlp, bf16, f32)\n", type);
+        fprintf(stderr, "kztts quantize: unknown --type '%s' (q8_0, q4_0, q4_mlp, bf16, f16, f32)\n", type);
         return 2;
     }
     kz_quantize_report report;

@@ -1,7 +1,7 @@
 /*
  * gemm_rows_neon.c - NEON (aarch64) prefill GEMM over f32 weight rows
  * (kernels.h gemm_rows) and the conversions of stored weight rows to f32 that
- * feed it (rows_to_f32_bf16 / _q8_0 / _q4_0).
+ * feed it (rows_to_f32_bf16 / _f16 / _q8_0 / _q4_0).
  *
  * Data flow: y [n_tok, ldy] (+)= x [n_tok, ldx] . w [n_rows, ldw]^T in register
  * tiles of 4 weight rows x 4 tokens: 16 accumulators of 4 lanes, each weight
@@ -124,6 +124,19 @@ void kz_rows_to_f32_bf16_neon(float *dst, const void *src, size_t n) {
     }
     for (; i < n; i++) {
         dst[i] = kz_bf16_to_f32(s[i]);
+    }
+}
+
+void kz_rows_to_f32_f16_neon(float *dst, const void *src, size_t n) {
+    const uint16_t *s = src;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(s + i));
+        vst1q_f32(dst + i, vcvt_f32_f16(vget_low_f16(h)));
+        vst1q_f32(dst + i + 4, vcvt_high_f32_f16(h));
+    }
+    for (; i < n; i++) {
+        dst[i] = kz_fp16_to_f32(s[i]);
     }
 }
 

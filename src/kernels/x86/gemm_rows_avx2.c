@@ -1,7 +1,7 @@
 /*
  * gemm_rows_avx2.c - AVX2 + FMA prefill GEMM over f32 weight rows (kernels.h
  * gemm_rows) and the conversions of stored weight rows to f32 that feed it
- * (rows_to_f32_bf16 / _q8_0 / _q4_0).
+ * (rows_to_f32_bf16 / _f16 / _q8_0 / _q4_0).
  *
  * Data flow: y [n_tok, ldy] (+)= x [n_tok, ldx] . w [n_rows, ldw]^T in register
  * tiles of 4 weight rows x 3 tokens: 12 accumulators of 8 lanes plus 4 weight
@@ -131,6 +131,17 @@ void kz_rows_to_f32_bf16_avx2(float *dst, const void *src, size_t n) {
     }
     for (; i < n; i++) {
         dst[i] = kz_bf16_to_f32(s[i]);
+    }
+}
+
+void kz_rows_to_f32_f16_avx2(float *dst, const void *src, size_t n) {
+    const uint16_t *s = src;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    }
+    for (; i < n; i++) {
+        dst[i] = kz_fp16_to_f32(s[i]);
     }
 }
 

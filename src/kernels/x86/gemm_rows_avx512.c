@@ -1,7 +1,7 @@
 /*
  * gemm_rows_avx512.c - AVX-512 prefill GEMM over f32 weight rows (kernels.h
  * gemm_rows) and the conversions of stored weight rows to f32 that feed it
- * (rows_to_f32_bf16 / _q8_0 / _q4_0).
+ * (rows_to_f32_bf16 / _f16 / _q8_0 / _q4_0).
  *
  * Data flow: y [n_tok, ldy] (+)= x [n_tok, ldx] . w [n_rows, ldw]^T in register
  * tiles of 4 weight rows x 4 tokens: 16 accumulators of 16 lanes, each weight
@@ -141,6 +141,18 @@ void kz_rows_to_f32_bf16_avx512(float *dst, const void *src, size_t n) {
         const __mmask16 m = first_lanes(n - i);
         const __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i));
         _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+    }
+}
+
+void kz_rows_to_f32_f16_avx512(float *dst, const void *src, size_t n) {
+    const uint16_t *s = src;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
+    }
+    if (i < n) {
+        const __mmask16 m = first_lanes(n - i);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + i)));
     }
 }
 

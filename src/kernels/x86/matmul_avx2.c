@@ -5,7 +5,7 @@
  * then 8-wide steps into the first accumulator, a fixed reduction tree, and a
  * scalar tail, with a software prefetch ~1 KB ahead in the weight stream (+30 %
  * bandwidth on one Zen 1 core, docs/PERF.md). Tokens are processed two at a time so each weight vector is
- * loaded (and, for bf16, widened) once for both; the per-token sequence is
+ * loaded (and, for bf16 / f16, widened) once for both; the per-token sequence is
  * the same whether a token is paired or alone. Calls with 4 or more tokens (the
  * prompt prefill) take groups of four tokens with two accumulators each, so a
  * weight vector serves four tokens; their order differs from the 1-2 token path
@@ -15,26 +15,29 @@
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
-typedef __m256 (*load_fn)(const void *w, size_t i);
+/* Weight element types (a constant after inlining). */
+enum { W_F32 = 0, W_BF16 = 1, W_F16 = 2 };
 
-static inline __m256 load_bf16(const void *w, size_t i) {
-    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+/* Eight weights from element i, widened to f32 (exact). */
+static inline __m256 wload(const void *w, size_t i, int kind) {
+    if (kind == W_F32) {
+        return _mm256_loadu_ps((const float *)w + i);
+    }
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (kind == W_F16) {
+        return _mm256_cvtph_ps(h);
+    }
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static inline __m256 load_f32(const void *w, size_t i) {
-    return _mm256_loadu_ps((const float *)w + i);
-}
-
-static inline float wscalar(const void *w, size_t i, int bf16) {
-    if (bf16) {
-        uint32_t bits = (uint32_t)((const uint16_t *)w)[i] << 16;
-        float f;
-        __builtin_memcpy(&f, &bits, sizeof f);
-        return f;
+static inline float wscalar(const void *w, size_t i, int kind) {
+    if (kind == W_F32) {
+        return ((const float *)w)[i];
     }
-    return ((const float *)w)[i];
+    const uint16_t h = ((const uint16_t *)w)[i];
+    return kind == W_F16 ? kz_fp16_to_f32(h) : kz_bf16_to_f32(h);
 }
 
 static inline float hsum(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
@@ -47,7 +50,7 @@ static inline float hsum(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 
 /* Dot products of one weight row with n_t (1 or 2) token rows. */
 static inline void row_dots(const void *wrow, const float *x0, const float *x1, size_t n_in,
-                            int n_t, int bf16, float *out0, float *out1) {
+                            int n_t, int kind, float *out0, float *out1) {
     __m256 a[2][4];
     for (int t = 0; t < 2; t++) {
         for (int k = 0; k < 4; k++) {
@@ -56,12 +59,12 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
     }
     size_t i = 0;
     const char *wb = (const char *)wrow;
-    size_t esize = bf16 ? 2 : 4;
+    size_t esize = kind == W_F32 ? 4 : 2;
     for (; i + 32 <= n_in; i += 32) {
         // One stream of weights per call: fetch ~1 KB ahead (also into the next row).
         _mm_prefetch(wb + (i + 32) * esize + 1024, _MM_HINT_T0);
         for (int k = 0; k < 4; k++) {
-            __m256 wv = bf16 ? load_bf16(wrow, i + 8 * (size_t)k) : load_f32(wrow, i + 8 * (size_t)k);
+            __m256 wv = wload(wrow, i + 8 * (size_t)k, kind);
             a[0][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i + 8 * k), a[0][k]);
             if (n_t == 2) {
                 a[1][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i + 8 * k), a[1][k]);
@@ -69,7 +72,7 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
         }
     }
     for (; i + 8 <= n_in; i += 8) {
-        __m256 wv = bf16 ? load_bf16(wrow, i) : load_f32(wrow, i);
+        __m256 wv = wload(wrow, i, kind);
         a[0][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i), a[0][0]);
         if (n_t == 2) {
             a[1][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i), a[1][0]);
@@ -78,7 +81,7 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
     float s0 = hsum(a[0][0], a[0][1], a[0][2], a[0][3]);
     float s1 = hsum(a[1][0], a[1][1], a[1][2], a[1][3]);
     for (; i < n_in; i++) {
-        float wi = wscalar(wrow, i, bf16);
+        float wi = wscalar(wrow, i, kind);
         s0 = s0 + wi * x0[i];
         s1 = s1 + wi * (n_t == 2 ? x1[i] : 0.0f);
     }
@@ -87,7 +90,7 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
 }
 
 /* Dot products of one weight row with 4 token rows (x + k * ldx). */
-static inline void row_dots4(const void *wrow, const float *x, size_t ldx, size_t n_in, int bf16,
+static inline void row_dots4(const void *wrow, const float *x, size_t ldx, size_t n_in, int kind,
                              float *out) {
     __m256 a[4][2];
     for (int t = 0; t < 4; t++) {
@@ -96,8 +99,8 @@ static inline void row_dots4(const void *wrow, const float *x, size_t ldx, size_
     }
     size_t i = 0;
     for (; i + 16 <= n_in; i += 16) {
-        __m256 w0 = bf16 ? load_bf16(wrow, i) : load_f32(wrow, i);
-        __m256 w1 = bf16 ? load_bf16(wrow, i + 8) : load_f32(wrow, i + 8);
+        __m256 w0 = wload(wrow, i, kind);
+        __m256 w1 = wload(wrow, i + 8, kind);
         for (int t = 0; t < 4; t++) {
             const float *xt = x + (size_t)t * ldx + i;
             a[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), a[t][0]);
@@ -108,21 +111,21 @@ static inline void row_dots4(const void *wrow, const float *x, size_t ldx, size_
     for (int t = 0; t < 4; t++) {
         float s = hsum(a[t][0], a[t][1], zero, zero);
         for (size_t k = i; k < n_in; k++) {
-            s = s + wscalar(wrow, k, bf16) * x[(size_t)t * ldx + k];
+            s = s + wscalar(wrow, k, kind) * x[(size_t)t * ldx + k];
         }
         out[t] = s;
     }
 }
 
 static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                   size_t n_tok, size_t o0, size_t o1, int bf16) {
-    size_t esize = bf16 ? 2 : 4;
+                   size_t n_tok, size_t o0, size_t o1, int kind) {
+    size_t esize = kind == W_F32 ? 4 : 2;
     size_t t = 0;
     if (n_tok >= 4) {
         for (; t + 4 <= n_tok; t += 4) {
             for (size_t o = o0; o < o1; o++) {
                 float r[4];
-                row_dots4((const char *)w + o * n_in * esize, x + t * ldx, ldx, n_in, bf16, r);
+                row_dots4((const char *)w + o * n_in * esize, x + t * ldx, ldx, n_in, kind, r);
                 for (int k = 0; k < 4; k++) {
                     y[(t + (size_t)k) * ldy + o] = r[k];
                 }
@@ -135,7 +138,7 @@ static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void 
         for (size_t o = o0; o < o1; o++) {
             const void *wrow = (const char *)w + o * n_in * esize;
             float r0, r1;
-            row_dots(wrow, x0, x1, n_in, n_t, bf16, &r0, &r1);
+            row_dots(wrow, x0, x1, n_in, n_t, kind, &r0, &r1);
             y[t * ldy + o] = r0;
             if (n_t == 2) {
                 y[(t + 1) * ldy + o] = r1;
@@ -146,10 +149,15 @@ static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void 
 
 void kz_matmul_bf16_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                          size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_BF16);
+}
+
+void kz_matmul_f16_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F16);
 }
 
 void kz_matmul_f32_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F32);
 }

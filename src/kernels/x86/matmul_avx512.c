@@ -4,33 +4,36 @@
  * Per weight row and token: four 16-lane accumulators over i in steps of 64,
  * then 16-wide steps into the first accumulator, a fixed reduction tree, and a
  * scalar tail. Tokens are processed two at a time so each weight vector is
- * loaded (and, for bf16, widened) once for both; the per-token sequence is
+ * loaded (and, for bf16 / f16, widened) once for both; the per-token sequence is
  * the same whether a token is paired or alone.
  */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
-typedef __m512 (*load_fn)(const void *w, size_t i);
+/* Weight element types (a constant after inlining). */
+enum { W_F32 = 0, W_BF16 = 1, W_F16 = 2 };
 
-static inline __m512 load_bf16(const void *w, size_t i) {
-    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
+/* Sixteen weights from element i, widened to f32 (exact). */
+static inline __m512 wload(const void *w, size_t i, int kind) {
+    if (kind == W_F32) {
+        return _mm512_loadu_ps((const float *)w + i);
+    }
+    const __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
+    if (kind == W_F16) {
+        return _mm512_cvtph_ps(h);
+    }
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-static inline __m512 load_f32(const void *w, size_t i) {
-    return _mm512_loadu_ps((const float *)w + i);
-}
-
-static inline float wscalar(const void *w, size_t i, int bf16) {
-    if (bf16) {
-        uint32_t bits = (uint32_t)((const uint16_t *)w)[i] << 16;
-        float f;
-        __builtin_memcpy(&f, &bits, sizeof f);
-        return f;
+static inline float wscalar(const void *w, size_t i, int kind) {
+    if (kind == W_F32) {
+        return ((const float *)w)[i];
     }
-    return ((const float *)w)[i];
+    const uint16_t h = ((const uint16_t *)w)[i];
+    return kind == W_F16 ? kz_fp16_to_f32(h) : kz_bf16_to_f32(h);
 }
 
 static inline float hsum(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
@@ -45,7 +48,7 @@ static inline float hsum(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 
 /* Dot products of one weight row with n_t (1 or 2) token rows. */
 static inline void row_dots(const void *wrow, const float *x0, const float *x1, size_t n_in,
-                            int n_t, int bf16, float *out0, float *out1) {
+                            int n_t, int kind, float *out0, float *out1) {
     __m512 a[2][4];
     for (int t = 0; t < 2; t++) {
         for (int k = 0; k < 4; k++) {
@@ -54,12 +57,12 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
     }
     size_t i = 0;
     const char *wb = (const char *)wrow;
-    size_t esize = bf16 ? 2 : 4;
+    size_t esize = kind == W_F32 ? 4 : 2;
     for (; i + 64 <= n_in; i += 64) {
         // One stream of weights per call: fetch ~1 KB ahead (also into the next row).
         _mm_prefetch(wb + (i + 64) * esize + 1024, _MM_HINT_T0);
         for (int k = 0; k < 4; k++) {
-            __m512 wv = bf16 ? load_bf16(wrow, i + 16 * (size_t)k) : load_f32(wrow, i + 16 * (size_t)k);
+            __m512 wv = wload(wrow, i + 16 * (size_t)k, kind);
             a[0][k] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x0 + i + 16 * k), a[0][k]);
             if (n_t == 2) {
                 a[1][k] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x1 + i + 16 * k), a[1][k]);
@@ -67,7 +70,7 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
         }
     }
     for (; i + 16 <= n_in; i += 16) {
-        __m512 wv = bf16 ? load_bf16(wrow, i) : load_f32(wrow, i);
+        __m512 wv = wload(wrow, i, kind);
         a[0][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x0 + i), a[0][0]);
         if (n_t == 2) {
             a[1][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x1 + i), a[1][0]);
@@ -76,7 +79,7 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
     float s0 = hsum(a[0][0], a[0][1], a[0][2], a[0][3]);
     float s1 = hsum(a[1][0], a[1][1], a[1][2], a[1][3]);
     for (; i < n_in; i++) {
-        float wi = wscalar(wrow, i, bf16);
+        float wi = wscalar(wrow, i, kind);
         s0 = s0 + wi * x0[i];
         s1 = s1 + wi * (n_t == 2 ? x1[i] : 0.0f);
     }
@@ -85,15 +88,15 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
 }
 
 static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                   size_t n_tok, size_t o0, size_t o1, int bf16) {
-    size_t esize = bf16 ? 2 : 4;
+                   size_t n_tok, size_t o0, size_t o1, int kind) {
+    size_t esize = kind == W_F32 ? 4 : 2;
     for (size_t t = 0; t < n_tok; t += 2) {
         int n_t = n_tok - t >= 2 ? 2 : 1;
         const float *x0 = x + t * ldx, *x1 = x0 + (n_t == 2 ? ldx : 0);
         for (size_t o = o0; o < o1; o++) {
             const void *wrow = (const char *)w + o * n_in * esize;
             float r0, r1;
-            row_dots(wrow, x0, x1, n_in, n_t, bf16, &r0, &r1);
+            row_dots(wrow, x0, x1, n_in, n_t, kind, &r0, &r1);
             y[t * ldy + o] = r0;
             if (n_t == 2) {
                 y[(t + 1) * ldy + o] = r1;
@@ -104,10 +107,15 @@ static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void 
 
 void kz_matmul_bf16_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                          size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_BF16);
+}
+
+void kz_matmul_f16_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                          size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F16);
 }
 
 void kz_matmul_f32_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+    matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F32);
 }
