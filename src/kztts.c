@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "runtime/error.h"
 #include "synth/long_text.h"
+#include "synth/prefill.h"
 #include "synth/request.h"
 #include "synth/session.h"
 
@@ -305,6 +306,43 @@ void kz_request_default(const kz_model *model, kz_request *r) {
     r->chunk_frames = 4;
 }
 
+/* The enum and size fields kz_request_resolve does not check. */
+static kz_status check_request_fields(const kz_request *r, const char *fn) {
+    if (r->layout < KZ_LAYOUT_DEFAULT || r->layout > KZ_LAYOUT_STREAMING ||
+        (r->split != KZ_TEXT_SPLIT_QWEN2 && r->split != KZ_TEXT_SPLIT_MISTRAL)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: unknown layout or split", fn);
+    }
+    if (r->max_utterance_bytes < 0) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "max_utterance_bytes %d is negative",
+                            (int)r->max_utterance_bytes);
+    }
+    return KZ_OK;
+}
+
+kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
+    kz_error_clear();
+    if (!session || !r) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_session_prepare: session and request are required");
+    }
+    kz_status st = check_request_fields(r, "kz_session_prepare");
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_request q = *r; // the text is not used: any one token when there is none
+    static const int32_t any_id = 0;
+    if (!q.text && !q.token_ids && !q.text_pull) {
+        q.token_ids = &any_id;
+        q.n_token_ids = 1;
+    }
+    kz_plan plan;
+    kz_plan_ids ids;
+    st = kz_request_resolve(session->model, &q, &plan, &ids);
+    st = st == KZ_OK ? kz_prefill_prepare(session, &plan.prompt) : st;
+    kz_plan_ids_free(&ids);
+    return st;
+}
+
 kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
                         void *user) {
     kz_error_clear();
@@ -312,20 +350,16 @@ kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "kz_synthesize: session, request and on_audio are required");
     }
-    if (r->layout < KZ_LAYOUT_DEFAULT || r->layout > KZ_LAYOUT_STREAMING ||
-        (r->split != KZ_TEXT_SPLIT_QWEN2 && r->split != KZ_TEXT_SPLIT_MISTRAL)) {
-        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_synthesize: unknown layout or split");
-    }
-    if (r->max_utterance_bytes < 0) {
-        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "max_utterance_bytes %d is negative",
-                            (int)r->max_utterance_bytes);
+    kz_status st = check_request_fields(r, "kz_synthesize");
+    if (st != KZ_OK) {
+        return st;
     }
     if (kz_long_text_wanted(r)) {
         return kz_long_text_run(session, r, on_audio, user);
     }
     kz_plan plan;
     kz_plan_ids ids;
-    kz_status st = kz_request_resolve(session->model, r, &plan, &ids);
+    st = kz_request_resolve(session->model, r, &plan, &ids);
     if (st != KZ_OK) {
         return st;
     }

@@ -3,7 +3,7 @@
  *
  *   LM thread (lm_pool)                      calling thread (codec_pool)
  *   PREFILL  prompt rows -> talker            POP     frames from the queue; on_frame
- *            (voice prefix: prompt_cache.h)
+ *            (voice prefix cached: prefill.h)
  *   TALKER   logits -> c0; EOS / cap -> end   DECODE  first_chunk_frames, then chunk_frames
  *   PREDICT  code predictor -> c1..c15                at a time, with the codec's carried state
  *   FEEDBACK sum of 16 embeddings + text      EMIT    PCM -> on_audio (is_last on the final one)
@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "runtime/error.h"
+#include "synth/prefill.h"
 #include "synth/text_feed.h"
 
 #define QUEUE_FRAMES 64
@@ -179,35 +180,6 @@ static kz_status first_text(synth *y) {
     return st;
 }
 
-/* The built prompt's rows -> talker. The text-independent leading rows (the prefix)
- * come from the session's prompt cache when it has them: their keys and values are
- * restored and only the body runs. Otherwise all rows run with the prefix split off
- * (the bits of a forward over the prefix and then one over the body, in one pass over
- * the weights: kz_matrix_mul_group_split), and the prefix's
- * keys and values are kept. Either way the body is computed alike, so the codes and
- * audio never depend on the cache. */
-static void run_prompt(synth *y) {
-    kz_session *s = y->s;
-    const kz_talker *t = &y->m->talker;
-    const size_t D = (size_t)t->cfg.hidden_size, n = y->prompt.n_rows, p = y->prompt.n_prefix;
-    const size_t kv_floats = kz_qwen3_kv_floats(&t->stack, p);
-    float *rows = y->prompt.rows;
-    const float *kv = kz_prompt_cache_find(&s->prompt_cache, rows, p, D, kv_floats);
-    if (kv) {
-        kz_qwen3_kv_restore(&t->stack, &y->ts.seq, kv, p);
-        kz_talker_forward(t, &y->ts, &s->lm, rows + p * D, n - p, 0);
-        s->stats.prompt_tokens += (int64_t)(n - p);
-        s->stats.prompt_tokens_cached += (int64_t)p;
-        return;
-    }
-    float *slot = kz_prompt_cache_slot(&s->prompt_cache, rows, p, D, kv_floats);
-    kz_talker_forward(t, &y->ts, &s->lm, rows, n, p);
-    if (slot) {
-        kz_qwen3_kv_save(&t->stack, &y->ts.seq, p, slot);
-    }
-    s->stats.prompt_tokens += (int64_t)n;
-}
-
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
     kz_status st = kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker, &y->ts,
@@ -215,7 +187,7 @@ static kz_status prefill(synth *y) {
     if (st == KZ_OK) {
         observe(y, "prefill_rows", y->prompt.rows, y->prompt.n_rows,
                 (size_t)y->m->talker.cfg.hidden_size);
-        run_prompt(y);
+        kz_prefill_run(y->s, &y->ts, &y->prompt);
     }
     y->s->stats.prefill_ms += now_ms() - t0;
     return st;

@@ -15,8 +15,9 @@
  * Then the case again on the same session: its prompt prefix (instruction, role and
  * tag rows) comes from the session's prompt cache, and the codes and observed logits
  * are bit-identical to the first run's; for the first case also: another text layout
- * still finds the prefix, another speaker does not, and a session without the cache
- * gives the same codes.
+ * still finds the prefix, another speaker does not, a session without the cache
+ * gives the same codes, and kz_session_prepare on a new session (no text) makes its
+ * first run a hit with the same codes (and is refused without a cache).
  * Then: same seed twice -> same codes; 1 vs 2 threads -> same codes and audio
  * (sampling); a different seed -> different codes.
  */
@@ -287,7 +288,39 @@ static void test_prompt_cache_keys(kz_session *s, const kz_model *m, const lm_ca
         CHECK_MSG(memcmp(other.codes, cold->codes, sizeof other.codes) == 0,
                   "%s: codes differ without the prompt cache", c->name);
     }
+    kz_request req;
+    fill_request(m, c, &req, 0, NULL);
+    req.token_ids = NULL;
+    req.n_token_ids = 0;
+    CHECK(kz_session_prepare(off, &req) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "no prompt cache");
     kz_session_free(off);
+}
+
+/* kz_session_prepare with the case's voice and no text: the first synthesis on the
+ * new session takes the prefix from the cache and gives the cold run's codes. */
+static void test_prepare(const kz_model *m, const lm_case *c, const codes_buf *cold) {
+    static codes_buf got;
+    kz_session_params sp;
+    kz_session_default_params(&sp);
+    sp.n_threads = 2;
+    kz_session *s;
+    CHECK(kz_session_new(m, &sp, &s) == KZ_OK);
+    kz_request req;
+    fill_request(m, c, &req, 0, NULL);
+    req.token_ids = NULL;
+    req.n_token_ids = 0;
+    CHECK_MSG(kz_session_prepare(s, &req) == KZ_OK, "prepare: %s", kz_last_error());
+    CHECK(kz_session_prepare(s, &req) == KZ_OK); // again: nothing to do
+    req.speaker = "nobody";
+    CHECK(kz_session_prepare(s, &req) == KZ_STATUS_INVALID_ARGUMENT);
+    int64_t computed, cached;
+    CHECK(run_counted(s, m, c, &got, &computed, &cached) == KZ_OK);
+    CHECK_MSG(cached >= 6, "%s: the prepared prefix was not used (%lld rows cached)", c->name,
+              (long long)cached);
+    CHECK_MSG(memcmp(got.codes, cold->codes, sizeof got.codes) == 0,
+              "%s: codes differ after kz_session_prepare", c->name);
+    kz_session_free(s);
 }
 
 static kz_status synth_sampled(const kz_model *m, const lm_case *c, int threads, uint64_t seed,
@@ -360,6 +393,7 @@ int main(int argc, char **argv) {
         }
         if (n_cases++ == 0) {
             test_prompt_cache_keys(s, m, &c, &codes);
+            test_prepare(m, &c, &codes);
             test_seeds(m, &c);
         }
         free_observed(&o);

@@ -1,0 +1,63 @@
+/*
+ * prefill.c - a prompt into the talker through the session's prompt cache (see
+ * prefill.h). The cache is keyed by the prefix rows themselves, so whatever
+ * built them (speaker, language, instruction) a hit means the same keys and values.
+ */
+#include "synth/prefill.h"
+
+#include "runtime/error.h"
+
+void kz_prefill_run(kz_session *s, kz_talker_state *ts, kz_prompt *p) {
+    const kz_talker *t = &s->model->talker;
+    const size_t D = (size_t)t->cfg.hidden_size, n = p->n_rows, np = p->n_prefix;
+    const size_t kv_floats = kz_qwen3_kv_floats(&t->stack, np);
+    const float *kv = kz_prompt_cache_find(&s->prompt_cache, p->rows, np, D, kv_floats);
+    if (kv) {
+        kz_qwen3_kv_restore(&t->stack, &ts->seq, kv, np);
+        kz_talker_forward(t, ts, &s->lm, p->rows + np * D, n - np, 0);
+        s->stats.prompt_tokens += (int64_t)(n - np);
+        s->stats.prompt_tokens_cached += (int64_t)np;
+        return;
+    }
+    // The slot copies the prefix rows now: the forward overwrites them.
+    float *slot = kz_prompt_cache_slot(&s->prompt_cache, p->rows, np, D, kv_floats);
+    kz_talker_forward(t, ts, &s->lm, p->rows, n, np);
+    if (slot) {
+        kz_qwen3_kv_save(&t->stack, &ts->seq, np, slot);
+    }
+    s->stats.prompt_tokens += (int64_t)n;
+}
+
+kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
+    const kz_model *m = s->model;
+    const kz_talker *t = &m->talker;
+    kz_prompt_spec one = *spec; // the prefix does not depend on the text: any one token
+    const int32_t pad = m->cfg.tts_pad_token_id;
+    one.text_ids = &pad;
+    one.n_text = 1;
+    const size_t n_rows = kz_prompt_rows(&one, t), D = (size_t)t->cfg.hidden_size;
+    kz_talker_state ts;
+    kz_status st = kz_talker_state_init(&ts, t, n_rows, n_rows > 64 ? n_rows : 64);
+    kz_prompt p = {0};
+    st = st == KZ_OK ? kz_prompt_build(&p, &one, &m->cfg, t, &ts, &s->lm) : st;
+    if (st == KZ_OK) {
+        const size_t np = p.n_prefix, kv_floats = kz_qwen3_kv_floats(&t->stack, np);
+        if (!kz_prompt_cache_find(&s->prompt_cache, p.rows, np, D, kv_floats)) {
+            float *slot = kz_prompt_cache_slot(&s->prompt_cache, p.rows, np, D, kv_floats);
+            if (!slot) {
+                st = s->prompt_cache.budget == 0
+                         ? kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_session_prepare: the "
+                                        "session keeps no prompt cache (prompt_cache_mb -1)")
+                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_session_prepare: the prompt "
+                                        "prefix (%zu rows) does not fit the prompt cache", np);
+            } else {
+                kz_qwen3_forward(&t->stack, &ts.seq, &s->lm, p.rows, np, 0);
+                kz_qwen3_kv_save(&t->stack, &ts.seq, np, slot);
+                s->stats.prompt_tokens += (int64_t)np;
+            }
+        }
+    }
+    kz_prompt_free(&p);
+    kz_talker_state_free(&ts);
+    return st;
+}
