@@ -20,6 +20,10 @@
  *
  * Environment: KZ_ISA=scalar|avx2|avx512|neon lowers the kernel level like
  * kz_model_params.isa does (it can only lower it). Nothing else is read.
+ *
+ * Versions 0.x add fields at the end of the parameter, request and timing structs:
+ * fill them with the *_default_params / kz_request_default functions and build
+ * against the header of the library you link (no binary compatibility before 1.0).
  */
 #ifndef KZTTS_H
 #define KZTTS_H
