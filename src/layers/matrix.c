@@ -310,26 +310,11 @@ void kz_matrix_populate(const kz_matrix *m) {
 
 void kz_matrix_row(const kz_matrix *m, size_t row, float *dst) {
     const uint8_t *src = (const uint8_t *)m->data + row * m->row_bytes;
-    switch (m->dtype) {
-    case KZ_DTYPE_F32:
+    // The formats' definitions: the scalar level's conversions (exact, bit for bit).
+    void (*to_f32)(float *, const void *, size_t) = row_to_f32(&kz_kernels_scalar, m->dtype);
+    if (to_f32) {
+        to_f32(dst, src, m->cols);
+    } else {
         memcpy(dst, src, m->cols * sizeof *dst);
-        break;
-    case KZ_DTYPE_Q8_0:
-        kz_dequantize_row_q8_0(dst, src, m->cols);
-        break;
-    case KZ_DTYPE_Q4_0:
-        kz_dequantize_row_q4_0(dst, src, m->cols);
-        break;
-    case KZ_DTYPE_F16:
-        for (size_t i = 0; i < m->cols; i++) {
-            dst[i] = kz_fp16_to_f32(((const uint16_t *)(const void *)src)[i]);
-        }
-        break;
-    default:
-        for (size_t i = 0; i < m->cols; i++) {
-            uint32_t bits = (uint32_t)((const uint16_t *)(const void *)src)[i] << 16;
-            memcpy(&dst[i], &bits, sizeof bits);
-        }
-        break;
     }
 }
