@@ -343,10 +343,10 @@ KZ_API kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audi
 
 /* Computes the prompt prefix of r's voice (speaker, language, instruction) into the
  * session's prompt cache now, so that the first kz_synthesize with that voice starts
- * from its text (e.g. while an LLM is still writing it). r is checked as
- * kz_synthesize checks it; its text is not used and may be absent. Nothing happens if
- * the session has the prefix already. KZ_STATUS_INVALID_ARGUMENT if the session keeps
- * no prompt cache (prompt_cache_mb -1). */
+ * from its text (e.g. while an LLM is still writing it). r's voice and numbers are
+ * checked as kz_synthesize checks them; its text (text, token_ids, text_pull) is
+ * ignored and may be absent. Nothing happens if the session has the prefix already.
+ * KZ_STATUS_INVALID_ARGUMENT if the session keeps no prompt cache (prompt_cache_mb -1). */
 KZ_API kz_status kz_session_prepare(kz_session *session, const kz_request *r);
 
 /* kz_synthesize into one buffer. On failure *audio is left empty. */

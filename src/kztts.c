@@ -329,12 +329,14 @@ kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
     if (st != KZ_OK) {
         return st;
     }
-    kz_request q = *r; // the text is not used: any one token when there is none
+    // The prefix does not depend on the text: one token stands in for whatever r has,
+    // so none is tokenized (or pulled) for nothing.
+    kz_request q = *r;
     static const int32_t any_id = 0;
-    if (!q.text && !q.token_ids && !q.text_pull) {
-        q.token_ids = &any_id;
-        q.n_token_ids = 1;
-    }
+    q.text = NULL;
+    q.text_pull = NULL;
+    q.token_ids = &any_id;
+    q.n_token_ids = 1;
     kz_plan plan;
     kz_plan_ids ids;
     st = kz_request_resolve(session->model, &q, &plan, &ids);

@@ -31,15 +31,11 @@ void kz_prefill_run(kz_session *s, kz_talker_state *ts, kz_prompt *p) {
 kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
     const kz_model *m = s->model;
     const kz_talker *t = &m->talker;
-    kz_prompt_spec one = *spec; // the prefix does not depend on the text: any one token
-    const int32_t pad = m->cfg.tts_pad_token_id;
-    one.text_ids = &pad;
-    one.n_text = 1;
-    const size_t n_rows = kz_prompt_rows(&one, t), D = (size_t)t->cfg.hidden_size;
+    const size_t n_rows = kz_prompt_rows(spec, t), D = (size_t)t->cfg.hidden_size;
     kz_talker_state ts;
     kz_status st = kz_talker_state_init(&ts, t, n_rows, n_rows > 64 ? n_rows : 64);
     kz_prompt p = {0};
-    st = st == KZ_OK ? kz_prompt_build(&p, &one, &m->cfg, t, &ts, &s->lm) : st;
+    st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, &ts, &s->lm) : st;
     if (st == KZ_OK) {
         const size_t np = p.n_prefix, kv_floats = kz_qwen3_kv_floats(&t->stack, np);
         if (!kz_prompt_cache_find(&s->prompt_cache, p.rows, np, D, kv_floats)) {

@@ -19,8 +19,8 @@
  * row's logits in ts->logits and counts the rows in s->stats. */
 void kz_prefill_run(kz_session *s, kz_talker_state *ts, kz_prompt *p);
 
-/* Computes and keeps the prefix of the prompt spec describes (its text is not
- * used; spec may have none), unless the session has it already. */
+/* Computes and keeps the prefix of the prompt spec describes (the text, at least one
+ * token, is built into the prompt but not run), unless the session has it already. */
 kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec);
 
 #endif
