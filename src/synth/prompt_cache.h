@@ -2,11 +2,12 @@
  * prompt_cache.h - a session's store of computed prompt prefixes (spec 8.2: the
  * instruction, role and tag rows do not depend on the text to speak).
  *
- *   prefill:  prefix rows [P, D] --find--> hit:  the saved KV -> the talker's cache
- *                                      \-> miss: talker forward over the P rows, then
- *                                                slot(rows) <- its KV (kz_qwen3_kv_save)
- *             then the body rows always run as their own forward, so the codes and
- *             audio are the same whether the prefix came from here or not.
+ *   prefill.c:  prefix rows [P, D] --find--> hit:  the saved KV -> the talker's cache,
+ *                                                  then a forward over the body rows
+ *                                        \-> miss: slot(rows); a forward over all rows
+ *                                                  split at P; the P rows' KV -> slot
+ *               the body rows get the bits of their own forward either way, so the
+ *               codes and audio are the same whether the prefix came from here or not.
  *
  * The key is the prefix rows themselves, compared bit for bit: equal input rows at
  * the same positions give equal keys and values, whatever produced the rows

@@ -43,7 +43,7 @@ struct kz_session {
     kz_codec_state codec;
     kz_code_predictor_state cp_state; /* allocated when the model has a talker */
     kz_lm_stats stats;
-    kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth.c's prefill) */
+    kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth/prefill.c) */
     kz_synth_observer observe;     /* NULL normally */
     void *observe_user;
     /* Teacher forcing (quality measurement): when not NULL, frame f takes the codes
