@@ -33,12 +33,15 @@
  * is a plain streaming loop without software prefetch, so a prefetching kernel can
  * pass 100 % of it; the codes' shares above 100 % say the probe is the weaker reader.
  *
- * Usage: bench_quant [scalar|avx2|avx512 ...] [--mb N] [--quick] [--threads N] [--no-vnni]
- *                    [--no-amx] [--prefill] [--tokens N] [--prefill-mb N]
+ * Usage: bench_quant [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N]
+ *                    [--no-vnni] [--no-amx] [--no-dotprod] [--prefill] [--tokens N]
+ *                    [--prefill-mb N]
  *   levels (default: every SIMD level the CPU supports); --mb total bf16
  *   megabytes per shape; --quick shortens timing; --no-vnni runs the AVX-512
  *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
  *   comparison); --no-amx keeps q8_0 prompts off the AMX-INT8 tiles (same bits);
+ *   --no-dotprod runs the NEON kernels' baseline variant on a CPU with the dotprod
+ *   extension (same bits as its SDOT variant);
  *   --prefill runs only the prefill table.
  */
 #include "kernels/kernels.h"
@@ -344,6 +347,7 @@ int main(int argc, char **argv) {
     size_t n_tok = 22;
     int no_vnni = 0;
     int no_amx = 0;
+    int no_dotprod = 0;
     int prefill_only = 0;
     for (int i = 1; i < argc; i++) {
         kz_isa isa;
@@ -363,6 +367,8 @@ int main(int argc, char **argv) {
             no_vnni = 1;
         } else if (strcmp(argv[i], "--no-amx") == 0) {
             no_amx = 1;
+        } else if (strcmp(argv[i], "--no-dotprod") == 0) {
+            no_dotprod = 1;
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
             mb = atof(argv[++i]);
         } else if (kz_isa_parse(argv[i], &isa) == 0 && isa <= KZ_ISA_NEON) {
@@ -370,8 +376,9 @@ int main(int argc, char **argv) {
             any = 1;
         } else {
             fprintf(stderr,
-                    "usage: %s [scalar|avx2|avx512 ...] [--mb N] [--quick] [--threads N] "
-                    "[--no-vnni] [--no-amx] [--prefill] [--tokens N] [--prefill-mb N]\n",
+                    "usage: %s [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N] "
+                    "[--no-vnni] [--no-amx] [--no-dotprod] [--prefill] [--tokens N] "
+                    "[--prefill-mb N]\n",
                     argv[0]);
             return 2;
         }
@@ -391,6 +398,13 @@ int main(int argc, char **argv) {
 #else
     (void)no_vnni;
     (void)no_amx;
+#endif
+#ifdef KZ_HAVE_ARM
+    const int dotprod = kz_quant_neon_set_dotprod(!no_dotprod);
+    printf("neon quantized kernels: %s\n",
+           dotprod && !no_dotprod ? "SDOT (dotprod)" : "baseline (SMULL/SMLAL)");
+#else
+    (void)no_dotprod;
 #endif
     if (n_threads > 1) {
         printf("%d threads (rows split), wall clock", n_threads);

@@ -15,7 +15,9 @@
  * min(cap, best, $KZ_ISA). This file is the only place in the library that
  * reads the environment; an unknown KZ_ISA value is logged and ignored.
  * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
- * level is always NEON; the Linux hwcaps only fill the feature string. Builds
+ * level is always NEON; the Linux hwcaps fill the feature string, and the
+ * dotprod one (HWCAP_ASIMDDP) switches the NEON quantized matmuls to their SDOT
+ * variant (arm/quant_dot_neon.c). Builds
  * with neither KZ_HAVE_X86 nor KZ_HAVE_ARM offer only the scalar table. Levels
  * are ordered as numbers (scalar < avx2 < avx512 < neon) and a cap never raises
  * the level, so on ARM a cap of avx2 or avx512 means scalar and on x86 a cap of
@@ -174,6 +176,14 @@ static void probe(void) {
             features_add(list[i].name);
         }
     }
+    if (hw & HWCAP_ASIMDDP) {
+        kz_quant_neon_enable_dotprod();
+    }
+#if defined(HWCAP2_I8MM)
+    if (getauxval(AT_HWCAP2) & HWCAP2_I8MM) {
+        features_add("i8mm");
+    }
+#endif
 #endif
     probe_best = KZ_ISA_NEON;
 }

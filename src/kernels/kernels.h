@@ -451,4 +451,17 @@ int kz_quant_avx512_set_vnni(int allow);
 void kz_quant_avx512_enable_amx(void);
 int kz_quant_avx512_set_amx(int allow);
 
+/* arm/quant_neon.c: dispatch.c enables the SDOT variant of the NEON quantized matmuls
+ * when Linux reports the dotprod extension (HWCAP_ASIMDDP); tests and benchmarks
+ * forbid (allow 0) and allow it again. Returns whether the CPU has it. Same bits
+ * either way. aarch64 builds only. */
+void kz_quant_neon_enable_dotprod(void);
+int kz_quant_neon_set_dotprod(int allow);
+/* The two variants behind kz_matmul_q{8,4}_0_neon (arm/quant_neon_body.h), q4 = 1 for
+ * q4_0: baseline Advanced SIMD (quant_neon.c) and SDOT (quant_dot_neon.c). */
+void kz_matmul_q_neon_mull(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                           size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
+void kz_matmul_q_neon_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                           size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
+
 #endif

@@ -555,9 +555,10 @@ static void test_matmul(void) {
     }
 }
 
-#ifdef KZ_HAVE_X86
+#if defined(KZ_HAVE_X86) || defined(KZ_HAVE_ARM)
 /* One shape of a quantized matmul run with switch(0) and switch(1) (a path toggle of
- * the AVX-512 kernel): returns whether both wrote the same bits, padding included. */
+ * the AVX-512 or NEON kernel): returns whether both wrote the same bits, padding
+ * included. */
 typedef struct path_case {
     int q4, raw;
     size_t rows, o0, n_in, n_tok, ldx, ldy;
@@ -649,6 +650,38 @@ static void test_amx_path(void) {
 #endif
 }
 
+/* The NEON kernels' SDOT variant (dotprod extension) forms the baseline variant's
+ * integer lane sums and float sequence: identical bits, for both formats, one to a
+ * dozen tokens, two activation chunks, strided x and y, misaligned weights, o0 > 0. */
+static void test_dotprod_path(void) {
+#ifdef KZ_HAVE_ARM
+    const kz_kernels *k = kz_kernels_for(KZ_ISA_NEON);
+    if (!k || !kz_quant_neon_set_dotprod(1)) {
+        printf("dotprod path: no dotprod extension on this CPU, skipped\n");
+        return;
+    }
+    int cases = 0;
+    for (int q4 = 0; q4 < 2; q4++) {
+        for (int rep = 0; rep < 24; rep++) {
+            path_case c = {.q4 = q4, .raw = rep % 2};
+            c.rows = 1 + test_rng_below(&rng, 40);
+            c.n_tok = 1 + test_rng_below(&rng, rep % 3 ? 3 : 12);
+            c.n_in = rep == 7 ? 8224 : 32 * (1 + test_rng_below(&rng, 120));
+            c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
+            c.ldx = c.n_in + (size_t)(rep % 3);
+            c.ldy = c.rows + (size_t)(rep % 2);
+            CHECK_MSG(paths_agree(k, &c, kz_quant_neon_set_dotprod),
+                      "%s rows %zu..%zu n_in %zu n_tok %zu: SDOT and baseline paths differ",
+                      q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
+            cases++;
+        }
+    }
+    printf("dotprod path: %d cases, SDOT == baseline\n", cases);
+#else
+    printf("dotprod path: not an aarch64 build, skipped\n");
+#endif
+}
+
 int main(void) {
     test_fp16();
     test_layout_q8_0();
@@ -658,5 +691,6 @@ int main(void) {
     test_matmul();
     test_vnni_paths();
     test_amx_path();
+    test_dotprod_path();
     return test_main_result("test_quant");
 }
