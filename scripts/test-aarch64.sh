@@ -10,8 +10,12 @@
 # (dpkg --add-architecture arm64); configure build-aarch64/ with
 # cmake/aarch64-linux-gnu.cmake; build all targets; run the four tests under
 # qemu-aarch64. Then, if the host build left the tiny model fixture (build/tests/model,
-# written by the model tests of .ci/run), an end-to-end check: the aarch64 CLI decodes
-# 40 frames at the best level (NEON) and must match the PyTorch waveform (SNR >= 60 dB).
+# written by the model tests of .ci/run), end-to-end checks: the aarch64 CLI decodes
+# 40 frames at the best level (NEON) and must match the PyTorch waveform (SNR >= 60 dB),
+# and it quantizes the tiny checkpoint to q8_0 and q4_0 GGUFs and speaks 8 greedy frames
+# from each on qemu's "max" CPU (dotprod: the SDOT kernels) and on a Cortex-A53 (none:
+# the baseline NEON kernels), 1 and 2 threads: all four runs must give the same codes, the
+# same audio and the same logits (`kztts quality`'s errors against the checkpoint).
 #
 # If the arm64 packages cannot be installed (no multiarch), or with KZ_AARCH64_DIRECT=1,
 # the kernels, dispatch.c, error.c and the four tests are compiled directly with
@@ -137,6 +141,48 @@ EOF
         echo "FAILED: kztts decode (aarch64)"
         failed=1
     fi
+    # Quantized talker and code predictor end to end: the q8_0 / q4_0 kernels take their
+    # SDOT variant on a CPU with the dotprod extension (qemu's "max") and the baseline
+    # one without it (Cortex-A53); codes and audio must be the same bits either way and
+    # on 1 or 2 threads.
+    for type in q8_0 q4_0; do
+        echo "-- kztts synth, tiny $type GGUF, with and without dotprod, 1 and 2 threads"
+        gguf="$build/tiny_$type.gguf"
+        if ! "${qemu[@]}" "$build/kztts" quantize -m "$fixture/tiny" -o "$gguf" --type "$type" \
+            >/dev/null; then
+            echo "FAILED: kztts quantize --type $type (aarch64)"
+            failed=1
+            continue
+        fi
+        ref=""
+        for run in max:1 max:2 cortex-a53:1 cortex-a53:2; do
+            cpu=${run%:*} threads=${run#*:} out="$build/synth_${type}_${cpu}_$threads"
+            if ! "${qemu[@]}" -cpu "$cpu" "$build/kztts" synth -m "$gguf" -s ryan \
+                --token-ids 9707,1879,13 --greedy --frames 8 --threads "$threads" \
+                --format f32 -o "$out.f32" --dump-codes "$out.codes"; then
+                echo "FAILED: kztts synth $type on $cpu, $threads threads (aarch64)"
+                failed=1
+                continue
+            fi
+            # Codes rarely show a last-bit difference of the logits; `kztts quality` does:
+            # its relative errors against the checkpoint (timings cut off) are kept too.
+            if ! "${qemu[@]}" -cpu "$cpu" "$build/kztts" quality -m "$gguf" --ref "$fixture/tiny" \
+                -s ryan --token-ids 9707,1879,13 --frames 8 --threads "$threads" --json |
+                sed 's/,"ref_ms".*//' >"$out.quality"; then
+                echo "FAILED: kztts quality $type on $cpu, $threads threads (aarch64)"
+                failed=1
+                continue
+            fi
+            sum=$(cat "$out.codes" "$out.f32" "$out.quality" | md5sum)
+            echo "   $cpu, $threads threads: $(wc -l <"$out.codes") frames, codes + audio +" \
+                "logit errors $sum"
+            ref=${ref:-$sum}
+            if [ "$sum" != "$ref" ]; then
+                echo "FAILED: $type on $cpu with $threads threads differs from max with 1 thread"
+                failed=1
+            fi
+        done
+    done
 else
     echo "-- end-to-end decode skipped (no fixture in $fixture or direct build)"
 fi
