@@ -7,6 +7,7 @@ output file left behind): empty and whitespace-only text, invalid UTF-8, unknown
 speaker or language, missing speaker, a speaker on VoiceDesign, an instruction
 on a Base model, --frames 0, out-of-range sampling values, malformed
 --token-ids, missing tokenizer files, a config that disagrees with the tensors.
+Interrupted (SIGINT / SIGTERM / SIGHUP) while writing: no output, no partial file.
 """
 import argparse
 import json
@@ -102,6 +103,71 @@ def streaming_text(k, model, work):
     check(same_codes, "streamed text gives different codes than the text at once")
     check(out == r.stdout and len(out) == 12 * 1920 * 4, "streamed text gives different audio")
     print(f"ok   streaming text token by token == streaming layout at once ({len(pieces)} pieces)")
+
+
+def interrupted(k, model, work):
+    """SIGINT, SIGTERM or SIGHUP while an output is being written: the process ends by
+    the signal and leaves neither OUT nor its partial file, and an unrelated partial
+    file of the same name that was there before stays."""
+    import glob
+    import signal
+    import time
+    out_dir = os.path.join(work, "interrupted")
+    os.makedirs(out_dir)
+    out = os.path.join(out_dir, "out.wav")
+    foreign = out + ".partial-other"
+    open(foreign, "wb").close()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        # --stream-text: the output file is open and the text not over until stdin closes.
+        p = subprocess.Popen([k, "synth", "-m", model, "-s", "ryan", "--greedy", "--frames", "40",
+                              "--stream-text", "-o", out], stdin=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        p.stdin.write(b"Hello world, this is a test")
+        p.stdin.flush()
+        deadline = time.time() + 60
+        while len(glob.glob(out + ".partial-*")) < 2 and time.time() < deadline:
+            time.sleep(0.02)
+        opened = len(glob.glob(out + ".partial-*")) == 2
+        p.send_signal(sig)
+        p.wait(timeout=60)
+        p.stdin.close()
+        p.stderr.close()
+        left = sorted(os.listdir(out_dir))
+        check(opened, f"{sig.name}: synth never opened its partial file")
+        check(p.returncode == -sig, f"{sig.name}: exit status {p.returncode}, want {-sig}")
+        ok = left == ["out.wav.partial-other"]
+        check(ok, f"{sig.name}: left behind {left}")
+        for f in left:
+            if f != "out.wav.partial-other":
+                os.unlink(os.path.join(out_dir, f))
+        if ok and opened and p.returncode == -sig:
+            print(f"ok   {sig.name} during synth: no output, no partial file ({p.returncode})")
+    # quantize: a signal at any moment leaves the complete file or nothing.
+    q_dir = os.path.join(work, "interrupted_quantize")
+    os.makedirs(q_dir)
+    gguf = os.path.join(q_dir, "q.gguf")
+    seen = set()
+    all_ok = True
+    for delay in (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6, 0.9, 1.4):
+        if os.path.exists(gguf):
+            os.unlink(gguf)
+        p = subprocess.Popen([k, "quantize", "-m", model, "-o", gguf, "--type", "q4_0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=120)
+        seen.add(p.returncode)
+        left = sorted(os.listdir(q_dir))
+        finished = p.returncode == 0 and left == ["q.gguf"]
+        stopped = p.returncode == -signal.SIGTERM and left == []
+        check(finished or stopped, f"quantize, SIGTERM after {delay} s: status {p.returncode}, "
+              f"left {left}")
+        all_ok = all_ok and (finished or stopped)
+        for f in left:
+            os.unlink(os.path.join(q_dir, f))
+    if all_ok:
+        print(f"ok   SIGTERM during quantize: the whole file or nothing (exit statuses "
+              f"{sorted(seen)})")
 
 
 LONG_PARAGRAPHS = [
@@ -216,6 +282,7 @@ def main():
     good_paths(a.kztts, model, a.work)
     streaming_text(a.kztts, model, a.work)
     long_text(a.kztts, model, a.work)
+    interrupted(a.kztts, model, a.work)
     bad_inputs(a.kztts, a, model, a.work)
     finish("test_cli_synth")
 

@@ -4,6 +4,8 @@
  */
 #include "audio_out.h"
 
+#include "interrupt.h"
+
 #include <errno.h>
 #include <math.h>
 #include <sndfile.h>
@@ -86,6 +88,7 @@ static int open_file(audio_out *o, int32_t rate) {
         return -1;
     }
     snprintf(o->tmp_path, n, "%s.partial-XXXXXX", o->path);
+    interrupt_guard(o->path);
     int fd = mkstemp(o->tmp_path);
     if (fd < 0) {
         fprintf(stderr, "kztts: %s: cannot create: %s\n", o->path, strerror(errno));
@@ -196,6 +199,9 @@ int audio_out_finish(audio_out *o, bool success) {
         if (rc != 0) {
             unlink(o->tmp_path);
         }
+    }
+    if (o->path) {
+        interrupt_unguard(o->path);
     }
     free(o->tmp_path);
     free(o->path);

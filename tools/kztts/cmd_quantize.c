@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "interrupt.h"
 #include "model/quantize.h"
 
 static void print_report(const char *out, const kz_quantize_report *r) {
@@ -56,7 +57,9 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     kz_quantize_report report;
+    interrupt_guard(out);
     kz_status st = kz_quantize(model_path, out, recipe, &report);
+    interrupt_unguard(out);
     if (st != KZ_OK) {
         cli_report("quantize", st);
         return 1;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "interrupt.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -24,6 +25,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    interrupt_init(); // before any thread: an interrupted command leaves no partial output
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
