@@ -3,7 +3,7 @@
  * matmul_q8_0, matmul_q4_0; formats in kernels/quant.h).
  *
  * Data flow, per pair of tokens (or a last single token) and per chunk of up
- * to 256 blocks (8192 inputs) of the row:
+ * to 256 blocks (8192 inputs) of the row (the walk is kernels/quant_walk.h):
  *   x[t] f32 --quant_act--> int8 q[32 b + i], float scale d_x[b], -8 * sum q (stack)
  *   per weight row o, per group of 8 blocks (the last one may be partial):
  *     q8_0: 32 int8 w --(|w|, x * sign w) maddubs, madd--> int32 x 8 per block
@@ -261,50 +261,14 @@ static void rows_q4(float *out, const uint8_t *row, const act *a, size_t nb, int
     }
 }
 
-static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                     size_t n_tok, size_t o0, size_t o1, int q4) {
-    KZ_ASSERT(n_in % KZ_QK == 0);
-    const size_t nb = n_in / KZ_QK;
-    const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    if (nb == 0) { // empty dot products, as the definition: 0
-        for (size_t t = 0; t < n_tok; t++) {
-            for (size_t o = o0; o < o1; o++) {
-                y[t * ldy + o] = 0.0f;
-            }
-        }
-        return;
-    }
-    act a[2];
-    for (size_t t = 0; t < n_tok; t += 2) {
-        const int nt = n_tok - t >= 2 ? 2 : 1;
-        for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
-            const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
-            for (int k = 0; k < nt; k++) {
-                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn);
-            }
-            for (size_t o = o0; o < o1; o++) {
-                const uint8_t *row = (const uint8_t *)w + (o * nb + c0) * bsize;
-                float r[2];
-                if (q4) {
-                    rows_q4(r, row, a, cn, nt);
-                } else {
-                    rows_q8(r, row, a, cn, nt);
-                }
-                for (int k = 0; k < nt; k++) {
-                    float *yp = y + (t + (size_t)k) * ldy + o;
-                    *yp = c0 == 0 ? r[k] : *yp + r[k];
-                }
-            }
-        }
-    }
-}
+#include "kernels/quant_walk.h"
 
 void kz_matmul_q8_0_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                          size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul_q(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+    quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
 }
 
 void kz_matmul_q4_0_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                          size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul_q(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+    quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
 }

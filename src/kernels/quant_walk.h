@@ -1,0 +1,62 @@
+/*
+ * quant_walk.h - the walk over token pairs and activation chunks that the AVX2 and
+ * NEON quantized matmuls share (x86/quant_avx2.c, arm/quant_neon_body.h), included
+ * once per kernel as a template.
+ *
+ * Before including it a kernel defines CHUNK_BLOCKS, its `act` (one token's int8
+ * activations of a chunk and their scales), `quant_act(act *, const float *x, nb)`
+ * and `rows_q8` / `rows_q4(float out[2], row, const act a[2], nb, nt)` (one weight
+ * row's partial dot products with nt = 1 or 2 tokens). This file defines
+ *
+ *   static void quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4)
+ *     n_in 0: y = 0 (empty sums, as the definition)
+ *     tokens in pairs (a last single token alone)
+ *       activation chunks of CHUNK_BLOCKS blocks: quant_act per token of the pair
+ *         rows [o0, o1): rows_q{8,4} -> y (first chunk) or y + (later chunks)
+ *
+ * A token's sums depend only on n_in and its own activations: never on its pair
+ * partner, n_tok or [o0, o1), so any split over threads gives the same bits.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/quant.h"
+#include "runtime/error.h"
+
+static void quant_walk(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                       size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4) {
+    KZ_ASSERT(n_in % KZ_QK == 0);
+    const size_t nb = n_in / KZ_QK;
+    const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
+    if (nb == 0) {
+        for (size_t t = 0; t < n_tok; t++) {
+            for (size_t o = o0; o < o1; o++) {
+                y[t * ldy + o] = 0.0f;
+            }
+        }
+        return;
+    }
+    act a[2];
+    for (size_t t = 0; t < n_tok; t += 2) {
+        const int nt = n_tok - t >= 2 ? 2 : 1;
+        for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
+            const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
+            for (int k = 0; k < nt; k++) {
+                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn);
+            }
+            for (size_t o = o0; o < o1; o++) {
+                const uint8_t *row = (const uint8_t *)w + (o * nb + c0) * bsize;
+                float r[2];
+                if (q4) {
+                    rows_q4(r, row, a, cn, nt);
+                } else {
+                    rows_q8(r, row, a, cn, nt);
+                }
+                for (int k = 0; k < nt; k++) {
+                    float *yp = y + (t + (size_t)k) * ldy + o;
+                    *yp = c0 == 0 ? r[k] : *yp + r[k];
+                }
+            }
+        }
+    }
+}
