@@ -5,14 +5,15 @@
  *
  * Before including it a kernel defines CHUNK_BLOCKS, its `act` (one token's int8
  * activations of a chunk and their scales), `quant_act(act *, const float *x, nb)`
- * and `rows_q8` / `rows_q4(float out[2], row, const act a[2], nb, nt)` (one weight
- * row's partial dot products with nt = 1 or 2 tokens). This file defines
+ * and the always-inline `row_dots(float out[2], row, const act a[2], nb, nt, q4)`
+ * (one weight row's partial dot products with nt = 1 or 2 tokens, q4 = 1 for
+ * q4_0), which this file instantiates for each constant (nt, q4), and defines
  *
  *   static void quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4)
  *     n_in 0: y = 0 (empty sums, as the definition)
  *     tokens in pairs (a last single token alone)
  *       activation chunks of CHUNK_BLOCKS blocks: quant_act per token of the pair
- *         rows [o0, o1): rows_q{8,4} -> y (first chunk) or y + (later chunks)
+ *         rows [o0, o1): row_dots -> y (first chunk) or y + (later chunks)
  *
  * A token's sums depend only on n_in and its own activations: never on its pair
  * partner, n_tok or [o0, o1), so any split over threads gives the same bits.
@@ -22,6 +23,22 @@
 
 #include "kernels/quant.h"
 #include "runtime/error.h"
+
+static void rows_q8(float *out, const uint8_t *row, const act *a, size_t nb, int nt) {
+    if (nt == 2) {
+        row_dots(out, row, a, nb, 2, 0);
+    } else {
+        row_dots(out, row, a, nb, 1, 0);
+    }
+}
+
+static void rows_q4(float *out, const uint8_t *row, const act *a, size_t nb, int nt) {
+    if (nt == 2) {
+        row_dots(out, row, a, nb, 2, 1);
+    } else {
+        row_dots(out, row, a, nb, 1, 1);
+    }
+}
 
 static void quant_walk(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                        size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4) {

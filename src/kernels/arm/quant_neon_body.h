@@ -152,22 +152,6 @@ ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t
     }
 }
 
-static void rows_q8(float *out, const uint8_t *row, const act *a, size_t nb, int nt) {
-    if (nt == 2) {
-        row_dots(out, row, a, nb, 2, 0);
-    } else {
-        row_dots(out, row, a, nb, 1, 0);
-    }
-}
-
-static void rows_q4(float *out, const uint8_t *row, const act *a, size_t nb, int nt) {
-    if (nt == 2) {
-        row_dots(out, row, a, nb, 2, 1);
-    } else {
-        row_dots(out, row, a, nb, 1, 1);
-    }
-}
-
 #include "kernels/quant_walk.h"
 
 void QUANT_NEON_FN(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
