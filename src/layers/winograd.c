@@ -1,0 +1,278 @@
+/*
+ * winograd.c - causal k = 7 convolutions by Winograd F(4, 7) (see winograd.h).
+ *
+ * Load: the conv's fp32 panels W_j [k_in, n] (j = 0..6) -> U_k = sum_j G[k][j] W_j in
+ * double, rounded once -> 10 packed 1x1 convs. The Toom-Cook matrices are built once
+ * from the interpolation points in double (exact enough: every entry is a small
+ * rational) and kept as floats.
+ * Run, per call (whole frames):
+ *   plan      per frame, per residue class r mod d: whole tiles of 4 (base rows) and
+ *             the rest (left rows), both in increasing order -> idx scratch
+ *   input     V[k][tile][:] = sum_l BT[k][l] x[base + l d]       (pool over tiles)
+ *   GEMMs     M[k] = V[k] U_k                                     (kz_conv_run x 10)
+ *   output    y[base + i d] = bias + sum_k AT[i][k] M[k][tile]    (pool over tiles)
+ *   left      G[left][j k_in + i] = x[row + j d][i]; Y = G W (the direct panels as
+ *             taps 1, k_in 7) + bias -> y[row]                  (gather, GEMM, scatter)
+ * Each output row is written by one tile or one left row in a fixed sequence of
+ * axpy / GEMM steps, so the pool's split never changes bits.
+ */
+#include "layers/winograd.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/error.h"
+
+static float AT[KZ_WINO_M][KZ_WINO_N]; /* output transform */
+static double G[KZ_WINO_N][KZ_WINO_R]; /* weight transform (double: applied at load) */
+static float BT[KZ_WINO_N][KZ_WINO_N]; /* input transform */
+static pthread_once_t matrices_once = PTHREAD_ONCE_INIT;
+
+/* Multiplies the polynomial p (ascending coefficients, *len of them) by (x - a). */
+static void poly_times_root(double *p, int *len, double a) {
+    p[*len] = 0.0;
+    for (int i = *len; i > 0; i--) {
+        p[i] = p[i - 1] - a * p[i];
+    }
+    p[0] = -a * p[0];
+    (*len)++;
+}
+
+/* Toom-Cook for correlation, by transposing linear convolution (Lavin & Gray):
+ * evaluation at the finite points and infinity gives G (of the kernel) and AT (of the
+ * outputs, transposed); Lagrange interpolation gives BT (transposed). */
+static void build_matrices(void) {
+    static const double pts[KZ_WINO_N - 1] = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 1.5, -1.5};
+    const int n = KZ_WINO_N, fin = KZ_WINO_N - 1;
+    for (int k = 0; k < fin; k++) {
+        double pw = 1.0;
+        for (int j = 0; j < KZ_WINO_R; j++, pw *= pts[k]) {
+            G[k][j] = pw;
+        }
+        pw = 1.0;
+        for (int i = 0; i < KZ_WINO_M; i++, pw *= pts[k]) {
+            AT[i][k] = (float)pw;
+        }
+        // BT row k: coefficients of L_k(x) = prod_{l != k} (x - p_l) / (p_k - p_l)
+        double poly[KZ_WINO_N + 1] = {1.0};
+        int len = 1;
+        double den = 1.0;
+        for (int l = 0; l < fin; l++) {
+            if (l != k) {
+                poly_times_root(poly, &len, pts[l]);
+                den *= pts[k] - pts[l];
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            BT[k][i] = i < len ? (float)(poly[i] / den) : 0.0f;
+        }
+    }
+    for (int j = 0; j < KZ_WINO_R; j++) { // infinity: the leading coefficients
+        G[fin][j] = j == KZ_WINO_R - 1 ? 1.0 : 0.0;
+    }
+    for (int i = 0; i < KZ_WINO_M; i++) {
+        AT[i][fin] = i == KZ_WINO_M - 1 ? 1.0f : 0.0f;
+    }
+    double poly[KZ_WINO_N + 1] = {1.0}; // BT row infinity: prod over all finite points
+    int len = 1;
+    for (int l = 0; l < fin; l++) {
+        poly_times_root(poly, &len, pts[l]);
+    }
+    for (int i = 0; i < n; i++) {
+        BT[fin][i] = (float)poly[i];
+    }
+}
+
+kz_status kz_wino_init(kz_wino *w, const kz_conv *c) {
+    memset(w, 0, sizeof *w);
+    KZ_ASSERT(c->taps == KZ_WINO_R && c->w.data && c->w.taps == KZ_WINO_R);
+    pthread_once(&matrices_once, build_matrices);
+    const size_t k_in = c->k_in, n = c->n, k_rows = KZ_WINO_R * k_in;
+    w->k_in = k_in;
+    w->n = n;
+    w->dilation = c->dilation;
+    float *src = malloc((k_in * n > 0 ? k_in * n : 1) * sizeof *src);
+    if (!src) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for Winograd weights");
+    }
+    for (int k = 0; k < KZ_WINO_N; k++) {
+        for (size_t i = 0; i < k_in; i++) {
+            for (size_t o = 0; o < n; o++) {
+                const float *col = c->w.data + (o / KZ_PANEL) * k_rows * KZ_PANEL + o % KZ_PANEL;
+                double s = 0.0;
+                for (int j = 0; j < KZ_WINO_R; j++) {
+                    s += G[k][j] * (double)col[((size_t)j * k_in + i) * KZ_PANEL];
+                }
+                src[i * n + o] = (float)s;
+            }
+        }
+        kz_conv *u = &w->u[k];
+        *u = (kz_conv){.k_in = k_in, .n = n, .taps = 1, .dilation = 1};
+        if (kz_packed_init_rows(&u->w, 1, k_in, n, src) != 0) {
+            free(src);
+            kz_wino_free(w);
+            return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for Winograd weights");
+        }
+    }
+    free(src);
+    w->direct = (kz_conv){.bias = c->bias, .k_in = k_rows, .n = n, .taps = 1, .dilation = 1};
+    kz_packed_init_mapped(&w->direct.w, 1, k_rows, n, c->w.data);
+    return KZ_OK;
+}
+
+void kz_wino_free(kz_wino *w) {
+    if (!w) {
+        return;
+    }
+    for (int k = 0; k < KZ_WINO_N; k++) {
+        kz_conv_free(&w->u[k]);
+    }
+    memset(w, 0, sizeof *w); // direct borrows the conv's panels and bias
+}
+
+/* Tiles and left rows of one frame: class r holds ceil((rows - r) / d) outputs. */
+static void frame_counts(size_t frame_rows, size_t d, size_t *tiles, size_t *left) {
+    *tiles = 0;
+    *left = 0;
+    for (size_t r = 0; r < d && r < frame_rows; r++) {
+        const size_t outs = (frame_rows - r + d - 1) / d;
+        *tiles += outs / KZ_WINO_M;
+        *left += outs % KZ_WINO_M;
+    }
+}
+
+void kz_wino_scratch_need(const kz_wino *w, size_t frame_rows, size_t n_frames, size_t *n_f,
+                          size_t *n_idx) {
+    size_t tiles;
+    size_t left;
+    frame_counts(frame_rows, w->dilation, &tiles, &left);
+    tiles *= n_frames;
+    left *= n_frames;
+    *n_f = KZ_WINO_N * tiles * (w->k_in + w->n) + left * (KZ_WINO_R * w->k_in + w->n);
+    *n_idx = tiles + left;
+}
+
+typedef struct wino_job {
+    const kz_wino *w;
+    const kz_kernels *k;
+    const float *x;
+    size_t ldx;
+    float *y;
+    size_t ldy;
+    const size_t *base; /* [n_tiles] first output row of each tile */
+    const size_t *left; /* [n_left] rows computed directly */
+    size_t n_tiles;
+    float *v;           /* [N][n_tiles][k_in] */
+    float *m;           /* [N][n_tiles][n] */
+    float *g;           /* [n_left][7 k_in] gathered inputs */
+} wino_job;
+
+static void input_rows(void *arg, size_t t0, size_t t1) {
+    const wino_job *j = arg;
+    const size_t k_in = j->w->k_in, d = j->w->dilation;
+    for (size_t t = t0; t < t1; t++) {
+        for (int k = 0; k < KZ_WINO_N; k++) {
+            float *dst = j->v + ((size_t)k * j->n_tiles + t) * k_in;
+            memset(dst, 0, k_in * sizeof *dst);
+            for (int l = 0; l < KZ_WINO_N; l++) {
+                if (BT[k][l] != 0.0f) {
+                    j->k->axpy(dst, BT[k][l], j->x + (j->base[t] + (size_t)l * d) * j->ldx, k_in);
+                }
+            }
+        }
+    }
+}
+
+static void output_rows(void *arg, size_t t0, size_t t1) {
+    const wino_job *j = arg;
+    const size_t n = j->w->n, d = j->w->dilation;
+    const float *bias = j->w->direct.bias;
+    for (size_t t = t0; t < t1; t++) {
+        for (int i = 0; i < KZ_WINO_M; i++) {
+            float *dst = j->y + (j->base[t] + (size_t)i * d) * j->ldy;
+            if (bias) {
+                memcpy(dst, bias, n * sizeof *dst);
+            } else {
+                memset(dst, 0, n * sizeof *dst);
+            }
+            for (int k = 0; k < KZ_WINO_N; k++) {
+                if (AT[i][k] != 0.0f) {
+                    j->k->axpy(dst, AT[i][k], j->m + ((size_t)k * j->n_tiles + t) * n, n);
+                }
+            }
+        }
+    }
+}
+
+static void gather_rows(void *arg, size_t r0, size_t r1) {
+    const wino_job *j = arg;
+    const size_t k_in = j->w->k_in, d = j->w->dilation;
+    for (size_t r = r0; r < r1; r++) {
+        for (size_t tap = 0; tap < KZ_WINO_R; tap++) {
+            memcpy(j->g + (r * KZ_WINO_R + tap) * k_in, j->x + (j->left[r] + tap * d) * j->ldx,
+                   k_in * sizeof(float));
+        }
+    }
+}
+
+/* Tile bases and left rows of n_frames frames, each list in increasing row order. */
+static void plan(size_t frame_rows, size_t n_frames, size_t d, size_t *base, size_t *n_tiles,
+                 size_t *left, size_t *n_left) {
+    *n_tiles = 0;
+    *n_left = 0;
+    for (size_t f = 0; f < n_frames; f++) {
+        for (size_t r = 0; r < d && r < frame_rows; r++) {
+            const size_t outs = (frame_rows - r + d - 1) / d;
+            const size_t whole = outs / KZ_WINO_M * KZ_WINO_M;
+            for (size_t q = 0; q < outs; q++) {
+                const size_t row = f * frame_rows + r + q * d;
+                if (q < whole && q % KZ_WINO_M == 0) {
+                    base[(*n_tiles)++] = row;
+                } else if (q >= whole) {
+                    left[(*n_left)++] = row;
+                }
+            }
+        }
+    }
+}
+
+void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *y, size_t ldy,
+                 const float *x, size_t ldx, size_t n_rows, size_t frame_rows) {
+    KZ_ASSERT(frame_rows > 0 && n_rows % frame_rows == 0);
+    const size_t n_frames = n_rows / frame_rows;
+    size_t need_f;
+    size_t need_idx;
+    kz_wino_scratch_need(w, frame_rows, n_frames, &need_f, &need_idx);
+    KZ_ASSERT(s->n_f >= need_f && s->n_idx >= need_idx);
+    size_t tiles;
+    size_t left;
+    frame_counts(frame_rows, w->dilation, &tiles, &left);
+    tiles *= n_frames;
+    size_t *base = s->idx, *left_rows = s->idx + tiles;
+    size_t n_tiles;
+    size_t n_left;
+    plan(frame_rows, n_frames, w->dilation, base, &n_tiles, left_rows, &n_left);
+    KZ_ASSERT(n_tiles == tiles);
+    const size_t k_in = w->k_in, n = w->n;
+    wino_job j = {.w = w, .k = e->k, .x = x, .ldx = ldx, .y = y, .ldy = ldy, .base = base,
+                  .left = left_rows, .n_tiles = n_tiles, .v = s->f};
+    j.m = j.v + KZ_WINO_N * n_tiles * k_in;
+    j.g = j.m + KZ_WINO_N * n_tiles * n;
+    float *y_left = j.g + n_left * KZ_WINO_R * k_in;
+    if (n_tiles) {
+        kz_exec_rows(e, n_tiles, 8, input_rows, &j);
+        for (int k = 0; k < KZ_WINO_N; k++) {
+            kz_conv_run(&w->u[k], e, j.m + (size_t)k * n_tiles * n, n,
+                        j.v + (size_t)k * n_tiles * k_in, k_in, n_tiles, KZ_GEMM_STORE);
+        }
+        kz_exec_rows(e, n_tiles, 8, output_rows, &j);
+    }
+    if (n_left) {
+        kz_exec_rows(e, n_left, 8, gather_rows, &j);
+        kz_conv_run(&w->direct, e, y_left, n, j.g, KZ_WINO_R * k_in, n_left, KZ_GEMM_STORE);
+        for (size_t r = 0; r < n_left; r++) {
+            memcpy(y + left_rows[r] * ldy, y_left + r * n, n * sizeof *y);
+        }
+    }
+}

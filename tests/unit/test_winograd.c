@@ -1,0 +1,156 @@
+/*
+ * test_winograd.c - the Winograd F(4, 7) convolution (layers/winograd.c) against the
+ * direct conv-GEMM of the same layer.
+ *
+ * Data flow: seeded random weights [n, k_in, 7] packed as a causal conv (dilation
+ * 1, 3 or 9), random inputs with their history rows -> kz_conv_run (direct, exact
+ * path) and kz_wino_run over n_frames frames of frame_rows rows. Checks, per shape:
+ *   accuracy   every output row within 5e-5 of the direct row's scale
+ *              (|y - y_direct| <= 5e-5 (max |y_direct| of the row + 1e-3)); a wrong
+ *              matrix entry or tile index errs by O(1) of that scale;
+ *   left rows  the outputs outside whole tiles (per frame and residue class) equal
+ *              the direct conv bit for bit (they are computed by it);
+ *   frames     the same rows run as two calls split at a frame boundary give the
+ *              bits of one call (chunk invariance);
+ *   threads    1 and 3 pool threads give identical bits.
+ * Shapes include frames shorter than 4 d (no whole tile in some classes), the
+ * codec's 32-row frames at d = 9, odd channel counts and n not a multiple of 16.
+ */
+#include "layers/winograd.h"
+#include "runtime/threadpool.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float rnd(void) {
+    return (float)test_rng_below(&rng, 2000001) / 1e6f - 1.0f;
+}
+
+typedef struct shape {
+    size_t k_in, n, d, frame_rows, n_frames;
+} shape;
+
+/* A causal k=7 conv with random weights and bias (fp32 panels). */
+static void make_conv(kz_conv *c, const shape *s) {
+    const size_t k_rows = 7 * s->k_in;
+    float *src = malloc(k_rows * s->n * sizeof *src);
+    for (size_t i = 0; i < k_rows * s->n; i++) {
+        src[i] = rnd() / sqrtf((float)k_rows);
+    }
+    memset(c, 0, sizeof *c);
+    CHECK(kz_packed_init_rows(&c->w, 7, s->k_in, s->n, src) == 0);
+    free(src);
+    c->bias = malloc(s->n * sizeof(float));
+    for (size_t o = 0; o < s->n; o++) {
+        c->bias[o] = rnd() * 0.1f;
+    }
+    c->k_in = s->k_in;
+    c->n = s->n;
+    c->taps = 7;
+    c->dilation = s->d;
+    c->history = 6 * s->d;
+}
+
+/* Whether output row t of a frame is computed directly (outside whole tiles). */
+static int is_left(size_t t, const shape *s) {
+    const size_t in_frame = t % s->frame_rows, r = in_frame % s->d, q = in_frame / s->d;
+    const size_t outs = (s->frame_rows - r + s->d - 1) / s->d;
+    return q >= outs / 4 * 4;
+}
+
+static void run_wino(const kz_wino *w, kz_exec *e, float *y, const float *x, const shape *s,
+                     size_t f0, size_t f1) {
+    kz_wino_scratch sc;
+    kz_wino_scratch_need(w, s->frame_rows, f1 - f0, &sc.n_f, &sc.n_idx);
+    sc.f = malloc((sc.n_f + 1) * sizeof(float));
+    sc.idx = malloc((sc.n_idx + 1) * sizeof(size_t));
+    kz_wino_run(w, e, &sc, y + f0 * s->frame_rows * s->n, s->n,
+                x + f0 * s->frame_rows * s->k_in, s->k_in, (f1 - f0) * s->frame_rows,
+                s->frame_rows);
+    free(sc.f);
+    free(sc.idx);
+}
+
+static void check_shape(const shape *s, kz_pool *pool1, kz_pool *pool3) {
+    const kz_kernels *k = kz_kernels_select(KZ_ISA_AUTO);
+    const size_t rows = s->frame_rows * s->n_frames, hist = 6 * s->d;
+    float *x = malloc((rows + hist) * s->k_in * sizeof *x);
+    for (size_t i = 0; i < (rows + hist) * s->k_in; i++) {
+        x[i] = rnd();
+    }
+    kz_conv c;
+    make_conv(&c, s);
+    kz_wino w;
+    CHECK(kz_wino_init(&w, &c) == KZ_OK);
+    float *y_direct = malloc(rows * s->n * sizeof(float));
+    float *y1 = malloc(rows * s->n * sizeof(float));
+    float *y3 = malloc(rows * s->n * sizeof(float));
+    float *y_split = malloc(rows * s->n * sizeof(float));
+    kz_exec e1 = {.k = k, .pool = pool1};
+    kz_exec e3 = {.k = k, .pool = pool3};
+    kz_conv_run(&c, &e1, y_direct, s->n, x, s->k_in, rows, KZ_GEMM_STORE);
+    run_wino(&w, &e1, y1, x, s, 0, s->n_frames);
+    run_wino(&w, &e3, y3, x, s, 0, s->n_frames);
+    const size_t cut = s->n_frames / 2;
+    run_wino(&w, &e3, y_split, x, s, 0, cut);
+    run_wino(&w, &e3, y_split, x, s, cut, s->n_frames);
+    int accurate = 1;
+    int left_exact = 1;
+    double worst = 0.0;
+    for (size_t t = 0; t < rows; t++) {
+        const float *yd = y_direct + t * s->n, *yw = y1 + t * s->n;
+        float scale = 1e-3f;
+        for (size_t o = 0; o < s->n; o++) {
+            scale = fmaxf(scale, fabsf(yd[o]));
+        }
+        for (size_t o = 0; o < s->n; o++) {
+            const double err = fabs((double)yw[o] - (double)yd[o]) / scale;
+            worst = err > worst ? err : worst;
+            accurate &= err <= 5e-5;
+        }
+        if (is_left(t, s)) {
+            left_exact &= memcmp(yd, yw, s->n * sizeof(float)) == 0;
+        }
+    }
+    CHECK_MSG(accurate, "k_in %zu n %zu d %zu frame %zu x %zu: worst error %.3g of the row scale",
+              s->k_in, s->n, s->d, s->frame_rows, s->n_frames, worst);
+    CHECK_MSG(left_exact, "k_in %zu d %zu frame %zu: rows outside tiles differ from direct",
+              s->k_in, s->d, s->frame_rows);
+    CHECK_MSG(memcmp(y1, y3, rows * s->n * sizeof(float)) == 0,
+              "k_in %zu d %zu: 1 and 3 threads differ", s->k_in, s->d);
+    CHECK_MSG(memcmp(y1, y_split, rows * s->n * sizeof(float)) == 0,
+              "k_in %zu d %zu: split at frame %zu differs from one call", s->k_in, s->d, cut);
+    printf("k_in %4zu n %3zu d %zu frame %4zu x %zu: worst error %.2e of the row scale\n", s->k_in,
+           s->n, s->d, s->frame_rows, s->n_frames, worst);
+    kz_wino_free(&w);
+    kz_conv_free(&c);
+    free(x);
+    free(y_direct);
+    free(y1);
+    free(y3);
+    free(y_split);
+}
+
+int main(void) {
+    kz_pool *pool1;
+    kz_pool *pool3;
+    if (kz_pool_new(1, &pool1) != KZ_OK || kz_pool_new(3, &pool3) != KZ_OK) {
+        fprintf(stderr, "kz_pool_new failed\n");
+        return 1;
+    }
+    static const shape shapes[] = {
+        {64, 64, 1, 32, 3},  {64, 48, 3, 32, 2},  {96, 96, 9, 32, 2},  {33, 21, 3, 10, 3},
+        {17, 40, 9, 20, 2},  {40, 17, 1, 7, 4},   {128, 64, 9, 160, 2}, {96, 96, 3, 96, 2},
+        {24, 24, 1, 4, 2},   {12, 16, 9, 3, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_shape(&shapes[i], pool1, pool3);
+    }
+    kz_pool_free(pool1);
+    kz_pool_free(pool3);
+    return test_main_result("test_winograd");
+}
