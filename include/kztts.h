@@ -106,6 +106,10 @@ typedef enum kz_precision {
                               (decoder ~2x faster) or AVX512_BF16 (~1.4x measured on Zen 5;
                               slower than f32 on Intel cores without AMX); elsewhere the
                               same as KZ_PRECISION_F32 */
+    KZ_PRECISION_WINOGRAD = 2, /* fp32, the residual units' k = 7 convolutions (~70 % of the
+                              decoder's work) by Winograd F(4, 7): 10 instead of 28
+                              multiplications per 4 outputs, waveform far above 40 dB SNR
+                              of f32; any CPU; still chunk- and thread-invariant */
 } kz_precision;
 
 typedef struct kz_model_params {

@@ -2,7 +2,8 @@
  * winograd.c - causal k = 7 convolutions by Winograd F(4, 7) (see winograd.h).
  *
  * Load: the conv's fp32 panels W_j [k_in, n] (j = 0..6) -> U_k = sum_j G[k][j] W_j in
- * double, rounded once -> 10 packed 1x1 convs. The Toom-Cook matrices are built once
+ * double, rounded once, panel by panel straight into the packed layout of 10 1x1 convs
+ * (zero columns beyond n stay zero). The Toom-Cook matrices are built once
  * from the interpolation points in double (exact enough: every entry is a small
  * rational) and kept as floats.
  * Run, per call (whole frames):
@@ -84,38 +85,55 @@ static void build_matrices(void) {
     }
 }
 
+/* Panel p of U_k from panel p of the conv: U_k[i][c] = sum_j G[k][j] W_j[i][c], 16 columns
+ * of a panel row at a time (both layouts keep a panel row contiguous). */
+static void transform_panel(float *const u[KZ_WINO_N], const float *wp, size_t k_in) {
+    for (size_t i = 0; i < k_in; i++) {
+        double acc[KZ_WINO_N][KZ_PANEL] = {{0}};
+        for (int j = 0; j < KZ_WINO_R; j++) {
+            const float *row = wp + ((size_t)j * k_in + i) * KZ_PANEL;
+            for (int k = 0; k < KZ_WINO_N; k++) {
+                if (G[k][j] != 0.0) {
+                    for (int c = 0; c < KZ_PANEL; c++) {
+                        acc[k][c] += G[k][j] * (double)row[c];
+                    }
+                }
+            }
+        }
+        for (int k = 0; k < KZ_WINO_N; k++) {
+            for (int c = 0; c < KZ_PANEL; c++) {
+                u[k][i * KZ_PANEL + c] = (float)acc[k][c];
+            }
+        }
+    }
+}
+
 kz_status kz_wino_init(kz_wino *w, const kz_conv *c) {
     memset(w, 0, sizeof *w);
     KZ_ASSERT(c->taps == KZ_WINO_R && c->w.data && c->w.taps == KZ_WINO_R);
     pthread_once(&matrices_once, build_matrices);
-    const size_t k_in = c->k_in, n = c->n, k_rows = KZ_WINO_R * k_in;
+    const size_t k_in = c->k_in, n = c->n, k_rows = KZ_WINO_R * k_in, n_panels = c->w.n_panels;
     w->k_in = k_in;
     w->n = n;
     w->dilation = c->dilation;
-    float *src = malloc((k_in * n > 0 ? k_in * n : 1) * sizeof *src);
-    if (!src) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for Winograd weights");
-    }
+    const size_t bytes = (n_panels * k_in * KZ_PANEL * sizeof(float) + 63) / 64 * 64 + 64;
     for (int k = 0; k < KZ_WINO_N; k++) {
-        for (size_t i = 0; i < k_in; i++) {
-            for (size_t o = 0; o < n; o++) {
-                const float *col = c->w.data + (o / KZ_PANEL) * k_rows * KZ_PANEL + o % KZ_PANEL;
-                double s = 0.0;
-                for (int j = 0; j < KZ_WINO_R; j++) {
-                    s += G[k][j] * (double)col[((size_t)j * k_in + i) * KZ_PANEL];
-                }
-                src[i * n + o] = (float)s;
-            }
-        }
         kz_conv *u = &w->u[k];
         *u = (kz_conv){.k_in = k_in, .n = n, .taps = 1, .dilation = 1};
-        if (kz_packed_init_rows(&u->w, 1, k_in, n, src) != 0) {
-            free(src);
+        u->w = (kz_packed){.data = aligned_alloc(64, bytes), .k_in = k_in, .taps = 1, .n = n,
+                           .n_panels = n_panels};
+        if (!u->w.data) {
             kz_wino_free(w);
             return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for Winograd weights");
         }
     }
-    free(src);
+    for (size_t p = 0; p < n_panels; p++) {
+        float *u[KZ_WINO_N];
+        for (int k = 0; k < KZ_WINO_N; k++) {
+            u[k] = w->u[k].w.data + p * k_in * KZ_PANEL;
+        }
+        transform_panel(u, c->w.data + p * k_rows * KZ_PANEL, k_in);
+    }
     w->direct = (kz_conv){.bias = c->bias, .k_in = k_rows, .n = n, .taps = 1, .dilation = 1};
     kz_packed_init_mapped(&w->direct.w, 1, k_rows, n, c->w.data);
     return KZ_OK;

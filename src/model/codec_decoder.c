@@ -80,6 +80,28 @@ static kz_status init_conv_states(kz_codec_state *s, const kz_codec_decoder *d) 
     return st;
 }
 
+/* The largest Winograd scratch of any residual unit for max_frames frames. */
+static kz_status init_wino_scratch(kz_codec_state *s, const kz_codec_decoder *d,
+                                   size_t max_frames) {
+    size_t n_f = 0, n_idx = 0;
+    for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            size_t f, idx;
+            kz_wino_scratch_need(&d->blocks[i].res[r].wino1, d->blocks[i].frame_rows, max_frames,
+                                 &f, &idx);
+            n_f = f > n_f ? f : n_f;
+            n_idx = idx > n_idx ? idx : n_idx;
+        }
+    }
+    s->wino = (kz_wino_scratch){.f = aligned_alloc(64, (n_f + 16) * sizeof(float) / 64 * 64 + 64),
+                                .n_f = n_f,
+                                .idx = malloc((n_idx + 1) * sizeof(size_t)),
+                                .n_idx = n_idx};
+    return s->wino.f && s->wino.idx
+               ? KZ_OK
+               : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for Winograd scratch");
+}
+
 kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size_t max_frames) {
     memset(s, 0, sizeof *s);
     s->max_frames = max_frames;
@@ -96,6 +118,7 @@ kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size
     kz_status st = s->a && s->b && s->c && s->d && (s->x_bf16 || !d->bf16)
                        ? KZ_OK
                        : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for codec scratch");
+    st = st == KZ_OK && d->winograd ? init_wino_scratch(s, d, max_frames) : st;
     st = st == KZ_OK ? init_conv_states(s, d) : st;
     st = st == KZ_OK ? kz_codec_transformer_state_init(&s->tr, &d->transformer, max_frames) : st;
     if (st != KZ_OK) {
@@ -134,6 +157,8 @@ void kz_codec_state_free(kz_codec_state *s) {
     free(s->c);
     free(s->d);
     free(s->x_bf16);
+    free(s->wino.f);
+    free(s->wino.idx);
     memset(s, 0, sizeof *s);
 }
 
@@ -238,7 +263,11 @@ static void decoder_block(const kz_codec_decoder *d, kz_codec_state *s, kz_exec 
         const kz_res_unit *ru = &b->res[r];
         in = kz_conv_state_begin(&s->res[i][r], s->b);
         snake(e, in, s->a, rows, c_out, &ru->act1);
-        kz_conv_run(&ru->conv1, e, s->c, c_out, s->b, c_out, rows, KZ_GEMM_STORE);
+        if (d->winograd) {
+            kz_wino_run(&ru->wino1, e, &s->wino, s->c, c_out, s->b, c_out, rows, b->frame_rows);
+        } else {
+            kz_conv_run(&ru->conv1, e, s->c, c_out, s->b, c_out, rows, KZ_GEMM_STORE);
+        }
         kz_conv_state_end(&s->res[i][r], s->b, rows);
         snake(e, s->c, s->c, rows, c_out, &ru->act2);
         kz_conv_run(&ru->conv2, e, s->a, c_out, s->c, c_out, rows, KZ_GEMM_ACCUMULATE);

@@ -23,6 +23,7 @@
 #define KZ_CODEC_DECODER_H
 
 #include "layers/conv.h"
+#include "layers/winograd.h"
 #include "model/codec_config.h"
 #include "model/codec_transformer.h"
 
@@ -37,10 +38,12 @@ typedef struct kz_res_unit {
     kz_snake act1, act2;
     kz_conv conv1; /* causal k7, dilation 1/3/9 */
     kz_conv conv2; /* 1x1 */
+    kz_wino wino1; /* conv1 by Winograd F(4, 7) (the winograd precision), else empty */
 } kz_res_unit;
 
 typedef struct kz_decoder_block {
     int32_t rate, c_in, c_out;
+    size_t frame_rows; /* output rows per codec frame (samples per frame at this stage) */
     kz_snake act;
     kz_conv up; /* transposed, k = 2 rate, stride rate */
     kz_res_unit res[KZ_CODEC_RES_UNITS];
@@ -67,6 +70,7 @@ typedef struct kz_codec_decoder {
     kz_snake final_act;
     kz_conv final_conv;          /* causal k7, -> 1 */
     bool bf16;                   /* the residual units' convs run in bf16 */
+    bool winograd;               /* the residual units' k7 convs run as Winograd F(4, 7) */
     float *store;                /* owned storage for the per-channel vectors */
     size_t store_used, store_size;
 } kz_codec_decoder;
@@ -86,6 +90,7 @@ typedef struct kz_codec_state {
     float *a, *b, *c, *d;        /* scratch, [scratch_floats] each */
     size_t scratch_floats;
     uint16_t *x_bf16;            /* bf16 conv inputs, [2 scratch_floats] when the decoder is bf16 */
+    kz_wino_scratch wino;        /* Winograd transforms, when the decoder uses them */
     double ms[4];                /* quantizer, transformer, upsample, vocoder */
     kz_codec_tap_fn tap;         /* NULL normally */
     void *tap_user;
@@ -101,6 +106,11 @@ void kz_codec_decoder_free(kz_codec_decoder *d);
  * every other conv stays fp32. Call before creating states. Returns KZ_OK or
  * KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
+
+/* The winograd precision: the residual units' k7 convs (conv1, ~70 % of the decoder's
+ * FLOPs) run as Winograd F(4, 7) in fp32 (layers/winograd.h), everything else as in
+ * f32. Call before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
+kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);
 
 /* State for internal steps of up to max_frames frames (memory ~ max_frames). */
 kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size_t max_frames);

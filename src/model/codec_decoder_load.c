@@ -202,8 +202,14 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
     for (int u = 0; u < cfg->n_upsampling_ratios && st == KZ_OK; u++) {
         st = load_convnext(d, f, u);
     }
+    size_t frame_rows = 1;
+    for (int u = 0; u < cfg->n_upsampling_ratios; u++) {
+        frame_rows *= (size_t)cfg->upsampling_ratios[u];
+    }
     for (int i = 0; i < cfg->n_upsample_rates && st == KZ_OK; i++) {
         st = load_block(d, f, i);
+        frame_rows *= (size_t)cfg->upsample_rates[i];
+        d->blocks[i].frame_rows = frame_rows;
     }
     if (st != KZ_OK) {
         kz_codec_decoder_free(d);
@@ -232,6 +238,20 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
     return KZ_OK;
 }
 
+kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
+    d->winograd = true;
+    for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            kz_res_unit *ru = &d->blocks[i].res[r];
+            kz_status st = kz_wino_init(&ru->wino1, &ru->conv1);
+            if (st != KZ_OK) {
+                return st;
+            }
+        }
+    }
+    return KZ_OK;
+}
+
 void kz_codec_decoder_free(kz_codec_decoder *d) {
     if (!d) {
         return;
@@ -250,6 +270,7 @@ void kz_codec_decoder_free(kz_codec_decoder *d) {
     for (int i = 0; i < KZ_CODEC_MAX_RATES; i++) {
         kz_conv_free(&d->blocks[i].up);
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            kz_wino_free(&d->blocks[i].res[r].wino1);
             kz_conv_free(&d->blocks[i].res[r].conv1);
             kz_conv_free(&d->blocks[i].res[r].conv2);
         }

@@ -167,7 +167,7 @@ static kz_status build_description(kz_model *m) {
     w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
     w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
     snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\ncodec precision: %s\nload: %.0f ms",
-             kz_cpu_features(), m->kernels->name, m->decoder.bf16 ? "bf16" : "f32", m->load_ms);
+             kz_cpu_features(), m->kernels->name, m->decoder.bf16 ? "bf16" : m->decoder.winograd ? "winograd" : "f32", m->load_ms);
     return KZ_OK;
 }
 
@@ -233,6 +233,9 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     // The fast precision needs a bf16 dot product; elsewhere the codec stays fp32.
     if (st == KZ_OK && params->codec_precision == KZ_PRECISION_BF16 && m->kernels->gemm_bf16) {
         st = kz_codec_decoder_use_bf16(&m->decoder);
+    }
+    if (st == KZ_OK && params->codec_precision == KZ_PRECISION_WINOGRAD) {
+        st = kz_codec_decoder_use_winograd(&m->decoder);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;

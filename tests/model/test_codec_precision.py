@@ -1,4 +1,4 @@
-"""`--codec-precision bf16` (the codec's fast precision) on the tiny checkpoint.
+"""`--codec-precision bf16` and `winograd` (the codec's fast precisions) on the tiny checkpoint.
 
 Checks: bf16 audio is within SNR >= 40 dB of the f32 audio (the requirement
 for the fast precision); it is deterministic: --threads 1 and 2, --chunk 1 and
@@ -6,6 +6,9 @@ for the fast precision); it is deterministic: --threads 1 and 2, --chunk 1 and
 differs from f32 (the fast path ran), elsewhere it equals f32 (silent
 fallback); `kztts info` names the precision in use; a bad value fails with a
 message; `kztts bench` accepts the option.
+winograd (Winograd F(4, 7) in fp32, any CPU): SNR >= 60 dB of f32 (fp32 rounding,
+far stricter than the 40 dB requirement, so a wrong transform cannot hide), not
+the f32 bytes (the path ran), and the same determinism checks as bf16.
 """
 import argparse
 import math
@@ -69,12 +72,26 @@ def main():
         print("note: no AVX512_BF16 here: bf16 must fall back to f32")
         check(bf16 == f32, "bf16 without AVX512_BF16 differs from f32")
 
+    wino = decode(a, out, "--threads", "2", "--codec-precision", "winograd")
+    check(len(wino) == len(f32), f"winograd length {len(wino)}")
+    s = snr_db(struct.unpack(f"<{len(wino) // 4}f", wino), ref)
+    print(f"winograd vs f32: SNR {s:.1f} dB")
+    check(s >= 60, f"winograd vs f32: SNR {s:.1f} dB < 60")
+    check(wino != f32, "winograd gives the f32 bytes: the Winograd path did not run")
+    for extra in (["--threads", "1"], ["--chunk", "1"], ["--chunk", "17"],
+                  ["--official-chunking"]):
+        same = decode(a, out, "--codec-precision", "winograd", *extra) == wino
+        check(same, f"winograd with {extra} changes the audio")
+
     r = run([a.kztts, "decode", "-m", a.tiny, "--codes", a.codes, "-o", out,
              "--codec-precision", "fp8"])
     check(r.returncode != 0 and b"--codec-precision" in r.stderr, "bad --codec-precision")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1",
              "--codec-precision", "bf16", "--peak-gflops", "50"])
     check(r.returncode == 0 and b"codec decoder" in r.stdout, f"bench: {r.stderr.decode()}")
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1",
+             "--codec-precision", "winograd", "--peak-gflops", "50"])
+    check(r.returncode == 0 and b"codec decoder" in r.stdout, f"bench winograd: {r.stderr.decode()}")
     finish("test_codec_precision")
 
 
