@@ -11,7 +11,8 @@
 # cmake/aarch64-linux-gnu.cmake; build all targets; run the four tests under
 # qemu-aarch64. Then, if the host build left the tiny model fixture (build/tests/model,
 # written by the model tests of .ci/run), end-to-end checks: the aarch64 CLI decodes
-# 40 frames at the best level (NEON) and must match the PyTorch waveform (SNR >= 60 dB),
+# 40 frames at the best level (NEON), in f32 and in the winograd precision, and must
+# match the PyTorch waveform (SNR >= 60 dB),
 # and it quantizes the tiny checkpoint to q8_0 and q4_0 GGUFs and speaks 8 greedy frames
 # from each on qemu's "max" CPU (dotprod: the SDOT kernels) and on a Cortex-A53 (none:
 # the baseline NEON kernels), 1 and 2 threads: all four runs must give the same codes, the
@@ -121,10 +122,11 @@ for t in "${tests[@]}"; do
 done
 
 if [ "$e2e" = 1 ]; then
-    echo "-- kztts decode, 40 frames of the tiny checkpoint, best level (neon)"
-    out="$build/decode_40.f32"
+    for precision in f32 winograd; do
+    echo "-- kztts decode, 40 frames of the tiny checkpoint, best level (neon), $precision"
+    out="$build/decode_40_$precision.f32"
     if ! "${qemu[@]}" "$build/kztts" decode -m "$fixture/tiny" --codes \
-        "$fixture/golden/codes_40.txt" -o "$out" --threads 2 ||
+        "$fixture/golden/codes_40.txt" -o "$out" --threads 2 --codec-precision "$precision" ||
         ! python3 - "$out" "$fixture/golden/golden_40.safetensors" <<'EOF'; then
 import json, math, struct, sys
 pcm = open(sys.argv[1], "rb").read()
@@ -138,9 +140,10 @@ snr = 999.0 if err == 0 else 10 * math.log10(sum(y * y for y in ref) / err)
 print(f"samples {len(pcm)} (reference {len(ref)}), SNR vs PyTorch {snr:.1f} dB")
 sys.exit(0 if len(pcm) == len(ref) and snr >= 60 else 1)
 EOF
-        echo "FAILED: kztts decode (aarch64)"
+        echo "FAILED: kztts decode $precision (aarch64)"
         failed=1
     fi
+    done
     # Quantized talker and code predictor end to end: the q8_0 / q4_0 kernels take their
     # SDOT variant on a CPU with the dotprod extension (qemu's "max") and the baseline
     # one without it (Cortex-A53); codes and audio must be the same bits either way and
