@@ -40,6 +40,9 @@ typedef enum kz_isa {
     KZ_ISA_AUTO = 99,  /* best level the CPU supports */
 } kz_isa;
 
+/* Most source rows of kz_kernels.mix_rows. */
+#define KZ_MIX_MAX_SRC 12
+
 /* Width of one packed weight panel in output columns. Fixed for every ISA so
  * packed weights do not depend on the kernel level. */
 #define KZ_PANEL 16
@@ -224,6 +227,15 @@ typedef struct kz_kernels {
 
     /* y[i] += a * x[i], [n]. */
     void (*axpy)(float *y, float a, const float *x, size_t n);
+
+    /* A small matrix times rows (the Winograd transforms, layers/winograd.c): for
+     * r < n_dst and c < n,
+     *   acc = 0; for s in 0..n_src-1 (this order): acc = fma(mat[r * n_src + s], src[s][c], acc)
+     *   dst[r][c] = acc
+     * with n_src <= KZ_MIX_MAX_SRC; dst rows must not overlap src rows. Bit-identical on
+     * every level (one fused multiply-add per term, in order). */
+    void (*mix_rows)(float *const *dst, const float *const *src, const float *mat, size_t n_dst,
+                     size_t n_src, size_t n);
 
     /* Language-model projections with weights used in place (not packed):
      *   y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i]

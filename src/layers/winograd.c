@@ -9,13 +9,13 @@
  * Run, per call (whole frames):
  *   plan      per frame, per residue class r mod d: whole tiles of 4 (base rows) and
  *             the rest (left rows), both in increasing order -> idx scratch
- *   input     V[k][tile][:] = sum_l BT[k][l] x[base + l d]       (pool over tiles)
+ *   input     V[k][tile][:] = sum_l BT[k][l] x[base + l d]       (pool over tiles, mix_rows)
  *   GEMMs     M[k] = V[k] U_k                                     (kz_conv_run x 10)
- *   output    y[base + i d] = bias + sum_k AT[i][k] M[k][tile]    (pool over tiles)
+ *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias    (pool over tiles, mix_rows)
  *   left      G[left][j k_in + i] = x[row + j d][i]; Y = G W (the direct panels as
  *             taps 1, k_in 7) + bias -> y[row]                  (gather, GEMM, scatter)
  * Each output row is written by one tile or one left row in a fixed sequence of
- * axpy / GEMM steps, so the pool's split never changes bits.
+ * mix_rows / GEMM steps, so the pool's split never changes bits.
  */
 #include "layers/winograd.h"
 
@@ -26,6 +26,7 @@
 #include "runtime/error.h"
 
 static float AT[KZ_WINO_M][KZ_WINO_N]; /* output transform */
+static float AT_BIAS[KZ_WINO_M][KZ_WINO_N + 1]; /* the same, then 1 for the bias row */
 static double G[KZ_WINO_N][KZ_WINO_R]; /* weight transform (double: applied at load) */
 static float BT[KZ_WINO_N][KZ_WINO_N]; /* input transform */
 static pthread_once_t matrices_once = PTHREAD_ONCE_INIT;
@@ -74,6 +75,12 @@ static void build_matrices(void) {
     }
     for (int i = 0; i < KZ_WINO_M; i++) {
         AT[i][fin] = i == KZ_WINO_M - 1 ? 1.0f : 0.0f;
+    }
+    for (int i = 0; i < KZ_WINO_M; i++) {
+        for (int k = 0; k < KZ_WINO_N; k++) {
+            AT_BIAS[i][k] = AT[i][k];
+        }
+        AT_BIAS[i][KZ_WINO_N] = 1.0f;
     }
     double poly[KZ_WINO_N + 1] = {1.0}; // BT row infinity: prod over all finite points
     int len = 1;
@@ -190,36 +197,33 @@ static void input_rows(void *arg, size_t t0, size_t t1) {
     const wino_job *j = arg;
     const size_t k_in = j->w->k_in, d = j->w->dilation;
     for (size_t t = t0; t < t1; t++) {
-        for (int k = 0; k < KZ_WINO_N; k++) {
-            float *dst = j->v + ((size_t)k * j->n_tiles + t) * k_in;
-            memset(dst, 0, k_in * sizeof *dst);
-            for (int l = 0; l < KZ_WINO_N; l++) {
-                if (BT[k][l] != 0.0f) {
-                    j->k->axpy(dst, BT[k][l], j->x + (j->base[t] + (size_t)l * d) * j->ldx, k_in);
-                }
-            }
+        const float *src[KZ_WINO_N];
+        float *dst[KZ_WINO_N];
+        for (int l = 0; l < KZ_WINO_N; l++) {
+            src[l] = j->x + (j->base[t] + (size_t)l * d) * j->ldx;
+            dst[l] = j->v + ((size_t)l * j->n_tiles + t) * k_in;
         }
+        j->k->mix_rows(dst, src, &BT[0][0], KZ_WINO_N, KZ_WINO_N, k_in);
     }
 }
 
+/* y_i = sum_k AT[i][k] M_k + bias: the bias is an eleventh source row with weight 1. */
 static void output_rows(void *arg, size_t t0, size_t t1) {
     const wino_job *j = arg;
     const size_t n = j->w->n, d = j->w->dilation;
     const float *bias = j->w->direct.bias;
     for (size_t t = t0; t < t1; t++) {
-        for (int i = 0; i < KZ_WINO_M; i++) {
-            float *dst = j->y + (j->base[t] + (size_t)i * d) * j->ldy;
-            if (bias) {
-                memcpy(dst, bias, n * sizeof *dst);
-            } else {
-                memset(dst, 0, n * sizeof *dst);
-            }
-            for (int k = 0; k < KZ_WINO_N; k++) {
-                if (AT[i][k] != 0.0f) {
-                    j->k->axpy(dst, AT[i][k], j->m + ((size_t)k * j->n_tiles + t) * n, n);
-                }
-            }
+        const float *src[KZ_WINO_N + 1];
+        float *dst[KZ_WINO_M];
+        for (int k = 0; k < KZ_WINO_N; k++) {
+            src[k] = j->m + ((size_t)k * j->n_tiles + t) * n;
         }
+        src[KZ_WINO_N] = bias;
+        for (int i = 0; i < KZ_WINO_M; i++) {
+            dst[i] = j->y + (j->base[t] + (size_t)i * d) * j->ldy;
+        }
+        j->k->mix_rows(dst, src, bias ? &AT_BIAS[0][0] : &AT[0][0], KZ_WINO_M,
+                       bias ? KZ_WINO_N + 1 : KZ_WINO_N, n);
     }
 }
 

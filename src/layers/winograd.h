@@ -6,7 +6,7 @@
  * 10 input rows t + l d (l = 0..9, history coordinates) go through
  *   V_k = sum_l BT[k][l] x_l                 (input transform, 10 x 10)
  *   M_k = V_k U_k,  U_k = sum_j G[k][j] W_j  (10 GEMMs over all tiles, U packed at load)
- *   y_i = bias + sum_k AT[i][k] M_k          (output transform, 4 x 10)
+ *   y_i = sum_k AT[i][k] M_k + bias          (output transform, 4 x 10)
  * which is 10 instead of 28 multiplications per 4 outputs and input channel. The
  * matrices come from exact Toom-Cook interpolation at 0, +-1, +-2, +-1/2, +-3/2 and
  * infinity; fp32 rounding of the transforms is ~45x that of the direct sum

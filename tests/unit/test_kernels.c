@@ -16,7 +16,7 @@
  *             1/2/7, tap_stride 1/3/9, store and accumulate, with and
  *             without bias, ldx > k_in, ldy > n.
  *   rows      tolerances stated at each check (vector sin / erf / exp and
- *             lane-parallel sums); axpy bit-identical; results independent of
+ *             lane-parallel sums); axpy and mix_rows bit-identical; results independent of
  *             the buffers' alignment (bit-identical at offsets 0 and 1).
  *   dispatch  names, parsing, the cap, KZ_ISA through setenv (an unknown
  *             value logs one warning and is ignored).
@@ -129,7 +129,7 @@ static void test_dispatch(void) {
             CHECK(k->isa == all_levels[l]);
             CHECK_STR_CONTAINS(k->name, kz_isa_name(all_levels[l]));
             CHECK(k->gemm && k->snake_beta && k->rms_norm && k->layer_norm && k->gelu &&
-                  k->swiglu && k->dot && k->axpy);
+                  k->swiglu && k->dot && k->axpy && k->mix_rows);
             printf("level %-6s: runs here, tested\n", kz_isa_name(all_levels[l]));
             if (all_levels[l] != KZ_ISA_SCALAR) {
                 simd_levels[n_simd_levels++] = k;
@@ -809,6 +809,62 @@ static void test_dot_axpy(void) {
     }
 }
 
+/* mix_rows: the scalar definition against a loop written here from kernels.h, and every
+ * level bit for bit against it (ragged widths, 1..KZ_MIX_MAX_SRC sources, rows at odd
+ * offsets); columns beyond n are left untouched. */
+static void test_mix_rows(void) {
+    for (int trial = 0; trial < 120; trial++) {
+        const size_t n = trial < 100 ? rng_size(0, 70) : rng_size(200, 1100);
+        const size_t n_src = rng_size(1, KZ_MIX_MAX_SRC), n_dst = rng_size(1, 10);
+        float *in = rand_array(n_src * (n + 3) + 1, -2.0f, 2.0f);
+        float *mat = rand_array(n_dst * n_src, -3.0f, 3.0f);
+        const float *src[KZ_MIX_MAX_SRC];
+        for (size_t s = 0; s < n_src; s++) {
+            src[s] = in + 1 + s * (n + 3);
+        }
+        const size_t stride = n + 2, ny = n_dst * stride;
+        float *y_naive = rand_array(ny, -1.0f, 1.0f);
+        float *y_ref = copy_array(y_naive, ny);
+        float *y = copy_array(y_naive, ny);
+        float *d_ref[10];
+        float *d[10];
+        for (size_t r = 0; r < n_dst; r++) {
+            for (size_t c = 0; c < n; c++) {
+                float acc = 0.0f;
+                for (size_t s = 0; s < n_src; s++) {
+                    acc = fmaf(mat[r * n_src + s], src[s][c], acc);
+                }
+                y_naive[r * stride + 1 + c] = acc;
+            }
+            d_ref[r] = y_ref + r * stride + 1;
+            d[r] = y + r * stride + 1;
+        }
+        kz_kernels_scalar.mix_rows(d_ref, src, mat, n_dst, n_src, n);
+        CHECK_MSG(memcmp(y_ref, y_naive, ny * sizeof(float)) == 0,
+                  "scalar mix_rows differs from the contract (n %zu)", n);
+        for (size_t l = 0; l < n_simd_levels; l++) {
+            const kz_kernels *k = simd_levels[l];
+            memcpy(y, y_naive, ny * sizeof(float));
+            for (size_t r = 0; r < n_dst; r++) { // fresh padding: must survive untouched
+                y[r * stride] = -9.0f;
+                y[r * stride + 1 + n] = -9.0f;
+            }
+            k->mix_rows(d, src, mat, n_dst, n_src, n);
+            int ok = 1;
+            for (size_t r = 0; r < n_dst; r++) {
+                ok &= memcmp(d[r], d_ref[r], n * sizeof(float)) == 0;
+                ok &= y[r * stride] == -9.0f && y[r * stride + 1 + n] == -9.0f;
+            }
+            CHECK_MSG(ok, "%s mix_rows differs (n %zu, %zu x %zu)", k->name, n, n_dst, n_src);
+        }
+        free(in);
+        free(mat);
+        free(y_naive);
+        free(y_ref);
+        free(y);
+    }
+}
+
 int main(void) {
     test_dispatch();
     test_packing();
@@ -819,5 +875,6 @@ int main(void) {
     test_gelu_swiglu();
     test_gelu_accuracy();
     test_dot_axpy();
+    test_mix_rows();
     return test_main_result("test_kernels");
 }

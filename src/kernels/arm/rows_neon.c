@@ -15,6 +15,7 @@
  * gemm_rows_neon.c.
  */
 #include "kernels/kernels.h"
+#include "runtime/error.h"
 #include "kernels/arm/simd_math_neon.h"
 
 #include <arm_neon.h>
@@ -269,6 +270,35 @@ static void axpy_neon(float *y, float a, const float *x, size_t n) {
     }
 }
 
+/* kernels.h mix_rows: 4 columns at a time, every source vector loaded once. */
+static void mix_rows_neon(float *const *dst, const float *const *src, const float *mat,
+                          size_t n_dst, size_t n_src, size_t n) {
+    KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
+    size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        float32x4_t sv[KZ_MIX_MAX_SRC];
+        for (size_t s = 0; s < n_src; s++) {
+            sv[s] = vld1q_f32(src[s] + c);
+        }
+        for (size_t r = 0; r < n_dst; r++) {
+            float32x4_t acc = vdupq_n_f32(0.0f);
+            for (size_t s = 0; s < n_src; s++) {
+                acc = vfmaq_f32(acc, sv[s], vdupq_n_f32(mat[r * n_src + s]));
+            }
+            vst1q_f32(dst[r] + c, acc);
+        }
+    }
+    for (; c < n; c++) {
+        for (size_t r = 0; r < n_dst; r++) {
+            float acc = 0.0f;
+            for (size_t s = 0; s < n_src; s++) {
+                acc = fmaf(mat[r * n_src + s], src[s][c], acc);
+            }
+            dst[r][c] = acc;
+        }
+    }
+}
+
 const kz_kernels kz_kernels_neon = {
     .isa = KZ_ISA_NEON,
     .name = "neon",
@@ -280,6 +310,7 @@ const kz_kernels kz_kernels_neon = {
     .swiglu = swiglu_neon,
     .dot = dot_neon,
     .axpy = axpy_neon,
+    .mix_rows = mix_rows_neon,
     .matmul_bf16 = kz_matmul_bf16_neon,
     .matmul_f16 = kz_matmul_f16_neon,
     .matmul_f32 = kz_matmul_f32_neon,

@@ -13,6 +13,7 @@
  * the prefill GEMM and weight conversions of gemm_rows_ref.c.
  */
 #include "kernels/kernels.h"
+#include "runtime/error.h"
 
 #include <math.h>
 
@@ -93,6 +94,20 @@ static void axpy_ref(float *y, float a, const float *x, size_t n) {
     }
 }
 
+static void mix_rows_ref(float *const *dst, const float *const *src, const float *mat,
+                         size_t n_dst, size_t n_src, size_t n) {
+    KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
+    for (size_t r = 0; r < n_dst; r++) {
+        for (size_t c = 0; c < n; c++) {
+            float acc = 0.0f;
+            for (size_t s = 0; s < n_src; s++) {
+                acc = fmaf(mat[r * n_src + s], src[s][c], acc);
+            }
+            dst[r][c] = acc;
+        }
+    }
+}
+
 const kz_kernels kz_kernels_scalar = {
     .isa = KZ_ISA_SCALAR,
     .name = "scalar",
@@ -104,6 +119,7 @@ const kz_kernels kz_kernels_scalar = {
     .swiglu = swiglu_ref,
     .dot = dot_ref,
     .axpy = axpy_ref,
+    .mix_rows = mix_rows_ref,
     .matmul_bf16 = kz_matmul_bf16_ref,
     .matmul_f16 = kz_matmul_f16_ref,
     .matmul_f32 = kz_matmul_f32_ref,

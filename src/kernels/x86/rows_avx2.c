@@ -13,6 +13,7 @@
  * matmul_avx2.c and quant_avx2.c, and gemm_rows_avx2.c.
  */
 #include "kernels/kernels.h"
+#include "runtime/error.h"
 #include "kernels/x86/simd_math.h"
 
 #include <immintrin.h>
@@ -244,6 +245,35 @@ static void axpy_avx2(float *y, float a, const float *x, size_t n) {
     }
 }
 
+/* kernels.h mix_rows: 8 columns at a time, every source vector loaded once. */
+static void mix_rows_avx2(float *const *dst, const float *const *src, const float *mat,
+                          size_t n_dst, size_t n_src, size_t n) {
+    KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
+    size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256 sv[KZ_MIX_MAX_SRC];
+        for (size_t s = 0; s < n_src; s++) {
+            sv[s] = _mm256_loadu_ps(src[s] + c);
+        }
+        for (size_t r = 0; r < n_dst; r++) {
+            __m256 acc = _mm256_setzero_ps();
+            for (size_t s = 0; s < n_src; s++) {
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(mat[r * n_src + s]), sv[s], acc);
+            }
+            _mm256_storeu_ps(dst[r] + c, acc);
+        }
+    }
+    for (; c < n; c++) {
+        for (size_t r = 0; r < n_dst; r++) {
+            float acc = 0.0f;
+            for (size_t s = 0; s < n_src; s++) {
+                acc = fmaf(mat[r * n_src + s], src[s][c], acc);
+            }
+            dst[r][c] = acc;
+        }
+    }
+}
+
 const kz_kernels kz_kernels_avx2 = {
     .isa = KZ_ISA_AVX2,
     .name = "avx2",
@@ -255,6 +285,7 @@ const kz_kernels kz_kernels_avx2 = {
     .swiglu = swiglu_avx2,
     .dot = dot_avx2,
     .axpy = axpy_avx2,
+    .mix_rows = mix_rows_avx2,
     .matmul_bf16 = kz_matmul_bf16_avx2,
     .matmul_f16 = kz_matmul_f16_avx2,
     .matmul_f32 = kz_matmul_f32_avx2,

@@ -13,6 +13,7 @@
  * matmul_avx512.c and quant_avx512.c, and gemm_rows_avx512.c.
  */
 #include "kernels/kernels.h"
+#include "runtime/error.h"
 #include "kernels/x86/simd_math.h"
 
 #include <immintrin.h>
@@ -228,6 +229,27 @@ static void axpy_avx512(float *y, float a, const float *x, size_t n) {
     }
 }
 
+/* kernels.h mix_rows: 16 columns at a time (a masked last group), every source vector
+ * loaded once. */
+static void mix_rows_avx512(float *const *dst, const float *const *src, const float *mat,
+                            size_t n_dst, size_t n_src, size_t n) {
+    KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
+    for (size_t c = 0; c < n; c += 16) {
+        const __mmask16 m = n - c >= 16 ? (__mmask16)0xffff : first_lanes(n - c);
+        __m512 sv[KZ_MIX_MAX_SRC];
+        for (size_t s = 0; s < n_src; s++) {
+            sv[s] = _mm512_maskz_loadu_ps(m, src[s] + c);
+        }
+        for (size_t r = 0; r < n_dst; r++) {
+            __m512 acc = _mm512_setzero_ps();
+            for (size_t s = 0; s < n_src; s++) {
+                acc = _mm512_fmadd_ps(_mm512_set1_ps(mat[r * n_src + s]), sv[s], acc);
+            }
+            _mm512_mask_storeu_ps(dst[r] + c, m, acc);
+        }
+    }
+}
+
 const kz_kernels kz_kernels_avx512 = {
     .isa = KZ_ISA_AVX512,
     .name = "avx512",
@@ -239,6 +261,7 @@ const kz_kernels kz_kernels_avx512 = {
     .swiglu = swiglu_avx512,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
+    .mix_rows = mix_rows_avx512,
     .matmul_bf16 = kz_matmul_bf16_avx512,
     .matmul_f16 = kz_matmul_f16_avx512,
     .matmul_f32 = kz_matmul_f32_avx512,
