@@ -69,6 +69,8 @@ static void test_null_and_bad(void) {
     mp.codec_precision = KZ_PRECISION_BF16; // valid on every CPU (f32 where bf16 is missing)
     mp.isa = KZ_ISA_CAP_NEON; // in range on every CPU: the load fails on the path instead
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
+    mp.codec_precision = KZ_PRECISION_WINOGRAD; // valid everywhere too
+    CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     CHECK(kz_model_load("/nonexistent/model", NULL, &m) == KZ_STATUS_IO && m == NULL);
     CHECK_STR_CONTAINS(kz_last_error(), "/nonexistent/model");
     kz_session *s = (kz_session *)&s;
