@@ -351,6 +351,10 @@ int kz_packed_init_rows(kz_packed *p, size_t taps, size_t k_in, size_t n, const 
 int kz_packed_bf16_init(kz_packed_bf16 *p, const kz_packed *src);
 void kz_packed_bf16_free(kz_packed_bf16 *p);
 
+/* The scalar definition of mix_rows on columns [c0, n) (the SIMD levels' tails). */
+void kz_mix_rows_cols_ref(float *const *dst, const float *const *src, const float *mat,
+                          size_t n_dst, size_t n_src, size_t c0, size_t n);
+
 /* The scalar definitions of gemm_bf16 and round_bf16 (every level's fallback). */
 void kz_gemm_bf16_ref(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_round_bf16_ref(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,

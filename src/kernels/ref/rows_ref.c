@@ -94,11 +94,11 @@ static void axpy_ref(float *y, float a, const float *x, size_t n) {
     }
 }
 
-static void mix_rows_ref(float *const *dst, const float *const *src, const float *mat,
-                         size_t n_dst, size_t n_src, size_t n) {
+void kz_mix_rows_cols_ref(float *const *dst, const float *const *src, const float *mat,
+                          size_t n_dst, size_t n_src, size_t c0, size_t n) {
     KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
     for (size_t r = 0; r < n_dst; r++) {
-        for (size_t c = 0; c < n; c++) {
+        for (size_t c = c0; c < n; c++) {
             float acc = 0.0f;
             for (size_t s = 0; s < n_src; s++) {
                 acc = fmaf(mat[r * n_src + s], src[s][c], acc);
@@ -106,6 +106,11 @@ static void mix_rows_ref(float *const *dst, const float *const *src, const float
             dst[r][c] = acc;
         }
     }
+}
+
+static void mix_rows_ref(float *const *dst, const float *const *src, const float *mat,
+                         size_t n_dst, size_t n_src, size_t n) {
+    kz_mix_rows_cols_ref(dst, src, mat, n_dst, n_src, 0, n);
 }
 
 const kz_kernels kz_kernels_scalar = {

@@ -263,15 +263,7 @@ static void mix_rows_avx2(float *const *dst, const float *const *src, const floa
             _mm256_storeu_ps(dst[r] + c, acc);
         }
     }
-    for (; c < n; c++) {
-        for (size_t r = 0; r < n_dst; r++) {
-            float acc = 0.0f;
-            for (size_t s = 0; s < n_src; s++) {
-                acc = fmaf(mat[r * n_src + s], src[s][c], acc);
-            }
-            dst[r][c] = acc;
-        }
-    }
+    kz_mix_rows_cols_ref(dst, src, mat, n_dst, n_src, c, n);
 }
 
 const kz_kernels kz_kernels_avx2 = {
