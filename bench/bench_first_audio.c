@@ -12,8 +12,9 @@
  * and codec time before the first sound. Prints per layout the median and the minimum
  * of the first audio and the medians of those three parts and of the prompt rows run.
  *
- * Only the public API is used, so the same source also times an older library (one
- * without a prompt cache: build it with -DKZ_NO_PROMPT_CACHE, every run is cold).
+ * Only the public API (and tools/kztts/stats.c's median) is used, so the same source
+ * also times an older library (one without a prompt cache: build it with
+ * -DKZ_NO_PROMPT_CACHE, every run is cold).
  *
  * Usage: bench_first_audio MODEL [cold|cached] [--rounds N] [--threads N]
  */
@@ -23,6 +24,7 @@
 #include <time.h>
 
 #include "kztts.h"
+#include "stats.h"
 
 enum { MAX_ROUNDS = 256 };
 
@@ -47,16 +49,6 @@ static bool on_audio(const float *pcm, size_t n, int64_t pos, bool last, void *u
         kz_session_timings(p->s, &p->at_first);
     }
     return true;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Per layout and round: first audio, prefill, code predictor, codec (ms), prompt rows. */
@@ -88,11 +80,11 @@ static kz_status one_request(kz_session *s, const kz_request *r, bool cold, samp
 }
 
 static void report(const char *layout, samples *v, int n) {
-    const double first = median(v->first, n); // sorts: v->first[0] is the fastest
+    const double first = stats_median(v->first, n); // sorts: v->first[0] is the fastest
     printf("%-14s first audio median %6.1f ms (min %6.1f) | prefill %6.1f  code predictor "
            "%5.1f  codec %5.1f ms | prompt rows run %.0f\n",
-           layout, first, v->first[0], median(v->prefill, n), median(v->cp, n),
-           median(v->codec, n), median(v->rows, n));
+           layout, first, v->first[0], stats_median(v->prefill, n), stats_median(v->cp, n),
+           stats_median(v->codec, n), stats_median(v->rows, n));
 }
 
 int main(int argc, char **argv) {

@@ -31,6 +31,7 @@
 #include "args.h"
 #include "bench_report.h"
 #include "cli.h"
+#include "stats.h"
 #include "kernels/kernels.h"
 #include "machine_peak.h"
 
@@ -281,17 +282,6 @@ static void full_stages(bench_result *r, const kz_timings *t, int n_runs) {
     r->codec_gflop_per_frame = t->codec_flop / f * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median of n (>= 1) values; sorts them. */
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void full_runs(bench_result *r, const playback *stream, int n_stream,
                       const playback *offline, double layout_ms[2][2][64], int n_layout) {
     const double frames = (double)r->frames;
@@ -307,7 +297,7 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
                                   .first_audio_ms = offline->first_ms, .underruns = -1};
     for (int l = 0; l < 2; l++) {
         for (int c = 0; c < 2; c++) {
-            r->first_audio_layout_ms[l][c] = median(layout_ms[l][c], n_layout);
+            r->first_audio_layout_ms[l][c] = stats_median(layout_ms[l][c], n_layout);
         }
     }
     r->first_audio_layout_runs = n_layout;

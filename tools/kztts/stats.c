@@ -1,0 +1,16 @@
+/*
+ * stats.c - small statistics shared by `kztts bench` and bench/ (see stats.h).
+ */
+#include "stats.h"
+
+#include <stdlib.h>
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double stats_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
