@@ -282,9 +282,9 @@ static bool same_bits(const kz_kernels *k, kz_dtype dtype, size_t n_tok, size_t 
 
 void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
                                const float *x, size_t ldx, size_t n_tok, size_t split) {
-    KZ_ASSERT(split > 0 && split < n_tok && n_outs <= KZ_MATRIX_MAX_GROUP);
-    bool one_call = true;
-    for (size_t i = 0; i < n_outs; i++) {
+    KZ_ASSERT(split < n_tok && n_outs <= KZ_MATRIX_MAX_GROUP);
+    bool one_call = true; // split 0: no second range to match
+    for (size_t i = 0; i < n_outs && split; i++) {
         const kz_dtype dt = outs[i].m->dtype;
         one_call = one_call && same_bits(e->k, dt, n_tok, split) &&
                    same_bits(e->k, dt, n_tok, n_tok - split);

@@ -50,7 +50,8 @@ void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, c
  * bits as a call over tokens [0, split) and then one over [split, n_tok) (each call's
  * token count picks its kernel path), with the weights read once: all tokens in one
  * pass when the paths and their sums agree for the three counts, else each block of
- * weight rows runs the two token ranges back to back while it is in cache. */
+ * weight rows runs the two token ranges back to back while it is in cache. split 0
+ * means no split: kz_matrix_mul_group. */
 void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
                                const float *x, size_t ldx, size_t n_tok, size_t split);
 

@@ -163,17 +163,6 @@ static void attend_head(void *arg, size_t h, int worker) {
     }
 }
 
-/* A projection of the call's rows, split at `split` when it is not 0 (see
- * kz_qwen3_forward). */
-static void project(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
-                    size_t ldx, size_t n_tok, size_t split) {
-    if (split) {
-        kz_matrix_mul_group_split(outs, n_outs, e, x, ldx, n_tok, split);
-    } else {
-        kz_matrix_mul_group(outs, n_outs, e, x, ldx, n_tok);
-    }
-}
-
 static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, float *x,
                       size_t n_tok, size_t split) {
     const kz_qwen3_dims *d = &s->d;
@@ -183,7 +172,7 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     e->k->rms_norm(st->xn, x, L->attn_norm, n_tok, hid, d->eps);
     const kz_matrix_out qkv[3] = {
         {&L->q, st->q, qw}, {&L->k, st->k, kvw}, {&L->v, st->v, kvw}};
-    project(qkv, 3, e, st->xn, hid, n_tok, split);
+    kz_matrix_mul_group_split(qkv, 3, e, st->xn, hid, n_tok, split);
     e->k->rms_norm(st->q, st->q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
     e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
     for (size_t t = 0; t < n_tok; t++) {
@@ -207,7 +196,7 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
         kz_pool_run(e->pool, (size_t)d->n_heads, attend_head, &j);
     }
     const kz_matrix_out o = {&L->o, st->h, hid};
-    project(&o, 1, e, st->att, qw, n_tok, split);
+    kz_matrix_mul_group_split(&o, 1, e, st->att, qw, n_tok, split);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
     }
@@ -220,10 +209,10 @@ static void mlp(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, 
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     e->k->rms_norm(st->xn, x, L->mlp_norm, n_tok, hid, d->eps);
     const kz_matrix_out gate_up[2] = {{&L->gate, st->gate, inter}, {&L->up, st->up, inter}};
-    project(gate_up, 2, e, st->xn, hid, n_tok, split);
+    kz_matrix_mul_group_split(gate_up, 2, e, st->xn, hid, n_tok, split);
     e->k->swiglu(st->gate, st->gate, st->up, n_tok * inter);
     const kz_matrix_out down = {&L->down, st->h, hid};
-    project(&down, 1, e, st->gate, inter, n_tok, split);
+    kz_matrix_mul_group_split(&down, 1, e, st->gate, inter, n_tok, split);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
     }
