@@ -110,6 +110,10 @@ typedef enum kz_precision {
                               decoder's work) by Winograd F(4, 7): 10 instead of 28
                               multiplications per 4 outputs, waveform far above 40 dB SNR
                               of f32; any CPU; still chunk- and thread-invariant */
+    KZ_PRECISION_FAST = 3,     /* the faster of the two for this CPU, chosen at load:
+                              KZ_PRECISION_BF16 where the codec's bf16 GEMM runs on AMX
+                              tiles, KZ_PRECISION_WINOGRAD everywhere else
+                              (kz_model_describe names the choice) */
 } kz_precision;
 
 typedef struct kz_model_params {

@@ -214,6 +214,15 @@ size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out) {
 #endif
 }
 
+bool kz_kernels_bf16_on_amx(const kz_kernels *k) {
+#ifdef KZ_HAVE_X86
+    return k->gemm_bf16 != NULL && k->gemm_bf16 == kz_gemm_bf16_amx;
+#else
+    (void)k;
+    return false;
+#endif
+}
+
 const kz_kernels *kz_kernels_for(kz_isa isa) {
     const kz_isa best = kz_cpu_best_isa();
     (void)best; // unused when the build has only the scalar table

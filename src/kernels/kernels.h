@@ -314,6 +314,10 @@ const char *kz_cpu_features(void);
  * the library; an unknown value is ignored). Returns a static table. */
 const kz_kernels *kz_kernels_select(kz_isa cap);
 
+/* True when k's bf16 conv-GEMM is the AMX one: there the bf16 codec is the fastest
+ * (docs/PERF.md); KZ_PRECISION_FAST asks this. */
+bool kz_kernels_bf16_on_amx(const kz_kernels *k);
+
 /* Table for exactly this level, or NULL if the CPU cannot run it (tests). */
 const kz_kernels *kz_kernels_for(kz_isa isa);
 

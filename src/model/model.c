@@ -230,11 +230,15 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
-    // The fast precision needs a bf16 dot product; elsewhere the codec stays fp32.
-    if (st == KZ_OK && params->codec_precision == KZ_PRECISION_BF16 && m->kernels->gemm_bf16) {
+    kz_precision precision = params->codec_precision;
+    if (precision == KZ_PRECISION_FAST) {
+        precision = kz_kernels_bf16_on_amx(m->kernels) ? KZ_PRECISION_BF16 : KZ_PRECISION_WINOGRAD;
+    }
+    // bf16 needs a bf16 dot product; elsewhere the codec stays fp32.
+    if (st == KZ_OK && precision == KZ_PRECISION_BF16 && m->kernels->gemm_bf16) {
         st = kz_codec_decoder_use_bf16(&m->decoder);
     }
-    if (st == KZ_OK && params->codec_precision == KZ_PRECISION_WINOGRAD) {
+    if (st == KZ_OK && precision == KZ_PRECISION_WINOGRAD) {
         st = kz_codec_decoder_use_winograd(&m->decoder);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);

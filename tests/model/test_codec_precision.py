@@ -9,6 +9,8 @@ message; `kztts bench` accepts the option.
 winograd (Winograd F(4, 7) in fp32, any CPU): SNR >= 60 dB of f32 (fp32 rounding,
 far stricter than the 40 dB requirement, so a wrong transform cannot hide), not
 the f32 bytes (the path ran), and the same determinism checks as bf16.
+fast: the bytes of bf16 on a CPU whose bf16 GEMM runs on AMX tiles, of winograd
+elsewhere; `kztts bench` names the precision in effect (text and JSON).
 """
 import argparse
 import math
@@ -82,6 +84,21 @@ def main():
                   ["--official-chunking"]):
         same = decode(a, out, "--codec-precision", "winograd", *extra) == wino
         check(same, f"winograd with {extra} changes the audio")
+
+    has_amx = has_bf16 and "amx-bf16" in info and "amx-permitted" in info
+    chosen = "bf16" if has_amx else "winograd"
+    fast = decode(a, out, "--threads", "2", "--codec-precision", "fast")
+    check(fast == (bf16 if has_amx else wino), f"fast is not {chosen} on this CPU")
+    check(decode(a, out, "--codec-precision", "fast", "--chunk", "3") == fast,
+          "fast with --chunk 3 changes the audio")
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat", "1",
+             "--codec-precision", "fast", "--peak-gflops", "50"])
+    check(r.returncode == 0 and f"codec {chosen},".encode() in r.stdout,
+          f"bench fast does not say codec {chosen}: {r.stdout.decode()} {r.stderr.decode()}")
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat", "1",
+             "--peak-gflops", "50", "--json"])
+    check(r.returncode == 0 and b'"codec_precision":"f32"' in r.stdout,
+          f"bench --json lacks codec_precision f32: {r.stdout.decode()}")
 
     r = run([a.kztts, "decode", "-m", a.tiny, "--codes", a.codes, "-o", out,
              "--codec-precision", "fp8"])

@@ -41,9 +41,9 @@ static void text_machine(const bench_result *r) {
 }
 
 static void text_header(const bench_result *r) {
-    printf("frames/run %lld, runs %lld, chunk %lld frames, kernels %s, threads %d",
+    printf("frames/run %lld, runs %lld, chunk %lld frames, kernels %s, codec %s, threads %d",
            (long long)r->frames, (long long)r->runs, (long long)r->chunk, r->kernels,
-           r->threads);
+           r->codec_precision, r->threads);
     if (!r->decoder_only) {
         printf(" (LM stage %d, codec stage %d, %s)", r->threads_lm, r->threads_codec,
                r->overlap ? "overlapping" : "taking turns");
@@ -189,6 +189,7 @@ void bench_print_json(const bench_result *r) {
     json_open(&j, NULL, '{');
     json_str(&j, "mode", r->decoder_only ? "decoder-only" : "full");
     json_str(&j, "kernels", r->kernels);
+    json_str(&j, "codec_precision", r->codec_precision);
     json_num(&j, "frames", (double)r->frames, true);
     json_num(&j, "runs", (double)r->runs, true);
     json_num(&j, "chunk", (double)r->chunk, true);

@@ -71,18 +71,31 @@ static void resolve_threads(const bench_opts *o, bench_result *r) {
     }
 }
 
-/* Kernel level and load time from the model description ("kernels: avx2", "load: 812
- * ms"); the kernel name is copied to buf. Falls back to "unknown" and open_ms. */
-static void model_facts(const kz_model *m, double open_ms, char *buf, size_t cap,
-                        bench_result *r) {
-    const char *d = kz_model_describe(m);
-    const char *k = strstr(d, "\nkernels: "), *l = strstr(d, "\nload: ");
+/* Words of the model description the report quotes. */
+typedef struct model_words {
+    char kernels[32];
+    char precision[32];
+} model_words;
+
+/* The first word after `key` in the description d, copied to buf ("unknown" if absent). */
+static const char *described(const char *d, const char *key, char *buf, size_t cap) {
+    const char *v = strstr(d, key);
     snprintf(buf, cap, "unknown");
-    if (k) {
-        k += strlen("\nkernels: ");
-        snprintf(buf, cap, "%.*s", (int)strcspn(k, " \n"), k);
+    if (v) {
+        v += strlen(key);
+        snprintf(buf, cap, "%.*s", (int)strcspn(v, " \n"), v);
     }
-    r->kernels = buf;
+    return buf;
+}
+
+/* Kernel level, codec precision in effect and load time from the model description
+ * ("kernels: avx2", "codec precision: winograd", "load: 812 ms"), copied to facts;
+ * the load time falls back to open_ms. */
+static void model_facts(const kz_model *m, double open_ms, model_words *facts, bench_result *r) {
+    const char *d = kz_model_describe(m), *l = strstr(d, "\nload: ");
+    r->kernels = described(d, "\nkernels: ", facts->kernels, sizeof facts->kernels);
+    r->codec_precision = described(d, "\ncodec precision: ", facts->precision,
+                                   sizeof facts->precision);
     r->load_ms = l ? strtod(l + strlen("\nload: "), NULL) : open_ms;
 }
 
@@ -105,7 +118,7 @@ static void measure_machine(const bench_opts *o, bench_result *r) {
     m->bf16_gflops = 0;
     m->bf16_loop = "";
     const kz_gemm_bf16_impl *impls;
-    if (o->codec_precision && strcmp(o->codec_precision, "bf16") == 0 &&
+    if (strcmp(r->codec_precision, "bf16") == 0 &&
         strcmp(r->kernels, "avx512") == 0 && kz_gemm_bf16_impls(&impls) > 0) {
         m->bf16_gflops = machine_peak_fma_gflops(impls[0].name, r->threads_codec, &m->bf16_loop);
     }
@@ -205,8 +218,8 @@ static int run_decoder(const bench_opts *o, bench_result *r) {
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
-    char kernels[32];
-    model_facts(m, now_ms() - t0, kernels, sizeof kernels, r);
+    model_words facts;
+    model_facts(m, now_ms() - t0, &facts, r);
     double wall_ms;
     kz_status st = decode_runs(o, m, s, &wall_ms);
     if (st == KZ_OK) {
@@ -369,8 +382,8 @@ static int run_full(const bench_opts *o, bench_result *r) {
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
-    char kernels[32];
-    model_facts(m, now_ms() - t0, kernels, sizeof kernels, r);
+    model_words facts;
+    model_facts(m, now_ms() - t0, &facts, r);
     kz_status st = full_measure(o, m, s, r);
     if (st == KZ_OK) {
         print_result(o, r);
@@ -395,7 +408,7 @@ int cmd_bench(int argc, char **argv) {
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16) or winograd (any CPU)"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU) or fast (bf16 on AMX, else winograd)"},
         {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
         {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
         {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
