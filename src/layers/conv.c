@@ -241,13 +241,19 @@ kz_status kz_conv_use_bf16(kz_conv *c) {
     if (kz_packed_bf16_init(&c->wb, &c->w) != 0) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing bf16 weights");
     }
-    if (!c->w.mapped) {
-        kz_packed_free(&c->w);
-    } else {
-        // Panels mapped from a GGUF file: drop the pages the packing read (still readable).
-        kz_map_release_range(c->w.data, kz_packed_bytes(c->w.taps, c->w.k_in, c->w.n));
-    }
+    kz_conv_drop_panels(c);
     return KZ_OK;
+}
+
+void kz_conv_drop_panels(kz_conv *c) {
+    if (!c->w.data) {
+        return;
+    }
+    if (c->w.mapped) {
+        kz_map_release_range(c->w.data, kz_packed_bytes(c->w.taps, c->w.k_in, c->w.n));
+    } else {
+        kz_packed_free(&c->w);
+    }
 }
 
 size_t kz_conv_bf16_scratch(const kz_conv *c, size_t n_rows) {

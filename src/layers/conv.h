@@ -40,7 +40,7 @@ typedef struct kz_exec {
 } kz_exec;
 
 typedef struct kz_conv {
-    kz_packed w;        /* packed weights (empty once kz_conv_use_bf16 freed them) */
+    kz_packed w;        /* packed weights (empty once kz_conv_drop_panels freed them) */
     kz_packed_bf16 wb;  /* bf16 weights when the conv runs in bf16, else empty */
     float *bias;        /* [n] or NULL, owned (tiled s times for transposed convs) */
     size_t k_in;        /* input channels */
@@ -66,6 +66,11 @@ kz_status kz_conv_load_transposed(kz_conv *c, const kz_weights *f, const char *w
                                   int64_t s);
 
 void kz_conv_free(kz_conv *c);
+
+/* Lets go of c's fp32 panels once another form of them is built (bf16, Winograd): owned
+ * panels are freed, panels mapped from the model file keep their address but their
+ * resident pages are dropped. c must not run in fp32 afterwards. */
+void kz_conv_drop_panels(kz_conv *c);
 
 /* Packs c's weights to bf16 (c->wb) and from then on runs c with the bf16
  * conv-GEMM; the fp32 panels are freed unless they are mapped from the model file.

@@ -7,15 +7,18 @@
  * from the interpolation points in double (exact enough: every entry is a small
  * rational) and kept as floats.
  * Run, per call (whole frames):
- *   plan      per frame, per residue class r mod d: whole tiles of 4 (base rows) and
- *             the rest (left rows), both in increasing order -> idx scratch
+ *   plan      per frame, per residue class r mod d: tiles of 4 outputs in increasing
+ *             order, the last one partial (1-3 outputs) when the class's count is not
+ *             a multiple of 4 -> (base row, count) per tile in idx scratch
  *   input     V[k][tile][:] = sum_l BT[k][l] x[base + l d]       (pool over tiles, mix_rows)
+ *             a partial tile of c outputs reads l < c + 6 and a zero row for the rest
+ *             (those rows belong to the next frame, which another chunk may hold)
  *   GEMMs     M[k] = V[k] U_k                                     (kz_conv_run x 10)
- *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias    (pool over tiles, mix_rows)
- *   left      G[left][j k_in + i] = x[row + j d][i]; Y = G W (the direct panels as
- *             taps 1, k_in 7) + bias -> y[row]                  (gather, GEMM, scatter)
- * Each output row is written by one tile or one left row in a fixed sequence of
- * mix_rows / GEMM steps, so the pool's split never changes bits.
+ *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias, i < count
+ *                                                                (pool over tiles, mix_rows)
+ * Each output row is written by one tile in a fixed sequence of mix_rows / GEMM steps
+ * that depends only on its place in its frame, so neither the chunk nor the pool's split
+ * changes bits. The conv's own panels are not read at run time (the codec releases them).
  */
 #include "layers/winograd.h"
 
@@ -141,8 +144,7 @@ kz_status kz_wino_init(kz_wino *w, const kz_conv *c) {
         }
         transform_panel(u, c->w.data + p * k_rows * KZ_PANEL, k_in);
     }
-    w->direct = (kz_conv){.bias = c->bias, .k_in = k_rows, .n = n, .taps = 1, .dilation = 1};
-    kz_packed_init_mapped(&w->direct.w, 1, k_rows, n, c->w.data);
+    w->bias = c->bias;
     return KZ_OK;
 }
 
@@ -153,29 +155,24 @@ void kz_wino_free(kz_wino *w) {
     for (int k = 0; k < KZ_WINO_N; k++) {
         kz_conv_free(&w->u[k]);
     }
-    memset(w, 0, sizeof *w); // direct borrows the conv's panels and bias
+    memset(w, 0, sizeof *w); // bias is the conv's
 }
 
-/* Tiles and left rows of one frame: class r holds ceil((rows - r) / d) outputs. */
-static void frame_counts(size_t frame_rows, size_t d, size_t *tiles, size_t *left) {
-    *tiles = 0;
-    *left = 0;
+/* Tiles of one frame: class r holds ceil((rows - r) / d) outputs, ceil(outs / 4) tiles. */
+static size_t frame_tiles(size_t frame_rows, size_t d) {
+    size_t tiles = 0;
     for (size_t r = 0; r < d && r < frame_rows; r++) {
         const size_t outs = (frame_rows - r + d - 1) / d;
-        *tiles += outs / KZ_WINO_M;
-        *left += outs % KZ_WINO_M;
+        tiles += (outs + KZ_WINO_M - 1) / KZ_WINO_M;
     }
+    return tiles;
 }
 
 void kz_wino_scratch_need(const kz_wino *w, size_t frame_rows, size_t n_frames, size_t *n_f,
                           size_t *n_idx) {
-    size_t tiles;
-    size_t left;
-    frame_counts(frame_rows, w->dilation, &tiles, &left);
-    tiles *= n_frames;
-    left *= n_frames;
-    *n_f = KZ_WINO_N * tiles * (w->k_in + w->n) + left * (KZ_WINO_R * w->k_in + w->n);
-    *n_idx = tiles + left;
+    const size_t tiles = frame_tiles(frame_rows, w->dilation) * n_frames;
+    *n_f = KZ_WINO_N * tiles * (w->k_in + w->n) + w->k_in; // V, M, one zero row
+    *n_idx = 2 * tiles;
 }
 
 typedef struct wino_job {
@@ -185,12 +182,12 @@ typedef struct wino_job {
     size_t ldx;
     float *y;
     size_t ldy;
-    const size_t *base; /* [n_tiles] first output row of each tile */
-    const size_t *left; /* [n_left] rows computed directly */
+    const size_t *base;  /* [n_tiles] first output row of each tile */
+    const size_t *count; /* [n_tiles] its outputs, 1..4 */
     size_t n_tiles;
-    float *v;           /* [N][n_tiles][k_in] */
-    float *m;           /* [N][n_tiles][n] */
-    float *g;           /* [n_left][7 k_in] gathered inputs */
+    float *v;            /* [N][n_tiles][k_in] */
+    float *m;            /* [N][n_tiles][n] */
+    const float *zero;   /* [k_in] zeros: the inputs of a partial tile past its frame */
 } wino_job;
 
 static void input_rows(void *arg, size_t t0, size_t t1) {
@@ -199,64 +196,49 @@ static void input_rows(void *arg, size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; t++) {
         const float *src[KZ_WINO_N];
         float *dst[KZ_WINO_N];
-        for (int l = 0; l < KZ_WINO_N; l++) {
-            src[l] = j->x + (j->base[t] + (size_t)l * d) * j->ldx;
-            dst[l] = j->v + ((size_t)l * j->n_tiles + t) * k_in;
+        const size_t used = j->count[t] + KZ_WINO_R - 1;
+        for (size_t l = 0; l < KZ_WINO_N; l++) {
+            src[l] = l < used ? j->x + (j->base[t] + l * d) * j->ldx : j->zero;
+            dst[l] = j->v + (l * j->n_tiles + t) * k_in;
         }
         j->k->mix_rows(dst, src, &BT[0][0], KZ_WINO_N, KZ_WINO_N, k_in);
     }
 }
 
-/* y_i = sum_k AT[i][k] M_k + bias: the bias is an eleventh source row with weight 1. */
+/* y_i = sum_k AT[i][k] M_k + bias for the tile's outputs: the bias is an eleventh
+ * source row with weight 1. */
 static void output_rows(void *arg, size_t t0, size_t t1) {
     const wino_job *j = arg;
     const size_t n = j->w->n, d = j->w->dilation;
-    const float *bias = j->w->direct.bias;
+    const float *bias = j->w->bias;
     for (size_t t = t0; t < t1; t++) {
         const float *src[KZ_WINO_N + 1];
         float *dst[KZ_WINO_M];
-        for (int k = 0; k < KZ_WINO_N; k++) {
-            src[k] = j->m + ((size_t)k * j->n_tiles + t) * n;
+        for (size_t k = 0; k < KZ_WINO_N; k++) {
+            src[k] = j->m + (k * j->n_tiles + t) * n;
         }
         src[KZ_WINO_N] = bias;
-        for (int i = 0; i < KZ_WINO_M; i++) {
-            dst[i] = j->y + (j->base[t] + (size_t)i * d) * j->ldy;
+        for (size_t i = 0; i < j->count[t]; i++) {
+            dst[i] = j->y + (j->base[t] + i * d) * j->ldy;
         }
-        j->k->mix_rows(dst, src, bias ? &AT_BIAS[0][0] : &AT[0][0], KZ_WINO_M,
+        j->k->mix_rows(dst, src, bias ? &AT_BIAS[0][0] : &AT[0][0], j->count[t],
                        bias ? KZ_WINO_N + 1 : KZ_WINO_N, n);
     }
 }
 
-static void gather_rows(void *arg, size_t r0, size_t r1) {
-    const wino_job *j = arg;
-    const size_t k_in = j->w->k_in, d = j->w->dilation;
-    for (size_t r = r0; r < r1; r++) {
-        for (size_t tap = 0; tap < KZ_WINO_R; tap++) {
-            memcpy(j->g + (r * KZ_WINO_R + tap) * k_in, j->x + (j->left[r] + tap * d) * j->ldx,
-                   k_in * sizeof(float));
-        }
-    }
-}
-
-/* Tile bases and left rows of n_frames frames, each list in increasing row order. */
-static void plan(size_t frame_rows, size_t n_frames, size_t d, size_t *base, size_t *n_tiles,
-                 size_t *left, size_t *n_left) {
-    *n_tiles = 0;
-    *n_left = 0;
+/* Tiles of n_frames frames in increasing row order within each class. */
+static size_t plan(size_t frame_rows, size_t n_frames, size_t d, size_t *base, size_t *count) {
+    size_t n = 0;
     for (size_t f = 0; f < n_frames; f++) {
         for (size_t r = 0; r < d && r < frame_rows; r++) {
             const size_t outs = (frame_rows - r + d - 1) / d;
-            const size_t whole = outs / KZ_WINO_M * KZ_WINO_M;
-            for (size_t q = 0; q < outs; q++) {
-                const size_t row = f * frame_rows + r + q * d;
-                if (q < whole && q % KZ_WINO_M == 0) {
-                    base[(*n_tiles)++] = row;
-                } else if (q >= whole) {
-                    left[(*n_left)++] = row;
-                }
+            for (size_t q = 0; q < outs; q += KZ_WINO_M) {
+                base[n] = f * frame_rows + r + q * d;
+                count[n++] = outs - q < KZ_WINO_M ? outs - q : KZ_WINO_M;
             }
         }
     }
+    return n;
 }
 
 void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *y, size_t ldy,
@@ -267,34 +249,23 @@ void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *
     size_t need_idx;
     kz_wino_scratch_need(w, frame_rows, n_frames, &need_f, &need_idx);
     KZ_ASSERT(s->n_f >= need_f && s->n_idx >= need_idx);
-    size_t tiles;
-    size_t left;
-    frame_counts(frame_rows, w->dilation, &tiles, &left);
-    tiles *= n_frames;
-    size_t *base = s->idx, *left_rows = s->idx + tiles;
-    size_t n_tiles;
-    size_t n_left;
-    plan(frame_rows, n_frames, w->dilation, base, &n_tiles, left_rows, &n_left);
+    const size_t tiles = need_idx / 2, k_in = w->k_in, n = w->n;
+    size_t *base = s->idx, *count = s->idx + tiles;
+    const size_t n_tiles = plan(frame_rows, n_frames, w->dilation, base, count);
     KZ_ASSERT(n_tiles == tiles);
-    const size_t k_in = w->k_in, n = w->n;
+    if (n_tiles == 0) {
+        return;
+    }
     wino_job j = {.w = w, .k = e->k, .x = x, .ldx = ldx, .y = y, .ldy = ldy, .base = base,
-                  .left = left_rows, .n_tiles = n_tiles, .v = s->f};
+                  .count = count, .n_tiles = n_tiles, .v = s->f};
     j.m = j.v + KZ_WINO_N * n_tiles * k_in;
-    j.g = j.m + KZ_WINO_N * n_tiles * n;
-    float *y_left = j.g + n_left * KZ_WINO_R * k_in;
-    if (n_tiles) {
-        kz_exec_rows(e, n_tiles, 8, input_rows, &j);
-        for (int k = 0; k < KZ_WINO_N; k++) {
-            kz_conv_run(&w->u[k], e, j.m + (size_t)k * n_tiles * n, n,
-                        j.v + (size_t)k * n_tiles * k_in, k_in, n_tiles, KZ_GEMM_STORE);
-        }
-        kz_exec_rows(e, n_tiles, 8, output_rows, &j);
+    float *zero = j.m + KZ_WINO_N * n_tiles * n;
+    memset(zero, 0, k_in * sizeof *zero);
+    j.zero = zero;
+    kz_exec_rows(e, n_tiles, 8, input_rows, &j);
+    for (int k = 0; k < KZ_WINO_N; k++) {
+        kz_conv_run(&w->u[k], e, j.m + (size_t)k * n_tiles * n, n,
+                    j.v + (size_t)k * n_tiles * k_in, k_in, n_tiles, KZ_GEMM_STORE);
     }
-    if (n_left) {
-        kz_exec_rows(e, n_left, 8, gather_rows, &j);
-        kz_conv_run(&w->direct, e, y_left, n, j.g, KZ_WINO_R * k_in, n_left, KZ_GEMM_STORE);
-        for (size_t r = 0; r < n_left; r++) {
-            memcpy(y + left_rows[r] * ldy, y_left + r * n, n * sizeof *y);
-        }
-    }
+    kz_exec_rows(e, n_tiles, 8, output_rows, &j);
 }

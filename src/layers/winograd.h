@@ -13,10 +13,12 @@
  * (docs/PERF.md).
  *
  * Tiles lie on a grid fixed per frame (frame_rows rows): each residue class mod d of
- * a frame's rows is cut into whole tiles of 4, and the outputs left over are computed
- * directly (their 7 input rows gathered, one GEMM over the conv's own panels, the
- * direct convolution's bits). Chunks hold whole frames, so every chunk size and
- * thread count gives the same bits, as with the exact path.
+ * a frame's rows is cut into tiles of 4, the last one partial (1-3 outputs) where the
+ * count is not a multiple of 4. A partial tile of c outputs needs input rows l < c + 6;
+ * rows l >= c + 6 lie in the next frame, and the tile always takes zeros for them
+ * (exact in real arithmetic: no output of the tile depends on them). Chunks hold whole
+ * frames, so every chunk size and thread count gives the same bits, as with the exact
+ * path, and a run never reads the conv's own panels (kz_wino_init reads them once).
  */
 #ifndef KZ_WINOGRAD_H
 #define KZ_WINOGRAD_H
@@ -29,7 +31,7 @@ enum { KZ_WINO_M = 4, KZ_WINO_R = 7, KZ_WINO_N = 10 };
 
 typedef struct kz_wino {
     kz_conv u[KZ_WINO_N]; /* U_k as 1x1 convs [k_in -> n], no bias, owned */
-    kz_conv direct;       /* the conv's panels seen as taps 1, k_in * 7 (borrowed) + bias */
+    const float *bias;    /* the conv's bias [n] or NULL (borrowed) */
     size_t k_in, n, dilation;
 } kz_wino;
 

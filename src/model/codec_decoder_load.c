@@ -247,6 +247,7 @@ kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
             if (st != KZ_OK) {
                 return st;
             }
+            kz_conv_drop_panels(&ru->conv1);
         }
     }
     return KZ_OK;
