@@ -8,7 +8,8 @@
  * level the CPU runs: conv-GEMM GFLOP/s at the codec's real shapes (and % of the
  * peak of that level's vector width; bf16 GEMMs against their own bf16 peak),
  * dot / axpy GB/s at L1, L2 and DRAM sizes, ns per element of snake_beta, gelu,
- * swiglu and rms_norm. Each number is the best of several timed repetitions.
+ * swiglu and rms_norm, GFLOP/s (and % of the peak) and GB/s of the Winograd
+ * transforms (mix_rows). Each number is the best of several timed repetitions.
  * Time is this thread's CPU time, so other processes on a busy machine do not
  * inflate the numbers
  * (cache and memory contention still can).
@@ -407,6 +408,57 @@ static void bench_rows(const kz_kernels *k) {
     free(v.d);
 }
 
+/* The Winograd transforms (mix_rows) over a block-4-sized set of tiles: the input
+ * transform (10 x 10, source rows d apart in x) and the output transform (4 x 11 with
+ * the bias row). */
+typedef struct mix_ctx {
+    const float *x;    /* [tiles + 9, ch] */
+    float *v;          /* [10, tiles, ch] */
+    const float *mat;  /* [10 * 11] */
+    size_t tiles, ch, n_dst, n_src;
+} mix_ctx;
+
+static void run_mix(const kz_kernels *k, void *ctx) {
+    const mix_ctx *m = ctx;
+    for (size_t t = 0; t < m->tiles; t++) {
+        const float *src[KZ_MIX_MAX_SRC];
+        float *dst[KZ_MIX_MAX_SRC];
+        for (size_t l = 0; l < m->n_src; l++) {
+            src[l] = m->x + (t + l) * m->ch;
+        }
+        for (size_t r = 0; r < m->n_dst; r++) {
+            dst[r] = m->v + (r * m->tiles + t) * m->ch;
+        }
+        k->mix_rows(dst, src, m->mat, m->n_dst, m->n_src, m->ch);
+    }
+}
+
+static void bench_mix(const kz_kernels *k, double peak) {
+    static const size_t mix_shapes[][4] = {{10, 10, 1920, 96}, {4, 11, 1920, 96},
+                                           {10, 10, 160, 384}, {4, 11, 160, 384}};
+    for (size_t i = 0; i < sizeof mix_shapes / sizeof mix_shapes[0]; i++) {
+        mix_ctx m = {.n_dst = mix_shapes[i][0], .n_src = mix_shapes[i][1],
+                     .tiles = mix_shapes[i][2], .ch = mix_shapes[i][3]};
+        float *x = rand_buf((m.tiles + m.n_src) * m.ch), *v = rand_buf(10 * m.tiles * m.ch);
+        float *mat = rand_buf(10 * 11);
+        m.x = x;
+        m.v = v;
+        m.mat = mat;
+        const double t = time_call(k, run_mix, &m, 3);
+        const double flop = 2.0 * (double)(m.n_dst * m.n_src * m.ch * m.tiles);
+        const double bytes = (double)((m.n_src + m.n_dst) * m.ch * m.tiles) * sizeof(float);
+        printf("  mix_rows %2zu x %-2zu  %4zu tiles x %3zu ch %7.3f ms %7.2f GFLOP/s", m.n_dst,
+               m.n_src, m.tiles, m.ch, t * 1e3, flop / t * 1e-9);
+        if (peak > 0.0) {
+            printf("  %5.1f%% of peak", 100.0 * flop / t * 1e-9 / peak);
+        }
+        printf("  %7.2f GB/s of rows read and written\n", bytes / t * 1e-9);
+        free(x);
+        free(v);
+        free(mat);
+    }
+}
+
 int main(int argc, char **argv) {
     int want[KZ_ISA_NEON + 1] = {0};
     int any = 0;
@@ -449,6 +501,7 @@ int main(int argc, char **argv) {
         bench_gemm(k, peak[l]);
         bench_vectors(k);
         bench_rows(k);
+        bench_mix(k, peak[l]);
     }
     return 0;
 }
