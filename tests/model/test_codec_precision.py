@@ -10,7 +10,8 @@ winograd (Winograd F(4, 7) in fp32, any CPU): SNR >= 60 dB of f32 (fp32 rounding
 far stricter than the 40 dB requirement, so a wrong transform cannot hide), not
 the f32 bytes (the path ran), and the same determinism checks as bf16.
 fast: the bytes of bf16 on a CPU whose bf16 GEMM runs on AMX tiles, of winograd
-elsewhere; `kztts bench` names the precision in effect (text and JSON).
+elsewhere; `kztts bench` (text and JSON) and `kztts info --codec-precision fast`
+name the precision in effect.
 """
 import argparse
 import math
@@ -91,6 +92,9 @@ def main():
     check(fast == (bf16 if has_amx else wino), f"fast is not {chosen} on this CPU")
     check(decode(a, out, "--codec-precision", "fast", "--chunk", "3") == fast,
           "fast with --chunk 3 changes the audio")
+    r = run([a.kztts, "info", "-m", a.tiny, "--codec-precision", "fast"])
+    check(r.returncode == 0 and f"codec precision: {chosen}\n".encode() in r.stdout,
+          f"info --codec-precision fast does not name {chosen}: {r.stdout.decode()}")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat", "1",
              "--codec-precision", "fast", "--peak-gflops", "50"])
     check(r.returncode == 0 and f"codec {chosen},".encode() in r.stdout,

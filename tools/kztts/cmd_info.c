@@ -1,6 +1,6 @@
 /*
  * cmd_info.c - `kztts info`: describe a model (configs, tensors, memory) and
- * the CPU features and kernel level in use.
+ * the CPU features, kernel level and codec precision in use.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,11 +9,12 @@
 #include "cli.h"
 
 int cmd_info(int argc, char **argv) {
-    const char *model_path = NULL, *isa = "auto";
+    const char *model_path = NULL, *isa = "auto", *codec_precision = NULL;
     bool help = false;
     const arg_spec specs[] = {
         {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   checkpoint or codec directory"},
         {"--isa", NULL, ARG_STRING, &isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
+        {"--codec-precision", NULL, ARG_STRING, &codec_precision, 0, 0, "P     f32|bf16|winograd|fast: load the codec so (the description names the precision in effect)"},
         {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -32,7 +33,8 @@ int cmd_info(int argc, char **argv) {
     }
     kz_model *model;
     kz_session *session;
-    if (cli_open("info", model_path, isa, 1, &model, &session) != 0) {
+    const cli_engine e = {.isa = isa, .codec_precision = codec_precision, .threads = 1};
+    if (cli_open_engine("info", model_path, &e, &model, &session) != 0) {
         return 1;
     }
     printf("kztts %s\n%s\n", kz_version(), kz_model_describe(model));
