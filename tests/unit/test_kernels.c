@@ -813,9 +813,16 @@ static void test_dot_axpy(void) {
  * level bit for bit against it (ragged widths, 1..KZ_MIX_MAX_SRC sources, rows at odd
  * offsets); columns beyond n are left untouched. */
 static void test_mix_rows(void) {
-    for (int trial = 0; trial < 120; trial++) {
+    // The Winograd transforms' shapes first (input, output with and without the bias
+    // row, partial tiles), then random ones.
+    static const size_t fixed[][2] = {{10, 10}, {4, 11}, {4, 10}, {3, 11}, {2, 11},
+                                      {1, 11}, {3, 10}, {2, 10}, {1, 10}};
+    const int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
+    for (int trial = 0; trial < 120 + 2 * n_fixed; trial++) {
+        const int f = trial < 2 * n_fixed ? trial % n_fixed : -1;
         const size_t n = trial < 100 ? rng_size(0, 70) : rng_size(200, 1100);
-        const size_t n_src = rng_size(1, KZ_MIX_MAX_SRC), n_dst = rng_size(1, 10);
+        const size_t n_src = f >= 0 ? fixed[f][1] : rng_size(1, KZ_MIX_MAX_SRC);
+        const size_t n_dst = f >= 0 ? fixed[f][0] : rng_size(1, 10);
         float *in = rand_array(n_src * (n + 3) + 1, -2.0f, 2.0f);
         float *mat = rand_array(n_dst * n_src, -3.0f, 3.0f);
         const float *src[KZ_MIX_MAX_SRC];

@@ -245,23 +245,64 @@ static void axpy_avx2(float *y, float a, const float *x, size_t n) {
     }
 }
 
-/* kernels.h mix_rows: 8 columns at a time, every source vector loaded once. */
+/* One group of 8 columns of mix_rows: the sources in registers, destination rows in
+ * pairs so that two independent FMA chains overlap (each row's own chain keeps the
+ * definition's order). n_dst and n_src are constants where mix_rows_avx2 inlines it. */
+static inline __attribute__((always_inline)) void mix_group(float *const *dst,
+                                                            const float *const *src,
+                                                            const float *mat, size_t n_dst,
+                                                            size_t n_src, size_t c) {
+    __m256 sv[KZ_MIX_MAX_SRC];
+    for (size_t s = 0; s < n_src; s++) {
+        sv[s] = _mm256_loadu_ps(src[s] + c);
+    }
+    size_t r = 0;
+    for (; r + 2 <= n_dst; r += 2) {
+        const float *m0 = mat + r * n_src, *m1 = m0 + n_src;
+        __m256 a0 = _mm256_setzero_ps();
+        __m256 a1 = _mm256_setzero_ps();
+        for (size_t s = 0; s < n_src; s++) {
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(m0[s]), sv[s], a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(m1[s]), sv[s], a1);
+        }
+        _mm256_storeu_ps(dst[r] + c, a0);
+        _mm256_storeu_ps(dst[r + 1] + c, a1);
+    }
+    if (r < n_dst) {
+        __m256 acc = _mm256_setzero_ps();
+        for (size_t s = 0; s < n_src; s++) {
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(mat[r * n_src + s]), sv[s], acc);
+        }
+        _mm256_storeu_ps(dst[r] + c, acc);
+    }
+}
+
+static inline __attribute__((always_inline)) size_t mix_groups(float *const *dst,
+                                                               const float *const *src,
+                                                               const float *mat, size_t n_dst,
+                                                               size_t n_src, size_t n) {
+    size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        mix_group(dst, src, mat, n_dst, n_src, c);
+    }
+    return c;
+}
+
+/* kernels.h mix_rows: 8 columns at a time, every source vector loaded once; the
+ * Winograd transforms' shapes (input 10 x 10, output 1-4 x 10 or 11) with constant
+ * counts, so the source vectors stay in registers and the loops unroll. */
 static void mix_rows_avx2(float *const *dst, const float *const *src, const float *mat,
                           size_t n_dst, size_t n_src, size_t n) {
     KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
-    size_t c = 0;
-    for (; c + 8 <= n; c += 8) {
-        __m256 sv[KZ_MIX_MAX_SRC];
-        for (size_t s = 0; s < n_src; s++) {
-            sv[s] = _mm256_loadu_ps(src[s] + c);
-        }
-        for (size_t r = 0; r < n_dst; r++) {
-            __m256 acc = _mm256_setzero_ps();
-            for (size_t s = 0; s < n_src; s++) {
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(mat[r * n_src + s]), sv[s], acc);
-            }
-            _mm256_storeu_ps(dst[r] + c, acc);
-        }
+    size_t c;
+    if (n_dst == 10 && n_src == 10) {
+        c = mix_groups(dst, src, mat, 10, 10, n);
+    } else if (n_dst == 4 && n_src == 11) {
+        c = mix_groups(dst, src, mat, 4, 11, n);
+    } else if (n_dst == 4 && n_src == 10) {
+        c = mix_groups(dst, src, mat, 4, 10, n);
+    } else {
+        c = mix_groups(dst, src, mat, n_dst, n_src, n);
     }
     kz_mix_rows_cols_ref(dst, src, mat, n_dst, n_src, c, n);
 }
