@@ -270,23 +270,64 @@ static void axpy_neon(float *y, float a, const float *x, size_t n) {
     }
 }
 
-/* kernels.h mix_rows: 4 columns at a time, every source vector loaded once. */
+/* One group of 4 columns of mix_rows: the sources in registers, destination rows in
+ * pairs so that two independent FMA chains overlap (each row's own chain keeps the
+ * definition's order), as on AVX2 (docs/PERF.md; not timed on ARM). n_dst and n_src are
+ * constants where mix_rows_neon inlines it. */
+static inline __attribute__((always_inline)) void mix_group(float *const *dst,
+                                                            const float *const *src,
+                                                            const float *mat, size_t n_dst,
+                                                            size_t n_src, size_t c) {
+    float32x4_t sv[KZ_MIX_MAX_SRC];
+    for (size_t s = 0; s < n_src; s++) {
+        sv[s] = vld1q_f32(src[s] + c);
+    }
+    size_t r = 0;
+    for (; r + 2 <= n_dst; r += 2) {
+        const float *m0 = mat + r * n_src, *m1 = m0 + n_src;
+        float32x4_t a0 = vdupq_n_f32(0.0f);
+        float32x4_t a1 = vdupq_n_f32(0.0f);
+        for (size_t s = 0; s < n_src; s++) {
+            a0 = vfmaq_f32(a0, sv[s], vdupq_n_f32(m0[s]));
+            a1 = vfmaq_f32(a1, sv[s], vdupq_n_f32(m1[s]));
+        }
+        vst1q_f32(dst[r] + c, a0);
+        vst1q_f32(dst[r + 1] + c, a1);
+    }
+    if (r < n_dst) {
+        float32x4_t acc = vdupq_n_f32(0.0f);
+        for (size_t s = 0; s < n_src; s++) {
+            acc = vfmaq_f32(acc, sv[s], vdupq_n_f32(mat[r * n_src + s]));
+        }
+        vst1q_f32(dst[r] + c, acc);
+    }
+}
+
+static inline __attribute__((always_inline)) size_t mix_groups(float *const *dst,
+                                                               const float *const *src,
+                                                               const float *mat, size_t n_dst,
+                                                               size_t n_src, size_t n) {
+    size_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        mix_group(dst, src, mat, n_dst, n_src, c);
+    }
+    return c;
+}
+
+/* kernels.h mix_rows: 4 columns at a time, every source vector loaded once; the
+ * Winograd transforms' shapes with constant counts. */
 static void mix_rows_neon(float *const *dst, const float *const *src, const float *mat,
                           size_t n_dst, size_t n_src, size_t n) {
     KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
-    size_t c = 0;
-    for (; c + 4 <= n; c += 4) {
-        float32x4_t sv[KZ_MIX_MAX_SRC];
-        for (size_t s = 0; s < n_src; s++) {
-            sv[s] = vld1q_f32(src[s] + c);
-        }
-        for (size_t r = 0; r < n_dst; r++) {
-            float32x4_t acc = vdupq_n_f32(0.0f);
-            for (size_t s = 0; s < n_src; s++) {
-                acc = vfmaq_f32(acc, sv[s], vdupq_n_f32(mat[r * n_src + s]));
-            }
-            vst1q_f32(dst[r] + c, acc);
-        }
+    size_t c;
+    if (n_dst == 10 && n_src == 10) {
+        c = mix_groups(dst, src, mat, 10, 10, n);
+    } else if (n_dst == 4 && n_src == 11) {
+        c = mix_groups(dst, src, mat, 4, 11, n);
+    } else if (n_dst == 4 && n_src == 10) {
+        c = mix_groups(dst, src, mat, 4, 10, n);
+    } else {
+        c = mix_groups(dst, src, mat, n_dst, n_src, n);
     }
     kz_mix_rows_cols_ref(dst, src, mat, n_dst, n_src, c, n);
 }
