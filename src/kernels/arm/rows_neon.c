@@ -273,7 +273,7 @@ static void axpy_neon(float *y, float a, const float *x, size_t n) {
 /* One group of 4 columns of mix_rows: the sources in registers, destination rows in
  * pairs so that two independent FMA chains overlap (each row's own chain keeps the
  * definition's order), as on AVX2 (docs/PERF.md; not timed on ARM). n_dst and n_src are
- * constants where mix_rows_neon inlines it. */
+ * constants where mix_shapes.h inlines it. */
 static inline __attribute__((always_inline)) void mix_group(float *const *dst,
                                                             const float *const *src,
                                                             const float *mat, size_t n_dst,
@@ -303,34 +303,8 @@ static inline __attribute__((always_inline)) void mix_group(float *const *dst,
     }
 }
 
-static inline __attribute__((always_inline)) size_t mix_groups(float *const *dst,
-                                                               const float *const *src,
-                                                               const float *mat, size_t n_dst,
-                                                               size_t n_src, size_t n) {
-    size_t c = 0;
-    for (; c + 4 <= n; c += 4) {
-        mix_group(dst, src, mat, n_dst, n_src, c);
-    }
-    return c;
-}
-
-/* kernels.h mix_rows: 4 columns at a time, every source vector loaded once; the
- * Winograd transforms' shapes with constant counts. */
-static void mix_rows_neon(float *const *dst, const float *const *src, const float *mat,
-                          size_t n_dst, size_t n_src, size_t n) {
-    KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
-    size_t c;
-    if (n_dst == 10 && n_src == 10) {
-        c = mix_groups(dst, src, mat, 10, 10, n);
-    } else if (n_dst == 4 && n_src == 11) {
-        c = mix_groups(dst, src, mat, 4, 11, n);
-    } else if (n_dst == 4 && n_src == 10) {
-        c = mix_groups(dst, src, mat, 4, 10, n);
-    } else {
-        c = mix_groups(dst, src, mat, n_dst, n_src, n);
-    }
-    kz_mix_rows_cols_ref(dst, src, mat, n_dst, n_src, c, n);
-}
+#define MIX_COLS 4
+#include "kernels/mix_shapes.h"
 
 const kz_kernels kz_kernels_neon = {
     .isa = KZ_ISA_NEON,
@@ -343,7 +317,7 @@ const kz_kernels kz_kernels_neon = {
     .swiglu = swiglu_neon,
     .dot = dot_neon,
     .axpy = axpy_neon,
-    .mix_rows = mix_rows_neon,
+    .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_neon,
     .matmul_f16 = kz_matmul_f16_neon,
     .matmul_f32 = kz_matmul_f32_neon,

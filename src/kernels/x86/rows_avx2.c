@@ -247,7 +247,7 @@ static void axpy_avx2(float *y, float a, const float *x, size_t n) {
 
 /* One group of 8 columns of mix_rows: the sources in registers, destination rows in
  * pairs so that two independent FMA chains overlap (each row's own chain keeps the
- * definition's order). n_dst and n_src are constants where mix_rows_avx2 inlines it. */
+ * definition's order). n_dst and n_src are constants where mix_shapes.h inlines it. */
 static inline __attribute__((always_inline)) void mix_group(float *const *dst,
                                                             const float *const *src,
                                                             const float *mat, size_t n_dst,
@@ -277,35 +277,8 @@ static inline __attribute__((always_inline)) void mix_group(float *const *dst,
     }
 }
 
-static inline __attribute__((always_inline)) size_t mix_groups(float *const *dst,
-                                                               const float *const *src,
-                                                               const float *mat, size_t n_dst,
-                                                               size_t n_src, size_t n) {
-    size_t c = 0;
-    for (; c + 8 <= n; c += 8) {
-        mix_group(dst, src, mat, n_dst, n_src, c);
-    }
-    return c;
-}
-
-/* kernels.h mix_rows: 8 columns at a time, every source vector loaded once; the
- * Winograd transforms' shapes (input 10 x 10, output 1-4 x 10 or 11) with constant
- * counts, so the source vectors stay in registers and the loops unroll. */
-static void mix_rows_avx2(float *const *dst, const float *const *src, const float *mat,
-                          size_t n_dst, size_t n_src, size_t n) {
-    KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
-    size_t c;
-    if (n_dst == 10 && n_src == 10) {
-        c = mix_groups(dst, src, mat, 10, 10, n);
-    } else if (n_dst == 4 && n_src == 11) {
-        c = mix_groups(dst, src, mat, 4, 11, n);
-    } else if (n_dst == 4 && n_src == 10) {
-        c = mix_groups(dst, src, mat, 4, 10, n);
-    } else {
-        c = mix_groups(dst, src, mat, n_dst, n_src, n);
-    }
-    kz_mix_rows_cols_ref(dst, src, mat, n_dst, n_src, c, n);
-}
+#define MIX_COLS 8
+#include "kernels/mix_shapes.h"
 
 const kz_kernels kz_kernels_avx2 = {
     .isa = KZ_ISA_AVX2,
@@ -318,7 +291,7 @@ const kz_kernels kz_kernels_avx2 = {
     .swiglu = swiglu_avx2,
     .dot = dot_avx2,
     .axpy = axpy_avx2,
-    .mix_rows = mix_rows_avx2,
+    .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx2,
     .matmul_f16 = kz_matmul_f16_avx2,
     .matmul_f32 = kz_matmul_f32_avx2,
