@@ -107,6 +107,9 @@ def main():
     r = run([a.kztts, "decode", "-m", a.tiny, "--codes", a.codes, "-o", out,
              "--codec-precision", "fp8"])
     check(r.returncode != 0 and b"--codec-precision" in r.stderr, "bad --codec-precision")
+    r = run([a.kztts, "info", "-m", a.tiny, "--codec-precision", "fp8"])
+    check(r.returncode != 0 and b"--codec-precision" in r.stderr and not r.stdout,
+          "info with a bad --codec-precision")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1",
              "--codec-precision", "bf16", "--peak-gflops", "50"])
     check(r.returncode == 0 and b"codec decoder" in r.stdout, f"bench: {r.stderr.decode()}")
