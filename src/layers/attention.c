@@ -14,18 +14,39 @@ void kz_rope_init(float *inv_freq, int head_dim, float theta) {
     }
 }
 
+/* Rotates pair j (elements j and j + half) of every head by the angle with cosine c
+ * and sine s. */
+static void rotate_pair(float *x, int n_heads, int head_dim, int j, float c, float s) {
+    const int half = head_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * (size_t)head_dim;
+        float a = v[j], b = v[j + half];
+        float ac = a * c, bs = b * s, bc = b * c, as = a * s;
+        v[j] = ac - bs;
+        v[j + half] = bc + as;
+    }
+}
+
 void kz_rope_apply(float *x, int n_heads, int head_dim, const float *inv_freq, int64_t pos) {
-    int half = head_dim / 2;
+    for (int j = 0; j < head_dim / 2; j++) {
+        float angle = (float)pos * inv_freq[j];
+        rotate_pair(x, n_heads, head_dim, j, cosf(angle), sinf(angle));
+    }
+}
+
+void kz_rope_angles(float *cs, int head_dim, const float *inv_freq, int64_t pos) {
+    const int half = head_dim / 2;
     for (int j = 0; j < half; j++) {
         float angle = (float)pos * inv_freq[j];
-        float c = cosf(angle), s = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *v = x + (size_t)h * (size_t)head_dim;
-            float a = v[j], b = v[j + half];
-            float ac = a * c, bs = b * s, bc = b * c, as = a * s;
-            v[j] = ac - bs;
-            v[j + half] = bc + as;
-        }
+        cs[j] = cosf(angle);
+        cs[half + j] = sinf(angle);
+    }
+}
+
+void kz_rope_rotate(float *x, int n_heads, int head_dim, const float *cs) {
+    const int half = head_dim / 2;
+    for (int j = 0; j < half; j++) {
+        rotate_pair(x, n_heads, head_dim, j, cs[j], cs[half + j]);
     }
 }
 

@@ -24,6 +24,12 @@ void kz_rope_init(float *inv_freq, int head_dim, float theta);
 /* Rotates each of the n_heads heads of row x ([n_heads, head_dim]) to position pos. */
 void kz_rope_apply(float *x, int n_heads, int head_dim, const float *inv_freq, int64_t pos);
 
+/* The same in two parts, for rows that share a position across layers: cs[head_dim] =
+ * the cosines then the sines of position pos's angles (once per position), then
+ * kz_rope_rotate with them (per layer); the bits of kz_rope_apply. */
+void kz_rope_angles(float *cs, int head_dim, const float *inv_freq, int64_t pos);
+void kz_rope_rotate(float *x, int n_heads, int head_dim, const float *cs);
+
 /* out[hd] = attention of q[hd] over cache positions first..last; keys and values
  * point at the head's column in row 0 of the cache, rows `stride` floats apart.
  * scores holds last - first + 1 floats. */

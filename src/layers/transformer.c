@@ -3,7 +3,8 @@
  *
  * Projections run through kz_matrix_mul (weights in place, any kz_matrix dtype);
  * q/k/v and gate/up are one pool run each (kz_matrix_mul_group);
- * attention is parallel over heads on the pool (inline for short sequences),
+ * attention is parallel over KV heads (each with its query heads) on the pool (inline for
+ * short sequences),
  * each head's softmax computed in a fixed order over positions 0..p, so results
  * never depend on threads. The KV cache is head-major ([layer, kv head, position,
  * head_dim]): a head reads its keys and values as two contiguous streams, where a
@@ -110,8 +111,9 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
     st->gate = malloc(max_tok * inter * sizeof(float));
     st->up = malloc(max_tok * inter * sizeof(float));
     st->scores = malloc((size_t)d->n_heads * max_pos * sizeof(float));
+    st->rope = malloc(max_tok * (size_t)d->head_dim * sizeof(float));
     if (!st->k_cache || !st->v_cache || !st->xn || !st->h || !st->q || !st->att || !st->k ||
-        !st->v || !st->gate || !st->up || !st->scores) {
+        !st->v || !st->gate || !st->up || !st->scores || !st->rope) {
         kz_qwen3_state_free(st);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
                             "out of memory for a KV cache of %zu positions", max_pos);
@@ -120,8 +122,8 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
 }
 
 void kz_qwen3_state_free(kz_qwen3_state *st) {
-    float *bufs[] = {st->k_cache, st->v_cache, st->xn, st->h, st->q, st->att,
-                     st->k,       st->v,       st->gate, st->up, st->scores};
+    float *bufs[] = {st->k_cache, st->v_cache, st->xn, st->h,      st->q,      st->att,
+                     st->k,       st->v,       st->gate, st->up, st->scores, st->rope};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
@@ -148,18 +150,23 @@ static size_t cache_slot(const kz_qwen3_dims *d, const kz_qwen3_state *st, int l
            (size_t)d->head_dim;
 }
 
-/* One head over all rows of the call: causal softmax over cache positions. */
-static void attend_head(void *arg, size_t h, int worker) {
+/* The query heads of one KV head over all rows of the call, each a causal softmax over
+ * cache positions: the group's keys and values come from memory once and stay in cache
+ * for its other heads (the talker's cache is evicted by every step's weight stream). */
+static void attend_group(void *arg, size_t g, int worker) {
     const attn_job *j = arg;
     const kz_qwen3_dims *d = &j->s->d;
     (void)worker;
-    size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
-    size_t slot = cache_slot(d, j->st, j->layer, h / (size_t)(d->n_heads / d->n_kv_heads), 0);
-    float *sc = j->st->scores + h * j->st->max_pos;
-    for (size_t t = 0; t < j->n_tok; t++) {
-        kz_attend_row(j->k, j->st->att + t * qw + h * hd, j->st->q + t * qw + h * hd,
-                      j->st->k_cache + slot, j->st->v_cache + slot, hd, 0,
-                      j->st->n_pos + (int64_t)t, 0, hd, sc);
+    const size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
+    const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
+    const size_t slot = cache_slot(d, j->st, j->layer, g, 0);
+    for (size_t h = g * rep; h < (g + 1) * rep; h++) {
+        float *sc = j->st->scores + h * j->st->max_pos;
+        for (size_t t = 0; t < j->n_tok; t++) {
+            kz_attend_row(j->k, j->st->att + t * qw + h * hd, j->st->q + t * qw + h * hd,
+                          j->st->k_cache + slot, j->st->v_cache + slot, hd, 0,
+                          j->st->n_pos + (int64_t)t, 0, hd, sc);
+        }
     }
 }
 
@@ -177,8 +184,8 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
     for (size_t t = 0; t < n_tok; t++) {
         int64_t pos = st->n_pos + (int64_t)t;
-        kz_rope_apply(st->q + t * qw, d->n_heads, d->head_dim, s->inv_freq, pos);
-        kz_rope_apply(st->k + t * kvw, d->n_kv_heads, d->head_dim, s->inv_freq, pos);
+        kz_rope_rotate(st->q + t * qw, d->n_heads, d->head_dim, st->rope + t * hd);
+        kz_rope_rotate(st->k + t * kvw, d->n_kv_heads, d->head_dim, st->rope + t * hd);
         for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
             size_t slot = cache_slot(d, st, l, g, (size_t)pos);
             memcpy(st->k_cache + slot, st->k + t * kvw + g * hd, hd * sizeof(float));
@@ -189,11 +196,11 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     // A short sequence (the code predictor's at most 17 positions) costs less than a pool
     // dispatch: the caller runs every head itself (the same per-head computation).
     if (n_tok * (size_t)(st->n_pos + (int64_t)n_tok) <= ATTENTION_INLINE_PAIRS) {
-        for (size_t h = 0; h < (size_t)d->n_heads; h++) {
-            attend_head(&j, h, 0);
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
+            attend_group(&j, g, 0);
         }
     } else {
-        kz_pool_run(e->pool, (size_t)d->n_heads, attend_head, &j);
+        kz_pool_run(e->pool, (size_t)d->n_kv_heads, attend_group, &j);
     }
     const kz_matrix_out o = {&L->o, st->h, hid};
     kz_matrix_mul_group_split(&o, 1, e, st->att, qw, n_tok, split);
@@ -222,6 +229,10 @@ void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, f
                       size_t n_tok, size_t split) {
     KZ_ASSERT(st->n_pos + (int64_t)n_tok <= (int64_t)st->max_pos && n_tok <= st->max_tok);
     KZ_ASSERT(split < n_tok);
+    for (size_t t = 0; t < n_tok; t++) { // every layer rotates by the same angles
+        kz_rope_angles(st->rope + t * (size_t)s->d.head_dim, s->d.head_dim, s->inv_freq,
+                       st->n_pos + (int64_t)t);
+    }
     for (int l = 0; l < s->d.n_layers; l++) {
         attention(s, st, e, l, x, n_tok, split);
         mlp(s, st, e, l, x, n_tok, split);

@@ -48,6 +48,7 @@ typedef struct kz_qwen3_state {
     int64_t n_pos;            /* positions filled */
     float *xn, *q, *k, *v, *att, *h, *gate, *up; /* scratch */
     float *scores;            /* [n_heads, max_pos] */
+    float *rope;              /* [max_tok, head_dim]: cos, sin of each row's position */
 } kz_qwen3_state;
 
 kz_status kz_qwen3_load(kz_qwen3_stack *s, const kz_weights *f, const char *prefix,
