@@ -15,7 +15,6 @@
  * gemm_rows_neon.c.
  */
 #include "kernels/kernels.h"
-#include "runtime/error.h"
 #include "kernels/arm/simd_math_neon.h"
 
 #include <arm_neon.h>
@@ -270,40 +269,13 @@ static void axpy_neon(float *y, float a, const float *x, size_t n) {
     }
 }
 
-/* One group of 4 columns of mix_rows: the sources in registers, destination rows in
- * pairs so that two independent FMA chains overlap (each row's own chain keeps the
- * definition's order), as on AVX2 (docs/PERF.md; not timed on ARM). n_dst and n_src are
- * constants where mix_shapes.h inlines it. */
-static inline __attribute__((always_inline)) void mix_group(float *const *dst,
-                                                            const float *const *src,
-                                                            const float *mat, size_t n_dst,
-                                                            size_t n_src, size_t c) {
-    float32x4_t sv[KZ_MIX_MAX_SRC];
-    for (size_t s = 0; s < n_src; s++) {
-        sv[s] = vld1q_f32(src[s] + c);
-    }
-    size_t r = 0;
-    for (; r + 2 <= n_dst; r += 2) {
-        const float *m0 = mat + r * n_src, *m1 = m0 + n_src;
-        float32x4_t a0 = vdupq_n_f32(0.0f);
-        float32x4_t a1 = vdupq_n_f32(0.0f);
-        for (size_t s = 0; s < n_src; s++) {
-            a0 = vfmaq_f32(a0, sv[s], vdupq_n_f32(m0[s]));
-            a1 = vfmaq_f32(a1, sv[s], vdupq_n_f32(m1[s]));
-        }
-        vst1q_f32(dst[r] + c, a0);
-        vst1q_f32(dst[r + 1] + c, a1);
-    }
-    if (r < n_dst) {
-        float32x4_t acc = vdupq_n_f32(0.0f);
-        for (size_t s = 0; s < n_src; s++) {
-            acc = vfmaq_f32(acc, sv[s], vdupq_n_f32(mat[r * n_src + s]));
-        }
-        vst1q_f32(dst[r] + c, acc);
-    }
-}
-
+/* kernels.h mix_rows (kernels/mix_shapes.h) on 4-float vectors (not timed on ARM). */
 #define MIX_COLS 4
+#define MIX_VEC float32x4_t
+#define MIX_LOAD(p) vld1q_f32(p)
+#define MIX_ZERO() vdupq_n_f32(0.0f)
+#define MIX_FMA(acc, v, m) vfmaq_f32((acc), (v), vdupq_n_f32(m))
+#define MIX_STORE(p, v) vst1q_f32((p), (v))
 #include "kernels/mix_shapes.h"
 
 const kz_kernels kz_kernels_neon = {

@@ -13,7 +13,6 @@
  * matmul_avx2.c and quant_avx2.c, and gemm_rows_avx2.c.
  */
 #include "kernels/kernels.h"
-#include "runtime/error.h"
 #include "kernels/x86/simd_math.h"
 
 #include <immintrin.h>
@@ -245,39 +244,13 @@ static void axpy_avx2(float *y, float a, const float *x, size_t n) {
     }
 }
 
-/* One group of 8 columns of mix_rows: the sources in registers, destination rows in
- * pairs so that two independent FMA chains overlap (each row's own chain keeps the
- * definition's order). n_dst and n_src are constants where mix_shapes.h inlines it. */
-static inline __attribute__((always_inline)) void mix_group(float *const *dst,
-                                                            const float *const *src,
-                                                            const float *mat, size_t n_dst,
-                                                            size_t n_src, size_t c) {
-    __m256 sv[KZ_MIX_MAX_SRC];
-    for (size_t s = 0; s < n_src; s++) {
-        sv[s] = _mm256_loadu_ps(src[s] + c);
-    }
-    size_t r = 0;
-    for (; r + 2 <= n_dst; r += 2) {
-        const float *m0 = mat + r * n_src, *m1 = m0 + n_src;
-        __m256 a0 = _mm256_setzero_ps();
-        __m256 a1 = _mm256_setzero_ps();
-        for (size_t s = 0; s < n_src; s++) {
-            a0 = _mm256_fmadd_ps(_mm256_set1_ps(m0[s]), sv[s], a0);
-            a1 = _mm256_fmadd_ps(_mm256_set1_ps(m1[s]), sv[s], a1);
-        }
-        _mm256_storeu_ps(dst[r] + c, a0);
-        _mm256_storeu_ps(dst[r + 1] + c, a1);
-    }
-    if (r < n_dst) {
-        __m256 acc = _mm256_setzero_ps();
-        for (size_t s = 0; s < n_src; s++) {
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(mat[r * n_src + s]), sv[s], acc);
-        }
-        _mm256_storeu_ps(dst[r] + c, acc);
-    }
-}
-
+/* kernels.h mix_rows (kernels/mix_shapes.h) on 8-float vectors. */
 #define MIX_COLS 8
+#define MIX_VEC __m256
+#define MIX_LOAD(p) _mm256_loadu_ps(p)
+#define MIX_ZERO() _mm256_setzero_ps()
+#define MIX_FMA(acc, v, m) _mm256_fmadd_ps(_mm256_set1_ps(m), (v), (acc))
+#define MIX_STORE(p, v) _mm256_storeu_ps((p), (v))
 #include "kernels/mix_shapes.h"
 
 const kz_kernels kz_kernels_avx2 = {
