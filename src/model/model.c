@@ -166,8 +166,9 @@ static kz_status build_description(kz_model *m) {
     w += snprintf(b + w, n - (size_t)w, "\n");
     w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
     w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
+    const char *precision = m->decoder.bf16 ? "bf16" : m->decoder.winograd ? "winograd" : "f32";
     snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\ncodec precision: %s\nload: %.0f ms",
-             kz_cpu_features(), m->kernels->name, m->decoder.bf16 ? "bf16" : m->decoder.winograd ? "winograd" : "f32", m->load_ms);
+             kz_cpu_features(), m->kernels->name, precision, m->load_ms);
     return KZ_OK;
 }
 
