@@ -36,7 +36,7 @@ typedef struct kz_snake {
 
 typedef struct kz_res_unit {
     kz_snake act1, act2;
-    kz_conv conv1; /* causal k7, dilation 1/3/9 */
+    kz_conv conv1; /* causal k7, dilation 1/3/9 (its panels dropped with winograd) */
     kz_conv conv2; /* 1x1 */
     kz_wino wino1; /* conv1 by Winograd F(4, 7) (the winograd precision), else empty */
 } kz_res_unit;
@@ -101,7 +101,7 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
                                 const kz_codec_config *cfg);
 void kz_codec_decoder_free(kz_codec_decoder *d);
 
-/* The codec's fast precision: the convs of the decoder blocks' residual units
+/* The bf16 precision: the convs of the decoder blocks' residual units
  * (conv1, conv2) switch to bf16 weights and the bf16 conv-GEMM (kz_conv_use_bf16);
  * every other conv stays fp32. Call before creating states. Returns KZ_OK or
  * KZ_STATUS_OUT_OF_MEMORY. */
@@ -109,7 +109,8 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
 
 /* The winograd precision: the residual units' k7 convs (conv1, ~70 % of the decoder's
  * FLOPs) run as Winograd F(4, 7) in fp32 (layers/winograd.h), everything else as in
- * f32. Call before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
+ * f32; conv1's fp32 panels are released once transformed (kz_conv_drop_panels). Call
+ * before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);
 
 /* State for internal steps of up to max_frames frames (memory ~ max_frames). */
