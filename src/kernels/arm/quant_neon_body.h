@@ -9,34 +9,34 @@
  *
  * Data flow, per pair of tokens (or a last single token) and per chunk of up
  * to 256 blocks (8192 inputs) of the row (the walk is kernels/quant_walk.h):
- *   x[t] f32 --quant_act--> int8 q[32 b + i], float scale d_x[b]   (stack)
- *   per weight row o, per block b:
+ *   x[t] f32 --quant_block--> int8 q[32 b + i], float scale d_x[b]   (stack)
+ *   per weight row o, per group of four blocks b..b+3:
  *     q8_0: 32 int8 codes; q4_0: 16 bytes -> 32 nibbles - 8 as int8 (-8..7)
- *     4 int32 lane sums s[l] = sum of code * q over the elements
- *       {4l..4l+3} and {16+4l..16+4l+3} of the block:
+ *     4 int32 lane sums per block, lane l = elements {4l..4l+3, 16+4l..16+4l+3}:
  *         SDOT:     two SDOT (elements 0..15, then 16..31) into one int32x4
  *         baseline: SMULL + SMLAL (elements j and 16+j, two products in an
  *                   int16 lane), the same for the high halves, SADDLP twice,
  *                   ADDP: the same four sums
- *     acc[b % 4] = fma(float(s), d_w[b] * d_x[b], acc[b % 4])
- *   y[t, o] = lanes of (acc0 + acc1) + (acc2 + acc3) summed pairwise
- *             (+ the previous chunks' sum)
+ *     the four blocks' totals by an ADDP tree: [T_b, T_b+1, T_b+2, T_b+3]
+ *     acc = fma(float(T), d_w * d_x, acc)         (arm/quant_neon_blocks.h)
+ *   y[t, o] = (acc0 + acc1) + (acc2 + acc3)  (+ the previous chunks' sum)
  * The integer work is exact (|code| <= 128, |q_x| <= 127: two products are at
- * most 32512 in an int16 lane, a lane sum at most 130048, exact as a float),
- * and both variants form the same four lane sums, so they give identical bits
- * (tests/unit/test_quant.c checks it); like the x86 kernels, a result differs
- * from the float definition in ref/quant_ref.c only through the activation
- * rounding and the float accumulation. q4_0 subtracts 8 from the codes before
- * the multiply (signed int8 products), where x86 needs the -8 * sum q
- * correction of its unsigned maddubs: same integer sums.
+ * most 32512 in an int16 lane, a block total at most 520192, exact as a float),
+ * so the variants (and the SMMLA one, arm/quant_mmla_neon.c, which forms the
+ * same totals) give identical bits (tests/unit/test_quant.c checks it); like
+ * the x86 kernels, a result differs from the float definition in
+ * ref/quant_ref.c only through the activation rounding and the float
+ * accumulation. q4_0 subtracts 8 from the codes before the multiply (signed
+ * int8 products), where x86 needs the -8 * sum q correction of its unsigned
+ * maddubs: same integer sums.
  *
  * Determinism: a token's sequence of operations depends only on n_in, never
  * on whether it is paired with another token, on n_tok, or on [o0, o1).
  */
 #include <arm_neon.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "kernels/arm/quant_neon_blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "runtime/error.h"
@@ -48,51 +48,14 @@ typedef struct act {
     float d[CHUNK_BLOCKS];
 } act;
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-/* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit: IEEE
- * division by d (FDIV), clamp, FCVTAS = round half away from zero like roundf.
- * The sum of q is not needed here (q4_0 codes are made signed instead). */
+/* quant_block for nb consecutive blocks. */
 static void quant_act(act *a, const float *x, size_t nb) {
-    const float32x4_t lo = vdupq_n_f32(-127.0f);
-    const float32x4_t hi = vdupq_n_f32(127.0f);
     for (size_t b = 0; b < nb; b++) {
-        const float *xb = x + b * KZ_QK;
-        float32x4_t v[8];
-        float32x4_t m = vdupq_n_f32(0.0f);
-        for (int k = 0; k < 8; k++) {
-            v[k] = vld1q_f32(xb + 4 * k);
-            m = vmaxq_f32(m, vabsq_f32(v[k]));
-        }
-        const float d = vmaxvq_f32(m) / 127.0f;
-        a->d[b] = d;
-        int8_t *q = a->q + b * KZ_QK;
-        if (d == 0.0f) {
-            memset(q, 0, KZ_QK);
-            continue;
-        }
-        const float32x4_t dv = vdupq_n_f32(d);
-        int16x8_t h[4];
-        for (int k = 0; k < 4; k++) {
-            const float32x4_t r0 = vminq_f32(vmaxq_f32(vdivq_f32(v[2 * k], dv), lo), hi);
-            const float32x4_t r1 = vminq_f32(vmaxq_f32(vdivq_f32(v[2 * k + 1], dv), lo), hi);
-            h[k] = vcombine_s16(vmovn_s32(vcvtaq_s32_f32(r0)), vmovn_s32(vcvtaq_s32_f32(r1)));
-        }
-        vst1q_s8(q, vcombine_s8(vmovn_s16(h[0]), vmovn_s16(h[1])));
-        vst1q_s8(q + 16, vcombine_s8(vmovn_s16(h[2]), vmovn_s16(h[3])));
-    }
-}
-
-/* The 32 codes of a block as signed int8: elements 0..15 in *w0, 16..31 in *w1. */
-ALWAYS_INLINE void block_codes(const uint8_t *blk, int q4, int8x16_t *w0, int8x16_t *w1) {
-    if (q4) {
-        const uint8x16_t raw = vld1q_u8(blk + 2);
-        const int8x16_t eight = vdupq_n_s8(8);
-        *w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f))), eight);
-        *w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), eight);
-    } else {
-        *w0 = vld1q_s8((const int8_t *)(blk + 2));
-        *w1 = vld1q_s8((const int8_t *)(blk + 18));
+        int8x16_t q0;
+        int8x16_t q1;
+        a->d[b] = quant_block(x + b * KZ_QK, &q0, &q1);
+        vst1q_s8(a->q + b * KZ_QK, q0);
+        vst1q_s8(a->q + b * KZ_QK + 16, q1);
     }
 }
 
@@ -112,43 +75,52 @@ ALWAYS_INLINE int32x4_t block_dot(int8x16_t w0, int8x16_t w1, const int8_t *xq) 
 #endif
 }
 
-/* One block of one row against nt (1 or 2) tokens' activations, into acc[t][k]. */
-ALWAYS_INLINE void block_step(float32x4_t acc[2][4], int k, const uint8_t *blk, const act *a,
-                              size_t b, int nt, int q4) {
-    const float dw = kz_quant_scale(blk);
-    int8x16_t w0;
-    int8x16_t w1;
-    block_codes(blk, q4, &w0, &w1);
+/* A group of n (1..4) blocks of one row from block b on, against nt (1 or 2)
+ * tokens' activations, into acc[t]; missing blocks count as total 0, scale 0. */
+ALWAYS_INLINE void group_step(float32x4_t acc[2], const uint8_t *blk, size_t bsize, const act *a,
+                              size_t b, int n, int nt, int q4) {
+    float dw[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int32x4_t s[2][4];
+    for (int k = 0; k < 4; k++) {
+        if (k >= n) {
+            s[0][k] = s[1][k] = vdupq_n_s32(0);
+            continue;
+        }
+        const uint8_t *bk = blk + (size_t)k * bsize;
+        dw[k] = block_scale(bk);
+        int8x16_t w0;
+        int8x16_t w1;
+        block_codes(bk, q4, &w0, &w1);
+        for (int t = 0; t < nt; t++) {
+            s[t][k] = block_dot(w0, w1, a[t].q + (b + (size_t)k) * KZ_QK);
+        }
+    }
+    const float32x4_t dwv = vld1q_f32(dw);
     for (int t = 0; t < nt; t++) {
-        const int32x4_t s = block_dot(w0, w1, a[t].q + b * KZ_QK);
-        acc[t][k] = vfmaq_f32(acc[t][k], vcvtq_f32_s32(s), vdupq_n_f32(dw * a[t].d[b]));
+        const int32x4_t totals =
+            vpaddq_s32(vpaddq_s32(s[t][0], s[t][1]), vpaddq_s32(s[t][2], s[t][3]));
+        float dx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int k = 0; k < n; k++) {
+            dx[k] = a[t].d[b + (size_t)k];
+        }
+        acc[t] = group_fma(acc[t], totals, dwv, vld1q_f32(dx));
     }
 }
 
-/* Dot products of one row's nb blocks with nt tokens; block b feeds acc[b % 4]. */
+/* Dot products of one row's nb blocks with nt tokens. */
 ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t nb, int nt,
                             int q4) {
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    float32x4_t acc[2][4];
-    for (int t = 0; t < 2; t++) {
-        for (int k = 0; k < 4; k++) {
-            acc[t][k] = vdupq_n_f32(0.0f);
-        }
-    }
+    float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
     size_t b = 0;
     for (; b + 4 <= nb; b += 4) {
-        for (int k = 0; k < 4; k++) {
-            block_step(acc, k, row + (b + (size_t)k) * bsize, a, b + (size_t)k, nt, q4);
-        }
+        group_step(acc, row + b * bsize, bsize, a, b, 4, nt, q4);
     }
-    for (int k = 0; k < 3; k++) { // constant indices keep acc in registers
-        if (b + (size_t)k < nb) {
-            block_step(acc, k, row + (b + (size_t)k) * bsize, a, b + (size_t)k, nt, q4);
-        }
+    if (b < nb) {
+        group_step(acc, row + b * bsize, bsize, a, b, (int)(nb - b), nt, q4);
     }
     for (int t = 0; t < nt; t++) {
-        out[t] = vaddvq_f32(
-            vaddq_f32(vaddq_f32(acc[t][0], acc[t][1]), vaddq_f32(acc[t][2], acc[t][3])));
+        out[t] = lanes_sum(acc[t]);
     }
 }
 
