@@ -34,14 +34,16 @@
  * pass 100 % of it; the codes' shares above 100 % say the probe is the weaker reader.
  *
  * Usage: bench_quant [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N]
- *                    [--no-vnni] [--no-amx] [--no-dotprod] [--prefill] [--tokens N]
- *                    [--prefill-mb N]
+ *                    [--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill]
+ *                    [--tokens N] [--prefill-mb N]
  *   levels (default: every SIMD level the CPU supports); --mb total bf16
  *   megabytes per shape; --quick shortens timing; --no-vnni runs the AVX-512
  *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
  *   comparison); --no-amx keeps q8_0 prompts off the AMX-INT8 tiles (same bits);
  *   --no-dotprod runs the NEON kernels' baseline variant on a CPU with the dotprod
- *   extension (same bits as its SDOT variant);
+ *   extension (same bits as its SDOT variant); --no-i8mm keeps calls of two or more
+ *   tokens off the NEON kernels' SMMLA variant on a CPU with the i8mm extension (same
+ *   bits: the prefill table then compares the SDOT matmul with the GEMM path);
  *   --prefill runs only the prefill table.
  */
 #include "kernels/kernels.h"
@@ -348,6 +350,7 @@ int main(int argc, char **argv) {
     int no_vnni = 0;
     int no_amx = 0;
     int no_dotprod = 0;
+    int no_i8mm = 0;
     int prefill_only = 0;
     for (int i = 1; i < argc; i++) {
         kz_isa isa;
@@ -369,6 +372,8 @@ int main(int argc, char **argv) {
             no_amx = 1;
         } else if (strcmp(argv[i], "--no-dotprod") == 0) {
             no_dotprod = 1;
+        } else if (strcmp(argv[i], "--no-i8mm") == 0) {
+            no_i8mm = 1;
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
             mb = atof(argv[++i]);
         } else if (kz_isa_parse(argv[i], &isa) == 0 && isa <= KZ_ISA_NEON) {
@@ -377,8 +382,8 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: %s [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N] "
-                    "[--no-vnni] [--no-amx] [--no-dotprod] [--prefill] [--tokens N] "
-                    "[--prefill-mb N]\n",
+                    "[--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill] "
+                    "[--tokens N] [--prefill-mb N]\n",
                     argv[0]);
             return 2;
         }
@@ -403,8 +408,12 @@ int main(int argc, char **argv) {
     const int dotprod = kz_quant_neon_set_dotprod(!no_dotprod);
     printf("neon quantized kernels: %s\n",
            dotprod && !no_dotprod ? "SDOT (dotprod)" : "baseline (SMULL/SMLAL)");
+    const int i8mm = kz_quant_neon_set_i8mm(!no_i8mm);
+    printf("neon quantized kernels, 2+ tokens: %s\n",
+           i8mm && !no_i8mm ? "SMMLA (i8mm)" : "as one token");
 #else
     (void)no_dotprod;
+    (void)no_i8mm;
 #endif
     if (n_threads > 1) {
         printf("%d threads (rows split), wall clock", n_threads);

@@ -14,9 +14,11 @@
 # 40 frames at the best level (NEON), in f32 and in the winograd precision, and must
 # match the PyTorch waveform (SNR >= 60 dB),
 # and it quantizes the tiny checkpoint to q8_0 and q4_0 GGUFs and speaks 8 greedy frames
-# from each on qemu's "max" CPU (dotprod: the SDOT kernels) and on a Cortex-A53 (none:
-# the baseline NEON kernels), 1 and 2 threads: all four runs must give the same codes, the
-# same audio and the same logits (`kztts quality`'s errors against the checkpoint).
+# from each on qemu's "max" CPU (i8mm: SMMLA for two or more tokens, the prompt on the
+# int8 kernels), a Cortex-A76 (dotprod: the SDOT kernels, the prompt on the f32 GEMM
+# path) and a Cortex-A53 (neither: the baseline NEON kernels), 1 and 2 threads: the runs
+# of each prompt path must give the same codes, the same audio and the same logits
+# (`kztts quality`'s errors against the checkpoint): max's two, and A76's and A53's four.
 #
 # If the arm64 packages cannot be installed (no multiarch), or with KZ_AARCH64_DIRECT=1,
 # the kernels, dispatch.c, error.c and the four tests are compiled directly with
@@ -145,11 +147,13 @@ EOF
     fi
     done
     # Quantized talker and code predictor end to end: the q8_0 / q4_0 kernels take their
-    # SDOT variant on a CPU with the dotprod extension (qemu's "max") and the baseline
-    # one without it (Cortex-A53); codes and audio must be the same bits either way and
-    # on 1 or 2 threads.
+    # SMMLA variant for 2+ tokens and the int8 prompt path on a CPU with i8mm (qemu's
+    # "max"), their SDOT variant with dotprod (Cortex-A76) and the baseline one without
+    # either (Cortex-A53). The A76 and A53 runs share the f32 GEMM prompt path: codes and
+    # audio must be the same bits on both and on 1 or 2 threads; max's two runs must
+    # agree with each other (the kernels' bits are held equal by test_quant).
     for type in q8_0 q4_0; do
-        echo "-- kztts synth, tiny $type GGUF, with and without dotprod, 1 and 2 threads"
+        echo "-- kztts synth, tiny $type GGUF, with i8mm, dotprod or neither, 1 and 2 threads"
         gguf="$build/tiny_$type.gguf"
         if ! "${qemu[@]}" "$build/kztts" quantize -m "$fixture/tiny" -o "$gguf" --type "$type" \
             >/dev/null; then
@@ -158,7 +162,7 @@ EOF
             continue
         fi
         ref=""
-        for run in max:1 max:2 cortex-a53:1 cortex-a53:2; do
+        for run in max:1 max:2 cortex-a76:1 cortex-a76:2 cortex-a53:1 cortex-a53:2; do
             cpu=${run%:*} threads=${run#*:} out="$build/synth_${type}_${cpu}_$threads"
             if ! "${qemu[@]}" -cpu "$cpu" "$build/kztts" synth -m "$gguf" -s ryan \
                 --token-ids 9707,1879,13 --greedy --frames 8 --threads "$threads" \
@@ -179,9 +183,11 @@ EOF
             sum=$(cat "$out.codes" "$out.f32" "$out.quality" | md5sum)
             echo "   $cpu, $threads threads: $(wc -l <"$out.codes") frames, codes + audio +" \
                 "logit errors $sum"
+            [ "$run" = cortex-a76:1 ] && ref="" # the f32 GEMM prompt path from here on
             ref=${ref:-$sum}
             if [ "$sum" != "$ref" ]; then
-                echo "FAILED: $type on $cpu with $threads threads differs from max with 1 thread"
+                echo "FAILED: $type on $cpu with $threads threads differs from the first run" \
+                    "of its prompt path"
                 failed=1
             fi
         done

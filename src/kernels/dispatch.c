@@ -17,7 +17,9 @@
  * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
  * level is always NEON; the Linux hwcaps fill the feature string, and the
  * dotprod one (HWCAP_ASIMDDP) switches the NEON quantized matmuls to their SDOT
- * variant (arm/quant_dot_neon.c). Builds
+ * variant (arm/quant_dot_neon.c), the i8mm one (HWCAP2_I8MM) their calls of two or
+ * more tokens to the SMMLA variant (arm/quant_mmla_neon.c) and, in the NEON table
+ * (a copy made once by the probe), quantized prompts to those int8 kernels. Builds
  * with neither KZ_HAVE_X86 nor KZ_HAVE_ARM offer only the scalar table. Levels
  * are ordered as numbers (scalar < avx2 < avx512 < neon) and a cap never raises
  * the level, so on ARM a cap of avx2 or avx512 means scalar and on x86 a cap of
@@ -52,6 +54,9 @@ static char probe_features[192];
 static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
 static kz_gemm_bf16_impl probe_bf16_impls[2]; /* every bf16 gemm the CPU runs, best first */
 static size_t probe_n_bf16_impls;
+#endif
+#ifdef KZ_HAVE_ARM
+static kz_kernels probe_neon; /* kz_kernels_neon, prompts on the int8 path with i8mm */
 #endif
 
 static void features_add(const char *name) {
@@ -165,6 +170,7 @@ static void probe(void) {
 #elif defined(KZ_HAVE_ARM)
 static void probe(void) {
     features_add("neon");
+    probe_neon = kz_kernels_neon;
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
     const unsigned long hw = getauxval(AT_HWCAP);
     const struct {
@@ -182,6 +188,8 @@ static void probe(void) {
 #if defined(HWCAP2_I8MM)
     if (getauxval(AT_HWCAP2) & HWCAP2_I8MM) {
         features_add("i8mm");
+        kz_quant_neon_enable_i8mm();
+        probe_neon.prefill_gemm_quant = false; // kernels.h: not measured on hardware
     }
 #endif
 #endif
@@ -233,7 +241,7 @@ const kz_kernels *kz_kernels_for(kz_isa isa) {
     case KZ_ISA_AVX512: return best >= KZ_ISA_AVX512 ? &probe_avx512 : NULL;
 #endif
 #ifdef KZ_HAVE_ARM
-    case KZ_ISA_NEON: return best >= KZ_ISA_NEON ? &kz_kernels_neon : NULL;
+    case KZ_ISA_NEON: return best >= KZ_ISA_NEON ? &probe_neon : NULL;
 #endif
     default: return NULL;
     }

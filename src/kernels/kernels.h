@@ -296,8 +296,12 @@ typedef struct kz_kernels {
      * level by measurement (docs/PERF.md): AVX-512's int8 kernels (VNNI or maddubs, four
      * tokens per weight unpacking) are 1.4-2x faster than widening to f32 (Zen 5); on
      * AVX2 (Zen 3, 22 tokens, 2 threads) the GEMM path with 4 x 3 tiles beats the grouped
-     * int8 kernels for both formats. NEON keeps the GEMM path (its int8 kernels have no
-     * dot-product instruction either; not measured on hardware). */
+     * int8 kernels for both formats. NEON: not measured on hardware (none here), so set
+     * by instruction counts: with the i8mm extension (dispatch.c clears it in its copy of
+     * the table) the SMMLA kernel does 256 multiply-adds of a block in ~24 vector
+     * instructions, 4x the f32 GEMM's FMLA rate per instruction, and reads the weights
+     * once per 8 tokens; without it the GEMM path stays (the SDOT and baseline kernels
+     * take tokens in pairs). `bench_quant neon --prefill [--no-i8mm]` compares them. */
     bool prefill_gemm_quant;
 } kz_kernels;
 
@@ -477,11 +481,18 @@ int kz_quant_avx512_set_amx(int allow);
  * either way. aarch64 builds only. */
 void kz_quant_neon_enable_dotprod(void);
 int kz_quant_neon_set_dotprod(int allow);
-/* The two variants behind kz_matmul_q{8,4}_0_neon (arm/quant_neon_body.h), q4 = 1 for
- * q4_0: baseline Advanced SIMD (quant_neon.c) and SDOT (quant_dot_neon.c). */
+/* The same for the SMMLA variant, which takes calls of two or more tokens when Linux
+ * reports the int8 matrix multiply extension (HWCAP2_I8MM). Same bits either way. */
+void kz_quant_neon_enable_i8mm(void);
+int kz_quant_neon_set_i8mm(int allow);
+/* The variants behind kz_matmul_q{8,4}_0_neon, q4 = 1 for q4_0: baseline Advanced SIMD
+ * (quant_neon.c) and SDOT (quant_dot_neon.c), both arm/quant_neon_body.h, and SMMLA
+ * (quant_mmla_neon.c). */
 void kz_matmul_q_neon_mull(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                            size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
 void kz_matmul_q_neon_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                           size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
+void kz_matmul_q_neon_mmla(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                            size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
 
 #endif

@@ -409,7 +409,8 @@ static void fill_weights(uint8_t *w, float *wrow, size_t rows, size_t n_in, int 
             for (size_t b = 0; b < nb; b++) {
                 uint8_t *p = w + o * row_bytes + b * bs;
                 const uint16_t h =
-                    (uint16_t)(((3 + test_rng_below(&rng, 15)) << 10) | test_rng_below(&rng, 1024) | (test_rng_below(&rng, 2) << 15));
+                    (uint16_t)(((3 + test_rng_below(&rng, 15)) << 10) | test_rng_below(&rng, 1024) |
+                               (test_rng_below(&rng, 2) << 15));
                 memcpy(p, &h, 2);
                 for (size_t i = 2; i < bs; i++) {
                     p[i] = (uint8_t)test_rng_below(&rng, 256);
@@ -441,9 +442,11 @@ static void fill_activations(float *xs, size_t ldx, size_t n_in, size_t n_tok) {
             }
             if (kind == 3) { // exact ties for the activation rounding: d_x = 1
                 for (int i = 0; i < KZ_QK; i++) {
-                    xt[b * KZ_QK + (size_t)i] = (float)((int)test_rng_below(&rng, 200) - 100) + 0.5f;
+                    xt[b * KZ_QK + (size_t)i] =
+                        (float)((int)test_rng_below(&rng, 200) - 100) + 0.5f;
                 }
-                xt[b * KZ_QK + test_rng_below(&rng, KZ_QK)] = test_rng_below(&rng, 2) ? 127.0f : -127.0f;
+                xt[b * KZ_QK + test_rng_below(&rng, KZ_QK)] =
+                    test_rng_below(&rng, 2) ? 127.0f : -127.0f;
             }
         }
         for (size_t i = n_in; i < ldx; i++) {
@@ -642,8 +645,8 @@ static void test_amx_path(void) {
         c.ldx = c.n_in + 5;
         c.ldy = c.rows + 3;
         CHECK_MSG(paths_agree(k, &c, kz_quant_avx512_set_amx),
-                  "q8_0 rows %zu..%zu n_in %zu n_tok %zu: AMX and VNNI paths differ", c.o0,
-                  c.rows, c.n_in, c.n_tok);
+                  "q8_0 rows %zu..%zu n_in %zu n_tok %zu: AMX and VNNI paths differ", c.o0, c.rows,
+                  c.n_in, c.n_tok);
         cases++;
     }
     printf("amx path: %d cases, AMX == VNNI\n", cases);
@@ -651,8 +654,9 @@ static void test_amx_path(void) {
 }
 
 /* The NEON kernels' SDOT variant (dotprod extension) forms the baseline variant's
- * integer lane sums and float sequence: identical bits, for both formats, one to a
- * dozen tokens, two activation chunks, strided x and y, misaligned weights, o0 > 0. */
+ * integer block totals and float sequence: identical bits, for both formats, one to a
+ * dozen tokens, two activation chunks, strided x and y, misaligned weights, o0 > 0.
+ * The SMMLA variant is switched off here (it would take the calls of 2+ tokens). */
 static void test_dotprod_path(void) {
 #ifdef KZ_HAVE_ARM
     const kz_kernels *k = kz_kernels_for(KZ_ISA_NEON);
@@ -660,6 +664,7 @@ static void test_dotprod_path(void) {
         printf("dotprod path: no dotprod extension on this CPU, skipped\n");
         return;
     }
+    kz_quant_neon_set_i8mm(0);
     int cases = 0;
     for (int q4 = 0; q4 < 2; q4++) {
         for (int rep = 0; rep < 24; rep++) {
@@ -676,9 +681,44 @@ static void test_dotprod_path(void) {
             cases++;
         }
     }
+    kz_quant_neon_set_i8mm(1);
     printf("dotprod path: %d cases, SDOT == baseline\n", cases);
 #else
     printf("dotprod path: not an aarch64 build, skipped\n");
+#endif
+}
+
+/* The NEON kernels' SMMLA variant (i8mm extension, calls of two or more tokens) gives
+ * the SDOT variant's bits: odd and even token counts (a last token paired with
+ * itself) up to three groups of eight, odd and even row ranges (a last row paired
+ * with itself), n_in not a multiple of four blocks, two activation chunks, strided x
+ * and y, misaligned weights, o0 > 0. */
+static void test_i8mm_path(void) {
+#ifdef KZ_HAVE_ARM
+    const kz_kernels *k = kz_kernels_for(KZ_ISA_NEON);
+    if (!k || !kz_quant_neon_set_i8mm(1)) {
+        printf("i8mm path: no i8mm extension on this CPU, skipped\n");
+        return;
+    }
+    int cases = 0;
+    for (int q4 = 0; q4 < 2; q4++) {
+        for (int rep = 0; rep < 30; rep++) {
+            path_case c = {.q4 = q4, .raw = rep % 2};
+            c.rows = 1 + test_rng_below(&rng, 40);
+            c.n_tok = 2 + (rep < 20 ? (size_t)rep : test_rng_below(&rng, 23));
+            c.n_in = rep == 7 ? 8224 : 32 * (1 + test_rng_below(&rng, 120));
+            c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
+            c.ldx = c.n_in + (size_t)(rep % 3);
+            c.ldy = c.rows + (size_t)(rep % 2);
+            CHECK_MSG(paths_agree(k, &c, kz_quant_neon_set_i8mm),
+                      "%s rows %zu..%zu n_in %zu n_tok %zu: SMMLA and SDOT paths differ",
+                      q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
+            cases++;
+        }
+    }
+    printf("i8mm path: %d cases, SMMLA == SDOT\n", cases);
+#else
+    printf("i8mm path: not an aarch64 build, skipped\n");
 #endif
 }
 
@@ -692,5 +732,6 @@ int main(void) {
     test_vnni_paths();
     test_amx_path();
     test_dotprod_path();
+    test_i8mm_path();
     return test_main_result("test_quant");
 }
