@@ -17,8 +17,9 @@
  *     read and widened once for all tokens and the register tiles reuse each load
  *     for four rows or four tokens: 1.4-2.5x the AVX-512 matmuls for F32 / BF16
  *     at 22 tokens, 1.0-2.2x AVX2's (docs/PERF.md);
- *   other quantized prompts (AVX-512): the int8 matmuls, which beat widening to
- *     f32 there, with QUANT_PREFILL_BLOCKS blocks per thread.
+ *   other quantized prompts (AVX-512; NEON with i8mm): the int8 matmuls, which beat
+ *     widening to f32 there (measured on AVX-512, reasoned for NEON: kernels.h), with
+ *     QUANT_PREFILL_BLOCKS blocks per thread.
  * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests).
  *
  * Each output element is computed by one thread in a sequence fixed by n_in (and,
