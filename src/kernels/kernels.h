@@ -298,10 +298,11 @@ typedef struct kz_kernels {
      * AVX2 (Zen 3, 22 tokens, 2 threads) the GEMM path with 4 x 3 tiles beats the grouped
      * int8 kernels for both formats. NEON: not measured on hardware (none here), so set
      * by instruction counts: with the i8mm extension (dispatch.c clears it in its copy of
-     * the table) the SMMLA kernel does 256 multiply-adds of a block in ~24 vector
-     * instructions, 4x the f32 GEMM's FMLA rate per instruction, and reads the weights
-     * once per 8 tokens; without it the GEMM path stays (the SDOT and baseline kernels
-     * take tokens in pairs). `bench_quant neon --prefill [--no-i8mm]` compares them. */
+     * the table) the SMMLA kernel's loop (GCC 12 -O3) issues ~100 vector instructions per
+     * 1024 multiply-adds (2 rows x 4 tokens x 4 blocks) where the f32 GEMM needs 256
+     * FMLAs plus the widening, and it reads the weights once per 8 tokens; without it
+     * the GEMM path stays (the SDOT and baseline kernels take tokens in pairs).
+     * `bench_quant neon --prefill [--no-i8mm]` compares them on a device. */
     bool prefill_gemm_quant;
 } kz_kernels;
 

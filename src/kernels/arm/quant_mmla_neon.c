@@ -80,13 +80,13 @@ ALWAYS_INLINE void zip_rows(int8x16_t a[4], const uint8_t *b0, const uint8_t *b1
     a[3] = vreinterpretq_s8_s64(vzip2q_s64(x1, y1));
 }
 
-/* Exact totals of one block for a row pair and a token pair (two SMMLA chains). */
+/* Exact totals of one block for a row pair and a token pair: one chain of four SMMLA
+ * (the tiles of a loop step are independent chains, so its latency is hidden). */
 ALWAYS_INLINE int32x4_t block_totals(const int8x16_t a[4], const int8_t *xq) {
-    const int32x4_t z = vdupq_n_s32(0);
-    const int32x4_t s0 = vmmlaq_s32(vmmlaq_s32(z, a[0], vld1q_s8(xq)), a[1], vld1q_s8(xq + 16));
-    const int32x4_t s1 =
-        vmmlaq_s32(vmmlaq_s32(z, a[2], vld1q_s8(xq + 32)), a[3], vld1q_s8(xq + 48));
-    return vaddq_s32(s0, s1);
+    int32x4_t s = vmmlaq_s32(vdupq_n_s32(0), a[0], vld1q_s8(xq));
+    s = vmmlaq_s32(s, a[1], vld1q_s8(xq + 16));
+    s = vmmlaq_s32(s, a[2], vld1q_s8(xq + 32));
+    return vmmlaq_s32(s, a[3], vld1q_s8(xq + 48));
 }
 
 /* Block b (accumulator j = b % 4) of rows r0, r1 against np (1 or 2) token pairs. */
