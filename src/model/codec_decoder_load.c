@@ -3,7 +3,8 @@
  * speech_tokenizer/model.safetensors into kz_codec_decoder.
  *
  * Flow: RVQ codebooks (embedding_sum / max(cluster_usage, 1e-5), as the
- * reference's EuclideanCodebook.decode) and output projections; pre_conv; the
+ * reference's EuclideanCodebook.decode; the stored sums' mapped pages are released
+ * once divided: 32 MB of the 0.6B codec) and output projections; pre_conv; the
  * pre-transformer (codec_transformer.c); the upsample stages; the decoder
  * convs and blocks. Every tensor is shape-checked against the config; conv
  * weights are packed for the GEMM kernel and their mapped pages released.
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/mapped_file.h"
 #include "layers/vector.h"
 #include "model/codec_decoder.h"
 #include "runtime/error.h"
@@ -74,6 +76,9 @@ static kz_status load_quantizer(kz_codec_decoder *d, const kz_weights *f) {
                  base, layer);
         st = kz_weights_get(f, name, 2, shape, &t);
         st = st == KZ_OK ? kz_tensor_to_f32(t, table) : st;
+        if (st == KZ_OK) { // read once: only the divided copy is used from here on
+            kz_map_release_range(t->data, t->n_bytes);
+        }
         snprintf(name, sizeof name, "decoder.quantizer.%s.vq.layers.%d._codebook.cluster_usage",
                  base, layer);
         st = st == KZ_OK ? kz_vector_load(f, name, size, usage) : st;
