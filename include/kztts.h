@@ -107,9 +107,10 @@ typedef enum kz_precision {
                               slower than f32 on Intel cores without AMX); elsewhere the
                               same as KZ_PRECISION_F32 */
     KZ_PRECISION_WINOGRAD = 2, /* fp32, the residual units' k = 7 convolutions (~70 % of the
-                              decoder's work) by Winograd F(4, 7): 10 instead of 28
-                              multiplications per 4 outputs, waveform far above 40 dB SNR
-                              of f32; any CPU; still chunk- and thread-invariant */
+                              decoder's work) by Winograd F(6, 7) or F(4, 7): 12 instead
+                              of 42 multiplications per 6 outputs (10 per 4), waveform far
+                              above 40 dB SNR of f32; any CPU; still chunk- and
+                              thread-invariant */
     KZ_PRECISION_FAST = 3,     /* the faster of the two for this CPU, chosen at load:
                               KZ_PRECISION_BF16 where the codec's bf16 GEMM runs on AMX
                               tiles, KZ_PRECISION_WINOGRAD everywhere else

@@ -10,8 +10,8 @@
  *                    vectors in registers, destination rows in pairs so that two
  *                    independent FMA chains overlap (each row's own chain keeps the
  *                    definition's order, so the bits are the scalar definition's)
- *   mix_rows_shapes  the Winograd transforms' shapes (input 10 x 10, output 4 x 11 or
- *                    4 x 10) with constant counts, so that the source vectors stay in
+ *   mix_rows_shapes  the Winograd transforms' shapes (F(4, 7): input 10 x 10, output
+ *                    4 x 11 or 4 x 10; F(6, 7): 12 x 12, 6 x 13, 6 x 12) with constant counts, so that the source vectors stay in
  *                    registers and the loops unroll; any other shape with run-time
  *                    counts; the columns left after the last whole vector by the
  *                    scalar definition (kz_mix_rows_cols_ref).
@@ -71,6 +71,12 @@ static void mix_rows_shapes(float *const *dst, const float *const *src, const fl
         c = mix_groups(dst, src, mat, 4, 11, n);
     } else if (n_dst == 4 && n_src == 10) {
         c = mix_groups(dst, src, mat, 4, 10, n);
+    } else if (n_dst == 12 && n_src == 12) {
+        c = mix_groups(dst, src, mat, 12, 12, n);
+    } else if (n_dst == 6 && n_src == 13) {
+        c = mix_groups(dst, src, mat, 6, 13, n);
+    } else if (n_dst == 6 && n_src == 12) {
+        c = mix_groups(dst, src, mat, 6, 12, n);
     } else {
         c = mix_groups(dst, src, mat, n_dst, n_src, n);
     }

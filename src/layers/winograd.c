@@ -1,19 +1,19 @@
 /*
- * winograd.c - causal k = 7 convolutions by Winograd F(4, 7) (see winograd.h).
+ * winograd.c - causal k = 7 convolutions by Winograd F(m, 7), m = 4 or 6 (see winograd.h).
  *
  * Load: the conv's fp32 panels W_j [k_in, n] (j = 0..6) -> U_k = sum_j G[k][j] W_j in
- * double, rounded once, panel by panel straight into the packed layout of 10 1x1 convs
- * (zero columns beyond n stay zero). The Toom-Cook matrices are built once
- * from the interpolation points in double (exact enough: every entry is a small
- * rational) and kept as floats.
+ * double, rounded once, panel by panel straight into the packed layout of m + 6 1x1
+ * convs (zero columns beyond n stay zero). The Toom-Cook matrices of both tile sizes
+ * are built once from the interpolation points in double (exact enough: every entry
+ * is a small rational) and kept as floats.
  * Run, per call (whole frames):
- *   plan      per frame, per residue class r mod d: tiles of 4 outputs in increasing
- *             order, the last one partial (1-3 outputs) when the class's count is not
- *             a multiple of 4 -> (base row, count) per tile in idx scratch
+ *   plan      per frame, per residue class r mod d: tiles of m outputs in increasing
+ *             order, the last one partial (1 to m - 1 outputs) when the class's count
+ *             is not a multiple of m -> (base row, count) per tile in idx scratch
  *   input     V[k][tile][:] = sum_l BT[k][l] x[base + l d]       (pool over tiles, mix_rows)
  *             a partial tile of c outputs reads l < c + 6 and a zero row for the rest
  *             (those rows belong to the next frame, which another chunk may hold)
- *   GEMMs     M[k] = V[k] U_k                                     (kz_conv_run x 10)
+ *   GEMMs     M[k] = V[k] U_k                                 (kz_conv_run x m + 6)
  *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias, i < count
  *                                                                (pool over tiles, mix_rows)
  * Each output row is written by one tile in a fixed sequence of mix_rows / GEMM steps
@@ -28,10 +28,17 @@
 
 #include "runtime/error.h"
 
-static float AT[KZ_WINO_M][KZ_WINO_N]; /* output transform */
-static float AT_BIAS[KZ_WINO_M][KZ_WINO_N + 1]; /* the same, then 1 for the bias row */
-static double G[KZ_WINO_N][KZ_WINO_R]; /* weight transform (double: applied at load) */
-static float BT[KZ_WINO_N][KZ_WINO_N]; /* input transform */
+/* The Toom-Cook matrices of one tile size, rows packed at their own width (the
+ * stride mix_rows expects). */
+typedef struct tile_mats {
+    size_t m, n;                                        /* outputs, points (m + 6) */
+    float at[KZ_WINO_MAX_M * KZ_WINO_MAX_N];            /* output transform [m][n] */
+    float at_bias[KZ_WINO_MAX_M * (KZ_WINO_MAX_N + 1)]; /* the same, then 1: the bias [m][n+1] */
+    double g[KZ_WINO_MAX_N * KZ_WINO_R];                /* weight transform [n][7], at load */
+    float bt[KZ_WINO_MAX_N * KZ_WINO_MAX_N];            /* input transform [n][n] */
+} tile_mats;
+
+static tile_mats MATS4, MATS6; /* F(4, 7) and F(6, 7) */
 static pthread_once_t matrices_once = PTHREAD_ONCE_INIT;
 
 /* Multiplies the polynomial p (ascending coefficients, *len of them) by (x - a). */
@@ -45,22 +52,23 @@ static void poly_times_root(double *p, int *len, double a) {
 }
 
 /* Toom-Cook for correlation, by transposing linear convolution (Lavin & Gray):
- * evaluation at the finite points and infinity gives G (of the kernel) and AT (of the
- * outputs, transposed); Lagrange interpolation gives BT (transposed). */
-static void build_matrices(void) {
-    static const double pts[KZ_WINO_N - 1] = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 1.5, -1.5};
-    const int n = KZ_WINO_N, fin = KZ_WINO_N - 1;
+ * evaluation at the m + 5 finite points and infinity gives G (of the kernel) and AT
+ * (of the outputs, transposed); Lagrange interpolation gives BT (transposed). */
+static void build_matrices(tile_mats *t, size_t m, const double *pts) {
+    const int n = (int)m + KZ_WINO_R - 1, fin = n - 1, r = KZ_WINO_R;
+    t->m = m;
+    t->n = (size_t)n;
     for (int k = 0; k < fin; k++) {
         double pw = 1.0;
-        for (int j = 0; j < KZ_WINO_R; j++, pw *= pts[k]) {
-            G[k][j] = pw;
+        for (int j = 0; j < r; j++, pw *= pts[k]) {
+            t->g[k * r + j] = pw;
         }
         pw = 1.0;
-        for (int i = 0; i < KZ_WINO_M; i++, pw *= pts[k]) {
-            AT[i][k] = (float)pw;
+        for (size_t i = 0; i < m; i++, pw *= pts[k]) {
+            t->at[i * (size_t)n + (size_t)k] = (float)pw;
         }
         // BT row k: coefficients of L_k(x) = prod_{l != k} (x - p_l) / (p_k - p_l)
-        double poly[KZ_WINO_N + 1] = {1.0};
+        double poly[KZ_WINO_MAX_N + 1] = {1.0};
         int len = 1;
         double den = 1.0;
         for (int l = 0; l < fin; l++) {
@@ -70,47 +78,60 @@ static void build_matrices(void) {
             }
         }
         for (int i = 0; i < n; i++) {
-            BT[k][i] = i < len ? (float)(poly[i] / den) : 0.0f;
+            t->bt[k * n + i] = i < len ? (float)(poly[i] / den) : 0.0f;
         }
     }
-    for (int j = 0; j < KZ_WINO_R; j++) { // infinity: the leading coefficients
-        G[fin][j] = j == KZ_WINO_R - 1 ? 1.0 : 0.0;
+    for (int j = 0; j < r; j++) { // infinity: the leading coefficients
+        t->g[fin * r + j] = j == r - 1 ? 1.0 : 0.0;
     }
-    for (int i = 0; i < KZ_WINO_M; i++) {
-        AT[i][fin] = i == KZ_WINO_M - 1 ? 1.0f : 0.0f;
-    }
-    for (int i = 0; i < KZ_WINO_M; i++) {
-        for (int k = 0; k < KZ_WINO_N; k++) {
-            AT_BIAS[i][k] = AT[i][k];
+    for (size_t i = 0; i < m; i++) {
+        t->at[i * (size_t)n + (size_t)fin] = i == m - 1 ? 1.0f : 0.0f;
+        for (int k = 0; k < n; k++) {
+            t->at_bias[i * (size_t)(n + 1) + (size_t)k] = t->at[i * (size_t)n + (size_t)k];
         }
-        AT_BIAS[i][KZ_WINO_N] = 1.0f;
+        t->at_bias[i * (size_t)(n + 1) + (size_t)n] = 1.0f;
     }
-    double poly[KZ_WINO_N + 1] = {1.0}; // BT row infinity: prod over all finite points
+    double poly[KZ_WINO_MAX_N + 1] = {1.0}; // BT row infinity: prod over all finite points
     int len = 1;
     for (int l = 0; l < fin; l++) {
         poly_times_root(poly, &len, pts[l]);
     }
     for (int i = 0; i < n; i++) {
-        BT[fin][i] = (float)poly[i];
+        t->bt[fin * n + i] = (float)poly[i];
     }
+}
+
+static void build_all(void) {
+    static const double pts[KZ_WINO_MAX_N - 1] = {0.0,  1.0, -1.0, 2.0,  -2.0, 0.5,
+                                                  -0.5, 1.5, -1.5, 0.75, -0.75};
+    build_matrices(&MATS4, 4, pts);
+    build_matrices(&MATS6, 6, pts);
+}
+
+static const tile_mats *mats_for(size_t m) {
+    pthread_once(&matrices_once, build_all);
+    return m == 6 ? &MATS6 : &MATS4;
 }
 
 /* Panel p of U_k from panel p of the conv: U_k[i][c] = sum_j G[k][j] W_j[i][c], 16 columns
  * of a panel row at a time (both layouts keep a panel row contiguous). */
-static void transform_panel(float *const u[KZ_WINO_N], const float *wp, size_t k_in) {
+static void transform_panel(float *const u[KZ_WINO_MAX_N], const tile_mats *t, const float *wp,
+                            size_t k_in) {
+    const size_t n = t->n;
     for (size_t i = 0; i < k_in; i++) {
-        double acc[KZ_WINO_N][KZ_PANEL] = {{0}};
+        double acc[KZ_WINO_MAX_N][KZ_PANEL] = {{0}};
         for (int j = 0; j < KZ_WINO_R; j++) {
             const float *row = wp + ((size_t)j * k_in + i) * KZ_PANEL;
-            for (int k = 0; k < KZ_WINO_N; k++) {
-                if (G[k][j] != 0.0) {
+            for (size_t k = 0; k < n; k++) {
+                const double g = t->g[k * KZ_WINO_R + (size_t)j];
+                if (g != 0.0) {
                     for (int c = 0; c < KZ_PANEL; c++) {
-                        acc[k][c] += G[k][j] * (double)row[c];
+                        acc[k][c] += g * (double)row[c];
                     }
                 }
             }
         }
-        for (int k = 0; k < KZ_WINO_N; k++) {
+        for (size_t k = 0; k < n; k++) {
             for (int c = 0; c < KZ_PANEL; c++) {
                 u[k][i * KZ_PANEL + c] = (float)acc[k][c];
             }
@@ -118,19 +139,41 @@ static void transform_panel(float *const u[KZ_WINO_N], const float *wp, size_t k
     }
 }
 
-kz_status kz_wino_init(kz_wino *w, const kz_conv *c) {
+/* Tiles of one frame: class r holds ceil((rows - r) / d) outputs, ceil(outs / m) tiles. */
+static size_t frame_tiles(size_t frame_rows, size_t d, size_t m) {
+    size_t tiles = 0;
+    for (size_t r = 0; r < d && r < frame_rows; r++) {
+        const size_t outs = (frame_rows - r + d - 1) / d;
+        tiles += (outs + m - 1) / m;
+    }
+    return tiles;
+}
+
+size_t kz_wino_tile_for(size_t frame_rows, size_t dilation) {
+    const size_t rows4 = frame_tiles(frame_rows, dilation, 4) * (4 + KZ_WINO_R - 1);
+    const size_t rows6 = frame_tiles(frame_rows, dilation, 6) * (6 + KZ_WINO_R - 1);
+    return rows6 < rows4 ? 6 : 4;
+}
+
+kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
     memset(w, 0, sizeof *w);
     KZ_ASSERT(c->taps == KZ_WINO_R && c->w.data && c->w.taps == KZ_WINO_R);
-    pthread_once(&matrices_once, build_matrices);
+    KZ_ASSERT(m == 4 || m == 6);
+    const tile_mats *t = mats_for(m);
     const size_t k_in = c->k_in, n = c->n, k_rows = KZ_WINO_R * k_in, n_panels = c->w.n_panels;
     w->k_in = k_in;
     w->n = n;
     w->dilation = c->dilation;
+    w->m = m;
+    w->n_pts = t->n;
     const size_t bytes = (n_panels * k_in * KZ_PANEL * sizeof(float) + 63) / 64 * 64 + 64;
-    for (int k = 0; k < KZ_WINO_N; k++) {
+    for (size_t k = 0; k < t->n; k++) {
         kz_conv *u = &w->u[k];
         *u = (kz_conv){.k_in = k_in, .n = n, .taps = 1, .dilation = 1};
-        u->w = (kz_packed){.data = aligned_alloc(64, bytes), .k_in = k_in, .taps = 1, .n = n,
+        u->w = (kz_packed){.data = aligned_alloc(64, bytes),
+                           .k_in = k_in,
+                           .taps = 1,
+                           .n = n,
                            .n_panels = n_panels};
         if (!u->w.data) {
             kz_wino_free(w);
@@ -138,11 +181,11 @@ kz_status kz_wino_init(kz_wino *w, const kz_conv *c) {
         }
     }
     for (size_t p = 0; p < n_panels; p++) {
-        float *u[KZ_WINO_N];
-        for (int k = 0; k < KZ_WINO_N; k++) {
+        float *u[KZ_WINO_MAX_N];
+        for (size_t k = 0; k < t->n; k++) {
             u[k] = w->u[k].w.data + p * k_in * KZ_PANEL;
         }
-        transform_panel(u, c->w.data + p * k_rows * KZ_PANEL, k_in);
+        transform_panel(u, t, c->w.data + p * k_rows * KZ_PANEL, k_in);
     }
     w->bias = c->bias;
     return KZ_OK;
@@ -152,89 +195,81 @@ void kz_wino_free(kz_wino *w) {
     if (!w) {
         return;
     }
-    for (int k = 0; k < KZ_WINO_N; k++) {
+    for (int k = 0; k < KZ_WINO_MAX_N; k++) {
         kz_conv_free(&w->u[k]);
     }
     memset(w, 0, sizeof *w); // bias is the conv's
 }
 
-/* Tiles of one frame: class r holds ceil((rows - r) / d) outputs, ceil(outs / 4) tiles. */
-static size_t frame_tiles(size_t frame_rows, size_t d) {
-    size_t tiles = 0;
-    for (size_t r = 0; r < d && r < frame_rows; r++) {
-        const size_t outs = (frame_rows - r + d - 1) / d;
-        tiles += (outs + KZ_WINO_M - 1) / KZ_WINO_M;
-    }
-    return tiles;
-}
-
 void kz_wino_scratch_need(const kz_wino *w, size_t frame_rows, size_t n_frames, size_t *n_f,
                           size_t *n_idx) {
-    const size_t tiles = frame_tiles(frame_rows, w->dilation) * n_frames;
-    *n_f = KZ_WINO_N * tiles * (w->k_in + w->n) + w->k_in; // V, M, one zero row
+    const size_t tiles = frame_tiles(frame_rows, w->dilation, w->m) * n_frames;
+    *n_f = w->n_pts * tiles * (w->k_in + w->n) + w->k_in; // V, M, one zero row
     *n_idx = 2 * tiles;
 }
 
 typedef struct wino_job {
     const kz_wino *w;
+    const tile_mats *t;
     const kz_kernels *k;
     const float *x;
     size_t ldx;
     float *y;
     size_t ldy;
     const size_t *base;  /* [n_tiles] first output row of each tile */
-    const size_t *count; /* [n_tiles] its outputs, 1..4 */
+    const size_t *count; /* [n_tiles] its outputs, 1..m */
     size_t n_tiles;
-    float *v;            /* [N][n_tiles][k_in] */
-    float *m;            /* [N][n_tiles][n] */
-    const float *zero;   /* [k_in] zeros: the inputs of a partial tile past its frame */
+    float *v;          /* [n_pts][n_tiles][k_in] */
+    float *m;          /* [n_pts][n_tiles][n] */
+    const float *zero; /* [k_in] zeros: the inputs of a partial tile past its frame */
 } wino_job;
 
 static void input_rows(void *arg, size_t t0, size_t t1) {
     const wino_job *j = arg;
-    const size_t k_in = j->w->k_in, d = j->w->dilation;
+    const size_t k_in = j->w->k_in, d = j->w->dilation, np = j->t->n;
     for (size_t t = t0; t < t1; t++) {
-        const float *src[KZ_WINO_N];
-        float *dst[KZ_WINO_N];
+        const float *src[KZ_WINO_MAX_N];
+        float *dst[KZ_WINO_MAX_N];
         const size_t used = j->count[t] + KZ_WINO_R - 1;
-        for (size_t l = 0; l < KZ_WINO_N; l++) {
+        for (size_t l = 0; l < np; l++) {
             src[l] = l < used ? j->x + (j->base[t] + l * d) * j->ldx : j->zero;
             dst[l] = j->v + (l * j->n_tiles + t) * k_in;
         }
-        j->k->mix_rows(dst, src, &BT[0][0], KZ_WINO_N, KZ_WINO_N, k_in);
+        j->k->mix_rows(dst, src, j->t->bt, np, np, k_in);
     }
 }
 
-/* y_i = sum_k AT[i][k] M_k + bias for the tile's outputs: the bias is an eleventh
- * source row with weight 1. */
+/* y_i = sum_k AT[i][k] M_k + bias for the tile's outputs: the bias is one more source
+ * row with weight 1. */
 static void output_rows(void *arg, size_t t0, size_t t1) {
     const wino_job *j = arg;
-    const size_t n = j->w->n, d = j->w->dilation;
+    const size_t n = j->w->n, d = j->w->dilation, np = j->t->n;
     const float *bias = j->w->bias;
     for (size_t t = t0; t < t1; t++) {
-        const float *src[KZ_WINO_N + 1];
-        float *dst[KZ_WINO_M];
-        for (size_t k = 0; k < KZ_WINO_N; k++) {
+        const float *src[KZ_WINO_MAX_N + 1];
+        float *dst[KZ_WINO_MAX_M];
+        for (size_t k = 0; k < np; k++) {
             src[k] = j->m + (k * j->n_tiles + t) * n;
         }
-        src[KZ_WINO_N] = bias;
+        src[np] = bias;
         for (size_t i = 0; i < j->count[t]; i++) {
             dst[i] = j->y + (j->base[t] + i * d) * j->ldy;
         }
-        j->k->mix_rows(dst, src, bias ? &AT_BIAS[0][0] : &AT[0][0], j->count[t],
-                       bias ? KZ_WINO_N + 1 : KZ_WINO_N, n);
+        j->k->mix_rows(dst, src, bias ? j->t->at_bias : j->t->at, j->count[t], bias ? np + 1 : np,
+                       n);
     }
 }
 
-/* Tiles of n_frames frames in increasing row order within each class. */
-static size_t plan(size_t frame_rows, size_t n_frames, size_t d, size_t *base, size_t *count) {
+/* Tiles of m outputs for n_frames frames, in increasing row order within each class. */
+static size_t plan(size_t frame_rows, size_t n_frames, size_t d, size_t m, size_t *base,
+                   size_t *count) {
     size_t n = 0;
     for (size_t f = 0; f < n_frames; f++) {
         for (size_t r = 0; r < d && r < frame_rows; r++) {
             const size_t outs = (frame_rows - r + d - 1) / d;
-            for (size_t q = 0; q < outs; q += KZ_WINO_M) {
+            for (size_t q = 0; q < outs; q += m) {
                 base[n] = f * frame_rows + r + q * d;
-                count[n++] = outs - q < KZ_WINO_M ? outs - q : KZ_WINO_M;
+                count[n++] = outs - q < m ? outs - q : m;
             }
         }
     }
@@ -249,23 +284,32 @@ void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *
     size_t need_idx;
     kz_wino_scratch_need(w, frame_rows, n_frames, &need_f, &need_idx);
     KZ_ASSERT(s->n_f >= need_f && s->n_idx >= need_idx);
-    const size_t tiles = need_idx / 2, k_in = w->k_in, n = w->n;
+    const size_t tiles = need_idx / 2, k_in = w->k_in, n = w->n, np = w->n_pts;
     size_t *base = s->idx, *count = s->idx + tiles;
-    const size_t n_tiles = plan(frame_rows, n_frames, w->dilation, base, count);
+    const size_t n_tiles = plan(frame_rows, n_frames, w->dilation, w->m, base, count);
     KZ_ASSERT(n_tiles == tiles);
     if (n_tiles == 0) {
         return;
     }
-    wino_job j = {.w = w, .k = e->k, .x = x, .ldx = ldx, .y = y, .ldy = ldy, .base = base,
-                  .count = count, .n_tiles = n_tiles, .v = s->f};
-    j.m = j.v + KZ_WINO_N * n_tiles * k_in;
-    float *zero = j.m + KZ_WINO_N * n_tiles * n;
+    wino_job j = {.w = w,
+                  .t = mats_for(w->m),
+                  .k = e->k,
+                  .x = x,
+                  .ldx = ldx,
+                  .y = y,
+                  .ldy = ldy,
+                  .base = base,
+                  .count = count,
+                  .n_tiles = n_tiles,
+                  .v = s->f};
+    j.m = j.v + np * n_tiles * k_in;
+    float *zero = j.m + np * n_tiles * n;
     memset(zero, 0, k_in * sizeof *zero);
     j.zero = zero;
     kz_exec_rows(e, n_tiles, 8, input_rows, &j);
-    for (int k = 0; k < KZ_WINO_N; k++) {
-        kz_conv_run(&w->u[k], e, j.m + (size_t)k * n_tiles * n, n,
-                    j.v + (size_t)k * n_tiles * k_in, k_in, n_tiles, KZ_GEMM_STORE);
+    for (size_t k = 0; k < np; k++) {
+        kz_conv_run(&w->u[k], e, j.m + k * n_tiles * n, n, j.v + k * n_tiles * k_in, k_in, n_tiles,
+                    KZ_GEMM_STORE);
     }
     kz_exec_rows(e, n_tiles, 8, output_rows, &j);
 }

@@ -1,20 +1,23 @@
 /*
- * winograd.h - a causal k = 7 convolution by Winograd F(4, 7) in fp32: the codec's
- * "winograd" precision, for CPUs without a fast bf16 GEMM.
+ * winograd.h - a causal k = 7 convolution by Winograd F(m, 7) in fp32, m = 4 or 6: the
+ * codec's "winograd" precision, for CPUs without a fast bf16 GEMM.
  *
- * A tile is 4 outputs d rows apart (d the dilation), t, t + d, t + 2d, t + 3d; their
- * 10 input rows t + l d (l = 0..9, history coordinates) go through
- *   V_k = sum_l BT[k][l] x_l                 (input transform, 10 x 10)
- *   M_k = V_k U_k,  U_k = sum_j G[k][j] W_j  (10 GEMMs over all tiles, U packed at load)
- *   y_i = sum_k AT[i][k] M_k + bias          (output transform, 4 x 10)
- * which is 10 instead of 28 multiplications per 4 outputs and input channel. The
- * matrices come from exact Toom-Cook interpolation at 0, +-1, +-2, +-1/2, +-3/2 and
- * infinity; fp32 rounding of the transforms is ~45x that of the direct sum
- * (docs/PERF.md).
+ * A tile is m outputs d rows apart (d the dilation), t, t + d, ..., t + (m-1) d; their
+ * n = m + 6 input rows t + l d (l < n, history coordinates) go through
+ *   V_k = sum_l BT[k][l] x_l                 (input transform, n x n)
+ *   M_k = V_k U_k,  U_k = sum_j G[k][j] W_j  (n GEMMs over all tiles, U packed at load)
+ *   y_i = sum_k AT[i][k] M_k + bias          (output transform, m x n)
+ * which is n instead of 7 m multiplications per m outputs and input channel (10 for 28
+ * with m = 4, 12 for 42 with m = 6). The matrices come from exact Toom-Cook
+ * interpolation at 0, +-1, +-2, +-1/2, +-3/2 (m = 4), also +-3/4 (m = 6), and
+ * infinity; fp32 rounding of the transforms is ~20x (m = 4) and ~40x (m = 6) that of
+ * the direct sum (docs/PERF.md). U takes n / 7 of the conv's panel memory.
  *
  * Tiles lie on a grid fixed per frame (frame_rows rows): each residue class mod d of
- * a frame's rows is cut into tiles of 4, the last one partial (1-3 outputs) where the
- * count is not a multiple of 4. A partial tile of c outputs needs input rows l < c + 6;
+ * a frame's rows is cut into tiles of m, the last one partial (1 to m - 1 outputs)
+ * where the count is not a multiple of m. kz_wino_tile_for picks the m that gives
+ * fewer transformed rows per frame (short classes favour 4). A partial tile of c
+ * outputs needs input rows l < c + 6;
  * rows l >= c + 6 lie in the next frame, and the tile always takes zeros for them
  * (exact in real arithmetic: no output of the tile depends on them). Chunks hold whole
  * frames, so every chunk size and thread count gives the same bits, as with the exact
@@ -27,12 +30,14 @@
 
 #include "layers/conv.h"
 
-enum { KZ_WINO_M = 4, KZ_WINO_R = 7, KZ_WINO_N = 10 };
+enum { KZ_WINO_R = 7, KZ_WINO_MAX_M = 6, KZ_WINO_MAX_N = 12 };
 
 typedef struct kz_wino {
-    kz_conv u[KZ_WINO_N]; /* U_k as 1x1 convs [k_in -> n], no bias, owned */
-    const float *bias;    /* the conv's bias [n] or NULL (borrowed) */
+    kz_conv u[KZ_WINO_MAX_N]; /* U_k as 1x1 convs [k_in -> n], no bias, owned (n_pts) */
+    const float *bias;        /* the conv's bias [n] or NULL (borrowed) */
     size_t k_in, n, dilation;
+    size_t m;     /* outputs per tile: 4 or 6 */
+    size_t n_pts; /* m + 6: transformed rows per tile */
 } kz_wino;
 
 /* Scratch a run needs: floats and size_t indices. */
@@ -43,9 +48,14 @@ typedef struct kz_wino_scratch {
     size_t n_idx;
 } kz_wino_scratch;
 
-/* Builds the transformed weights of c (a causal conv with 7 taps and fp32 panels).
- * c must outlive w. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
-kz_status kz_wino_init(kz_wino *w, const kz_conv *c);
+/* The tile size (4 or 6) whose tiles need fewer transformed rows for frames of
+ * frame_rows rows at this dilation; 4 on a tie (the smaller rounding error). */
+size_t kz_wino_tile_for(size_t frame_rows, size_t dilation);
+
+/* Builds the transformed weights of c (a causal conv with 7 taps and fp32 panels) for
+ * tiles of m = 4 or 6 outputs. c must outlive w. Returns KZ_OK or
+ * KZ_STATUS_OUT_OF_MEMORY. */
+kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m);
 void kz_wino_free(kz_wino *w);
 
 /* Scratch floats and indices for n_frames frames of frame_rows output rows. */

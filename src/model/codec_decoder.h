@@ -38,7 +38,7 @@ typedef struct kz_res_unit {
     kz_snake act1, act2;
     kz_conv conv1; /* causal k7, dilation 1/3/9 (its panels dropped with winograd) */
     kz_conv conv2; /* 1x1 */
-    kz_wino wino1; /* conv1 by Winograd F(4, 7) (the winograd precision), else empty */
+    kz_wino wino1; /* conv1 by Winograd F(m, 7) (the winograd precision), else empty */
 } kz_res_unit;
 
 typedef struct kz_decoder_block {
@@ -70,7 +70,7 @@ typedef struct kz_codec_decoder {
     kz_snake final_act;
     kz_conv final_conv;          /* causal k7, -> 1 */
     bool bf16;                   /* the residual units' convs run in bf16 */
-    bool winograd;               /* the residual units' k7 convs run as Winograd F(4, 7) */
+    bool winograd;               /* the residual units' k7 convs run as Winograd F(m, 7) */
     float *store;                /* owned storage for the per-channel vectors */
     size_t store_used, store_size;
 } kz_codec_decoder;
@@ -108,7 +108,8 @@ void kz_codec_decoder_free(kz_codec_decoder *d);
 kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
 
 /* The winograd precision: the residual units' k7 convs (conv1, ~70 % of the decoder's
- * FLOPs) run as Winograd F(4, 7) in fp32 (layers/winograd.h), everything else as in
+ * FLOPs) run as Winograd F(6, 7) or F(4, 7) in fp32 (layers/winograd.h; the tile size
+ * per conv by kz_wino_tile_for from its block's frame rows), everything else as in
  * f32; conv1's fp32 panels are released once transformed (kz_conv_drop_panels). Call
  * before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);

@@ -248,7 +248,8 @@ kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
     for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
             kz_res_unit *ru = &d->blocks[i].res[r];
-            kz_status st = kz_wino_init(&ru->wino1, &ru->conv1);
+            const size_t m = kz_wino_tile_for(d->blocks[i].frame_rows, ru->conv1.dilation);
+            kz_status st = kz_wino_init(&ru->wino1, &ru->conv1, m);
             if (st != KZ_OK) {
                 return st;
             }

@@ -1,22 +1,23 @@
 /*
- * test_winograd.c - the Winograd F(4, 7) convolution (layers/winograd.c) against the
- * direct conv-GEMM of the same layer.
+ * test_winograd.c - the Winograd F(4, 7) and F(6, 7) convolutions (layers/winograd.c)
+ * against the direct conv-GEMM of the same layer, and the choice between them.
  *
  * Data flow: seeded random weights [n, k_in, 7] packed as a causal conv (dilation
  * 1, 3 or 9), random inputs with their history rows -> kz_conv_run (direct, exact
  * path) and kz_wino_run over n_frames frames of frame_rows rows. Checks, per shape:
- *   accuracy   every output row within 5e-5 of the direct row's scale
- *              (|y - y_direct| <= 5e-5 (max |y_direct| of the row + 1e-3)); a wrong
+ *   accuracy   every output row within 5e-5 (m = 4) or 1e-4 (m = 6) of the direct
+ *              row's scale (|y - y_direct| <= bound (max |y_direct| of the row + 1e-3)); a wrong
  *              matrix entry or tile index errs by O(1) of that scale;
  *              (rows of partial tiles, where a frame's class count is not a
- *              multiple of 4, included);
+ *              multiple of m, included);
  *   frames     the same rows run as two calls split at a frame boundary give the
  *              bits of one call (chunk invariance);
  *   no peeking every call sees its own rows followed by NaN rows, as if the next
  *              frame were not there: a read past the call's rows poisons the output;
  *   threads    1 and 3 pool threads give identical bits.
- * Shapes include frames shorter than 4 d (no whole tile in some classes), the
- * codec's 32-row frames at d = 9, odd channel counts and n not a multiple of 16.
+ * Every shape runs with both tile sizes. Shapes include frames shorter than m d (no
+ * whole tile in some classes), the codec's 32-row frames at d = 9, odd channel counts
+ * and n not a multiple of 16. kz_wino_tile_for is checked on the codec's frame sizes.
  */
 #include "layers/winograd.h"
 #include "runtime/threadpool.h"
@@ -71,14 +72,13 @@ static void run_wino(const kz_wino *w, kz_exec *e, float *y, const float *x, con
     for (size_t i = own; i < own + 10 * s->d * s->k_in; i++) {
         xc[i] = NAN;
     }
-    kz_wino_run(w, e, &sc, y + f0 * s->frame_rows * s->n, s->n, xc, s->k_in, rows,
-                s->frame_rows);
+    kz_wino_run(w, e, &sc, y + f0 * s->frame_rows * s->n, s->n, xc, s->k_in, rows, s->frame_rows);
     free(xc);
     free(sc.f);
     free(sc.idx);
 }
 
-static void check_shape(const shape *s, kz_pool *pool1, kz_pool *pool3) {
+static void check_shape(const shape *s, size_t m, kz_pool *pool1, kz_pool *pool3) {
     const kz_kernels *k = kz_kernels_select(KZ_ISA_AUTO);
     const size_t rows = s->frame_rows * s->n_frames, hist = 6 * s->d;
     float *x = malloc((rows + hist) * s->k_in * sizeof *x);
@@ -88,7 +88,8 @@ static void check_shape(const shape *s, kz_pool *pool1, kz_pool *pool3) {
     kz_conv c;
     make_conv(&c, s);
     kz_wino w;
-    CHECK(kz_wino_init(&w, &c) == KZ_OK);
+    CHECK(kz_wino_init(&w, &c, m) == KZ_OK);
+    const double bound = m == 4 ? 5e-5 : 1e-4;
     float *y_direct = malloc(rows * s->n * sizeof(float));
     float *y1 = malloc(rows * s->n * sizeof(float));
     float *y3 = malloc(rows * s->n * sizeof(float));
@@ -112,17 +113,18 @@ static void check_shape(const shape *s, kz_pool *pool1, kz_pool *pool3) {
         for (size_t o = 0; o < s->n; o++) {
             const double err = fabs((double)yw[o] - (double)yd[o]) / scale;
             worst = err > worst ? err : worst;
-            accurate &= err <= 5e-5; // false for NaN
+            accurate &= err <= bound; // false for NaN
         }
     }
-    CHECK_MSG(accurate, "k_in %zu n %zu d %zu frame %zu x %zu: worst error %.3g of the row scale",
+    CHECK_MSG(accurate,
+              "m %zu k_in %zu n %zu d %zu frame %zu x %zu: worst error %.3g of the row scale", m,
               s->k_in, s->n, s->d, s->frame_rows, s->n_frames, worst);
     CHECK_MSG(memcmp(y1, y3, rows * s->n * sizeof(float)) == 0,
               "k_in %zu d %zu: 1 and 3 threads differ", s->k_in, s->d);
     CHECK_MSG(memcmp(y1, y_split, rows * s->n * sizeof(float)) == 0,
               "k_in %zu d %zu: split at frame %zu differs from one call", s->k_in, s->d, cut);
-    printf("k_in %4zu n %3zu d %zu frame %4zu x %zu: worst error %.2e of the row scale\n", s->k_in,
-           s->n, s->d, s->frame_rows, s->n_frames, worst);
+    printf("m %zu k_in %4zu n %3zu d %zu frame %4zu x %zu: worst error %.2e of the row scale\n", m,
+           s->k_in, s->n, s->d, s->frame_rows, s->n_frames, worst);
     kz_wino_free(&w);
     kz_conv_free(&c);
     free(x);
@@ -130,6 +132,20 @@ static void check_shape(const shape *s, kz_pool *pool1, kz_pool *pool3) {
     free(y1);
     free(y3);
     free(y_split);
+}
+
+/* Transformed rows per frame decide: the 0.6B codec's 32-row frames at d = 9 (classes
+ * of 3-4 outputs: one tile each either way) keep 4; its longer frames take 6. */
+static void check_tile_choice(void) {
+    static const struct {
+        size_t frame_rows, d, m;
+    } cases[] = {{32, 1, 6}, {32, 3, 6}, {32, 9, 4}, {160, 9, 6}, {1920, 9, 6},
+                 {4, 1, 4},  {7, 1, 4},  {8, 1, 4},  {6, 1, 6},   {3, 9, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const size_t m = kz_wino_tile_for(cases[i].frame_rows, cases[i].d);
+        CHECK_MSG(m == cases[i].m, "frame %zu d %zu: tile %zu, expected %zu", cases[i].frame_rows,
+                  cases[i].d, m, cases[i].m);
+    }
 }
 
 int main(void) {
@@ -140,13 +156,16 @@ int main(void) {
         return 1;
     }
     static const shape shapes[] = {
-        {64, 64, 1, 32, 3},  {64, 48, 3, 32, 2},  {96, 96, 9, 32, 2},  {33, 21, 3, 10, 3},
-        {17, 40, 9, 20, 2},  {40, 17, 1, 7, 4},   {128, 64, 9, 160, 2}, {96, 96, 3, 96, 2},
-        {24, 24, 1, 4, 2},   {12, 16, 9, 3, 2},
+        {64, 64, 1, 32, 3}, {64, 48, 3, 32, 2}, {96, 96, 9, 32, 2},   {33, 21, 3, 10, 3},
+        {17, 40, 9, 20, 2}, {40, 17, 1, 7, 4},  {128, 64, 9, 160, 2}, {96, 96, 3, 96, 2},
+        {24, 24, 1, 4, 2},  {12, 16, 9, 3, 2},
     };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        check_shape(&shapes[i], pool1, pool3);
+    for (size_t m = 4; m <= 6; m += 2) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            check_shape(&shapes[i], m, pool1, pool3);
+        }
     }
+    check_tile_choice();
     kz_pool_free(pool1);
     kz_pool_free(pool3);
     return test_main_result("test_winograd");
