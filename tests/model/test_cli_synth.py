@@ -158,7 +158,10 @@ def interrupted(k, model, work):
         p.wait(timeout=120)
         seen.add(p.returncode)
         left = sorted(os.listdir(q_dir))
-        finished = p.returncode == 0 and left == ["q.gguf"]
+        # The signal may also land after the rename, before the process exits: then the
+        # file is complete although the status is the signal's; it must load.
+        complete = left == ["q.gguf"] and run(k, ["info", "-m", gguf]).returncode == 0
+        finished = p.returncode in (0, -signal.SIGTERM) and complete
         stopped = p.returncode == -signal.SIGTERM and left == []
         check(finished or stopped, f"quantize, SIGTERM after {delay} s: status {p.returncode}, "
               f"left {left}")
