@@ -653,10 +653,42 @@ static void test_amx_path(void) {
 #endif
 }
 
+#ifdef KZ_HAVE_ARM
+/* reps cases per format of one NEON variant against another (toggle switches the
+ * variant under test off and on; what names the pair): 1-40 rows from a random o0,
+ * 1-120 blocks (rep 7: 8224 inputs, two activation chunks), strided x and y,
+ * misaligned weights. Tokens: 2 to 21 in turn, then 2-24 at random, when the variant
+ * takes two or more (pairs); else 1-3, or 1-12 in every third case. */
+static int neon_path_cases(const kz_kernels *k, int reps, int pairs, int (*toggle)(int),
+                           const char *what) {
+    int cases = 0;
+    for (int q4 = 0; q4 < 2; q4++) {
+        for (int rep = 0; rep < reps; rep++) {
+            path_case c = {.q4 = q4, .raw = rep % 2};
+            c.rows = 1 + test_rng_below(&rng, 40);
+            if (pairs) {
+                c.n_tok = 2 + (rep < 20 ? (size_t)rep : test_rng_below(&rng, 23));
+            } else {
+                c.n_tok = 1 + test_rng_below(&rng, rep % 3 ? 3 : 12);
+            }
+            c.n_in = rep == 7 ? 8224 : 32 * (1 + test_rng_below(&rng, 120));
+            c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
+            c.ldx = c.n_in + (size_t)(rep % 3);
+            c.ldy = c.rows + (size_t)(rep % 2);
+            CHECK_MSG(paths_agree(k, &c, toggle),
+                      "%s rows %zu..%zu n_in %zu n_tok %zu: %s paths differ", q4 ? "q4_0" : "q8_0",
+                      c.o0, c.rows, c.n_in, c.n_tok, what);
+            cases++;
+        }
+    }
+    return cases;
+}
+#endif
+
 /* The NEON kernels' SDOT variant (dotprod extension) forms the baseline variant's
  * integer block totals and float sequence: identical bits, for both formats, one to a
- * dozen tokens, two activation chunks, strided x and y, misaligned weights, o0 > 0.
- * The SMMLA variant is switched off here (it would take the calls of 2+ tokens). */
+ * dozen tokens. The SMMLA variant is switched off here (it would take the calls of 2+
+ * tokens). */
 static void test_dotprod_path(void) {
 #ifdef KZ_HAVE_ARM
     const kz_kernels *k = kz_kernels_for(KZ_ISA_NEON);
@@ -665,22 +697,7 @@ static void test_dotprod_path(void) {
         return;
     }
     kz_quant_neon_set_i8mm(0);
-    int cases = 0;
-    for (int q4 = 0; q4 < 2; q4++) {
-        for (int rep = 0; rep < 24; rep++) {
-            path_case c = {.q4 = q4, .raw = rep % 2};
-            c.rows = 1 + test_rng_below(&rng, 40);
-            c.n_tok = 1 + test_rng_below(&rng, rep % 3 ? 3 : 12);
-            c.n_in = rep == 7 ? 8224 : 32 * (1 + test_rng_below(&rng, 120));
-            c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
-            c.ldx = c.n_in + (size_t)(rep % 3);
-            c.ldy = c.rows + (size_t)(rep % 2);
-            CHECK_MSG(paths_agree(k, &c, kz_quant_neon_set_dotprod),
-                      "%s rows %zu..%zu n_in %zu n_tok %zu: SDOT and baseline paths differ",
-                      q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
-            cases++;
-        }
-    }
+    const int cases = neon_path_cases(k, 24, 0, kz_quant_neon_set_dotprod, "SDOT and baseline");
     kz_quant_neon_set_i8mm(1);
     printf("dotprod path: %d cases, SDOT == baseline\n", cases);
 #else
@@ -691,8 +708,7 @@ static void test_dotprod_path(void) {
 /* The NEON kernels' SMMLA variant (i8mm extension, calls of two or more tokens) gives
  * the SDOT variant's bits: odd and even token counts (a last token paired with
  * itself) up to three groups of eight, odd and even row ranges (a last row paired
- * with itself), n_in not a multiple of four blocks, two activation chunks, strided x
- * and y, misaligned weights, o0 > 0. */
+ * with itself), n_in not a multiple of four blocks. */
 static void test_i8mm_path(void) {
 #ifdef KZ_HAVE_ARM
     const kz_kernels *k = kz_kernels_for(KZ_ISA_NEON);
@@ -700,22 +716,7 @@ static void test_i8mm_path(void) {
         printf("i8mm path: no i8mm extension on this CPU, skipped\n");
         return;
     }
-    int cases = 0;
-    for (int q4 = 0; q4 < 2; q4++) {
-        for (int rep = 0; rep < 30; rep++) {
-            path_case c = {.q4 = q4, .raw = rep % 2};
-            c.rows = 1 + test_rng_below(&rng, 40);
-            c.n_tok = 2 + (rep < 20 ? (size_t)rep : test_rng_below(&rng, 23));
-            c.n_in = rep == 7 ? 8224 : 32 * (1 + test_rng_below(&rng, 120));
-            c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
-            c.ldx = c.n_in + (size_t)(rep % 3);
-            c.ldy = c.rows + (size_t)(rep % 2);
-            CHECK_MSG(paths_agree(k, &c, kz_quant_neon_set_i8mm),
-                      "%s rows %zu..%zu n_in %zu n_tok %zu: SMMLA and SDOT paths differ",
-                      q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
-            cases++;
-        }
-    }
+    const int cases = neon_path_cases(k, 30, 1, kz_quant_neon_set_i8mm, "SMMLA and SDOT");
     printf("i8mm path: %d cases, SMMLA == SDOT\n", cases);
 #else
     printf("i8mm path: not an aarch64 build, skipped\n");

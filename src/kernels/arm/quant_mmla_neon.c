@@ -130,21 +130,13 @@ ALWAYS_INLINE void tile_rows(float32x4_t out[2], const uint8_t *r0, const uint8_
     }
 }
 
-static void tiles_q8(float32x4_t out[2], const uint8_t *r0, const uint8_t *r1, const pair_act *p,
-                     size_t nb, int np) {
-    if (np == 2) {
-        tile_rows(out, r0, r1, p, nb, 2, 0);
+/* tile_rows instantiated for each constant (np, q4). */
+static void tiles(float32x4_t out[2], const uint8_t *r0, const uint8_t *r1, const pair_act *p,
+                  size_t nb, int np, int q4) {
+    if (q4) {
+        np == 2 ? tile_rows(out, r0, r1, p, nb, 2, 1) : tile_rows(out, r0, r1, p, nb, 1, 1);
     } else {
-        tile_rows(out, r0, r1, p, nb, 1, 0);
-    }
-}
-
-static void tiles_q4(float32x4_t out[2], const uint8_t *r0, const uint8_t *r1, const pair_act *p,
-                     size_t nb, int np) {
-    if (np == 2) {
-        tile_rows(out, r0, r1, p, nb, 2, 1);
-    } else {
-        tile_rows(out, r0, r1, p, nb, 1, 1);
+        np == 2 ? tile_rows(out, r0, r1, p, nb, 2, 0) : tile_rows(out, r0, r1, p, nb, 1, 0);
     }
 }
 
@@ -181,7 +173,7 @@ static void rows_pass(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t 
         for (size_t i = 0; i < np; i += 2) {
             const int n = np - i >= 2 ? 2 : 1;
             float32x4_t out[2];
-            (q4 ? tiles_q4 : tiles_q8)(out, r0, r1, p + i, cn, n);
+            tiles(out, r0, r1, p + i, cn, n, q4);
             for (int k = 0; k < n; k++) {
                 const size_t tk = t + 2 * (i + (size_t)k);
                 put_tile(y, ldy, out[k], tk, tk + 1 < t + nt, o, two_rows, c0 == 0);
