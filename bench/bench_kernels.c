@@ -408,13 +408,13 @@ static void bench_rows(const kz_kernels *k) {
     free(v.d);
 }
 
-/* The Winograd transforms (mix_rows) over a block-4-sized set of tiles: the input
- * transform (10 x 10, source rows d apart in x) and the output transform (4 x 11 with
- * the bias row). */
+/* The Winograd transforms (mix_rows) over block-4- and block-2-sized sets of tiles:
+ * the input transform (F(4, 7): 10 x 10, F(6, 7): 12 x 12; source rows in x) and the
+ * output transform (4 x 11, 6 x 13, with the bias row). */
 typedef struct mix_ctx {
-    const float *x;    /* [tiles + 9, ch] */
-    float *v;          /* [10, tiles, ch] */
-    const float *mat;  /* [10 * 11] */
+    const float *x;    /* [tiles + n_src, ch] */
+    float *v;          /* [n_dst, tiles, ch] */
+    const float *mat;  /* [n_dst * n_src] */
     size_t tiles, ch, n_dst, n_src;
 } mix_ctx;
 
@@ -434,13 +434,15 @@ static void run_mix(const kz_kernels *k, void *ctx) {
 }
 
 static void bench_mix(const kz_kernels *k, double peak) {
-    static const size_t mix_shapes[][4] = {{10, 10, 1920, 96}, {4, 11, 1920, 96},
-                                           {10, 10, 160, 384}, {4, 11, 160, 384}};
+    static const size_t mix_shapes[][4] = {
+        {10, 10, 1920, 96}, {4, 11, 1920, 96}, {10, 10, 160, 384}, {4, 11, 160, 384},
+        {12, 12, 1280, 96}, {6, 13, 1280, 96}, {12, 12, 108, 384}, {6, 13, 108, 384}};
     for (size_t i = 0; i < sizeof mix_shapes / sizeof mix_shapes[0]; i++) {
         mix_ctx m = {.n_dst = mix_shapes[i][0], .n_src = mix_shapes[i][1],
                      .tiles = mix_shapes[i][2], .ch = mix_shapes[i][3]};
-        float *x = rand_buf((m.tiles + m.n_src) * m.ch), *v = rand_buf(10 * m.tiles * m.ch);
-        float *mat = rand_buf(10 * 11);
+        float *x = rand_buf((m.tiles + m.n_src) * m.ch);
+        float *v = rand_buf(m.n_dst * m.tiles * m.ch);
+        float *mat = rand_buf(m.n_dst * m.n_src);
         m.x = x;
         m.v = v;
         m.mat = mat;
