@@ -18,8 +18,9 @@
  *                   int16 lane), the same for the high halves, SADDLP twice,
  *                   ADDP: the same four sums
  *     the four blocks' totals by an ADDP tree: [T_b, T_b+1, T_b+2, T_b+3]
- *     acc = fma(float(T), d_w * d_x, acc)         (arm/quant_neon_blocks.h)
- *   y[t, o] = (acc0 + acc1) + (acc2 + acc3)  (+ the previous chunks' sum)
+ *     acc = fma(float(T), d_w * d_x, acc): lane j takes the blocks b = j mod 4
+ *                                                  (arm/quant_neon_blocks.h)
+ *   y[t, o] = (lane 0 + lane 1) + (lane 2 + lane 3) of acc  (+ the previous chunks' sum)
  * The integer work is exact (|code| <= 128, |q_x| <= 127: two products are at
  * most 32512 in an int16 lane, a block total at most 520192, exact as a float),
  * so the variants (and the SMMLA one, arm/quant_mmla_neon.c, which forms the
