@@ -49,8 +49,9 @@ typedef struct act {
     float d[CHUNK_BLOCKS];
 } act;
 
-/* quant_block for nb consecutive blocks. */
-static void quant_act(act *a, const float *x, size_t nb) {
+/* quant_block for nb consecutive blocks (one layout for both formats: q4 unused). */
+static void quant_act(act *a, const float *x, size_t nb, int q4) {
+    (void)q4;
     for (size_t b = 0; b < nb; b++) {
         int8x16_t q0;
         int8x16_t q1;

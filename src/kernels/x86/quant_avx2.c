@@ -7,9 +7,11 @@
  *   x[t] f32 --quant_act--> int8 q[32 b + i], float scale d_x[b], -8 * sum q (stack)
  *   per weight row o, per group of 8 blocks (the last one may be partial):
  *     q8_0: 32 int8 w --(|w|, x * sign w) maddubs, madd--> int32 x 8 per block
- *     q4_0: 16 bytes, broadcast to both halves, shifted by 0 / 4 and masked: low
- *           nibbles against q 0..15, high against q 16..31 --maddubs--> int16 x 16
- *     the group's 8 vectors --unpack/add transpose (q4_0: in int16, then widened)-->
+ *     q4_0: blocks in pairs, 16 bytes each in one 256-bit vector: masked low nibbles
+ *           (elements 0..15 of both) and shifted high ones (16..31) against the
+ *           activations stored in the same pair layout (quant_act) --maddubs, add,
+ *           madd--> int32 x 8, four partial sums per block
+ *     the group's 8 (q4_0: 4) vectors --unpack/add transpose-->
  *       int32 x 8, lane k = block k's exact sum (q4_0: + its -8 sum q)
  *     d_w: the 8 fp16 scales (integer loads, F16C); acc = fma(float(sums), d_w d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
@@ -40,16 +42,30 @@
 
 typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
-    float d[CHUNK_BLOCKS + GROUP];       /* + GROUP: a last partial group reads 0 there */
+    float d[CHUNK_BLOCKS + GROUP];     /* + GROUP: a last partial group reads 0 there */
     int32_t off[CHUNK_BLOCKS + GROUP]; /* -8 * sum of the block's q (q4_0 offset) */
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* Stores block b's 32 codes: in order (q8_0), or in the q4_0 kernel's pair layout: blocks
+ * 2p and 2p + 1 share 64 bytes, [2p: 0..15 | 2p+1: 0..15 | 2p: 16..31 | 2p+1: 16..31], so
+ * that one 256-bit load meets the low (high) nibbles of two weight blocks. */
+ALWAYS_INLINE void store_codes(act *a, size_t b, __m256i q, int q4) {
+    if (!q4) {
+        _mm256_store_si256((__m256i *)(void *)(a->q + b * KZ_QK), q);
+        return;
+    }
+    int8_t *base = a->q + (b & ~(size_t)1) * KZ_QK + (b & 1) * 16;
+    _mm_store_si128((__m128i *)(void *)base, _mm256_castsi256_si128(q));
+    _mm_store_si128((__m128i *)(void *)(base + 32), _mm256_extracti128_si256(q, 1));
+}
+
 /* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit: IEEE
  * division by d, clamp, round half away from zero (trunc, then +-1 when the
- * exact fraction is >= 0.5). */
-static void quant_act(act *a, const float *x, size_t nb) {
+ * exact fraction is >= 0.5). q4 picks the q4_0 pair layout (store_codes); an odd
+ * last block's partner is zeros there. */
+static void quant_act(act *a, const float *x, size_t nb, int q4) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 half = _mm256_set1_ps(0.5f);
     const __m256 one = _mm256_set1_ps(1.0f);
@@ -70,7 +86,7 @@ static void quant_act(act *a, const float *x, size_t nb) {
         const float d = _mm_cvtss_f32(m4) / 127.0f;
         a->d[b] = d;
         if (d == 0.0f) {
-            _mm256_store_si256((__m256i *)(a->q + b * KZ_QK), _mm256_setzero_si256());
+            store_codes(a, b, _mm256_setzero_si256(), q4);
             a->off[b] = 0;
             continue;
         }
@@ -93,7 +109,10 @@ static void quant_act(act *a, const float *x, size_t nb) {
         // packs interleave 128-bit lanes; the permute restores element order
         __m256i p =
             _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
-        _mm256_store_si256((__m256i *)(a->q + b * KZ_QK), _mm256_permutevar8x32_epi32(p, perm));
+        store_codes(a, b, _mm256_permutevar8x32_epi32(p, perm), q4);
+    }
+    if (q4 && nb % 2) {
+        store_codes(a, nb, _mm256_setzero_si256(), q4);
     }
     for (size_t b = nb; b < nb + GROUP; b++) { // a last partial group reads these lanes
         a->d[b] = 0.0f;
@@ -125,25 +144,39 @@ ALWAYS_INLINE __m256i reduce8(const __m256i p[GROUP]) {
                             _mm256_permute2x128_si256(q[0], q[1], 0x31));
 }
 
-/* q4_0: eight blocks' maddubs results (int16 x 16, each at most 2 * 15 * 127 = 3810 in
- * magnitude) -> int32 x 8, lane k = block k's sum. Three levels of the same transpose in
- * int16 (a partial then holds 8 pairs: at most 30480, no overflow) and one widening step
- * replace the eight madds the int32 reduction needs. */
-ALWAYS_INLINE __m256i reduce8_i16(const __m256i m[GROUP]) {
-    __m256i h[4];
-    for (int k = 0; k < 4; k++) { // int16 pattern per half: 2k, 2k+1, 2k, 2k+1, ...
-        h[k] = _mm256_add_epi16(_mm256_unpacklo_epi16(m[2 * k], m[2 * k + 1]),
-                                _mm256_unpackhi_epi16(m[2 * k], m[2 * k + 1]));
+/* q4_0: four block pairs' partial sums (int32 x 8, [block 2i: 4 | block 2i+1: 4]) ->
+ * int32 x 8, lane k = block k's sum: two transpose levels leave blocks 0 2 4 6 in the
+ * low half and 1 3 5 7 in the high one, one permute restores the order. */
+ALWAYS_INLINE __m256i reduce4_pairs(const __m256i p[GROUP / 2]) {
+    __m256i h[2];
+    for (int k = 0; k < 2; k++) {
+        h[k] = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2 * k], p[2 * k + 1]),
+                                _mm256_unpackhi_epi32(p[2 * k], p[2 * k + 1]));
     }
-    __m256i q[2];
-    for (int k = 0; k < 2; k++) { // 4k .. 4k+3, twice
-        q[k] = _mm256_add_epi16(_mm256_unpacklo_epi32(h[2 * k], h[2 * k + 1]),
-                                _mm256_unpackhi_epi32(h[2 * k], h[2 * k + 1]));
+    const __m256i u =
+        _mm256_add_epi32(_mm256_unpacklo_epi64(h[0], h[1]), _mm256_unpackhi_epi64(h[0], h[1]));
+    return _mm256_permutevar8x32_epi32(u, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* q4_0 blocks b and b + 1 (b even) of one row, weight blocks w0 and w1 (w1 == w0 when
+ * block b + 1 is past the chunk: its codes are zeros then), against nt tokens: int32 x 8
+ * per token, [block b: 4 partial sums | block b + 1: 4] of nibble x q (0..15 nibbles,
+ * maddubs pairs at most 3810, two of them added in int16: 7620, no overflow). */
+ALWAYS_INLINE void pair_dots_q4(__m256i p[2], const uint8_t *w0, const uint8_t *w1, const act *a,
+                                size_t b, int nt) {
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    const __m256i raw = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(w0 + 2))),
+        _mm_loadu_si128((const __m128i *)(const void *)(w1 + 2)), 1);
+    const __m256i lo = _mm256_and_si256(raw, mask);                       // elements 0..15
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask); // 16..31
+    for (int t = 0; t < nt; t++) {
+        const int8_t *xq = a[t].q + b * KZ_QK;
+        const __m256i m = _mm256_add_epi16(
+            _mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)(const void *)xq)),
+            _mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)(const void *)(xq + 32))));
+        p[t] = _mm256_madd_epi16(m, _mm256_set1_epi16(1));
     }
-    const __m256i r = _mm256_add_epi16(_mm256_unpacklo_epi64(q[0], q[1]),
-                                       _mm256_unpackhi_epi64(q[0], q[1])); // 0 .. 7 per half
-    return _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(r)),
-                            _mm256_cvtepi16_epi32(_mm256_extracti128_si256(r, 1)));
 }
 
 /* The fp16 scales of blocks b .. b+7 of a row (blocks of bsize bytes), as floats:
@@ -169,27 +202,61 @@ static __m256 tail_scales(const uint8_t *row, size_t b, size_t n, int bsize) {
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)h));
 }
 
-/* Block b of one row against nt (1 or 2) tokens: int32 x 8 partial sums p[t] whose
- * lanes add up to sum_i c_i q_x,i (q4_0: c_i = nibble 0..15; the -8 offset comes later). */
-ALWAYS_INLINE void block_dots(__m256i p[2], const uint8_t *blk, const act *a, size_t b, int nt,
-                              int q4) {
+/* q8_0 block b of one row against nt (1 or 2) tokens: int32 x 8 partial sums p[t] whose
+ * lanes add up to sum_i w_i q_x,i. */
+ALWAYS_INLINE void block_dots(__m256i p[2], const uint8_t *blk, const act *a, size_t b, int nt) {
     const __m256i ones = _mm256_set1_epi16(1);
-    if (q4) { // low nibbles (elements 0..15) in the low half, high nibbles in the high half
-        const __m256i raw =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(blk + 2)));
-        const __m256i w = _mm256_and_si256(
-            _mm256_srlv_epi32(raw, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
-        for (int t = 0; t < nt; t++) { // int16 pairs: reduce8_i16 sums them
-            const __m256i x = _mm256_load_si256((const __m256i *)(const void *)(a[t].q + b * KZ_QK));
-            p[t] = _mm256_maddubs_epi16(w, x);
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+    const __m256i wabs = _mm256_abs_epi8(w); // -128 -> 128 as u8
+    for (int t = 0; t < nt; t++) {
+        const __m256i x = _mm256_load_si256((const __m256i *)(const void *)(a[t].q + b * KZ_QK));
+        p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(x, w)), ones);
+    }
+}
+
+/* The exact sums of blocks b .. b + n - 1 (n <= 8) of one row against nt tokens, block
+ * b + k in lane k, lanes past n 0 (q4_0: without the -8 offset). */
+ALWAYS_INLINE void group_sums(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
+                              int nt, int q4) {
+    const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
+    if (q4) {
+        __m256i p[2][GROUP / 2];
+        for (int k = 0; k < GROUP; k += 2) {
+            if ((size_t)k < n) {
+                const uint8_t *w0 = row + (b + (size_t)k) * (size_t)bsize;
+                const uint8_t *w1 = (size_t)k + 1 < n ? w0 + bsize : w0;
+                __m256i pk[2];
+                pair_dots_q4(pk, w0, w1, a, b + (size_t)k, nt);
+                for (int t = 0; t < nt; t++) {
+                    p[t][k / 2] = pk[t];
+                }
+            } else {
+                for (int t = 0; t < nt; t++) {
+                    p[t][k / 2] = _mm256_setzero_si256();
+                }
+            }
         }
-    } else {
-        const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
-        const __m256i wabs = _mm256_abs_epi8(w); // -128 -> 128 as u8
         for (int t = 0; t < nt; t++) {
-            const __m256i x = _mm256_load_si256((const __m256i *)(const void *)(a[t].q + b * KZ_QK));
-            p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(x, w)), ones);
+            s[t] = reduce4_pairs(p[t]);
         }
+        return;
+    }
+    __m256i p[2][GROUP];
+    for (int k = 0; k < GROUP; k++) {
+        if ((size_t)k < n) {
+            __m256i pk[2];
+            block_dots(pk, row + (b + (size_t)k) * (size_t)bsize, a, b + (size_t)k, nt);
+            for (int t = 0; t < nt; t++) {
+                p[t][k] = pk[t];
+            }
+        } else {
+            for (int t = 0; t < nt; t++) {
+                p[t][k] = _mm256_setzero_si256();
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        s[t] = reduce8(p[t]);
     }
 }
 
@@ -204,25 +271,14 @@ ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, s
             _mm_prefetch(pf + l, _MM_HINT_T0);
         }
     }
-    __m256i p[2][GROUP];
-    for (int k = 0; k < GROUP; k++) {
-        if ((size_t)k < n) {
-            __m256i pk[2];
-            block_dots(pk, row + (b + (size_t)k) * (size_t)bsize, a, b + (size_t)k, nt, q4);
-            for (int t = 0; t < nt; t++) {
-                p[t][k] = pk[t];
-            }
-        } else {
-            for (int t = 0; t < nt; t++) {
-                p[t][k] = _mm256_setzero_si256();
-            }
-        }
-    }
+    __m256i sums[2];
+    group_sums(sums, row, a, b, n, nt, q4);
     const __m256 dw = n == GROUP ? group_scales(row, b, bsize) : tail_scales(row, b, n, bsize);
     for (int t = 0; t < nt; t++) {
-        __m256i s = q4 ? reduce8_i16(p[t]) : reduce8(p[t]);
+        __m256i s = sums[t];
         if (q4) { // lanes past n: off is 0 there (quant_act clears the chunk's tail)
-            s = _mm256_add_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)(a[t].off + b)));
+            s = _mm256_add_epi32(s,
+                                 _mm256_loadu_si256((const __m256i *)(const void *)(a[t].off + b)));
         }
         const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(a[t].d + b));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[t]);
