@@ -161,11 +161,12 @@ static void put_tile(float *y, size_t ldy, float32x4_t v, size_t t, int two_tok,
     }
 }
 
-/* Rows [o0, o1) against the nt tokens (2 * np or 2 * np - 1) quantized in p. */
+/* Rows [o0, o1), chunk blocks [c0, c0 + cn) of rows of nb blocks, against the nt tokens
+ * (2 * np or 2 * np - 1) quantized in p. */
 static void rows_pass(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t t, size_t nt,
-                      size_t np, const pair_act *p, size_t o0, size_t o1, size_t c0, int q4) {
+                      size_t np, const pair_act *p, size_t o0, size_t o1, size_t c0, size_t cn,
+                      int q4) {
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
     for (size_t o = o0; o < o1; o += 2) {
         const int two_rows = o + 1 < o1;
         const uint8_t *r0 = w + (o * nb + c0) * bsize;
@@ -205,7 +206,7 @@ void kz_matmul_q_neon_mmla(float *y, size_t ldy, const float *x, size_t ldx, con
                 quant_slot(&p[i], x + ta * ldx + c0 * KZ_QK, cn, 0);
                 quant_slot(&p[i], x + tb * ldx + c0 * KZ_QK, cn, 1);
             }
-            rows_pass(y, ldy, (const uint8_t *)w, nb, t, nt, np, p, o0, o1, c0, q4);
+            rows_pass(y, ldy, (const uint8_t *)w, nb, t, nt, np, p, o0, o1, c0, cn, q4);
         }
     }
 }

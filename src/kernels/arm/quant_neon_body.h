@@ -101,11 +101,17 @@ ALWAYS_INLINE void group_step(float32x4_t acc[2], const uint8_t *blk, size_t bsi
     for (int t = 0; t < nt; t++) {
         const int32x4_t totals =
             vpaddq_s32(vpaddq_s32(s[t][0], s[t][1]), vpaddq_s32(s[t][2], s[t][3]));
-        float dx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int k = 0; k < n; k++) {
-            dx[k] = a[t].d[b + (size_t)k];
+        float32x4_t dxv;
+        if (n == 4) {
+            dxv = vld1q_f32(a[t].d + b);
+        } else { // a short last group: zeros past its blocks
+            float dx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int k = 0; k < n; k++) {
+                dx[k] = a[t].d[b + (size_t)k];
+            }
+            dxv = vld1q_f32(dx);
         }
-        acc[t] = group_fma(acc[t], totals, dwv, vld1q_f32(dx));
+        acc[t] = group_fma(acc[t], totals, dwv, dxv);
     }
 }
 

@@ -214,38 +214,39 @@ ALWAYS_INLINE void block_dots(__m256i p[2], const uint8_t *blk, const act *a, si
     }
 }
 
-/* The exact sums of blocks b .. b + n - 1 (n <= 8) of one row against nt tokens, block
- * b + k in lane k, lanes past n 0 (q4_0: without the -8 offset). */
-ALWAYS_INLINE void group_sums(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
-                              int nt, int q4) {
-    const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    if (q4) {
-        __m256i p[2][GROUP / 2];
-        for (int k = 0; k < GROUP; k += 2) {
-            if ((size_t)k < n) {
-                const uint8_t *w0 = row + (b + (size_t)k) * (size_t)bsize;
-                const uint8_t *w1 = (size_t)k + 1 < n ? w0 + bsize : w0;
-                __m256i pk[2];
-                pair_dots_q4(pk, w0, w1, a, b + (size_t)k, nt);
-                for (int t = 0; t < nt; t++) {
-                    p[t][k / 2] = pk[t];
-                }
-            } else {
-                for (int t = 0; t < nt; t++) {
-                    p[t][k / 2] = _mm256_setzero_si256();
-                }
+/* The exact sums of q4_0 blocks b .. b + n - 1 (n <= 8) of one row against nt tokens,
+ * without the -8 offset, block b + k in lane k, lanes past n 0. */
+ALWAYS_INLINE void group_sums_q4(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
+                                 int nt) {
+    __m256i p[2][GROUP / 2];
+    for (int k = 0; k < GROUP; k += 2) {
+        if ((size_t)k < n) {
+            const uint8_t *w0 = row + (b + (size_t)k) * KZ_Q4_0_BLOCK_BYTES;
+            const uint8_t *w1 = (size_t)k + 1 < n ? w0 + KZ_Q4_0_BLOCK_BYTES : w0;
+            __m256i pk[2];
+            pair_dots_q4(pk, w0, w1, a, b + (size_t)k, nt);
+            for (int t = 0; t < nt; t++) {
+                p[t][k / 2] = pk[t];
+            }
+        } else {
+            for (int t = 0; t < nt; t++) {
+                p[t][k / 2] = _mm256_setzero_si256();
             }
         }
-        for (int t = 0; t < nt; t++) {
-            s[t] = reduce4_pairs(p[t]);
-        }
-        return;
     }
+    for (int t = 0; t < nt; t++) {
+        s[t] = reduce4_pairs(p[t]);
+    }
+}
+
+/* The same for q8_0 blocks. */
+ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
+                                 int nt) {
     __m256i p[2][GROUP];
     for (int k = 0; k < GROUP; k++) {
         if ((size_t)k < n) {
             __m256i pk[2];
-            block_dots(pk, row + (b + (size_t)k) * (size_t)bsize, a, b + (size_t)k, nt);
+            block_dots(pk, row + (b + (size_t)k) * KZ_Q8_0_BLOCK_BYTES, a, b + (size_t)k, nt);
             for (int t = 0; t < nt; t++) {
                 p[t][k] = pk[t];
             }
@@ -272,7 +273,11 @@ ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, s
         }
     }
     __m256i sums[2];
-    group_sums(sums, row, a, b, n, nt, q4);
+    if (q4) {
+        group_sums_q4(sums, row, a, b, n, nt);
+    } else {
+        group_sums_q8(sums, row, a, b, n, nt);
+    }
     const __m256 dw = n == GROUP ? group_scales(row, b, bsize) : tail_scales(row, b, n, bsize);
     for (int t = 0; t < nt; t++) {
         __m256i s = sums[t];
