@@ -35,7 +35,7 @@
  *
  * Usage: bench_quant [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N]
  *                    [--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill]
- *                    [--tokens N] [--prefill-mb N]
+ *                    [--tokens N] [--prefill-mb N] [--prefetch l1|l2]
  *   levels (default: every SIMD level the CPU supports); --mb total bf16
  *   megabytes per shape; --quick shortens timing; --no-vnni runs the AVX-512
  *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
@@ -44,7 +44,9 @@
  *   extension (same bits as its SDOT variant); --no-i8mm keeps calls of two or more
  *   tokens off the NEON kernels' SMMLA variant on a CPU with the i8mm extension (same
  *   bits: the prefill table then compares the SDOT matmul with the GEMM path);
- *   --prefill runs only the prefill table.
+ *   --prefill runs only the prefill table; --prefetch sets where the x86 quantized
+ *   matvecs prefetch their weight stream (kernels.h; default: the probe's choice, L2 on
+ *   Intel).
  */
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -352,6 +354,7 @@ int main(int argc, char **argv) {
     int no_dotprod = 0;
     int no_i8mm = 0;
     int prefill_only = 0;
+    const char *prefetch = NULL;
     for (int i = 1; i < argc; i++) {
         kz_isa isa;
         if (strcmp(argv[i], "--quick") == 0) {
@@ -374,6 +377,9 @@ int main(int argc, char **argv) {
             no_dotprod = 1;
         } else if (strcmp(argv[i], "--no-i8mm") == 0) {
             no_i8mm = 1;
+        } else if (strcmp(argv[i], "--prefetch") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "l1") == 0 || strcmp(argv[i + 1], "l2") == 0)) {
+            prefetch = argv[++i];
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
             mb = atof(argv[++i]);
         } else if (kz_isa_parse(argv[i], &isa) == 0 && isa <= KZ_ISA_NEON) {
@@ -383,7 +389,7 @@ int main(int argc, char **argv) {
             fprintf(stderr,
                     "usage: %s [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N] "
                     "[--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill] "
-                    "[--tokens N] [--prefill-mb N]\n",
+                    "[--tokens N] [--prefill-mb N] [--prefetch l1|l2]\n",
                     argv[0]);
             return 2;
         }
@@ -396,6 +402,11 @@ int main(int argc, char **argv) {
     }
     printf("cpu features: %s\n", kz_cpu_features());
 #ifdef KZ_HAVE_X86
+    if (prefetch) {
+        kz_quant_set_prefetch(strcmp(prefetch, "l2") == 0 ? KZ_QPF_L2 : KZ_QPF_L1);
+    }
+    printf("x86 quantized matvecs prefetch into %s\n",
+           kz_quant_get_prefetch() == KZ_QPF_L2 ? "L2" : "L1");
     const int vnni = kz_quant_avx512_set_vnni(!no_vnni);
     printf("avx512 quantized kernels: %s integer path\n", vnni ? "VNNI" : "plain (maddubs)");
     const int amx = kz_quant_avx512_set_amx(!no_amx);

@@ -11,7 +11,9 @@
  * AMX-BF16, XCR0 says the OS manages the tile state and the kernel grants this
  * process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux), the AMX
  * conv-GEMM (x86/gemm_bf16_amx.c) takes its place, and with AMX-INT8 the q8_0
- * kernel's prompt path (x86/quant_avx512.c) is switched on. kz_kernels_select(cap) then returns the table for
+ * kernel's prompt path (x86/quant_avx512.c) is switched on. On Intel CPUs (CPUID leaf 0) the
+ * quantized matvecs prefetch into L2 instead of L1 (kz_quant_set_prefetch, kernels.h).
+ * kz_kernels_select(cap) then returns the table for
  * min(cap, best, $KZ_ISA). This file is the only place in the library that
  * reads the environment; an unknown KZ_ISA value is logged and ignored.
  * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
@@ -49,6 +51,7 @@
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static kz_isa probe_best = KZ_ISA_SCALAR;
+static int quant_prefetch = KZ_QPF_L1; /* kz_quant_set_prefetch; atomic loads and stores */
 static char probe_features[192];
 #ifdef KZ_HAVE_X86
 static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
@@ -86,11 +89,28 @@ static int amx_permitted(void) {
 #endif
 }
 
+/* Whether CPUID leaf 0 names the vendor "GenuineIntel" (EBX, EDX, ECX). */
+static int cpu_is_intel(void) {
+    unsigned a;
+    unsigned b;
+    unsigned c;
+    unsigned d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) {
+        return 0;
+    }
+    const unsigned vendor[3] = {b, d, c};
+    return memcmp(vendor, "GenuineIntel", 12) == 0;
+}
+
 static void probe(void) {
     unsigned a;
     unsigned b;
     unsigned c;
     unsigned d;
+    if (cpu_is_intel()) {
+        features_add("intel");
+        __atomic_store_n(&quant_prefetch, KZ_QPF_L2, __ATOMIC_RELAXED);
+    }
     if (!__get_cpuid(1, &a, &b, &c, &d)) {
         features_add("(no cpuid)");
         return;
@@ -204,6 +224,15 @@ static void probe(void) {
 kz_isa kz_cpu_best_isa(void) {
     pthread_once(&probe_once, probe);
     return probe_best;
+}
+
+void kz_quant_set_prefetch(kz_quant_prefetch p) {
+    pthread_once(&probe_once, probe); // so that a later first probe does not undo it
+    __atomic_store_n(&quant_prefetch, (int)p, __ATOMIC_RELAXED);
+}
+
+kz_quant_prefetch kz_quant_get_prefetch(void) {
+    return (kz_quant_prefetch)__atomic_load_n(&quant_prefetch, __ATOMIC_RELAXED);
 }
 
 const char *kz_cpu_features(void) {

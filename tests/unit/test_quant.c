@@ -653,6 +653,51 @@ static void test_amx_path(void) {
 #endif
 }
 
+#ifdef KZ_HAVE_X86
+static int set_prefetch_l2(int on) {
+    kz_quant_set_prefetch(on ? KZ_QPF_L2 : KZ_QPF_L1);
+    return 1;
+}
+#endif
+
+/* The x86 quantized matvecs under both prefetch policies (kernels.h: into L1 or L2,
+ * another distance and a flag carried through the kernels' calls): identical bits, one to
+ * a dozen tokens, on AVX2 and AVX-512. */
+static void test_prefetch_policies(void) {
+#ifdef KZ_HAVE_X86
+    const kz_quant_prefetch probed = kz_quant_get_prefetch();
+    const kz_isa levels[] = {KZ_ISA_AVX2, KZ_ISA_AVX512};
+    for (size_t l = 0; l < 2; l++) {
+        const kz_kernels *k = kz_kernels_for(levels[l]);
+        if (!k) {
+            printf("prefetch policies: no %s, skipped\n", kz_isa_name(levels[l]));
+            continue;
+        }
+        int cases = 0;
+        for (int q4 = 0; q4 < 2; q4++) {
+            for (int rep = 0; rep < 12; rep++) {
+                path_case c = {.q4 = q4, .raw = rep % 2};
+                c.rows = 1 + test_rng_below(&rng, 40);
+                c.n_tok = 1 + test_rng_below(&rng, rep % 3 ? 2 : 12);
+                c.n_in = rep == 3 ? 8224 : 32 * (1 + test_rng_below(&rng, 200));
+                c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
+                c.ldx = c.n_in + (size_t)(rep % 2);
+                c.ldy = c.rows;
+                CHECK_MSG(paths_agree(k, &c, set_prefetch_l2),
+                          "%s %s rows %zu..%zu n_in %zu n_tok %zu: L1 and L2 prefetch differ",
+                          k->name, q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
+                cases++;
+            }
+        }
+        printf("prefetch policies: %s %d cases, L1 == L2\n", k->name, cases);
+    }
+    kz_quant_set_prefetch(probed);
+    CHECK(kz_quant_get_prefetch() == probed);
+#else
+    printf("prefetch policies: not an x86 build, skipped\n");
+#endif
+}
+
 #ifdef KZ_HAVE_ARM
 /* reps cases per format of one NEON variant against another (toggle switches the
  * variant under test off and on; what names the pair): 1-40 rows from a random o0,
@@ -732,6 +777,7 @@ int main(void) {
     test_matmul();
     test_vnni_paths();
     test_amx_path();
+    test_prefetch_policies();
     test_dotprod_path();
     test_i8mm_path();
     return test_main_result("test_quant");

@@ -15,8 +15,11 @@
  *       int32 x 8, lane k = block k's exact sum (q4_0: + its -8 sum q)
  *     d_w: the 8 fp16 scales (integer loads, F16C); acc = fma(float(sums), d_w d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
- * The weight stream is prefetched 2 KB ahead, one prefetch per 64 bytes (from DRAM
- * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md).
+ * The weight stream is prefetched into L1 2 KB ahead, one prefetch per 64 bytes (from DRAM
+ * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md), or on Intel CPUs
+ * into L2 8 KB (q8_0) / 4 KB (q4_0) ahead and from there into L1 1 KB ahead (kernels.h
+ * kz_quant_set_prefetch); quant_act reads the policy into the activations, which every
+ * group step sees.
  * The integer products are exact (|w| <= 128, |q_x| <= 127: a maddubs pair
  * is at most 32512, no saturation; a q4_0 pair at most 3810, eight of them
  * 30480), so a result differs from the float definition in ref/quant_ref.c
@@ -36,14 +39,18 @@
 #include "kernels/quant.h"
 #include "runtime/error.h"
 
-#define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
-#define GROUP 8          /* blocks per fold: one float lane each */
-#define PREFETCH 2048    /* bytes ahead of the weight stream, one prefetch per 64 */
+#define CHUNK_BLOCKS 256    /* activation blocks quantized per pass: 10 KB per token */
+#define GROUP 8             /* blocks per fold: one float lane each */
+#define PREFETCH 2048       /* bytes ahead of the weight stream into L1, one prefetch per 64 */
+#define PREFETCH_L2_Q8 8192 /* KZ_QPF_L2: into L2 this far ahead, */
+#define PREFETCH_L2_Q4 4096
+#define PREFETCH_NEAR 1024 /* and from there into L1 this far */
 
 typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
     float d[CHUNK_BLOCKS + GROUP];     /* + GROUP: a last partial group reads 0 there */
     int32_t off[CHUNK_BLOCKS + GROUP]; /* -8 * sum of the block's q (q4_0 offset) */
+    int prefetch_l2;                   /* the call's prefetch policy is KZ_QPF_L2 */
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -64,7 +71,7 @@ ALWAYS_INLINE void store_codes(act *a, size_t b, __m256i q, int q4) {
 /* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit: IEEE
  * division by d, clamp, round half away from zero (trunc, then +-1 when the
  * exact fraction is >= 0.5). q4 picks the q4_0 pair layout (store_codes); an odd
- * last block's partner is zeros there. */
+ * last block's partner is zeros there. Also records the prefetch policy for group_step. */
 static void quant_act(act *a, const float *x, size_t nb, int q4) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 half = _mm256_set1_ps(0.5f);
@@ -72,6 +79,7 @@ static void quant_act(act *a, const float *x, size_t nb, int q4) {
     const __m256 lo = _mm256_set1_ps(-127.0f);
     const __m256 hi = _mm256_set1_ps(127.0f);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    a->prefetch_l2 = kz_quant_get_prefetch() == KZ_QPF_L2;
     for (size_t b = 0; b < nb; b++) {
         const float *xb = x + b * KZ_QK;
         __m256 v[4];
@@ -266,7 +274,15 @@ ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a,
 ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, size_t b, size_t n,
                               int nt, int q4) {
     const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    {
+    if (a[0].prefetch_l2) {
+        const char *far =
+            (const char *)row + b * (size_t)bsize + (q4 ? PREFETCH_L2_Q4 : PREFETCH_L2_Q8);
+        const char *near = (const char *)row + b * (size_t)bsize + PREFETCH_NEAR;
+        for (int l = 0; l < GROUP * bsize; l += 64) {
+            _mm_prefetch(far + l, _MM_HINT_T1);
+            _mm_prefetch(near + l, _MM_HINT_T0);
+        }
+    } else {
         const char *pf = (const char *)row + b * (size_t)bsize + PREFETCH;
         for (int l = 0; l < GROUP * bsize; l += 64) {
             _mm_prefetch(pf + l, _MM_HINT_T0);

@@ -37,7 +37,9 @@
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
- * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md).
+ * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md), or on Intel
+ * CPUs into L2 8 KB ahead and from there into L1 1 KB ahead (kernels.h
+ * kz_quant_set_prefetch).
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
  * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
@@ -74,8 +76,11 @@
 #define MAX_NT 8         /* tokens in a set (prefill): they share each group's unpacking */
 #define MAX_NT_PLAIN 4   /* ... on the plain path (its per-token products stay live) */
 #define GROUP 16         /* blocks per fold: one float lane each */
-#define PREFETCH_Q8 4096 /* bytes ahead of the weight stream */
+#define PREFETCH_Q8 4096 /* bytes ahead of the weight stream, into L1 (kernels.h KZ_QPF_L1) */
 #define PREFETCH_Q4 8192
+#define PREFETCH_L2_Q8 8192 /* KZ_QPF_L2: into L2 this far ahead, */
+#define PREFETCH_L2_Q4 4096
+#define PREFETCH_NEAR 1024 /* and from there into L1 this far */
 
 /* The lane of block k (0..15) of a group after the fold, and the block in lane
  * k: the 4 x 4 transpose the fold leaves (an involution). */
@@ -466,15 +471,33 @@ ALWAYS_INLINE float hsum(__m512 s) {
     return _mm_cvtss_f32(q);
 }
 
+/* The prefetches for the weight bytes [p, p + bytes) about to be read, one per 64 bytes:
+ * into L1 PREFETCH_Q8 / _Q4 ahead, or (l2) into L2 PREFETCH_L2_Q8 / _Q4 ahead and into L1
+ * PREFETCH_NEAR ahead (kernels.h KZ_QPF_L2). */
+ALWAYS_INLINE void prefetch_stream(const uint8_t *p, size_t bytes, int l2, int q4) {
+    if (l2) {
+        const char *far = (const char *)p + (q4 ? PREFETCH_L2_Q4 : PREFETCH_L2_Q8);
+        const char *near = (const char *)p + PREFETCH_NEAR;
+        for (size_t i = 0; i < bytes; i += 64) {
+            _mm_prefetch(far + i, _MM_HINT_T1);
+            _mm_prefetch(near + i, _MM_HINT_T0);
+        }
+    } else {
+        const char *ahead = (const char *)p + (q4 ? PREFETCH_Q4 : PREFETCH_Q8);
+        for (size_t i = 0; i < bytes; i += 64) {
+            _mm_prefetch(ahead + i, _MM_HINT_T0);
+        }
+    }
+}
+
 /* Rows [o0, o1) of one chunk (cn blocks from block c0 of each row) against
  * the nt tokens of a: y[t * ldy + o] = the dot product, or y + it when
- * accumulate (a later chunk). */
+ * accumulate (a later chunk). l2: the weight stream's prefetch policy (kernels.h). */
 ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0,
-                              size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int nt,
-                              int q4, int vnni) {
+                              size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int l2,
+                              int nt, int q4, int vnni) {
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
     const size_t gbytes = GROUP * bsize;
-    const size_t ahead = q4 ? PREFETCH_Q4 : PREFETCH_Q8;
     const size_t full = cn / GROUP;
     const int tail = (int)(cn % GROUP);
     for (size_t o = o0; o < o1; o++) {
@@ -485,11 +508,9 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
         }
         for (size_t g = 0; g < full; g++) {
             const uint8_t *blk = row + g * gbytes;
-            // One prefetch per 64 bytes of the row stream (consecutive rows are
-            // contiguous: within a chunk, the prefetches run into the next rows).
-            for (size_t i = 0; i < gbytes; i += 64) {
-                _mm_prefetch((const char *)blk + ahead + i, _MM_HINT_T0);
-            }
+            // Consecutive rows are contiguous: within a chunk, the prefetches run into
+            // the next rows.
+            prefetch_stream(blk, gbytes, l2, q4);
             group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
         }
         if (tail) {
@@ -504,12 +525,12 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
 }
 
 typedef void (*chunk_fn)(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,
-                         size_t o0, size_t o1, const act *a, int accumulate);
+                         size_t o0, size_t o1, const act *a, int accumulate, int l2);
 
 #define CHUNK_FN(name, nt, q4, vnni)                                                               \
     static void name(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,      \
-                     size_t o0, size_t o1, const act *a, int accumulate) {                         \
-        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, nt, q4, vnni);                    \
+                     size_t o0, size_t o1, const act *a, int accumulate, int l2) {                 \
+        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, l2, nt, q4, vnni);                \
     }
 CHUNK_FN(chunk_q8_1, 1, 0, 0)
 CHUNK_FN(chunk_q8_2, 2, 0, 0)
@@ -823,6 +844,7 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         return;
     }
     const int vnni = use_vnni();
+    const int l2 = kz_quant_get_prefetch() == KZ_QPF_L2;
     const size_t max_nt = vnni && !q4 ? MAX_NT : MAX_NT_PLAIN;
     const size_t per = n_tok >= MAX_NT_PLAIN ? max_nt : 2; // tokens per set (header)
     act a[MAX_NT];
@@ -834,7 +856,7 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
             for (int k = 0; k < nt; k++) {
                 quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4);
             }
-            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0);
+            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, l2);
         }
     }
 }
