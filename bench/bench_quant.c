@@ -414,6 +414,7 @@ int main(int argc, char **argv) {
 #else
     (void)no_vnni;
     (void)no_amx;
+    (void)prefetch;
 #endif
 #ifdef KZ_HAVE_ARM
     const int dotprod = kz_quant_neon_set_dotprod(!no_dotprod);
