@@ -15,6 +15,11 @@
  *           (callback tensors are produced into one reused buffer of the largest size)
  *        -> fflush, fsync, fchmod 0644, close, rename over path; on any error unlink the
  *           temporary file, so `path` is either the old file or the complete new one.
+ *   The stream's buffer is WRITE_CHUNK bytes, so the file is written in whole 4 MB pieces at
+ *   4 MB offsets (glibc writes large requests in multiples of the buffer size once it is
+ *   full): Linux then caches the new file in 2 MB folios, which the loader maps 2 MB at a
+ *   time (io/mapped_file.c) and the talker streams ~20 % faster than pages cached 4 KB at a
+ *   time (docs/PERF.md).
  *
  * The writer enforces what gguf.c checks (key and name lengths, value sizes, counts, types,
  * block multiples, alignment a power of two), so whatever it writes reads back.
@@ -433,9 +438,12 @@ kz_status kz_gguf_writer_add_tensor_fn(kz_gguf_writer *w, const char *name,
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
+#define WRITE_CHUNK ((size_t)4 << 20)
+
 /* Output file with a sticky error: after the first failed write nothing more is written. */
 typedef struct sink {
     FILE *file;
+    char *buffer;     // the stream's WRITE_CHUNK bytes of buffer
     const char *path; // the temporary file, for messages
     kz_status status;
 } sink;
@@ -554,6 +562,7 @@ static void sink_close(sink *s) {
     if (fclose(s->file) != 0 && s->status == KZ_OK) {
         s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot close: %s", s->path, strerror(errno));
     }
+    free(s->buffer);
 }
 
 kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
@@ -578,14 +587,22 @@ kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
         free(temp);
         return status;
     }
-    sink s = {.file = fdopen(fd, "wb"), .path = temp, .status = KZ_OK};
-    if (!s.file) {
-        status = kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", temp, strerror(errno));
-        close(fd);
+    sink s = {
+        .file = fdopen(fd, "wb"), .buffer = malloc(WRITE_CHUNK), .path = temp, .status = KZ_OK};
+    if (!s.file || !s.buffer) {
+        status = kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", temp,
+                              s.file ? "no memory for the buffer" : strerror(errno));
+        if (s.file) {
+            fclose(s.file);
+        } else {
+            close(fd);
+        }
+        free(s.buffer);
         unlink(temp);
         free(temp);
         return status;
     }
+    (void)setvbuf(s.file, s.buffer, _IOFBF, WRITE_CHUNK); // before any write: cannot fail
     uint64_t position = write_header(&s, w);
     sink_pad(&s, position, w->alignment);
     write_data(&s, w);

@@ -3,7 +3,8 @@
  * (safetensors, GGUF).
  *
  *   path -> open + fstat (regular, non-empty, fits in size_t) -> mmap(PROT_READ,
- *   MAP_PRIVATE) -> close (the mapping keeps the file referenced)
+ *   MAP_PRIVATE; on Linux at a 2 MB boundary, mapped_file.c) -> close (the mapping keeps
+ *   the file referenced)
  * Every error names the path. kz_map_release_range drops the resident pages that
  * lie wholly inside a byte range (after its data was converted), never touching
  * pages shared with neighbouring data. kz_map_populate_range maps the pages of a
@@ -27,9 +28,11 @@ void kz_map_close(const uint8_t *map, size_t n_bytes);
 /* madvise(MADV_DONTNEED) on the pages wholly inside [data, data + n_bytes). */
 void kz_map_release_range(const void *data, size_t n_bytes);
 
-/* madvise(MADV_POPULATE_READ) on the pages that overlap [data, data + n_bytes):
- * reads them into the page cache if needed and maps them now. Advisory: where the
- * system lacks it (Linux < 5.14, other systems) nothing happens. */
+/* madvise(MADV_POPULATE_READ) on the pages that overlap [data, data + n_bytes), a range
+ * of a kz_map_open mapping: reads them into the page cache if needed and maps them now,
+ * on Linux after advising MADV_HUGEPAGE for the range rounded out to 2 MB (the range is
+ * read often: mapped_file.c). Advisory: where the system lacks it (Linux < 5.14, other
+ * systems) nothing happens. */
 void kz_map_populate_range(const void *data, size_t n_bytes);
 
 #endif
