@@ -18,8 +18,7 @@
  *   The stream's buffer is WRITE_CHUNK bytes, so the file is written in whole 4 MB pieces at
  *   4 MB offsets (glibc writes large requests in multiples of the buffer size once it is
  *   full): Linux then caches the new file in 2 MB folios, which the loader maps 2 MB at a
- *   time (io/mapped_file.c) and the talker streams ~20 % faster than pages cached 4 KB at a
- *   time (docs/PERF.md).
+ *   time (io/mapped_file.c), instead of the 4 KB folios of small unaligned writes.
  *
  * The writer enforces what gguf.c checks (key and name lengths, value sizes, counts, types,
  * block multiples, alignment a power of two), so whatever it writes reads back.
