@@ -36,15 +36,20 @@
 #define HUGE_BYTES ((size_t)0) /* no huge-page layout: a plain mapping */
 #endif
 
+/* Whether a file of n_bytes gets the huge-page layout (a plain mapping otherwise). */
+static int huge_layout(size_t n_bytes) {
+    return HUGE_BYTES && n_bytes <= SIZE_MAX - 2 * HUGE_BYTES;
+}
+
 /* Bytes of the address range that a mapping of n_bytes holds (the file and its slack). */
 static size_t reserved_bytes(size_t n_bytes) {
-    return HUGE_BYTES ? (n_bytes + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES : n_bytes;
+    return huge_layout(n_bytes) ? (n_bytes + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES : n_bytes;
 }
 
 /* Maps size bytes of fd read-only at a HUGE_BYTES boundary (see the header), or anywhere
  * without huge-page layout. Returns MAP_FAILED with errno set on failure. */
 static void *map_aligned(int fd, size_t size) {
-    if (!HUGE_BYTES || size > SIZE_MAX - 2 * HUGE_BYTES) {
+    if (!huge_layout(size)) {
         return mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     }
     const size_t span = reserved_bytes(size) + HUGE_BYTES;
