@@ -589,8 +589,9 @@ kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
     sink s = {
         .file = fdopen(fd, "wb"), .buffer = malloc(WRITE_CHUNK), .path = temp, .status = KZ_OK};
     if (!s.file || !s.buffer) {
-        status = kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", temp,
-                              s.file ? "no memory for the buffer" : strerror(errno));
+        status = s.file
+                     ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the buffer", temp)
+                     : kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", temp, strerror(errno));
         if (s.file) {
             fclose(s.file);
         } else {

@@ -52,7 +52,7 @@ static void *map_aligned(int fd, size_t size) {
     if (!huge_layout(size)) {
         return mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     }
-    const size_t span = reserved_bytes(size) + HUGE_BYTES;
+    const size_t reserved = reserved_bytes(size), span = reserved + HUGE_BYTES;
     uint8_t *r = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (r == MAP_FAILED) {
         return MAP_FAILED;
@@ -68,11 +68,11 @@ static void *map_aligned(int fd, size_t size) {
     if (base > r) {
         munmap(r, (size_t)(base - r));
     }
-    uint8_t *end = base + reserved_bytes(size), *r_end = r + span;
+    uint8_t *end = base + reserved, *r_end = r + span;
     if (r_end > end) {
         munmap(end, (size_t)(r_end - end));
     }
-    (void)madvise(base, reserved_bytes(size), MADV_NOHUGEPAGE); // advisory
+    (void)madvise(base, reserved, MADV_NOHUGEPAGE); // advisory
     return base;
 }
 

@@ -37,14 +37,12 @@
 
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "kernels/x86/quant_prefetch.h"
 #include "runtime/error.h"
 
-#define CHUNK_BLOCKS 256    /* activation blocks quantized per pass: 10 KB per token */
-#define GROUP 8             /* blocks per fold: one float lane each */
-#define PREFETCH 2048       /* bytes ahead of the weight stream into L1, one prefetch per 64 */
-#define PREFETCH_L2_Q8 8192 /* KZ_QPF_L2: into L2 this far ahead, */
-#define PREFETCH_L2_Q4 4096
-#define PREFETCH_NEAR 1024 /* and from there into L1 this far */
+#define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
+#define GROUP 8          /* blocks per fold: one float lane each */
+#define PREFETCH 2048    /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
 
 typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
@@ -274,20 +272,7 @@ ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a,
 ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, size_t b, size_t n,
                               int nt, int q4) {
     const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    if (a[0].prefetch_l2) {
-        const char *far =
-            (const char *)row + b * (size_t)bsize + (q4 ? PREFETCH_L2_Q4 : PREFETCH_L2_Q8);
-        const char *near = (const char *)row + b * (size_t)bsize + PREFETCH_NEAR;
-        for (int l = 0; l < GROUP * bsize; l += 64) {
-            _mm_prefetch(far + l, _MM_HINT_T1);
-            _mm_prefetch(near + l, _MM_HINT_T0);
-        }
-    } else {
-        const char *pf = (const char *)row + b * (size_t)bsize + PREFETCH;
-        for (int l = 0; l < GROUP * bsize; l += 64) {
-            _mm_prefetch(pf + l, _MM_HINT_T0);
-        }
-    }
+    quant_prefetch(row + b * (size_t)bsize, GROUP * (size_t)bsize, PREFETCH, a[0].prefetch_l2, q4);
     __m256i sums[2];
     if (q4) {
         group_sums_q4(sums, row, a, b, n, nt);

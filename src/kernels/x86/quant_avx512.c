@@ -70,17 +70,15 @@
 
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "kernels/x86/quant_prefetch.h"
 #include "runtime/error.h"
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
 #define MAX_NT 8         /* tokens in a set (prefill): they share each group's unpacking */
 #define MAX_NT_PLAIN 4   /* ... on the plain path (its per-token products stay live) */
 #define GROUP 16         /* blocks per fold: one float lane each */
-#define PREFETCH_Q8 4096 /* bytes ahead of the weight stream, into L1 (kernels.h KZ_QPF_L1) */
+#define PREFETCH_Q8 4096 /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
 #define PREFETCH_Q4 8192
-#define PREFETCH_L2_Q8 8192 /* KZ_QPF_L2: into L2 this far ahead, */
-#define PREFETCH_L2_Q4 4096
-#define PREFETCH_NEAR 1024 /* and from there into L1 this far */
 
 /* The lane of block k (0..15) of a group after the fold, and the block in lane
  * k: the 4 x 4 transpose the fold leaves (an involution). */
@@ -471,25 +469,6 @@ ALWAYS_INLINE float hsum(__m512 s) {
     return _mm_cvtss_f32(q);
 }
 
-/* The prefetches for the weight bytes [p, p + bytes) about to be read, one per 64 bytes:
- * into L1 PREFETCH_Q8 / _Q4 ahead, or (l2) into L2 PREFETCH_L2_Q8 / _Q4 ahead and into L1
- * PREFETCH_NEAR ahead (kernels.h KZ_QPF_L2). */
-ALWAYS_INLINE void prefetch_stream(const uint8_t *p, size_t bytes, int l2, int q4) {
-    if (l2) {
-        const char *far = (const char *)p + (q4 ? PREFETCH_L2_Q4 : PREFETCH_L2_Q8);
-        const char *near = (const char *)p + PREFETCH_NEAR;
-        for (size_t i = 0; i < bytes; i += 64) {
-            _mm_prefetch(far + i, _MM_HINT_T1);
-            _mm_prefetch(near + i, _MM_HINT_T0);
-        }
-    } else {
-        const char *ahead = (const char *)p + (q4 ? PREFETCH_Q4 : PREFETCH_Q8);
-        for (size_t i = 0; i < bytes; i += 64) {
-            _mm_prefetch(ahead + i, _MM_HINT_T0);
-        }
-    }
-}
-
 /* Rows [o0, o1) of one chunk (cn blocks from block c0 of each row) against
  * the nt tokens of a: y[t * ldy + o] = the dot product, or y + it when
  * accumulate (a later chunk). l2: the weight stream's prefetch policy (kernels.h). */
@@ -510,7 +489,7 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
             const uint8_t *blk = row + g * gbytes;
             // Consecutive rows are contiguous: within a chunk, the prefetches run into
             // the next rows.
-            prefetch_stream(blk, gbytes, l2, q4);
+            quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, l2, q4);
             group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
         }
         if (tail) {
