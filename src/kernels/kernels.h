@@ -472,7 +472,7 @@ KZ_GEMM_ROWS_DECL(neon)
  * q8_0 and 8 KB for q4_0 on AVX-512; tuned on Zen 3 and Zen 5), or KZ_QPF_L2, one into L2
  * 8 KB (q8_0) / 4 KB (q4_0) ahead and one into L1 1 KB ahead (both levels; x86/quant_prefetch.h; on
  * an Intel Xeon with AMX the talker step and the code predictor frame ran 17-21 % faster
- * than with KZ_QPF_L1 in a harness and 0-11 % in `kztts bench`, by the hour: docs/PERF.md
+ * than with KZ_QPF_L1 in a harness and 0-12 % in `kztts bench`, by the hour: docs/PERF.md
  * 2026-12-02 (evening), "Prefetch into L2 on Intel"). dispatch.c's probe picks
  * KZ_QPF_L2 on Intel CPUs, KZ_QPF_L1 elsewhere; tests and benchmarks may switch (not while a
  * matmul runs). Results are the same bits either way. */
