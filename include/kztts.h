@@ -219,7 +219,8 @@ KZ_API void kz_session_clear_prompt_cache(kz_session *session);
 /* Receives mono float PCM at the model's sample rate, in [-1, 1]. `pcm` is valid
  * only during the call (copy what you keep). `pos_frame` is the index of the first
  * codec frame (80 ms) the buffer belongs to; `is_last` marks the final buffer of the
- * request (exactly once). Called on the thread that called kz_decode or
+ * request (exactly once; in kz_synthesize it may be empty, n_samples 0, since the end
+ * of speech is known only after the last frame). Called on the thread that called kz_decode or
  * kz_synthesize, in order; it must not re-enter the session. Return true to
  * continue, false to cancel (the call then returns KZ_STATUS_CANCELLED and the
  * synthesis thread stops within one frame). */
@@ -333,7 +334,12 @@ typedef struct kz_request {
                                   min(max_new_tokens - 1, 50 + 8 x text tokens) */
     int32_t first_chunk_frames;/* frames of the first audio callback, 1..1024; default 1
                                   (first sound after one frame) */
-    int32_t chunk_frames;      /* frames per later audio callback, 1..1024; default 4 */
+    int32_t chunk_frames;      /* frames per later audio callback, 1..1024, or 0 (default):
+                                  adaptive, 1 to 16 frames sized by the audio a listener
+                                  who started at the first callback still has buffered,
+                                  so small while that is short (no underrun) and large
+                                  once it is long (the codec's cheapest). Audio and codes
+                                  never depend on it. kz_synthesize_all takes 0 as 16. */
     int32_t max_utterance_bytes; /* text longer than this is split at sentence ends (any
                                   script) into utterances spoken back to back in one stream,
                                   joined with a 10 ms fade; 0 = never split; default 600 */

@@ -305,7 +305,7 @@ void kz_request_default(const kz_model *model, kz_request *r) {
     r->cp_top_p = g.subtalker_top_p;
     r->first_chunk_frames = 1;
     r->max_utterance_bytes = 600;
-    r->chunk_frames = 4;
+    r->chunk_frames = 0;
 }
 
 /* The enum and size fields kz_request_resolve does not check. */
@@ -358,6 +358,10 @@ kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on
     if (st != KZ_OK) {
         return st;
     }
+    const kz_codec_config *c = &session->model->codec_cfg;
+    double frame_ms =
+        c->output_sample_rate > 0 ? 1e3 * c->decode_upsample_rate / c->output_sample_rate : 80.0;
+    kz_pacer_init(&session->pacer, frame_ms);
     if (kz_long_text_wanted(r)) {
         return kz_long_text_run(session, r, on_audio, user);
     }
@@ -404,7 +408,14 @@ kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *
     }
     memset(audio, 0, sizeof *audio);
     grow_buf b = {0};
-    kz_status st = kz_synthesize(session, r, append_grow, &b);
+    // Nobody listens while the audio is collected: adaptive chunks become the
+    // pacer's largest, the cheapest for the codec.
+    kz_request q;
+    if (r) {
+        q = *r;
+        q.chunk_frames = q.chunk_frames ? q.chunk_frames : KZ_PACER_MAX_FRAMES;
+    }
+    kz_status st = kz_synthesize(session, r ? &q : NULL, append_grow, &b);
     if (b.failed) {
         st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_synthesize_all: out of memory");
     }

@@ -80,6 +80,7 @@ static kz_status speak_span(kz_session *s, const kz_request *r, const kz_span *s
     kz_plan_ids ids;
     kz_status st = kz_request_resolve(s->model, &one, &plan, &ids);
     if (st == KZ_OK) {
+        plan.exact_last = true; // join_audio fades the final buffer out
         j->samples_here = 0;
         j->frames_here = 0;
         st = kz_synth_run(s, &plan, join_audio, j);

@@ -213,11 +213,11 @@ static kz_status check_sampling(const kz_request *r, int32_t vocab) {
                                 nums[i].hi);
         }
     }
-    if (r->frames < 0 || r->max_frames < 0 || r->chunk_frames < 1 || r->chunk_frames > 1024 ||
+    if (r->frames < 0 || r->max_frames < 0 || r->chunk_frames < 0 || r->chunk_frames > 1024 ||
         r->first_chunk_frames < 1 || r->first_chunk_frames > 1024) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                            "frames %d / max_frames %d must be >= 0, first_chunk_frames %d and "
-                            "chunk_frames %d in [1, 1024]",
+                            "frames %d / max_frames %d must be >= 0, first_chunk_frames %d in "
+                            "[1, 1024], chunk_frames %d in [0, 1024] (0: adaptive)",
                             r->frames, r->max_frames, r->first_chunk_frames, r->chunk_frames);
     }
     return KZ_OK;

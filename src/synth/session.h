@@ -14,6 +14,7 @@
 #include "model/codec_decoder.h"
 #include "model/model.h"
 #include "runtime/threadpool.h"
+#include "synth/chunk_pacer.h"
 #include "synth/prompt_cache.h"
 
 /* Frames per internal codec step: bounds the codec's scratch memory
@@ -44,6 +45,7 @@ struct kz_session {
     kz_code_predictor_state cp_state; /* allocated when the model has a talker */
     kz_lm_stats stats;
     kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth/prefill.c) */
+    kz_pacer pacer;                /* adaptive chunks of the current kz_synthesize call */
     kz_synth_observer observe;     /* NULL normally */
     void *observe_user;
     /* Teacher forcing (quality measurement): when not NULL, frame f takes the codes

@@ -5,17 +5,20 @@
  *   PREFILL  prompt rows -> talker            POP     frames from the queue; on_frame
  *            (voice prefix cached: prefill.h)
  *   TALKER   logits -> c0; EOS / cap -> end   DECODE  first_chunk_frames, then chunk_frames
- *   PREDICT  code predictor -> c1..c15                at a time, with the codec's carried state
+ *   PREDICT  code predictor -> c1..c15                (or the session pacer's sizes) at a
+ *                                                     time, with the codec's carried state
  *   FEEDBACK sum of 16 embeddings + text      EMIT    PCM -> on_audio (is_last on the final one)
  *   PUSH     frame -> bounded queue  ------>
  *
- * The queue holds 64 frames (or the largest chunk, if that is more, so that a
+ * The queue holds 64 frames (or the largest chunk + 1, if that is more, so that a
  * chunk can always be completed); the LM thread blocks when it is full and
  * the caller when it is empty. Cancellation (a callback returns false) sets a
  * flag the LM thread checks every frame, so it stops within one frame. All
  * buffers are allocated before the threads start. Both callbacks run on the
  * calling thread. The codes and audio do not depend on the chunk sizes or the
- * thread counts.
+ * thread counts. The final callback may be empty (the end is known only when the
+ * talker has sampled end of speech) unless plan->exact_last asks to hold each chunk
+ * until the frame after it exists, so that is_last comes with the final audio.
  *
  * Turns (session schedule KZ_SCHEDULE_TURNS, the default): the two stages do not
  * compute at the same time, each uses all its threads while it holds the turn.
@@ -44,7 +47,8 @@
 
 typedef struct frame_queue {
     int32_t *codes;         /* [capacity, groups] ring */
-    size_t capacity;        /* max(QUEUE_FRAMES, largest chunk): a chunk always fits */
+    size_t capacity;        /* max(QUEUE_FRAMES, largest chunk + 1): a chunk and the
+                               frame after it always fit */
     size_t head, count;     /* next frame to pop, frames queued */
     bool ended;             /* the LM thread pushed its last frame */
     size_t want;            /* frames the codec waits for (0: not waiting) */
@@ -106,8 +110,8 @@ static void observe(synth *y, const char *name, const float *data, size_t rows, 
 /* --- setup ------------------------------------------------------------------ */
 
 static size_t max_chunk(const kz_plan *p) {
-    return (size_t)(p->chunk_frames > p->first_chunk_frames ? p->chunk_frames
-                                                            : p->first_chunk_frames);
+    int32_t later = p->chunk_frames ? p->chunk_frames : KZ_PACER_MAX_FRAMES;
+    return (size_t)(later > p->first_chunk_frames ? later : p->first_chunk_frames);
 }
 
 static kz_status setup(synth *y) {
@@ -127,7 +131,7 @@ static kz_status setup(synth *y) {
     y->emb = malloc(D * sizeof(float));
     y->tvec = malloc(D * sizeof(float));
     y->frame = malloc(y->groups * sizeof(int32_t));
-    y->q.capacity = chunk > QUEUE_FRAMES ? chunk : QUEUE_FRAMES;
+    y->q.capacity = chunk + 1 > QUEUE_FRAMES ? chunk + 1 : QUEUE_FRAMES;
     y->q.codes = malloc(y->q.capacity * y->groups * sizeof(int32_t));
     y->chunk = malloc(chunk * y->groups * sizeof(int32_t));
     y->pcm = malloc(chunk * (size_t)m->codec_cfg.decode_upsample_rate * sizeof(float));
@@ -396,13 +400,15 @@ static void *lm_thread(void *arg) {
 
 /* --- codec stage (calling thread) ---------------------------------------------- */
 
-/* Moves up to `want` frames into y->chunk, waiting for them or for the end;
- * *last is set when no frame will follow. */
+/* Moves up to `want` frames into y->chunk, waiting for them (and, with
+ * plan->exact_last, for one more) or for the end; *last is set when no frame will
+ * follow. */
 static size_t pop_frames(synth *y, size_t want, bool *last) {
     frame_queue *q = &y->q;
+    const size_t wait_for = want + (y->plan->exact_last ? 1 : 0);
     pthread_mutex_lock(&q->lock);
-    q->want = want;
-    while (q->count < want && !q->ended) {
+    q->want = wait_for;
+    while (q->count < wait_for && !q->ended) {
         pthread_cond_wait(&q->changed, &q->lock);
     }
     q->want = 0;
@@ -474,20 +480,32 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
     int64_t pos = y->n_decoded;
     y->n_decoded += (int64_t)n;
     size_t n_samples = n * (size_t)y->m->codec_cfg.decode_upsample_rate;
-    if (!y->on_audio(y->pcm, n_samples, pos, last, y->audio_user)) {
+    double handed = now_ms();
+    bool go_on = y->on_audio(y->pcm, n_samples, pos, last, y->audio_user);
+    kz_pacer_delivered(&y->s->pacer, (int)n, handed, now_ms());
+    if (!go_on) {
         return kz_error_set(KZ_STATUS_CANCELLED, "cancelled by the audio callback at frame %lld",
                             (long long)pos);
     }
     return KZ_OK;
 }
 
+/* Frames of the next chunk: the first chunk of the stream (and, with fixed chunks,
+ * of each utterance) first_chunk_frames, then chunk_frames or the pacer's choice. */
+static size_t next_chunk(const synth *y) {
+    const kz_plan *p = y->plan;
+    if (p->chunk_frames == 0) {
+        return y->s->pacer.started ? (size_t)kz_pacer_next(&y->s->pacer, now_ms())
+                                   : (size_t)p->first_chunk_frames;
+    }
+    return (size_t)(y->n_decoded == 0 ? p->first_chunk_frames : p->chunk_frames);
+}
+
 static kz_status consume(synth *y) {
     bool last = false;
     kz_status st = KZ_OK;
     while (st == KZ_OK && !last) {
-        size_t want = (size_t)(y->n_decoded == 0 ? y->plan->first_chunk_frames
-                                                  : y->plan->chunk_frames);
-        size_t n = pop_frames(y, want, &last);
+        size_t n = pop_frames(y, next_chunk(y), &last);
         if (n == 0 && y->n_decoded == 0 && last) {
             break; // nothing generated: the LM stage failed
         }

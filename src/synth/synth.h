@@ -19,7 +19,10 @@ typedef struct kz_plan {
     int32_t frames;       /* exact count, or 0 */
     int32_t max_frames;   /* >= 1 */
     int32_t first_chunk_frames; /* frames of the first audio callback */
-    int32_t chunk_frames; /* frames per later audio callback */
+    int32_t chunk_frames;       /* frames per later audio callback; 0: the session's pacer
+                                   sizes every chunk after the stream's first (chunk_pacer.h) */
+    bool exact_last;            /* hold each chunk until the frame after it (or the end) is
+                                   known, so the final callback has audio (long_text.c fades it) */
     kz_frame_fn on_frame;
     void *frame_user;
     kz_text_pull_fn text_pull; /* streaming text input, or NULL */

@@ -4,9 +4,10 @@
  * argv[1]: the tiny checkpoint. With a fixed seed and text (token ids):
  *   - the streamed audio equals the offline decode (kz_decode_all, one pass) of
  *     the same codes, bit for bit;
- *   - first/steady chunk sizes 1, 2, 4, 25, LM/codec thread splits (1,1) and
- *     (2,1) and the two stage schedules (turns, overlap) change neither codes nor
- *     audio (and never deadlock);
+ *   - first/steady chunk sizes 1, 2, 4, 25 and adaptive chunks (first 1, then 1 to
+ *     16 frames), LM/codec thread splits (1,1) and (2,1) and the two stage
+ *     schedules (turns, overlap) change neither codes nor audio (and never
+ *     deadlock); adaptive chunks stay within 1..16 frames;
  *   - the audio callback sees increasing pos_frame, is_last exactly once, at the end;
  *   - cancelling from the audio or the frame callback at frame k returns
  *     KZ_STATUS_CANCELLED (the LM stage stops within a frame: at most the queue
@@ -30,6 +31,7 @@ typedef struct run {
     int64_t next_pos;
     int n_last;
     bool order_ok;
+    size_t max_chunk;       /* samples of the largest callback */
     int64_t cancel_at;      /* audio callback returns false once pos_frame >= this */
     int64_t cancel_frame_at;/* frame callback returns false at this frame */
 } run;
@@ -39,6 +41,7 @@ static bool on_audio(const float *pcm, size_t n, int64_t pos, bool last, void *u
     r->order_ok = r->order_ok && pos == r->next_pos && r->n_last == 0;
     r->next_pos = pos + (int64_t)(n / 1920);
     r->n_last += last;
+    r->max_chunk = n > r->max_chunk ? n : r->max_chunk;
     r->pcm = realloc(r->pcm, (r->n_samples + n + 1) * sizeof(float));
     memcpy(r->pcm + r->n_samples, pcm, n * sizeof(float));
     r->n_samples += n;
@@ -139,18 +142,21 @@ int main(int argc, char **argv) {
     CHECK_EQ_INT(ref.n_samples, N_FRAMES * 1920);
     CHECK(ref.order_ok && ref.n_last == 1);
     check_offline(m, &ref);
-    static const int chunks[] = {1, 2, 4, 25};
+    static const int chunks[] = {1, 2, 4, 25, 0}; /* 0: adaptive */
     static const int splits[][2] = {{1, 1}, {2, 1}};
     static const kz_schedule schedules[] = {KZ_SCHEDULE_TURNS, KZ_SCHEDULE_OVERLAP};
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 5; c++) {
         for (int sp = 0; sp < 2; sp++) {
             for (int k = 0; k < 2; k++) {
                 char what[80];
                 snprintf(what, sizeof what, "chunk %d, threads (%d,%d), %s", chunks[c],
                          splits[sp][0], splits[sp][1], k == 0 ? "turns" : "overlap");
-                CHECK(synth(m, schedules[k], splits[sp][0], splits[sp][1], chunks[c], chunks[c],
-                            &r, -1, -1) == KZ_OK);
+                int first = chunks[c] ? chunks[c] : 1;
+                CHECK(synth(m, schedules[k], splits[sp][0], splits[sp][1], first, chunks[c], &r, -1,
+                            -1) == KZ_OK);
                 check_same(&ref, &r, what);
+                CHECK_MSG(r.max_chunk <= (size_t)(chunks[c] ? chunks[c] : 16) * 1920,
+                          "%s: a callback of %zu samples", what, r.max_chunk);
                 free(r.pcm);
             }
         }

@@ -38,7 +38,7 @@ static void test_defaults(void) {
     CHECK(strcmp(r.language, "auto") == 0);
     CHECK(!r.greedy && r.temperature == 0.9f && r.top_k == 50 && r.top_p == 1.0f);
     CHECK(r.repetition_penalty == 1.05f && r.cp_temperature == 0.9f && r.cp_top_k == 50);
-    CHECK(r.frames == 0 && r.max_frames == 0 && r.chunk_frames == 4 && r.seed == 0);
+    CHECK(r.frames == 0 && r.max_frames == 0 && r.chunk_frames == 0 && r.seed == 0);
     CHECK(r.layout == KZ_LAYOUT_DEFAULT && r.split == KZ_TEXT_SPLIT_QWEN2);
     kz_model_default_params(NULL);
     kz_session_default_params(NULL);

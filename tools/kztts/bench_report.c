@@ -41,9 +41,15 @@ static void text_machine(const bench_result *r) {
 }
 
 static void text_header(const bench_result *r) {
-    printf("frames/run %lld, runs %lld, chunk %lld frames, kernels %s, codec %s, threads %d",
-           (long long)r->frames, (long long)r->runs, (long long)r->chunk, r->kernels,
-           r->codec_precision, r->threads);
+    char chunk[32];
+    if (r->chunk) {
+        snprintf(chunk, sizeof chunk, "%lld frames", (long long)r->chunk);
+    } else {
+        snprintf(chunk, sizeof chunk, "adaptive");
+    }
+    printf("frames/run %lld, runs %lld, chunk %s, kernels %s, codec %s, threads %d",
+           (long long)r->frames, (long long)r->runs, chunk, r->kernels, r->codec_precision,
+           r->threads);
     if (!r->decoder_only) {
         printf(" (LM stage %d, codec stage %d, %s)", r->threads_lm, r->threads_codec,
                r->overlap ? "overlapping" : "taking turns");
@@ -84,7 +90,8 @@ static void text_runs(const bench_result *r) {
     printf("streaming           %8.2f ms/frame  real-time factor %.3f\n", st->ms_per_frame,
            st->ms_per_frame / 80);
     printf("  time to first audio %6.1f ms; underruns when played in real time: %d (%.0f ms "
-           "waiting per run)\n", st->first_audio_ms, st->underruns, st->stall_ms);
+           "waiting per run); %.1f chunks per run\n",
+           st->first_audio_ms, st->underruns, st->stall_ms, st->chunks);
     printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
            "(all frames, then one decode)\n",
            off->ms_per_frame, off->ms_per_frame / 80, off->first_audio_ms);
@@ -181,6 +188,7 @@ static void json_playback(json_out *j, const char *key, const bench_playback *p)
     json_num(j, "first_audio_ms", p->first_audio_ms, p->first_audio_ms >= 0);
     json_num(j, "underruns", p->underruns, p->underruns >= 0);
     json_num(j, "stall_ms_per_run", p->stall_ms, p->underruns >= 0);
+    json_num(j, "chunks_per_run", p->chunks, p->underruns >= 0);
     json_close(j, '}');
 }
 

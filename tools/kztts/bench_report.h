@@ -47,6 +47,7 @@ typedef struct bench_playback {
     double first_audio_ms;/* first audio callback after the call */
     int underruns;        /* -1 = not tracked */
     double stall_ms;      /* per run, time a real-time player would wait */
+    double chunks;        /* audio callbacks per run (streaming) */
 } bench_playback;
 
 typedef struct bench_result {

@@ -246,6 +246,7 @@ typedef struct playback {
     double played_s;   /* audio delivered so far, seconds */
     int underruns;
     double stall_ms;   /* total time the player would have waited */
+    int chunks;        /* audio callbacks */
 } playback;
 
 static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
@@ -262,6 +263,7 @@ static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *u
         }
     }
     p->played_s += (double)n / 24000.0;
+    p->chunks++;
     return true;
 }
 
@@ -305,6 +307,7 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
         p->first_audio_ms += stream[i].first_ms / n_stream;
         p->underruns += stream[i].underruns;
         p->stall_ms += stream[i].stall_ms / n_stream;
+        p->chunks += (double)stream[i].chunks / n_stream;
     }
     r->offline = (bench_playback){.ms_per_frame = offline->wall_ms / frames,
                                   .first_audio_ms = offline->first_ms, .underruns = -1};
@@ -396,22 +399,33 @@ static int run_full(const bench_opts *o, bench_result *r) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    bench_opts o = {.isa = "auto", .frames = 100, .chunk = 4, .repeat = 3, .seed = 1};
+    bench_opts o = {.isa = "auto", .frames = 100, .chunk = -1, .repeat = 3, .seed = 1};
     const arg_spec specs[] = {
         {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   checkpoint or codec directory"},
-        {"--decoder-only", NULL, ARG_FLAG, &o.decoder_only, 0, 0, "benchmark only the codec decoder, on random codes"},
-        {"--frames", NULL, ARG_INT, &o.frames, 1, 100000, "N     frames per run (default 100 = 8 s)"},
-        {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
-        {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"},
-        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage"},
-        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage"},
+        {"--decoder-only", NULL, ARG_FLAG, &o.decoder_only, 0, 0,
+         "benchmark only the codec decoder, on random codes"},
+        {"--frames", NULL, ARG_INT, &o.frames, 1, 100000,
+         "N     frames per run (default 100 = 8 s)"},
+        {"--threads", "-t", ARG_INT, &o.threads, 0, 256,
+         "N     threads (default: all cores, at most 8)"},
+        {"--chunk", NULL, ARG_INT, &o.chunk, 0, 1024,
+         "N     frames per streamed chunk; 0 = adaptive (default; 4 with --decoder-only)"},
+        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256,
+         "N     threads of the talker/code predictor stage"},
+        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256,
+         "N     threads of the codec stage"},
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU) or fast (bf16 on AMX, else winograd)"},
-        {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
-        {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
-        {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0,
+         "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any "
+         "CPU) or fast (bf16 on AMX, else winograd)"},
+        {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0,
+         "S     how the LM and codec stages share the cores: turns (default) or overlap"},
+        {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6,
+         "X     DRAM read GB/s of the LM threads (default: measured)"},
+        {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9,
+         "Y     FMA GFLOP/s of the codec threads (default: measured)"},
         {"--json", NULL, ARG_FLAG, &o.json, 0, 0, "print one JSON object instead of text"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
@@ -433,6 +447,13 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!o.model) {
         fprintf(stderr, "kztts bench: -m MODEL is required\n");
+        return 2;
+    }
+    if (o.chunk < 0) {
+        o.chunk = o.decoder_only ? 4 : 0;
+    }
+    if (o.decoder_only && o.chunk == 0) {
+        fprintf(stderr, "kztts bench: --decoder-only needs --chunk N of 1 to 1024\n");
         return 2;
     }
     bench_result r = {.decoder_only = o.decoder_only, .frames = o.frames, .runs = o.repeat,

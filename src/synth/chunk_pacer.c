@@ -1,0 +1,42 @@
+/*
+ * chunk_pacer.c - adaptive audio chunk sizes (see chunk_pacer.h).
+ *
+ * Data flow per chunk: kz_pacer_next(now) -> the codec stage waits for that many
+ * frames and decodes them -> kz_pacer_delivered(n, handed, returned): deadline =
+ * max(deadline, handed) + n frames of audio; production time per frame = the time
+ * from the previous callback's return to this hand-over, over n, averaged with the
+ * previous estimate (weight 1/2, so a slower phase is followed within a few chunks).
+ */
+#include "synth/chunk_pacer.h"
+
+void kz_pacer_init(kz_pacer *p, double frame_ms) {
+    *p = (kz_pacer){.frame_ms = frame_ms};
+}
+
+int kz_pacer_next(const kz_pacer *p, double now_ms) {
+    if (!p->started || p->per_frame_ms <= 0) {
+        return 1;
+    }
+    double budget = (p->deadline_ms - now_ms) * KZ_PACER_SAFETY;
+    double fit = budget / p->per_frame_ms; /* may be negative: already late */
+    if (!(fit >= 1)) {
+        return 1;
+    }
+    return fit >= KZ_PACER_MAX_FRAMES ? KZ_PACER_MAX_FRAMES : (int)fit;
+}
+
+void kz_pacer_delivered(kz_pacer *p, int n, double handed_ms, double returned_ms) {
+    if (n <= 0) {
+        p->resumed_ms = returned_ms;
+        return;
+    }
+    if (p->started) {
+        double per = (handed_ms - p->resumed_ms) / n;
+        per = per > 0 ? per : 0;
+        p->per_frame_ms = p->per_frame_ms > 0 ? 0.5 * (p->per_frame_ms + per) : per;
+    }
+    double from = p->started && p->deadline_ms > handed_ms ? p->deadline_ms : handed_ms;
+    p->deadline_ms = from + n * p->frame_ms;
+    p->started = true;
+    p->resumed_ms = returned_ms;
+}

@@ -1,0 +1,44 @@
+/*
+ * chunk_pacer.h - sizes the audio chunks of a streamed synthesis by the audio a
+ * listener still has buffered (kz_request.chunk_frames = 0, the default).
+ *
+ * Model: playback starts when the first chunk is handed over and consumes audio in
+ * real time, waiting (an underrun) when nothing is buffered. After each chunk the
+ * pacer knows when the buffered audio runs out (the deadline) and how long a frame
+ * takes to produce (talker + code predictor + its share of the codec, measured
+ * between callbacks, so the callbacks' own time does not count). The next chunk is
+ * the largest number of frames, 1 to KZ_PACER_MAX_FRAMES, whose production fits in
+ * KZ_PACER_SAFETY of the time left: small chunks while the buffer is short (no
+ * underrun waiting for a big one), growing to 16-frame chunks as it fills (the codec
+ * costs 7 ms a frame at 8-16 frames against 8.5 at 4 and 18 at 1 on the AMX Xeon,
+ * docs/PERF.md). Chunk sizes never change the codes or the audio, only when they
+ * arrive. Times are milliseconds on any monotonic clock (tests pass their own).
+ */
+#ifndef KZ_CHUNK_PACER_H
+#define KZ_CHUNK_PACER_H
+
+#include <stdbool.h>
+
+#define KZ_PACER_MAX_FRAMES 16 /* largest adaptive chunk */
+#define KZ_PACER_SAFETY 0.7    /* share of the buffered time a chunk may take */
+
+typedef struct kz_pacer {
+    double frame_ms;     /* audio per frame (80 ms at 12.5 Hz) */
+    bool started;        /* the first chunk was handed over */
+    double deadline_ms;  /* when the listener's buffer runs out */
+    double resumed_ms;   /* when the last callback returned */
+    double per_frame_ms; /* production time per frame (moving average), 0 = unknown */
+} kz_pacer;
+
+/* A pacer for a new stream (nothing played yet). */
+void kz_pacer_init(kz_pacer *p, double frame_ms);
+
+/* Frames to ask for next at time now: 1 until a production time is known, then the
+ * largest count in [1, KZ_PACER_MAX_FRAMES] that fits the buffered time. */
+int kz_pacer_next(const kz_pacer *p, double now_ms);
+
+/* n frames were handed to the listener at handed_ms, and the callback returned at
+ * returned_ms; updates the deadline and the production time. */
+void kz_pacer_delivered(kz_pacer *p, int n, double handed_ms, double returned_ms);
+
+#endif

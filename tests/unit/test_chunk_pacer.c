@@ -1,0 +1,107 @@
+/*
+ * test_chunk_pacer.c - adaptive audio chunk sizes (synth/chunk_pacer.c) on a fake
+ * clock:
+ *   - one frame until the stream has started and a production time is known;
+ *   - the deadline adds each chunk's audio to what is still buffered, and restarts
+ *     from the hand-over after an underrun;
+ *   - the callback's own time is not counted as production time;
+ *   - the size is the largest count whose production fits KZ_PACER_SAFETY of the
+ *     buffered time, between 1 and KZ_PACER_MAX_FRAMES;
+ *   - a simulated stream (production 45 ms a frame + a codec cost that falls with the
+ *     chunk size, as measured: 18 ms at 1 frame, 7 at 8 or more, with +-20 % jitter)
+ *     plays 400 frames with no underrun and reaches the largest chunk, where fixed
+ *     4-frame chunks after a 1-frame start do underrun.
+ */
+#include "synth/chunk_pacer.h"
+#include "test.h"
+
+#define FRAME_MS 80.0
+
+static void test_start(void) {
+    kz_pacer p;
+    kz_pacer_init(&p, FRAME_MS);
+    CHECK_EQ_INT(kz_pacer_next(&p, 0), 1);
+    kz_pacer_delivered(&p, 1, 100, 101);
+    CHECK(p.started);
+    CHECK(p.deadline_ms == 180);
+    CHECK_EQ_INT(kz_pacer_next(&p, 101), 1); // no production time yet
+}
+
+static void test_deadline_and_cost(void) {
+    kz_pacer p;
+    kz_pacer_init(&p, FRAME_MS);
+    kz_pacer_delivered(&p, 1, 100, 110); // a 10 ms callback
+    kz_pacer_delivered(&p, 2, 170, 171); // 2 frames in the 60 ms after it
+    CHECK(p.per_frame_ms == 30);
+    CHECK(p.deadline_ms == 340);         // buffered until 180, + 160
+    kz_pacer_delivered(&p, 1, 400, 400); // late: the buffer ran dry at 340
+    CHECK(p.deadline_ms == 480);
+    CHECK(p.per_frame_ms == 0.5 * (30 + 229));
+}
+
+static void test_sizes(void) {
+    kz_pacer p;
+    kz_pacer_init(&p, FRAME_MS);
+    p.started = true;
+    p.per_frame_ms = 50;
+    p.deadline_ms = 1000;
+    // 0.7 x 1000 ms / 50 = 14 frames; 0.7 x 300 / 50 = 4.2 -> 4
+    CHECK_EQ_INT(kz_pacer_next(&p, 0), 14);
+    CHECK_EQ_INT(kz_pacer_next(&p, 700), 4);
+    CHECK_EQ_INT(kz_pacer_next(&p, 990), 1);
+    CHECK_EQ_INT(kz_pacer_next(&p, 2000), 1); // already late
+    CHECK_EQ_INT(kz_pacer_next(&p, -5000), KZ_PACER_MAX_FRAMES);
+}
+
+/* Deterministic jitter in [0.8, 1.2). */
+static double jitter(unsigned *state) {
+    *state = *state * 1103515245u + 12345u;
+    return 0.8 + 0.4 * (double)((*state >> 8) & 0xffff) / 65536.0;
+}
+
+static double codec_ms(int n) {
+    return n >= 8 ? 7 : n >= 4 ? 8.5 : n >= 2 ? 11.5 : 18;
+}
+
+typedef struct sim_result {
+    int underruns, largest;
+} sim_result;
+
+/* 400 frames; fixed > 0: that chunk size after a first chunk of 1 frame. */
+static sim_result simulate(int fixed) {
+    kz_pacer p;
+    kz_pacer_init(&p, FRAME_MS);
+    sim_result r = {0, 0};
+    double now = 0, played_until = -1;
+    unsigned seed = 7;
+    for (int done = 0; done < 400;) {
+        int n = fixed && p.started ? fixed : kz_pacer_next(&p, now);
+        n = n < 400 - done ? n : 400 - done;
+        now += n * (45 + codec_ms(n)) * jitter(&seed);
+        if (played_until >= 0 && now > played_until) {
+            r.underruns++;
+        }
+        played_until = (played_until > now ? played_until : now) + n * FRAME_MS;
+        kz_pacer_delivered(&p, n, now, now + 0.5);
+        now += 0.5;
+        r.largest = n > r.largest ? n : r.largest;
+        done += n;
+    }
+    return r;
+}
+
+static void test_simulated_stream(void) {
+    sim_result adaptive = simulate(0);
+    CHECK_MSG(adaptive.underruns == 0, "adaptive chunks: %d underruns", adaptive.underruns);
+    CHECK_EQ_INT(adaptive.largest, KZ_PACER_MAX_FRAMES);
+    sim_result fixed = simulate(4);
+    CHECK_MSG(fixed.underruns > 0, "fixed 4-frame chunks should underrun at the start");
+}
+
+int main(void) {
+    test_start();
+    test_deadline_and_cost();
+    test_sizes();
+    test_simulated_stream();
+    return test_main_result("test_chunk_pacer");
+}
