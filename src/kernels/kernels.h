@@ -470,10 +470,11 @@ KZ_GEMM_ROWS_DECL(neon)
 /* How the x86 quantized matvecs (x86/quant_avx2.c, x86/quant_avx512.c) prefetch their
  * weight stream, per 64 bytes: KZ_QPF_L1, one prefetch into L1 (2 KB ahead on AVX2, 4 KB for
  * q8_0 and 8 KB for q4_0 on AVX-512; tuned on Zen 3 and Zen 5), or KZ_QPF_L2, one into L2
- * 8 KB (q8_0) / 4 KB (q4_0) ahead and one into L1 1 KB ahead (both levels; x86/quant_prefetch.h; on
+ * 5 KB ahead and one into L1 2.5 KB ahead (both levels and formats; x86/quant_prefetch.h; on
  * an Intel Xeon with AMX the talker step and the code predictor frame ran 17-21 % faster
- * than with KZ_QPF_L1 in a harness and 0-12 % in `kztts bench`, by the hour: docs/PERF.md
- * 2026-12-02 (evening), "Prefetch into L2 on Intel"). dispatch.c's probe picks
+ * than with KZ_QPF_L1 in a harness and 0-12 % in `kztts bench`, by the hour, with 8 / 1 KB
+ * distances, and 5 / 2.5 KB took the talker step from 20.1-20.5 to 18.1-18.3 ms: docs/PERF.md
+ * 2026-12-02 (evening), "Prefetch into L2 on Intel", and (night)). dispatch.c's probe picks
  * KZ_QPF_L2 on Intel CPUs, KZ_QPF_L1 elsewhere; tests and benchmarks may switch (not while a
  * matmul runs). Results are the same bits either way. */
 typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1 } kz_quant_prefetch;

@@ -17,7 +17,7 @@
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 2 KB ahead, one prefetch per 64 bytes (from DRAM
  * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md), or on Intel CPUs
- * into L2 8 KB (q8_0) / 4 KB (q4_0) ahead and from there into L1 1 KB ahead (kernels.h
+ * into L2 5 KB ahead and from there into L1 2.5 KB ahead (kernels.h
  * kz_quant_set_prefetch); quant_act reads the policy into the activations, which every
  * group step sees.
  * The integer products are exact (|w| <= 128, |q_x| <= 127: a maddubs pair
@@ -272,7 +272,7 @@ ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a,
 ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, size_t b, size_t n,
                               int nt, int q4) {
     const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    quant_prefetch(row + b * (size_t)bsize, GROUP * (size_t)bsize, PREFETCH, a[0].prefetch_l2, q4);
+    quant_prefetch(row + b * (size_t)bsize, GROUP * (size_t)bsize, PREFETCH, a[0].prefetch_l2);
     __m256i sums[2];
     if (q4) {
         group_sums_q4(sums, row, a, b, n, nt);

@@ -38,7 +38,7 @@
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
  * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md), or on Intel
- * CPUs into L2 8 KB ahead and from there into L1 1 KB ahead (kernels.h
+ * CPUs into L2 5 KB ahead and from there into L1 2.5 KB ahead (kernels.h
  * kz_quant_set_prefetch).
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
@@ -489,7 +489,7 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
             const uint8_t *blk = row + g * gbytes;
             // Consecutive rows are contiguous: within a chunk, the prefetches run into
             // the next rows.
-            quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, l2, q4);
+            quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, l2);
             group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
         }
         if (tail) {
