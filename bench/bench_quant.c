@@ -35,7 +35,7 @@
  *
  * Usage: bench_quant [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N]
  *                    [--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill]
- *                    [--tokens N] [--prefill-mb N] [--prefetch l1|l2]
+ *                    [--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]
  *   levels (default: every SIMD level the CPU supports); --mb total bf16
  *   megabytes per shape; --quick shortens timing; --no-vnni runs the AVX-512
  *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
@@ -46,7 +46,8 @@
  *   bits: the prefill table then compares the SDOT matmul with the GEMM path);
  *   --prefill runs only the prefill table; --prefetch sets where the x86 quantized
  *   matvecs prefetch their weight stream (kernels.h; default: the probe's choice, L2 on
- *   Intel).
+ *   Intel; l2reuse: L2 with the distances for weights read again from the last-level
+ *   cache, kz_quant_set_thread_reuse).
  */
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -152,7 +153,10 @@ typedef struct pass {
     const int *stop;                 /* read after the start barrier */
 } pass;
 
+static int reuse_hint; /* --prefetch l2reuse: kz_quant_set_thread_reuse on every thread */
+
 static void run_pass(const pass *p) {
+    kz_quant_set_thread_reuse(reuse_hint);
     for (size_t m = 0; m < p->n_mat; m++) {
         p->fn(p->y, p->rows, p->x, p->n_in, p->mats + m * p->mat_bytes, p->n_in, p->n_tok, p->o0,
               p->o1);
@@ -378,7 +382,8 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--no-i8mm") == 0) {
             no_i8mm = 1;
         } else if (strcmp(argv[i], "--prefetch") == 0 && i + 1 < argc &&
-                   (strcmp(argv[i + 1], "l1") == 0 || strcmp(argv[i + 1], "l2") == 0)) {
+                   (strcmp(argv[i + 1], "l1") == 0 || strcmp(argv[i + 1], "l2") == 0 ||
+                    strcmp(argv[i + 1], "l2reuse") == 0)) {
             prefetch = argv[++i];
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
             mb = atof(argv[++i]);
@@ -389,7 +394,7 @@ int main(int argc, char **argv) {
             fprintf(stderr,
                     "usage: %s [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N] "
                     "[--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill] "
-                    "[--tokens N] [--prefill-mb N] [--prefetch l1|l2]\n",
+                    "[--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]\n",
                     argv[0]);
             return 2;
         }
@@ -403,10 +408,12 @@ int main(int argc, char **argv) {
     printf("cpu features: %s\n", kz_cpu_features());
 #ifdef KZ_HAVE_X86
     if (prefetch) {
-        kz_quant_set_prefetch(strcmp(prefetch, "l2") == 0 ? KZ_QPF_L2 : KZ_QPF_L1);
+        kz_quant_set_prefetch(strcmp(prefetch, "l1") == 0 ? KZ_QPF_L1 : KZ_QPF_L2);
+        reuse_hint = strcmp(prefetch, "l2reuse") == 0;
     }
-    printf("x86 quantized matvecs prefetch into %s\n",
-           kz_quant_get_prefetch() == KZ_QPF_L2 ? "L2" : "L1");
+    printf("x86 quantized matvecs prefetch into %s%s\n",
+           kz_quant_get_prefetch() == KZ_QPF_L2 ? "L2" : "L1",
+           reuse_hint ? ", at the distances for reused weights" : "");
     const int vnni = kz_quant_avx512_set_vnni(!no_vnni);
     printf("avx512 quantized kernels: %s integer path\n", vnni ? "VNNI" : "plain (maddubs)");
     const int amx = kz_quant_avx512_set_amx(!no_amx);

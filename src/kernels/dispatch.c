@@ -235,6 +235,16 @@ kz_quant_prefetch kz_quant_get_prefetch(void) {
     return (kz_quant_prefetch)__atomic_load_n(&quant_prefetch, __ATOMIC_RELAXED);
 }
 
+static _Thread_local int quant_reuse; /* kz_quant_set_thread_reuse */
+
+void kz_quant_set_thread_reuse(int reused) {
+    quant_reuse = reused != 0;
+}
+
+int kz_quant_get_thread_reuse(void) {
+    return quant_reuse;
+}
+
 const char *kz_cpu_features(void) {
     pthread_once(&probe_once, probe);
     return probe_features;

@@ -481,6 +481,15 @@ typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1 } kz_quant_prefetc
 void kz_quant_set_prefetch(kz_quant_prefetch p);
 kz_quant_prefetch kz_quant_get_prefetch(void);
 
+/* Whether the calling thread's next quantized matvecs read weights that were read shortly
+ * before and may still be in the last-level cache (the code predictor re-reads its 81 MB
+ * 15 times a frame; layers/matrix.c sets it per pool job from kz_exec.weights_reused). With
+ * KZ_QPF_L2 such weights are prefetched further ahead into L2 and nearer into L1 (12 / 1 KB
+ * against 5 / 2.5 KB; x86/quant_prefetch.h); nothing else reads it. Per thread; default no.
+ * Results are the same bits either way. */
+void kz_quant_set_thread_reuse(int reused);
+int kz_quant_get_thread_reuse(void);
+
 /* x86/quant_avx512.c: allow (1) or forbid (0) its VNNI path (both give identical bits);
  * returns whether the CPU has VNNI. For tests and benchmarks; x86 builds only. */
 int kz_quant_avx512_set_vnni(int allow);

@@ -89,6 +89,7 @@ typedef struct mul_job {
     size_t ldx, n_tok;
     size_t split;    /* > 0: tokens [0, split) and [split, n_tok) each on their own path */
     bool force_gemm; /* kz_matrix_mul_gemm */
+    bool reused;     /* kz_exec.weights_reused */
 } mul_job;
 
 static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x, size_t ldx,
@@ -214,6 +215,7 @@ static void run_block(const mul_job *j, const kz_matrix_out *o, const float *x, 
 static void mul_rows(void *arg, size_t chunk, int worker) {
     const mul_job *j = arg;
     (void)worker;
+    kz_quant_set_thread_reuse(j->reused); // this thread's matvecs below
     size_t i = 0;
     while (chunk >= j->first[i + 1]) {
         i++;
@@ -253,6 +255,7 @@ static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, cons
     size_t n_threads = (size_t)kz_pool_threads(e->pool);
     mul_job j = {.outs = outs, .n_outs = n_outs, .k = e->k, .x = x, .ldx = ldx, .n_tok = n_tok,
                  .split = split, .force_gemm = force_gemm};
+    j.reused = e->weights_reused;
     for (size_t i = 0; i < n_outs; i++) {
         const kz_matrix *m = outs[i].m;
         j.block[i] = block_rows(m->rows, n_threads, blocks_per_thread(e->k, m->dtype, n_tok,

@@ -43,7 +43,7 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     if (st == KZ_OK) {
         s->exec = (kz_exec){.k = model->kernels, .pool = s->pool};
         s->lm = (kz_exec){.k = model->kernels, .pool = s->lm_pool};
-        s->cp = (kz_exec){.k = model->kernels, .pool = s->lm_pool};
+        s->cp = (kz_exec){.k = model->kernels, .pool = s->lm_pool, .weights_reused = true};
         st = kz_codec_state_init(&s->codec, &model->decoder, KZ_CODEC_STEP_FRAMES);
     }
     if (st == KZ_OK && model->has_tts) {

@@ -658,11 +658,19 @@ static int set_prefetch_l2(int on) {
     kz_quant_set_prefetch(on ? KZ_QPF_L2 : KZ_QPF_L1);
     return 1;
 }
+
+/* KZ_QPF_L2, for weights streamed (0) or reused (1). */
+static int set_reuse(int on) {
+    kz_quant_set_prefetch(KZ_QPF_L2);
+    kz_quant_set_thread_reuse(on);
+    return kz_quant_get_thread_reuse() == (on != 0);
+}
 #endif
 
 /* The x86 quantized matvecs under both prefetch policies (kernels.h: into L1 or L2,
- * another distance and a flag carried through the kernels' calls): identical bits, one to
- * a dozen tokens, on AVX2 and AVX-512. */
+ * another distance and a flag carried through the kernels' calls) and, under KZ_QPF_L2,
+ * with and without the thread's reuse hint (other distances): identical bits, one to a
+ * dozen tokens, on AVX2 and AVX-512. */
 static void test_prefetch_policies(void) {
 #ifdef KZ_HAVE_X86
     const kz_quant_prefetch probed = kz_quant_get_prefetch();
@@ -686,13 +694,17 @@ static void test_prefetch_policies(void) {
                 CHECK_MSG(paths_agree(k, &c, set_prefetch_l2),
                           "%s %s rows %zu..%zu n_in %zu n_tok %zu: L1 and L2 prefetch differ",
                           k->name, q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
+                CHECK_MSG(paths_agree(k, &c, set_reuse),
+                          "%s %s rows %zu..%zu n_in %zu n_tok %zu: reuse hint changes results",
+                          k->name, q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
                 cases++;
             }
         }
-        printf("prefetch policies: %s %d cases, L1 == L2\n", k->name, cases);
+        printf("prefetch policies: %s %d cases, L1 == L2 == L2 reused\n", k->name, cases);
     }
     kz_quant_set_prefetch(probed);
-    CHECK(kz_quant_get_prefetch() == probed);
+    kz_quant_set_thread_reuse(0);
+    CHECK(kz_quant_get_prefetch() == probed && !kz_quant_get_thread_reuse());
 #else
     printf("prefetch policies: not an x86 build, skipped\n");
 #endif

@@ -17,8 +17,9 @@
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 2 KB ahead, one prefetch per 64 bytes (from DRAM
  * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md), or on Intel CPUs
- * into L2 5 KB ahead and from there into L1 2.5 KB ahead (kernels.h
- * kz_quant_set_prefetch); quant_act reads the policy into the activations, which every
+ * into L2 5 KB ahead and from there into L1 2.5 KB ahead, or 12 / 1 KB for weights read
+ * again from the last-level cache (quant_prefetch.h; kernels.h kz_quant_set_prefetch,
+ * kz_quant_set_thread_reuse); quant_act reads the mode into the activations, which every
  * group step sees.
  * The integer products are exact (|w| <= 128, |q_x| <= 127: a maddubs pair
  * is at most 32512, no saturation; a q4_0 pair at most 3810, eight of them
@@ -48,7 +49,7 @@ typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
     float d[CHUNK_BLOCKS + GROUP];     /* + GROUP: a last partial group reads 0 there */
     int32_t off[CHUNK_BLOCKS + GROUP]; /* -8 * sum of the block's q (q4_0 offset) */
-    int prefetch_l2;                   /* the call's prefetch policy is KZ_QPF_L2 */
+    int prefetch;                      /* the call's prefetch mode (quant_prefetch.h) */
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -69,7 +70,7 @@ ALWAYS_INLINE void store_codes(act *a, size_t b, __m256i q, int q4) {
 /* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit: IEEE
  * division by d, clamp, round half away from zero (trunc, then +-1 when the
  * exact fraction is >= 0.5). q4 picks the q4_0 pair layout (store_codes); an odd
- * last block's partner is zeros there. Also records the prefetch policy for group_step. */
+ * last block's partner is zeros there. Also records the prefetch mode for group_step. */
 static void quant_act(act *a, const float *x, size_t nb, int q4) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 half = _mm256_set1_ps(0.5f);
@@ -77,7 +78,7 @@ static void quant_act(act *a, const float *x, size_t nb, int q4) {
     const __m256 lo = _mm256_set1_ps(-127.0f);
     const __m256 hi = _mm256_set1_ps(127.0f);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    a->prefetch_l2 = kz_quant_get_prefetch() == KZ_QPF_L2;
+    a->prefetch = quant_prefetch_mode();
     for (size_t b = 0; b < nb; b++) {
         const float *xb = x + b * KZ_QK;
         __m256 v[4];
@@ -272,7 +273,7 @@ ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a,
 ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, size_t b, size_t n,
                               int nt, int q4) {
     const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
-    quant_prefetch(row + b * (size_t)bsize, GROUP * (size_t)bsize, PREFETCH, a[0].prefetch_l2);
+    quant_prefetch(row + b * (size_t)bsize, GROUP * (size_t)bsize, PREFETCH, a[0].prefetch);
     __m256i sums[2];
     if (q4) {
         group_sums_q4(sums, row, a, b, n, nt);

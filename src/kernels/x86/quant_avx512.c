@@ -38,8 +38,9 @@
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
  * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md), or on Intel
- * CPUs into L2 5 KB ahead and from there into L1 2.5 KB ahead (kernels.h
- * kz_quant_set_prefetch).
+ * CPUs into L2 5 KB ahead and from there into L1 2.5 KB ahead, or 12 / 1 KB for weights
+ * read again from the last-level cache (quant_prefetch.h; kernels.h kz_quant_set_prefetch,
+ * kz_quant_set_thread_reuse).
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
  * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
@@ -471,9 +472,9 @@ ALWAYS_INLINE float hsum(__m512 s) {
 
 /* Rows [o0, o1) of one chunk (cn blocks from block c0 of each row) against
  * the nt tokens of a: y[t * ldy + o] = the dot product, or y + it when
- * accumulate (a later chunk). l2: the weight stream's prefetch policy (kernels.h). */
+ * accumulate (a later chunk). pf: the weight stream's prefetch mode (quant_prefetch.h). */
 ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0,
-                              size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int l2,
+                              size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int pf,
                               int nt, int q4, int vnni) {
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
     const size_t gbytes = GROUP * bsize;
@@ -489,7 +490,7 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
             const uint8_t *blk = row + g * gbytes;
             // Consecutive rows are contiguous: within a chunk, the prefetches run into
             // the next rows.
-            quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, l2);
+            quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, pf);
             group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
         }
         if (tail) {
@@ -504,12 +505,12 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
 }
 
 typedef void (*chunk_fn)(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,
-                         size_t o0, size_t o1, const act *a, int accumulate, int l2);
+                         size_t o0, size_t o1, const act *a, int accumulate, int pf);
 
 #define CHUNK_FN(name, nt, q4, vnni)                                                               \
     static void name(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,      \
-                     size_t o0, size_t o1, const act *a, int accumulate, int l2) {                 \
-        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, l2, nt, q4, vnni);                \
+                     size_t o0, size_t o1, const act *a, int accumulate, int pf) {                 \
+        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, pf, nt, q4, vnni);                \
     }
 CHUNK_FN(chunk_q8_1, 1, 0, 0)
 CHUNK_FN(chunk_q8_2, 2, 0, 0)
@@ -823,7 +824,7 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         return;
     }
     const int vnni = use_vnni();
-    const int l2 = kz_quant_get_prefetch() == KZ_QPF_L2;
+    const int pf = quant_prefetch_mode();
     const size_t max_nt = vnni && !q4 ? MAX_NT : MAX_NT_PLAIN;
     const size_t per = n_tok >= MAX_NT_PLAIN ? max_nt : 2; // tokens per set (header)
     act a[MAX_NT];
@@ -835,7 +836,7 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
             for (int k = 0; k < nt; k++) {
                 quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4);
             }
-            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, l2);
+            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf);
         }
     }
 }
