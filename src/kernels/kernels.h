@@ -473,7 +473,7 @@ KZ_GEMM_ROWS_DECL(neon)
  * 5 KB ahead and one into L1 2.5 KB ahead (both levels and formats; x86/quant_prefetch.h; on
  * an Intel Xeon with AMX the talker step and the code predictor frame ran 17-21 % faster
  * than with KZ_QPF_L1 in a harness and 0-12 % in `kztts bench`, by the hour, with 8 / 1 KB
- * distances, and 5 / 2.5 KB took the talker step from 20.1-20.5 to 18.1-18.3 ms: docs/PERF.md
+ * distances, and 5 / 2.5 KB took the talker step from 21.3 to 18.8-19.3 ms: docs/PERF.md
  * 2026-12-02 (evening), "Prefetch into L2 on Intel", and (night)). dispatch.c's probe picks
  * KZ_QPF_L2 on Intel CPUs, KZ_QPF_L1 elsewhere; tests and benchmarks may switch (not while a
  * matmul runs). Results are the same bits either way. */
