@@ -220,8 +220,8 @@ KZ_API void kz_session_clear_prompt_cache(kz_session *session);
  * only during the call (copy what you keep). `pos_frame` is the index of the first
  * codec frame (80 ms) the buffer belongs to; `is_last` marks the final buffer of the
  * request (exactly once; in kz_synthesize it may be empty, n_samples 0, since the end
- * of speech is known only after the last frame). Called on the thread that called kz_decode or
- * kz_synthesize, in order; it must not re-enter the session. Return true to
+ * of speech is known only after the last frame). Called on the thread that called
+ * kz_decode or kz_synthesize, in order; it must not re-enter the session. Return true to
  * continue, false to cancel (the call then returns KZ_STATUS_CANCELLED and the
  * synthesis thread stops within one frame). */
 typedef bool (*kz_audio_fn)(const float *pcm, size_t n_samples, int64_t pos_frame, bool is_last,
