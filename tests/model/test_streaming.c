@@ -9,7 +9,8 @@
  *     schedules (turns, overlap) change neither codes nor audio (and never
  *     deadlock); adaptive chunks stay within 1..16 frames;
  *   - the audio callback sees increasing pos_frame, is_last exactly once, at the end;
- *   - cancelling from the audio or the frame callback at frame k returns
+ *   - cancelling from the audio (fixed or adaptive chunks) or the frame callback at
+ *     frame k returns
  *     KZ_STATUS_CANCELLED (the LM stage stops within a frame: at most the queue
  *     plus one frame generated after k), and the session then synthesizes the
  *     same audio again (ASan checks that nothing leaks);
@@ -88,7 +89,10 @@ static kz_status synth(const kz_model *m, kz_schedule schedule, int lm, int code
     st = kz_synthesize(s, &q, on_audio, r);
     if (st == KZ_STATUS_CANCELLED) {
         CHECK_STR_CONTAINS(kz_last_error(), "cancelled");
-        CHECK_MSG(r->n_codes <= (cancel_at >= 0 ? cancel_at + chunk : cancel_frame_at + 1),
+        // The first chunk at or past cancel_at is cancelled after its frames were
+        // reported: it starts before cancel_at + chunk (adaptive: + 16) and is a chunk long.
+        int64_t most = chunk ? chunk : 2 * 16;
+        CHECK_MSG(r->n_codes <= (cancel_at >= 0 ? cancel_at + most : cancel_frame_at + 1),
                   "frames reported after the cancel: %lld", (long long)r->n_codes);
         // The same session works after a cancellation and gives the same audio.
         run again = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
@@ -167,6 +171,9 @@ int main(int argc, char **argv) {
         free(r.pcm);
         CHECK(synth(m, schedules[k], 2, 1, 2, 2, &r, -1, 7) == KZ_STATUS_CANCELLED);
         check_same(&ref, &r, "after a frame-callback cancel");
+        free(r.pcm);
+        CHECK(synth(m, schedules[k], 1, 1, 1, 0, &r, 9, -1) == KZ_STATUS_CANCELLED);
+        check_same(&ref, &r, "after an audio-callback cancel, adaptive chunks");
         free(r.pcm);
     }
     // Out-of-range session parameters are refused with a message.
