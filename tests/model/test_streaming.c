@@ -14,7 +14,8 @@
  *     KZ_STATUS_CANCELLED (the LM stage stops within a frame: at most the queue
  *     plus one frame generated after k), and the session then synthesizes the
  *     same audio again (ASan checks that nothing leaks);
- *   - out-of-range session parameters (schedule, thread counts) are refused.
+ *   - out-of-range session parameters (schedule, thread counts) and chunk sizes are
+ *     refused.
  */
 #include <stdlib.h>
 
@@ -193,6 +194,24 @@ int main(int argc, char **argv) {
         CHECK(kz_session_new(m, &bad, &s) == KZ_STATUS_INVALID_ARGUMENT && s == NULL);
         CHECK_STR_CONTAINS(kz_last_error(), "prompt_cache_mb");
     }
+    // Out-of-range chunk sizes are refused before anything runs (0 = adaptive is valid).
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    static const int32_t bad_chunks[][2] = {{1, -1}, {1, 1025}, {0, 4}, {1025, 0}};
+    for (size_t i = 0; i < sizeof bad_chunks / sizeof bad_chunks[0]; i++) {
+        kz_request q;
+        kz_request_default(m, &q);
+        q.token_ids = TEXT;
+        q.n_token_ids = sizeof TEXT / sizeof TEXT[0];
+        q.speaker = "ryan";
+        q.first_chunk_frames = bad_chunks[i][0];
+        q.chunk_frames = bad_chunks[i][1];
+        run none = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
+        CHECK(kz_synthesize(s, &q, on_audio, &none) == KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "chunk_frames");
+        CHECK(none.n_samples == 0);
+        free(none.pcm);
+    }
+    kz_session_free(s);
     kz_session_clear_prompt_cache(NULL); // allowed, does nothing
     free(ref.pcm);
     kz_model_free(m);
