@@ -102,7 +102,7 @@ typedef enum kz_isa_cap {
 typedef enum kz_precision {
     KZ_PRECISION_F32 = 0,  /* fp32 weights and activations (matches the reference) */
     KZ_PRECISION_BF16 = 1, /* bf16 weights and conv inputs of the residual units and the
-                              pre-transformer's projections, fp32 sums, waveform within
+                              projections before the vocoder, fp32 sums, waveform within
                               40 dB SNR of f32: on CPUs with AMX-BF16
                               (decoder ~2x faster) or AVX512_BF16 (~1.4x measured on Zen 5;
                               slower than f32 on Intel cores without AMX); elsewhere the

@@ -69,8 +69,8 @@ typedef struct kz_codec_decoder {
     kz_decoder_block blocks[KZ_CODEC_MAX_RATES];
     kz_snake final_act;
     kz_conv final_conv;          /* causal k7, -> 1 */
-    bool bf16;                   /* the residual units' convs and the pre-transformer's
-                                    projections run in bf16 */
+    bool bf16;                   /* the residual units' convs and the pointwise projections
+                                    before the vocoder run in bf16 */
     bool winograd;               /* the residual units' k7 convs run as Winograd F(m, 7) */
     float *store;                /* owned storage for the per-channel vectors */
     size_t store_used, store_size;

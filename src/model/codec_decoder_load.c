@@ -228,11 +228,14 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
  * transposed convs, the final conv) adds about as much error as a residual unit
  * conv for far less work: all in bf16 measured 35.8 dB against fp32 on a random
  * 0.6B checkpoint and 36.4 dB on the tiny one, the residual units alone 42.6 and
- * 43.5 dB (the requirement is 40 dB). The pre-transformer's layer projections are
- * the exception: read once per chunk call (112 MB of fp32 on the 0.6B codec), they
- * cost a 1-frame chunk 4.1 ms, and in bf16 2.4 ms (0.72 -> 0.45 ms per frame in
- * 16-frame chunks) for 0.18 dB (42.58 -> 42.40 on the random 0.6B checkpoint;
- * docs/PERF.md 2026-12-02 (night)). */
+ * 43.5 dB (the requirement is 40 dB). The pointwise projections before the vocoder
+ * are the exceptions, read once per chunk call and nearly free in error: the
+ * pre-transformer's layer projections (112 MB of fp32 on the 0.6B codec; a 1-frame
+ * chunk's transformer 4.1 -> 2.4 ms, 0.72 -> 0.45 ms per frame in 16-frame chunks;
+ * 42.58 -> 42.40 dB on the random 0.6B checkpoint) and the ConvNeXt upsample stages'
+ * pw1 / pw2 (a 1-frame chunk's decoder 15.0 -> 13.5 ms, 16-frame chunks 6.16 -> 5.96;
+ * 42.40 -> 42.37 dB). The upsample stages' and blocks' transposed convs and decoder.0
+ * measured 1.5-2.9 dB each (docs/PERF.md 2026-12-02 (night)). */
 static kz_status transformer_use_bf16(kz_codec_transformer *t) {
     for (int l = 0; l < t->cfg.num_hidden_layers; l++) {
         kz_codec_layer *L = &t->layers[l];
@@ -250,8 +253,9 @@ static kz_status transformer_use_bf16(kz_codec_transformer *t) {
 kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
     d->bf16 = true;
     kz_status st = transformer_use_bf16(&d->transformer);
-    if (st != KZ_OK) {
-        return st;
+    for (int u = 0; u < d->cfg.n_upsampling_ratios && st == KZ_OK; u++) {
+        st = kz_conv_use_bf16(&d->upsample[u].pw1);
+        st = st == KZ_OK ? kz_conv_use_bf16(&d->upsample[u].pw2) : st;
     }
     for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
         for (int r = 0; r < KZ_CODEC_RES_UNITS && st == KZ_OK; r++) {
