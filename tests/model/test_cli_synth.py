@@ -199,7 +199,8 @@ def run_rss(k, args):
 def long_text(k, model, work, chunk):
     """5,000+ characters in 7 languages: bounded memory, continuous joins. chunk: extra
     options; with --chunk 1 every utterance ends on a chunk boundary, so its end is
-    known only after its last frame was decoded (the join must still fade it out)."""
+    known only after its last frame was decoded (the join must still fade it out);
+    --stream paces the chunks adaptively across the utterances."""
     text = ""
     while len(text) < 5200:
         text += " ".join(LONG_PARAGRAPHS) + "\n\n"
@@ -287,7 +288,8 @@ def main():
         shutil.copy(os.path.join(a.tokenizer, f), os.path.join(model, f))
     good_paths(a.kztts, model, a.work)
     streaming_text(a.kztts, model, a.work)
-    for chunk in ([], ["--chunk", "1"]):
+    # 16-frame chunks (no --stream), adaptive ones (--stream), 1-frame ones
+    for chunk in ([], ["--stream"], ["--chunk", "1"]):
         long_text(a.kztts, model, a.work, chunk)
     interrupted(a.kztts, model, a.work)
     bad_inputs(a.kztts, a, model, a.work)
