@@ -93,9 +93,9 @@ static int fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
     r->seed = (uint64_t)o->seed;
     r->frames = (int32_t)o->frames;
     r->max_frames = (int32_t)o->max_frames;
-    // Adaptive chunks pace the audio for a listener; without --stream / --stream-text
-    // nobody plays it while it is made, so the codec's cheapest size (16 frames) serves.
-    r->chunk_frames = o->chunk || o->stream || o->stream_text ? (int32_t)o->chunk : 16;
+    // Unset (-1): adaptive chunks pace the audio for a listener; without --stream /
+    // --stream-text nobody plays it while it is made, so the codec's cheapest size serves.
+    r->chunk_frames = o->chunk >= 0 ? (int32_t)o->chunk : o->stream || o->stream_text ? 0 : 16;
     r->first_chunk_frames = (int32_t)o->first_chunk;
     r->max_utterance_bytes = o->max_utterance >= 0 ? (int32_t)o->max_utterance : r->max_utterance_bytes;
     // Options left unset (NAN, -1) keep the model's generation_config.json values.
@@ -196,7 +196,7 @@ static int run(const synth_opts *o, const char *text_arg) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    synth_opts o = {.model = KZ_DEFAULT_MODEL, .out = "out.wav", .isa = "auto", .chunk = 0, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
+    synth_opts o = {.model = KZ_DEFAULT_MODEL, .out = "out.wav", .isa = "auto", .chunk = -1, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
                     .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN};
     const arg_spec specs[] = {
         {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   model directory or Hugging Face repo id (default " KZ_DEFAULT_MODEL ")"},
@@ -218,7 +218,7 @@ int cmd_synth(int argc, char **argv) {
         {"--layout", NULL, ARG_STRING, &o.layout, 0, 0, "L     non-streaming (default) or streaming text layout"},
         {"--split", NULL, ARG_STRING, &o.split, 0, 0, "S     tokenizer split: qwen2 (default) or mistral"},
         {"--first-chunk", NULL, ARG_INT, &o.first_chunk, 1, 1024, "N     frames in the first audio chunk (default 1)"},
-        {"--chunk", NULL, ARG_INT, &o.chunk, 0, 1024, "N     frames per later audio chunk; 0 = adaptive, 1 to 16 by the audio buffered (default with --stream; 16 without)"},
+        {"--chunk", NULL, ARG_INT, &o.chunk, 0, 1024, "N     frames per later audio chunk; 0 = adaptive, 1 to 16 by the audio buffered (default: 0 with --stream or --stream-text, else 16)"},
         {"--max-utterance", NULL, ARG_INT, &o.max_utterance, 0, 1 << 20, "N     split longer text at sentence ends into utterances of <= N bytes (default 600, 0 = never)"},
         {"--stream", NULL, ARG_FLAG, &o.stream, 0, 0, "write each chunk out as soon as it is decoded (for | aplay)"},
         {"--stream-text", NULL, ARG_FLAG, &o.stream_text, 0, 0, "read the text from stdin as it arrives and speak while it comes"},
