@@ -236,23 +236,9 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
  * pw1 / pw2 (a 1-frame chunk's decoder 15.0 -> 13.5 ms, 16-frame chunks 6.16 -> 5.96;
  * 42.40 -> 42.37 dB). The upsample stages' and blocks' transposed convs and decoder.0
  * measured 1.5-2.9 dB each (docs/PERF.md 2026-12-02 (night)). */
-static kz_status transformer_use_bf16(kz_codec_transformer *t) {
-    for (int l = 0; l < t->cfg.num_hidden_layers; l++) {
-        kz_codec_layer *L = &t->layers[l];
-        kz_conv *lin[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
-        for (int i = 0; i < 7; i++) {
-            kz_status st = kz_conv_use_bf16(lin[i]);
-            if (st != KZ_OK) {
-                return st;
-            }
-        }
-    }
-    return KZ_OK;
-}
-
 kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
     d->bf16 = true;
-    kz_status st = transformer_use_bf16(&d->transformer);
+    kz_status st = kz_codec_transformer_use_bf16(&d->transformer);
     for (int u = 0; u < d->cfg.n_upsampling_ratios && st == KZ_OK; u++) {
         st = kz_conv_use_bf16(&d->upsample[u].pw1);
         st = st == KZ_OK ? kz_conv_use_bf16(&d->upsample[u].pw2) : st;

@@ -86,15 +86,22 @@ kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_weights *f
     return st;
 }
 
+/* The seven projections of a layer, in load order. */
+#define LAYER_LINEARS 7
+static void layer_linears(kz_codec_layer *L, kz_conv *out[LAYER_LINEARS]) {
+    kz_conv *lin[LAYER_LINEARS] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+    memcpy(out, lin, sizeof lin);
+}
+
 void kz_codec_transformer_free(kz_codec_transformer *t) {
     if (!t) {
         return;
     }
     for (int l = 0; t->layers && l < t->cfg.num_hidden_layers; l++) {
-        kz_codec_layer *L = &t->layers[l];
-        kz_conv *convs[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
-        for (int i = 0; i < 7; i++) {
-            kz_conv_free(convs[i]);
+        kz_conv *lin[LAYER_LINEARS];
+        layer_linears(&t->layers[l], lin);
+        for (int i = 0; i < LAYER_LINEARS; i++) {
+            kz_conv_free(lin[i]);
         }
     }
     kz_conv_free(&t->input_proj);
@@ -103,6 +110,18 @@ void kz_codec_transformer_free(kz_codec_transformer *t) {
     free(t->vectors);
     free(t->inv_freq);
     memset(t, 0, sizeof *t);
+}
+
+kz_status kz_codec_transformer_use_bf16(kz_codec_transformer *t) {
+    kz_status st = KZ_OK;
+    for (int l = 0; l < t->cfg.num_hidden_layers && st == KZ_OK; l++) {
+        kz_conv *lin[LAYER_LINEARS];
+        layer_linears(&t->layers[l], lin);
+        for (int i = 0; i < LAYER_LINEARS && st == KZ_OK; i++) {
+            st = kz_conv_use_bf16(lin[i]);
+        }
+    }
+    return st;
 }
 
 /* --- state ---------------------------------------------------------------- */

@@ -49,6 +49,10 @@ kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_weights *f
                                     const kz_codec_config *cfg);
 void kz_codec_transformer_free(kz_codec_transformer *t);
 
+/* Re-packs the layers' projections (q, k, v, o, gate, up, down) as bf16 (kz_conv_use_bf16);
+ * input_proj and output_proj stay fp32. */
+kz_status kz_codec_transformer_use_bf16(kz_codec_transformer *t);
+
 kz_status kz_codec_transformer_state_init(kz_codec_transformer_state *s,
                                           const kz_codec_transformer *t, size_t max_rows);
 void kz_codec_transformer_state_free(kz_codec_transformer_state *s);

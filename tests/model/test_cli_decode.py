@@ -92,6 +92,10 @@ def main():
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1"])
     check(r.returncode == 0 and b"real-time factor" in r.stdout and b"% of floor" in r.stdout
           and b"FMA peak" in r.stdout, f"bench: {r.stderr.decode()}")
+    # Adaptive chunks need a listener: the decoder-only bench refuses --chunk 0.
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--chunk", "0"])
+    check(r.returncode == 2 and b"--chunk" in r.stderr and not r.stdout,
+          f"bench --decoder-only --chunk 0: {r.returncode} {r.stderr.decode()}")
     check_bench_json(a)
     finish("test_cli_decode")
 
@@ -107,6 +111,8 @@ def check_bench_json(a):
     check(r.returncode == 0 and j.get("mode") == "full", f"bench --json: {r.stderr.decode()}")
     if not j:
         return
+    check(j.get("chunk") == 0 and j["streaming"].get("chunks_per_run", 0) >= 1,
+          f"bench --json: adaptive chunks by default, counted: {j.get('chunk')}")
     m = j["machine"]
     check(m["read_gbs"] == 10 and m["fma_gflops"] == 50 and m["read_source"] == "option",
           f"bench --json: --peak-gbs/--peak-gflops used: {m}")
