@@ -5,22 +5,26 @@
  * frames and decodes them -> kz_pacer_delivered(n, handed, returned): deadline =
  * max(deadline, handed) + n frames of audio; production time per frame = the time
  * from the previous callback's return to this hand-over, over n, averaged with the
- * previous estimate (weight 1/2, so a slower phase is followed within a few chunks).
+ * previous estimate (weight 1/2, so a slower phase is followed within a few chunks);
+ * a hand-over after the deadline doubles min_frames.
  */
 #include "synth/chunk_pacer.h"
 
 void kz_pacer_init(kz_pacer *p, double frame_ms) {
-    *p = (kz_pacer){.frame_ms = frame_ms};
+    *p = (kz_pacer){.frame_ms = frame_ms, .min_frames = 1};
 }
 
 int kz_pacer_next(const kz_pacer *p, double now_ms) {
-    if (!p->started || p->per_frame_ms <= 0) {
+    if (!p->started) {
         return 1;
+    }
+    if (p->per_frame_ms <= 0) {
+        return p->min_frames;
     }
     double budget = (p->deadline_ms - now_ms) * KZ_PACER_SAFETY;
     double fit = budget / p->per_frame_ms; /* may be negative: already late */
-    if (!(fit >= 1)) {
-        return 1;
+    if (!(fit >= p->min_frames)) {
+        return p->min_frames;
     }
     return fit >= KZ_PACER_MAX_FRAMES ? KZ_PACER_MAX_FRAMES : (int)fit;
 }
@@ -34,6 +38,10 @@ void kz_pacer_delivered(kz_pacer *p, int n, double handed_ms, double returned_ms
         double per = (handed_ms - p->resumed_ms) / n;
         per = per > 0 ? per : 0;
         p->per_frame_ms = p->per_frame_ms > 0 ? 0.5 * (p->per_frame_ms + per) : per;
+        if (handed_ms > p->deadline_ms && p->min_frames < KZ_PACER_MAX_FRAMES) {
+            p->min_frames =
+                2 * p->min_frames < KZ_PACER_MAX_FRAMES ? 2 * p->min_frames : KZ_PACER_MAX_FRAMES;
+        }
     }
     double from = p->started && p->deadline_ms > handed_ms ? p->deadline_ms : handed_ms;
     p->deadline_ms = from + n * p->frame_ms;

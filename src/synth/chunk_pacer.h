@@ -11,8 +11,13 @@
  * KZ_PACER_SAFETY of the time left: small chunks while the buffer is short (no
  * underrun waiting for a big one), growing to 16-frame chunks as it fills (the codec
  * costs 5.8 ms a frame at 16 frames against 6.7 at 4 and 13.6 at 1 on the AMX Xeon,
- * docs/PERF.md). Chunk sizes never change the codes or the audio, only when they
- * arrive. Times are milliseconds on any monotonic clock (tests pass their own).
+ * docs/PERF.md). A machine slower than real time at small chunks (the Zen 4 VM of
+ * docs/PERF.md 2026-12-03: 93 ms to produce a frame alone, 75 ms a frame at 4) would
+ * stay at one frame and underrun at every chunk, so each chunk handed over after the
+ * buffer ran dry doubles the smallest size the pacer returns (min_frames, kept for the
+ * rest of the stream): throughput first once the listener is waiting anyway. Chunk
+ * sizes never change the codes or the audio, only when they arrive. Times are milliseconds on any
+ * monotonic clock (tests pass their own).
  */
 #ifndef KZ_CHUNK_PACER_H
 #define KZ_CHUNK_PACER_H
@@ -28,17 +33,20 @@ typedef struct kz_pacer {
     double deadline_ms;  /* when the listener's buffer runs out */
     double resumed_ms;   /* when the last callback returned */
     double per_frame_ms; /* production time per frame (moving average), 0 = unknown */
+    int min_frames;      /* smallest chunk: 1, doubled by each underrun */
 } kz_pacer;
 
 /* A pacer for a new stream (nothing played yet). */
 void kz_pacer_init(kz_pacer *p, double frame_ms);
 
-/* Frames to ask for next at time now: 1 until a production time is known, then the
- * largest count in [1, KZ_PACER_MAX_FRAMES] that fits the buffered time. */
+/* Frames to ask for next at time now: 1 until the stream has started, then the
+ * largest count in [min_frames, KZ_PACER_MAX_FRAMES] that fits the buffered time
+ * (min_frames while the production time is unknown or nothing fits). */
 int kz_pacer_next(const kz_pacer *p, double now_ms);
 
 /* n frames were handed to the listener at handed_ms, and the callback returned at
- * returned_ms; updates the deadline and the production time. */
+ * returned_ms; updates the deadline, the production time and, when the hand-over came
+ * after the deadline (an underrun), min_frames. */
 void kz_pacer_delivered(kz_pacer *p, int n, double handed_ms, double returned_ms);
 
 #endif
