@@ -14,17 +14,23 @@ void kz_pacer_init(kz_pacer *p, double frame_ms) {
     *p = (kz_pacer){.frame_ms = frame_ms, .min_frames = 1};
 }
 
+/* The smallest chunk (a zeroed pacer's min_frames 0 counts as 1). */
+static int smallest(const kz_pacer *p) {
+    return p->min_frames > 1 ? p->min_frames : 1;
+}
+
 int kz_pacer_next(const kz_pacer *p, double now_ms) {
     if (!p->started) {
         return 1;
     }
+    const int lo = smallest(p);
     if (p->per_frame_ms <= 0) {
-        return p->min_frames;
+        return lo;
     }
     double budget = (p->deadline_ms - now_ms) * KZ_PACER_SAFETY;
     double fit = budget / p->per_frame_ms; /* may be negative: already late */
-    if (!(fit >= p->min_frames)) {
-        return p->min_frames;
+    if (!(fit >= lo)) {
+        return lo;
     }
     return fit >= KZ_PACER_MAX_FRAMES ? KZ_PACER_MAX_FRAMES : (int)fit;
 }
@@ -38,9 +44,9 @@ void kz_pacer_delivered(kz_pacer *p, int n, double handed_ms, double returned_ms
         double per = (handed_ms - p->resumed_ms) / n;
         per = per > 0 ? per : 0;
         p->per_frame_ms = p->per_frame_ms > 0 ? 0.5 * (p->per_frame_ms + per) : per;
-        if (handed_ms > p->deadline_ms && p->min_frames < KZ_PACER_MAX_FRAMES) {
-            p->min_frames =
-                2 * p->min_frames < KZ_PACER_MAX_FRAMES ? 2 * p->min_frames : KZ_PACER_MAX_FRAMES;
+        const int lo = smallest(p);
+        if (handed_ms > p->deadline_ms) {
+            p->min_frames = 2 * lo < KZ_PACER_MAX_FRAMES ? 2 * lo : KZ_PACER_MAX_FRAMES;
         }
     }
     double from = p->started && p->deadline_ms > handed_ms ? p->deadline_ms : handed_ms;

@@ -33,7 +33,8 @@ typedef struct kz_pacer {
     double deadline_ms;  /* when the listener's buffer runs out */
     double resumed_ms;   /* when the last callback returned */
     double per_frame_ms; /* production time per frame (moving average), 0 = unknown */
-    int min_frames;      /* smallest chunk: 1, doubled by each underrun */
+    int min_frames;      /* smallest chunk: 1, doubled by each underrun (0 counts as 1:
+                            a zeroed pacer works like an initialised one) */
 } kz_pacer;
 
 /* A pacer for a new stream (nothing played yet). */

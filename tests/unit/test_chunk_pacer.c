@@ -60,6 +60,14 @@ static void test_underruns_raise_the_smallest_size(void) {
     }
     CHECK_EQ_INT(p.min_frames, KZ_PACER_MAX_FRAMES);
     CHECK_EQ_INT(kz_pacer_next(&p, 6000), KZ_PACER_MAX_FRAMES);
+
+    // A zeroed pacer (a session that never called kz_pacer_init) never asks for 0.
+    kz_pacer z = {.frame_ms = FRAME_MS};
+    CHECK_EQ_INT(kz_pacer_next(&z, 0), 1);
+    kz_pacer_delivered(&z, 1, 0, 0);
+    CHECK_EQ_INT(kz_pacer_next(&z, 1), 1); // started, no production time yet
+    kz_pacer_delivered(&z, 1, 500, 500);   // late
+    CHECK_EQ_INT(z.min_frames, 2);
 }
 
 static void test_sizes(void) {
