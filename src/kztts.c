@@ -60,7 +60,8 @@ kz_status kz_model_load(const char *path, const kz_model_params *params, kz_mode
     if (params->codec_precision != KZ_PRECISION_F32 &&
         params->codec_precision != KZ_PRECISION_BF16 &&
         params->codec_precision != KZ_PRECISION_WINOGRAD &&
-        params->codec_precision != KZ_PRECISION_FAST) {
+        params->codec_precision != KZ_PRECISION_FAST &&
+        params->codec_precision != KZ_PRECISION_WINOGRAD_BF16) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "kz_model_load: codec precision %d out of range",
                             (int)params->codec_precision);

@@ -62,6 +62,8 @@ static size_t probe_n_bf16_impls;
 static kz_kernels probe_neon; /* kz_kernels_neon, prompts on the int8 path with i8mm */
 #endif
 
+static int probe_intel; /* the CPU is Intel's (kz_kernels_bf16_faster) */
+
 static void features_add(const char *name) {
     const size_t used = strlen(probe_features);
     snprintf(probe_features + used, sizeof probe_features - used, "%s%s", used ? " " : "", name);
@@ -109,6 +111,7 @@ static void probe(void) {
     unsigned d;
     if (cpu_is_intel()) {
         features_add("intel");
+        probe_intel = 1;
         __atomic_store_n(&quant_prefetch, KZ_QPF_L2, __ATOMIC_RELAXED);
     }
     if (!__get_cpuid(1, &a, &b, &c, &d)) {
@@ -268,6 +271,10 @@ bool kz_kernels_bf16_on_amx(const kz_kernels *k) {
     (void)k;
     return false;
 #endif
+}
+
+bool kz_kernels_bf16_faster(const kz_kernels *k) {
+    return kz_kernels_bf16_on_amx(k) || (k->gemm_bf16 != NULL && !probe_intel);
 }
 
 const kz_kernels *kz_kernels_for(kz_isa isa) {

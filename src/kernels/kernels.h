@@ -323,6 +323,12 @@ const kz_kernels *kz_kernels_select(kz_isa cap);
  * (docs/PERF.md); KZ_PRECISION_FAST asks this. */
 bool kz_kernels_bf16_on_amx(const kz_kernels *k);
 
+/* True when k has a bf16 conv-GEMM that beats its fp32 one: AMX, or AVX512_BF16 on a
+ * CPU that is not Intel's (Zen 4/5: vdpbf16ps at twice the fp32 FMA rate; on Intel
+ * cores without AMX it measured slower than the fp32 FMAs, docs/PERF.md).
+ * KZ_PRECISION_FAST asks this too. */
+bool kz_kernels_bf16_faster(const kz_kernels *k);
+
 /* Table for exactly this level, or NULL if the CPU cannot run it (tests). */
 const kz_kernels *kz_kernels_for(kz_isa isa);
 

@@ -102,10 +102,10 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
                                 const kz_codec_config *cfg);
 void kz_codec_decoder_free(kz_codec_decoder *d);
 
-/* The bf16 precision: the convs of the decoder blocks' residual units
- * (conv1, conv2) switch to bf16 weights and the bf16 conv-GEMM (kz_conv_use_bf16);
- * every other conv stays fp32. Call before creating states. Returns KZ_OK or
- * KZ_STATUS_OUT_OF_MEMORY. */
+/* The bf16 precision: the pre-transformer's projections, the ConvNeXt pw1 / pw2 and
+ * the convs of the decoder blocks' residual units (conv1, conv2) switch to bf16
+ * weights and the bf16 GEMMs (kz_conv_use_bf16); every other conv stays fp32. Call
+ * before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
 
 /* The winograd precision: the residual units' k7 convs (conv1, ~70 % of the decoder's
@@ -114,6 +114,13 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
  * f32; conv1's fp32 panels are released once transformed (kz_conv_drop_panels). Call
  * before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);
+
+/* The winograd-bf16 precision: conv1 as with winograd (fp32 Winograd tiles), the
+ * pointwise work in bf16 as with bf16 (the pre-transformer's projections, the ConvNeXt
+ * pw1 / pw2, the residual units' conv2); the transposed convs, decoder.0 and the rest
+ * stay fp32. Needs the kernels' bf16 conv-GEMM. Call before creating states. Returns
+ * KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
+kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d);
 
 /* State for internal steps of up to max_frames frames (memory ~ max_frames). */
 kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size_t max_frames);

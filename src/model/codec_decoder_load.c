@@ -236,7 +236,9 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
  * pw1 / pw2 (a 1-frame chunk's decoder 15.0 -> 13.5 ms, 16-frame chunks 6.16 -> 5.96;
  * 42.40 -> 42.37 dB). The upsample stages' and blocks' transposed convs and decoder.0
  * measured 1.5-2.9 dB each (docs/PERF.md 2026-12-02 (night)). */
-kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
+/* bf16 for the pointwise work: the pre-transformer's projections, the ConvNeXt pw1 /
+ * pw2, the residual units' conv2 and, with conv1 true, their k7 conv1 too. */
+static kz_status use_bf16(kz_codec_decoder *d, bool conv1) {
     d->bf16 = true;
     kz_status st = kz_codec_transformer_use_bf16(&d->transformer);
     for (int u = 0; u < d->cfg.n_upsampling_ratios && st == KZ_OK; u++) {
@@ -245,11 +247,20 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
     }
     for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
         for (int r = 0; r < KZ_CODEC_RES_UNITS && st == KZ_OK; r++) {
-            st = kz_conv_use_bf16(&d->blocks[i].res[r].conv1);
+            st = conv1 ? kz_conv_use_bf16(&d->blocks[i].res[r].conv1) : KZ_OK;
             st = st == KZ_OK ? kz_conv_use_bf16(&d->blocks[i].res[r].conv2) : st;
         }
     }
     return st;
+}
+
+kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
+    return use_bf16(d, true);
+}
+
+kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
+    kz_status st = kz_codec_decoder_use_winograd(d);
+    return st == KZ_OK ? use_bf16(d, false) : st;
 }
 
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {

@@ -166,7 +166,10 @@ static kz_status build_description(kz_model *m) {
     w += snprintf(b + w, n - (size_t)w, "\n");
     w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
     w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
-    const char *precision = m->decoder.bf16 ? "bf16" : m->decoder.winograd ? "winograd" : "f32";
+    const char *precision = m->decoder.bf16 ? "bf16" : "f32";
+    if (m->decoder.winograd) {
+        precision = m->decoder.bf16 ? "winograd-bf16" : "winograd";
+    }
     snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\ncodec precision: %s\nload: %.0f ms",
              kz_cpu_features(), m->kernels->name, precision, m->load_ms);
     return KZ_OK;
@@ -219,6 +222,33 @@ static kz_isa cap_to_isa(kz_isa_cap cap) {
     return KZ_ISA_AUTO;
 }
 
+/* FAST resolved for this CPU: bf16 on AMX tiles; winograd-bf16 where the bf16 GEMM
+ * still beats the fp32 one (AVX512_BF16 off Intel); winograd elsewhere. */
+static kz_precision fast_precision(const kz_kernels *k) {
+    if (kz_kernels_bf16_on_amx(k)) {
+        return KZ_PRECISION_BF16;
+    }
+    return kz_kernels_bf16_faster(k) ? KZ_PRECISION_WINOGRAD_BF16 : KZ_PRECISION_WINOGRAD;
+}
+
+/* Switches the loaded codec to precision p. bf16 needs a bf16 dot product: without
+ * one, bf16 stays f32 and winograd-bf16 is winograd. */
+static kz_status use_codec_precision(kz_model *m, kz_precision p) {
+    const bool has_bf16 = m->kernels->gemm_bf16 != NULL;
+    p = p == KZ_PRECISION_FAST ? fast_precision(m->kernels) : p;
+    switch (p) {
+    case KZ_PRECISION_BF16:
+        return has_bf16 ? kz_codec_decoder_use_bf16(&m->decoder) : KZ_OK;
+    case KZ_PRECISION_WINOGRAD_BF16:
+        return has_bf16 ? kz_codec_decoder_use_winograd_bf16(&m->decoder)
+                        : kz_codec_decoder_use_winograd(&m->decoder);
+    case KZ_PRECISION_WINOGRAD:
+        return kz_codec_decoder_use_winograd(&m->decoder);
+    default:
+        return KZ_OK;
+    }
+}
+
 kz_status kz_model_open_with(const char *path, const kz_model_params *params,
                              const kz_load_opts *opts, kz_model **out) {
     *out = NULL;
@@ -231,17 +261,7 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
-    kz_precision precision = params->codec_precision;
-    if (precision == KZ_PRECISION_FAST) {
-        precision = kz_kernels_bf16_on_amx(m->kernels) ? KZ_PRECISION_BF16 : KZ_PRECISION_WINOGRAD;
-    }
-    // bf16 needs a bf16 dot product; elsewhere the codec stays fp32.
-    if (st == KZ_OK && precision == KZ_PRECISION_BF16 && m->kernels->gemm_bf16) {
-        st = kz_codec_decoder_use_bf16(&m->decoder);
-    }
-    if (st == KZ_OK && precision == KZ_PRECISION_WINOGRAD) {
-        st = kz_codec_decoder_use_winograd(&m->decoder);
-    }
+    st = st == KZ_OK ? use_codec_precision(m, params->codec_precision) : st;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
     st = st == KZ_OK ? build_description(m) : st;

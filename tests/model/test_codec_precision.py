@@ -9,9 +9,13 @@ message; `kztts bench` accepts the option.
 winograd (Winograd F(4, 7) in fp32, any CPU): SNR >= 60 dB of f32 (fp32 rounding,
 far stricter than the 40 dB requirement, so a wrong transform cannot hide), not
 the f32 bytes (the path ran), and the same determinism checks as bf16.
-fast: the bytes of bf16 on a CPU whose bf16 GEMM runs on AMX tiles, of winograd
-elsewhere; `kztts bench` (text and JSON) and `kztts info --codec-precision fast`
-name the precision in effect.
+winograd-bf16 (winograd's k7 convs, bf16 pointwise convs and projections): SNR >= 40
+dB of f32, on a CPU with AVX512_BF16 not the winograd bytes (its bf16 part ran),
+elsewhere exactly winograd's; the same determinism checks.
+fast: the bytes of bf16 on a CPU whose bf16 GEMM runs on AMX tiles, of winograd-bf16
+where AVX512_BF16 runs on a CPU that is not Intel's, of winograd elsewhere; `kztts
+bench` (text and JSON) and `kztts info --codec-precision fast` name the precision in
+effect.
 """
 import argparse
 import math
@@ -86,10 +90,29 @@ def main():
         same = decode(a, out, "--codec-precision", "winograd", *extra) == wino
         check(same, f"winograd with {extra} changes the audio")
 
+    wbf = decode(a, out, "--threads", "2", "--codec-precision", "winograd-bf16")
+    s = snr_db(struct.unpack(f"<{len(wbf) // 4}f", wbf), ref)
+    print(f"winograd-bf16 vs f32: SNR {s:.1f} dB")
+    check(len(wbf) == len(f32) and s >= 40, f"winograd-bf16 vs f32: SNR {s:.1f} dB < 40")
+    if has_bf16:
+        check(wbf != wino, "winograd-bf16 gives the winograd bytes on a CPU with AVX512_BF16")
+    else:
+        check(wbf == wino, "winograd-bf16 without AVX512_BF16 differs from winograd")
+    for extra in (["--threads", "1"], ["--chunk", "1"], ["--chunk", "17"],
+                  ["--official-chunking"]):
+        same = decode(a, out, "--codec-precision", "winograd-bf16", *extra) == wbf
+        check(same, f"winograd-bf16 with {extra} changes the audio")
+    r = run([a.kztts, "info", "-m", a.tiny, "--codec-precision", "winograd-bf16"])
+    named = "winograd-bf16" if has_bf16 else "winograd"
+    check(r.returncode == 0 and f"codec precision: {named}\n".encode() in r.stdout,
+          f"info --codec-precision winograd-bf16 does not name {named}: {r.stdout.decode()}")
+
     has_amx = has_bf16 and "amx-bf16" in info and "amx-permitted" in info
-    chosen = "bf16" if has_amx else "winograd"
+    intel = " intel" in info.split("cpu:", 1)[1].split("\n", 1)[0]
+    chosen = "bf16" if has_amx else "winograd-bf16" if has_bf16 and not intel else "winograd"
+    expected = {"bf16": bf16, "winograd-bf16": wbf, "winograd": wino}[chosen]
     fast = decode(a, out, "--threads", "2", "--codec-precision", "fast")
-    check(fast == (bf16 if has_amx else wino), f"fast is not {chosen} on this CPU")
+    check(fast == expected, f"fast is not {chosen} on this CPU")
     check(decode(a, out, "--codec-precision", "fast", "--chunk", "3") == fast,
           "fast with --chunk 3 changes the audio")
     r = run([a.kztts, "info", "-m", a.tiny, "--codec-precision", "fast"])

@@ -71,6 +71,8 @@ static void test_null_and_bad(void) {
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     mp.codec_precision = KZ_PRECISION_WINOGRAD; // valid everywhere too
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
+    mp.codec_precision = KZ_PRECISION_WINOGRAD_BF16; // winograd where bf16 is missing
+    CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     mp.codec_precision = KZ_PRECISION_FAST; // resolved per CPU at load
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     CHECK(kz_model_load("/nonexistent/model", NULL, &m) == KZ_STATUS_IO && m == NULL);

@@ -53,7 +53,7 @@ typedef struct bench_playback {
 typedef struct bench_result {
     bool decoder_only;
     const char *kernels;  /* kernel level of the model, e.g. "avx2" */
-    const char *codec_precision; /* in effect after load: "f32", "bf16" or "winograd" */
+    const char *codec_precision; /* in effect after load: f32, bf16, winograd(-bf16) */
     int64_t frames, runs, chunk;
     int threads, threads_lm, threads_codec;
     bool overlap;         /* the stages overlap (KZ_SCHEDULE_OVERLAP), else take turns */

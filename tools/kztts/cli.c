@@ -68,11 +68,14 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
         mp.codec_precision = KZ_PRECISION_BF16;
     } else if (codec_precision && strcmp(codec_precision, "winograd") == 0) {
         mp.codec_precision = KZ_PRECISION_WINOGRAD;
+    } else if (codec_precision && strcmp(codec_precision, "winograd-bf16") == 0) {
+        mp.codec_precision = KZ_PRECISION_WINOGRAD_BF16;
     } else if (codec_precision && strcmp(codec_precision, "fast") == 0) {
         mp.codec_precision = KZ_PRECISION_FAST;
     } else if (codec_precision && strcmp(codec_precision, "f32") != 0) {
         fprintf(stderr,
-                "kztts %s: --codec-precision must be f32, bf16, winograd or fast, got '%s'\n",
+                "kztts %s: --codec-precision must be f32, bf16, winograd, winograd-bf16 or fast, "
+                "got '%s'\n",
                 cmd, codec_precision);
         return -1;
     }

@@ -25,8 +25,8 @@ int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, 
              kz_session **session);
 
 /* How a command runs the engine: ISA name, threads (0 = automatic), LM / codec stage
- * threads (0 = automatic), codec precision name ("f32", "bf16", "winograd", "fast";
- * NULL means f32) and stage schedule name ("turns", "overlap"; NULL means automatic). */
+ * threads (0 = automatic), codec precision name ("f32", "bf16", "winograd", "winograd-bf16",
+ * "fast"; NULL means f32) and stage schedule name ("turns", "overlap"; NULL means automatic). */
 typedef struct cli_engine {
     const char *isa, *codec_precision, *schedule;
     int threads, threads_lm, threads_codec;

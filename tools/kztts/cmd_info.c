@@ -14,7 +14,7 @@ int cmd_info(int argc, char **argv) {
     const arg_spec specs[] = {
         {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   checkpoint or codec directory"},
         {"--isa", NULL, ARG_STRING, &isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &codec_precision, 0, 0, "P     f32|bf16|winograd|fast: load the codec so (the description names the precision in effect)"},
+        {"--codec-precision", NULL, ARG_STRING, &codec_precision, 0, 0, "P     f32|bf16|winograd|winograd-bf16|fast: load the codec so (the description names the precision in effect)"},
         {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
