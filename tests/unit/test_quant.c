@@ -547,7 +547,8 @@ static void test_matmul(void) {
             // prompts (AVX-512 with AMX-INT8 takes its tile path for q8_0 from 8 tokens)
             check_matmul(k, l, q4, 45, 1024, 22, 0);
             check_matmul(k, l, q4, 33, 8224, 17, 1);
-            n_cases += 4;
+            check_matmul(k, l, q4, 40, 3072, 41, 0); // many sets of tokens
+            n_cases += 5;
         }
         if (k->isa == KZ_ISA_SCALAR) {
             printf("level %s: %d cases\n", k->name, n_cases);
