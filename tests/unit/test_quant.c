@@ -548,7 +548,8 @@ static void test_matmul(void) {
             check_matmul(k, l, q4, 45, 1024, 22, 0);
             check_matmul(k, l, q4, 33, 8224, 17, 1);
             check_matmul(k, l, q4, 40, 3072, 41, 0); // many sets of tokens
-            n_cases += 5;
+            check_matmul(k, l, q4, 21, 1024, 28, 1); // a set of 16 and one of 12
+            n_cases += 6;
         }
         if (k->isa == KZ_ISA_SCALAR) {
             printf("level %s: %d cases\n", k->name, n_cases);
