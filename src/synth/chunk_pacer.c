@@ -6,7 +6,9 @@
  * max(deadline, handed) + n frames of audio; production time per frame = the time
  * from the previous callback's return to this hand-over, over n, averaged with the
  * previous estimate (weight 1/2, so a slower phase is followed within a few chunks);
- * a hand-over after the deadline doubles min_frames.
+ * a hand-over after the deadline doubles min_frames when this chunk's production time
+ * per frame and the average before it both exceed a frame's audio (a machine slower
+ * than real time at this size, not one slow step, which small chunks recover from).
  */
 #include "synth/chunk_pacer.h"
 
@@ -43,9 +45,11 @@ void kz_pacer_delivered(kz_pacer *p, int n, double handed_ms, double returned_ms
     if (p->started) {
         double per = (handed_ms - p->resumed_ms) / n;
         per = per > 0 ? per : 0;
-        p->per_frame_ms = p->per_frame_ms > 0 ? 0.5 * (p->per_frame_ms + per) : per;
+        const double before = p->per_frame_ms;
+        p->per_frame_ms = before > 0 ? 0.5 * (before + per) : per;
+        // Late, and slower than real time in this chunk and before it: not one slow step.
         const int lo = smallest(p);
-        if (handed_ms > p->deadline_ms) {
+        if (handed_ms > p->deadline_ms && per > p->frame_ms && before > p->frame_ms) {
             p->min_frames = 2 * lo < KZ_PACER_MAX_FRAMES ? 2 * lo : KZ_PACER_MAX_FRAMES;
         }
     }

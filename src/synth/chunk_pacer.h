@@ -14,8 +14,10 @@
  * docs/PERF.md). A machine slower than real time at small chunks (the Zen 4 VM of
  * docs/PERF.md 2026-12-03: 93 ms to produce a frame alone, 75 ms a frame at 4) would
  * stay at one frame and underrun at every chunk, so each chunk handed over after the
- * buffer ran dry doubles the smallest size the pacer returns (min_frames, kept for the
- * rest of the stream): throughput first once the listener is waiting anyway. Chunk
+ * buffer ran dry, made slower than real time as the chunks before it were, doubles the
+ * smallest size the pacer returns (min_frames, kept for the rest of the stream):
+ * throughput first once the listener is waiting anyway. One slow step on a machine that
+ * keeps up does not double it (small chunks recover from that without more underruns). Chunk
  * sizes never change the codes or the audio, only when they arrive. Times are milliseconds on any
  * monotonic clock (tests pass their own).
  */
@@ -47,7 +49,8 @@ int kz_pacer_next(const kz_pacer *p, double now_ms);
 
 /* n frames were handed to the listener at handed_ms, and the callback returned at
  * returned_ms; updates the deadline, the production time and, when the hand-over came
- * after the deadline (an underrun), min_frames. */
+ * after the deadline (an underrun) with production slower than real time in this chunk
+ * and on average before it, min_frames. */
 void kz_pacer_delivered(kz_pacer *p, int n, double handed_ms, double returned_ms);
 
 #endif
