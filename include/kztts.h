@@ -345,11 +345,12 @@ typedef struct kz_request {
                                   adaptive, 1 to 16 frames sized by the audio a listener
                                   who started at the first callback still has buffered,
                                   so small while that is short (no underrun) and large
-                                  once it is long (the codec's cheapest); each chunk
-                                  that comes after that buffer ran dry doubles the
-                                  smallest size (a machine slower than real time at one
-                                  frame gets throughput). Audio and codes never depend
-                                  on it. kz_synthesize_all takes 0 as 16. */
+                                  once it is long (the codec's cheapest); a chunk that
+                                  comes after that buffer ran dry, made slower than real
+                                  time as the ones before it, doubles the smallest size
+                                  (a machine slower than real time at one frame gets
+                                  throughput). Audio and codes never depend on it.
+                                  kz_synthesize_all takes 0 as 16. */
     int32_t max_utterance_bytes; /* text longer than this is split at sentence ends (any
                                   script) into utterances spoken back to back in one stream,
                                   joined with a 10 ms fade; 0 = never split; default 600 */
