@@ -235,9 +235,11 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
  * 42.58 -> 42.40 dB on the random 0.6B checkpoint) and the ConvNeXt upsample stages'
  * pw1 / pw2 (a 1-frame chunk's decoder 15.0 -> 13.5 ms, 16-frame chunks 6.16 -> 5.96;
  * 42.40 -> 42.37 dB). The upsample stages' and blocks' transposed convs and decoder.0
- * measured 1.5-2.9 dB each (docs/PERF.md 2026-12-02 (night)). */
-/* bf16 for the pointwise work: the pre-transformer's projections, the ConvNeXt pw1 /
- * pw2, the residual units' conv2 and, with conv1 true, their k7 conv1 too. */
+ * measured 1.5-2.9 dB each (docs/PERF.md 2026-12-02 (night)).
+ * use_bf16 switches the pointwise work (the pre-transformer's projections, the ConvNeXt
+ * pw1 / pw2, the residual units' conv2) and, with conv1 true, the k7 conv1 too; the
+ * winograd-bf16 precision keeps conv1 in its Winograd form (45.6 dB on the random 0.6B
+ * checkpoint, docs/PERF.md 2026-12-03). */
 static kz_status use_bf16(kz_codec_decoder *d, bool conv1) {
     d->bf16 = true;
     kz_status st = kz_codec_transformer_use_bf16(&d->transformer);
