@@ -8,8 +8,8 @@
  * decoder blocks lives in a; residual units write conv1's output to c and add
  * conv2's output back into a (fused in the GEMM). Frames are processed in
  * internal steps of at most max_frames, so memory does not depend on the
- * number of frames. With the bf16 precision, x_bf16 holds the rounded input rows
- * of the residual units' convs (kz_conv_run), lent to the exec for the call.
+ * number of frames. With bf16 or winograd-bf16, x_bf16 holds the rounded input rows
+ * of the bf16 convs (kz_conv_run), lent to the exec for the call.
  */
 #include <math.h>
 #include <stdlib.h>
