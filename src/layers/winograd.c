@@ -1,19 +1,20 @@
 /*
- * winograd.c - causal k = 7 convolutions by Winograd F(m, 7), m = 4 or 6 (see winograd.h).
+ * winograd.c - causal convolutions of r = 7 or 2 taps by Winograd F(m, r), m = 4 or 6
+ * (see winograd.h).
  *
- * Load: the conv's fp32 panels W_j [k_in, n] (j = 0..6) -> U_k = sum_j G[k][j] W_j in
- * double, rounded once, panel by panel straight into the packed layout of m + 6 1x1
- * convs (zero columns beyond n stay zero). The Toom-Cook matrices of both tile sizes
+ * Load: the conv's fp32 panels W_j [k_in, n] (j < r) -> U_k = sum_j G[k][j] W_j in
+ * double, rounded once, panel by panel straight into the packed layout of m + r - 1 1x1
+ * convs (zero columns beyond n stay zero). The Toom-Cook matrices of the four shapes
  * are built once from the interpolation points in double (exact enough: every entry
  * is a small rational) and kept as floats.
  * Run, per call (whole frames):
- *   plan      per frame, per residue class r mod d: tiles of m outputs in increasing
+ *   plan      per frame, per residue class mod d: tiles of m outputs in increasing
  *             order, the last one partial (1 to m - 1 outputs) when the class's count
  *             is not a multiple of m -> (base row, count) per tile in idx scratch
  *   input     V[k][tile][:] = sum_l BT[k][l] x[base + l d]       (pool over tiles, mix_rows)
- *             a partial tile of c outputs reads l < c + 6 and a zero row for the rest
+ *             a partial tile of c outputs reads l < c + r - 1 and a zero row for the rest
  *             (those rows belong to the next frame, which another chunk may hold)
- *   GEMMs     M[k] = V[k] U_k                                 (kz_conv_run x m + 6)
+ *   GEMMs     M[k] = V[k] U_k                             (kz_conv_run x m + r - 1)
  *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias, i < count
  *                                                                (pool over tiles, mix_rows)
  * Each output row is written by one tile in a fixed sequence of mix_rows / GEMM steps
@@ -28,17 +29,17 @@
 
 #include "runtime/error.h"
 
-/* The Toom-Cook matrices of one tile size, rows packed at their own width (the
- * stride mix_rows expects). */
+/* The Toom-Cook matrices of one tile size and kernel length, rows packed at their own
+ * width (the stride mix_rows expects). */
 typedef struct tile_mats {
-    size_t m, n;                                        /* outputs, points (m + 6) */
+    size_t m, n;                                        /* outputs, points (m + r - 1) */
     float at[KZ_WINO_MAX_M * KZ_WINO_MAX_N];            /* output transform [m][n] */
     float at_bias[KZ_WINO_MAX_M * (KZ_WINO_MAX_N + 1)]; /* the same, then 1: the bias [m][n+1] */
-    double g[KZ_WINO_MAX_N * KZ_WINO_R];                /* weight transform [n][7], at load */
+    double g[KZ_WINO_MAX_N * KZ_WINO_MAX_R];            /* weight transform [n][r], at load */
     float bt[KZ_WINO_MAX_N * KZ_WINO_MAX_N];            /* input transform [n][n] */
 } tile_mats;
 
-static tile_mats MATS4, MATS6; /* F(4, 7) and F(6, 7) */
+static tile_mats MATS[2][2]; /* [r == 7][m == 6]: F(4, 2), F(6, 2), F(4, 7), F(6, 7) */
 static pthread_once_t matrices_once = PTHREAD_ONCE_INIT;
 
 /* Multiplies the polynomial p (ascending coefficients, *len of them) by (x - a). */
@@ -54,8 +55,8 @@ static void poly_times_root(double *p, int *len, double a) {
 /* Toom-Cook for correlation, by transposing linear convolution (Lavin & Gray):
  * evaluation at the m + 5 finite points and infinity gives G (of the kernel) and AT
  * (of the outputs, transposed); Lagrange interpolation gives BT (transposed). */
-static void build_matrices(tile_mats *t, size_t m, const double *pts) {
-    const int n = (int)m + KZ_WINO_R - 1, fin = n - 1, r = KZ_WINO_R;
+static void build_matrices(tile_mats *t, size_t m, int r, const double *pts) {
+    const int n = (int)m + r - 1, fin = n - 1;
     t->m = m;
     t->n = (size_t)n;
     for (int k = 0; k < fin; k++) {
@@ -104,26 +105,28 @@ static void build_matrices(tile_mats *t, size_t m, const double *pts) {
 static void build_all(void) {
     static const double pts[KZ_WINO_MAX_N - 1] = {0.0,  1.0, -1.0, 2.0,  -2.0, 0.5,
                                                   -0.5, 1.5, -1.5, 0.75, -0.75};
-    build_matrices(&MATS4, 4, pts);
-    build_matrices(&MATS6, 6, pts);
+    for (int r7 = 0; r7 < 2; r7++) {
+        build_matrices(&MATS[r7][0], 4, r7 ? 7 : 2, pts);
+        build_matrices(&MATS[r7][1], 6, r7 ? 7 : 2, pts);
+    }
 }
 
-static const tile_mats *mats_for(size_t m) {
+static const tile_mats *mats_for(size_t m, size_t r) {
     pthread_once(&matrices_once, build_all);
-    return m == 6 ? &MATS6 : &MATS4;
+    return &MATS[r == 7][m == 6];
 }
 
 /* Panel p of U_k from panel p of the conv: U_k[i][c] = sum_j G[k][j] W_j[i][c], 16 columns
  * of a panel row at a time (both layouts keep a panel row contiguous). */
-static void transform_panel(float *const u[KZ_WINO_MAX_N], const tile_mats *t, const float *wp,
-                            size_t k_in) {
+static void transform_panel(float *const u[KZ_WINO_MAX_N], const tile_mats *t, size_t r,
+                            const float *wp, size_t k_in) {
     const size_t n = t->n;
     for (size_t i = 0; i < k_in; i++) {
         double acc[KZ_WINO_MAX_N][KZ_PANEL] = {{0}};
-        for (int j = 0; j < KZ_WINO_R; j++) {
-            const float *row = wp + ((size_t)j * k_in + i) * KZ_PANEL;
+        for (size_t j = 0; j < r; j++) {
+            const float *row = wp + (j * k_in + i) * KZ_PANEL;
             for (size_t k = 0; k < n; k++) {
-                const double g = t->g[k * KZ_WINO_R + (size_t)j];
+                const double g = t->g[k * r + j];
                 if (g != 0.0) {
                     for (int c = 0; c < KZ_PANEL; c++) {
                         acc[k][c] += g * (double)row[c];
@@ -149,19 +152,21 @@ static size_t frame_tiles(size_t frame_rows, size_t d, size_t m) {
     return tiles;
 }
 
-size_t kz_wino_tile_for(size_t frame_rows, size_t dilation) {
-    const size_t rows4 = frame_tiles(frame_rows, dilation, 4) * (4 + KZ_WINO_R - 1);
-    const size_t rows6 = frame_tiles(frame_rows, dilation, 6) * (6 + KZ_WINO_R - 1);
+size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r) {
+    const size_t rows4 = frame_tiles(frame_rows, dilation, 4) * (4 + r - 1);
+    const size_t rows6 = frame_tiles(frame_rows, dilation, 6) * (6 + r - 1);
     return rows6 < rows4 ? 6 : 4;
 }
 
 kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
     memset(w, 0, sizeof *w);
-    KZ_ASSERT(c->taps == KZ_WINO_R && c->w.data && c->w.taps == KZ_WINO_R);
+    const size_t r = c->taps;
+    KZ_ASSERT((r == 2 || r == 7) && c->w.data && c->w.taps == r);
     KZ_ASSERT(m == 4 || m == 6);
-    const tile_mats *t = mats_for(m);
-    const size_t k_in = c->k_in, n = c->n, k_rows = KZ_WINO_R * k_in, n_panels = c->w.n_panels;
+    const tile_mats *t = mats_for(m, r);
+    const size_t k_in = c->k_in, n = c->n, k_rows = r * k_in, n_panels = c->w.n_panels;
     w->k_in = k_in;
+    w->r = r;
     w->n = n;
     w->dilation = c->dilation;
     w->m = m;
@@ -185,7 +190,7 @@ kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
         for (size_t k = 0; k < t->n; k++) {
             u[k] = w->u[k].w.data + p * k_in * KZ_PANEL;
         }
-        transform_panel(u, t, c->w.data + p * k_rows * KZ_PANEL, k_in);
+        transform_panel(u, t, r, c->w.data + p * k_rows * KZ_PANEL, k_in);
     }
     w->bias = c->bias;
     return KZ_OK;
@@ -230,7 +235,7 @@ static void input_rows(void *arg, size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; t++) {
         const float *src[KZ_WINO_MAX_N];
         float *dst[KZ_WINO_MAX_N];
-        const size_t used = j->count[t] + KZ_WINO_R - 1;
+        const size_t used = j->count[t] + j->w->r - 1;
         for (size_t l = 0; l < np; l++) {
             src[l] = l < used ? j->x + (j->base[t] + l * d) * j->ldx : j->zero;
             dst[l] = j->v + (l * j->n_tiles + t) * k_in;
@@ -292,7 +297,7 @@ void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *
         return;
     }
     wino_job j = {.w = w,
-                  .t = mats_for(w->m),
+                  .t = mats_for(w->m, w->r),
                   .k = e->k,
                   .x = x,
                   .ldx = ldx,

@@ -80,17 +80,27 @@ static kz_status init_conv_states(kz_codec_state *s, const kz_codec_decoder *d) 
     return st;
 }
 
-/* The largest Winograd scratch of any residual unit for max_frames frames. */
+/* Raises *n_f, *n_idx to w's scratch for max_frames frames (nothing if w is empty). */
+static void wino_need(const kz_wino *w, size_t frame_rows, size_t max_frames, size_t *n_f,
+                      size_t *n_idx) {
+    if (w->n_pts == 0) {
+        return;
+    }
+    size_t f, idx;
+    kz_wino_scratch_need(w, frame_rows, max_frames, &f, &idx);
+    *n_f = f > *n_f ? f : *n_f;
+    *n_idx = idx > *n_idx ? idx : *n_idx;
+}
+
+/* The largest Winograd scratch of any conv for max_frames frames. */
 static kz_status init_wino_scratch(kz_codec_state *s, const kz_codec_decoder *d,
                                    size_t max_frames) {
     size_t n_f = 0, n_idx = 0;
     for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
+        const kz_decoder_block *b = &d->blocks[i];
+        wino_need(&b->up_wino, b->frame_rows / (size_t)b->rate, max_frames, &n_f, &n_idx);
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
-            size_t f, idx;
-            kz_wino_scratch_need(&d->blocks[i].res[r].wino1, d->blocks[i].frame_rows, max_frames,
-                                 &f, &idx);
-            n_f = f > n_f ? f : n_f;
-            n_idx = idx > n_idx ? idx : n_idx;
+            wino_need(&b->res[r].wino1, b->frame_rows, max_frames, &n_f, &n_idx);
         }
     }
     s->wino = (kz_wino_scratch){.f = aligned_alloc(64, (n_f + 16) * sizeof(float) / 64 * 64 + 64),
@@ -257,7 +267,12 @@ static void decoder_block(const kz_codec_decoder *d, kz_codec_state *s, kz_exec 
     size_t c_in = (size_t)b->c_in, c_out = (size_t)b->c_out, rows = n_rows * (size_t)b->rate;
     float *in = kz_conv_state_begin(&s->block_up[i], s->b);
     snake(e, in, s->a, n_rows, c_in, &b->act);
-    kz_conv_run(&b->up, e, s->a, b->up.n, s->b, c_in, n_rows, KZ_GEMM_STORE);
+    if (b->up_wino.n_pts) {
+        kz_wino_run(&b->up_wino, e, &s->wino, s->a, b->up.n, s->b, c_in, n_rows,
+                    b->frame_rows / (size_t)b->rate);
+    } else {
+        kz_conv_run(&b->up, e, s->a, b->up.n, s->b, c_in, n_rows, KZ_GEMM_STORE);
+    }
     kz_conv_state_end(&s->block_up[i], s->b, n_rows);
     for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
         const kz_res_unit *ru = &b->res[r];

@@ -28,6 +28,10 @@
 #include "model/codec_transformer.h"
 
 #define KZ_CODEC_RES_UNITS 3
+/* A block's transposed conv goes Winograd (winograd precisions) from this many input
+ * rows per frame: below it the GEMM streams its weights, which Winograd would enlarge
+ * (n / 2 times) for no saving (docs/PERF.md 2026-12-03 (later)). */
+#define KZ_CODEC_WINO_UP_ROWS 32
 
 typedef struct kz_snake {
     float *alpha;    /* [ch] exp(alpha_log) */
@@ -45,7 +49,9 @@ typedef struct kz_decoder_block {
     int32_t rate, c_in, c_out;
     size_t frame_rows; /* output rows per codec frame (samples per frame at this stage) */
     kz_snake act;
-    kz_conv up; /* transposed, k = 2 rate, stride rate */
+    kz_conv up; /* transposed, k = 2 rate, stride rate (panels dropped with up_wino) */
+    kz_wino up_wino; /* up by Winograd F(m, 2) (the winograd precisions, blocks with at
+                        least KZ_CODEC_WINO_UP_ROWS input rows per frame), else empty */
     kz_res_unit res[KZ_CODEC_RES_UNITS];
 } kz_decoder_block;
 
@@ -71,7 +77,8 @@ typedef struct kz_codec_decoder {
     kz_conv final_conv;          /* causal k7, -> 1 */
     bool bf16;                   /* the residual units' convs and the pointwise projections
                                     before the vocoder run in bf16 */
-    bool winograd;               /* the residual units' k7 convs run as Winograd F(m, 7) */
+    bool winograd;               /* the residual units' k7 convs run as Winograd F(m, 7),
+                                    the blocks' transposed convs (but the first) F(m, 2) */
     float *store;                /* owned storage for the per-channel vectors */
     size_t store_used, store_size;
 } kz_codec_decoder;
@@ -110,15 +117,17 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
 
 /* The winograd precision: the residual units' k7 convs (conv1, ~70 % of the decoder's
  * FLOPs) run as Winograd F(6, 7) or F(4, 7) in fp32 (layers/winograd.h; the tile size
- * per conv by kz_wino_tile_for from its block's frame rows), everything else as in
- * f32; conv1's fp32 panels are released once transformed (kz_conv_drop_panels). Call
- * before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
+ * per conv by kz_wino_tile_for from its block's frame rows), and so do the transposed
+ * convs of the blocks with at least KZ_CODEC_WINO_UP_ROWS input rows per frame, as
+ * F(6, 2) or F(4, 2) over their input rows; everything else as in f32. The fp32 panels
+ * of those convs are released once transformed (kz_conv_drop_panels). Call before
+ * creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);
 
-/* The winograd-bf16 precision: conv1 as with winograd (fp32 Winograd tiles), the
- * pointwise work in bf16 as with bf16 (the pre-transformer's projections, the ConvNeXt
- * pw1 / pw2, the residual units' conv2); the transposed convs, decoder.0 and the rest
- * stay fp32. Needs the kernels' bf16 conv-GEMM. Call before creating states. Returns
+/* The winograd-bf16 precision: conv1 and the transposed convs as with winograd (fp32
+ * Winograd tiles), the pointwise work in bf16 as with bf16 (the pre-transformer's
+ * projections, the ConvNeXt pw1 / pw2, the residual units' conv2); decoder.0 and the
+ * rest stay fp32. Needs the kernels' bf16 conv-GEMM. Call before creating states. Returns
  * KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d);
 

@@ -265,20 +265,30 @@ kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
     return st == KZ_OK ? use_bf16(d, false) : st;
 }
 
+/* w = c by Winograd for frames of frame_rows output rows; c's panels released. */
+static kz_status wino_from(kz_wino *w, kz_conv *c, size_t frame_rows) {
+    const size_t m = kz_wino_tile_for(frame_rows, c->dilation, c->taps);
+    kz_status st = kz_wino_init(w, c, m);
+    if (st == KZ_OK) {
+        kz_conv_drop_panels(c);
+    }
+    return st;
+}
+
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
     d->winograd = true;
-    for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
-        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
-            kz_res_unit *ru = &d->blocks[i].res[r];
-            const size_t m = kz_wino_tile_for(d->blocks[i].frame_rows, ru->conv1.dilation);
-            kz_status st = kz_wino_init(&ru->wino1, &ru->conv1, m);
-            if (st != KZ_OK) {
-                return st;
-            }
-            kz_conv_drop_panels(&ru->conv1);
+    kz_status st = KZ_OK;
+    for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
+        kz_decoder_block *b = &d->blocks[i];
+        const size_t in_rows = b->frame_rows / (size_t)b->rate;
+        if (in_rows >= KZ_CODEC_WINO_UP_ROWS && b->up.taps == 2) {
+            st = wino_from(&b->up_wino, &b->up, in_rows);
+        }
+        for (int r = 0; r < KZ_CODEC_RES_UNITS && st == KZ_OK; r++) {
+            st = wino_from(&b->res[r].wino1, &b->res[r].conv1, b->frame_rows);
         }
     }
-    return KZ_OK;
+    return st;
 }
 
 void kz_codec_decoder_free(kz_codec_decoder *d) {
@@ -297,6 +307,7 @@ void kz_codec_decoder_free(kz_codec_decoder *d) {
         kz_conv_free(&d->upsample[u].pw2);
     }
     for (int i = 0; i < KZ_CODEC_MAX_RATES; i++) {
+        kz_wino_free(&d->blocks[i].up_wino);
         kz_conv_free(&d->blocks[i].up);
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
             kz_wino_free(&d->blocks[i].res[r].wino1);

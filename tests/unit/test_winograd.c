@@ -1,15 +1,17 @@
 /*
- * test_winograd.c - the Winograd F(4, 7) and F(6, 7) convolutions (layers/winograd.c)
- * against the direct conv-GEMM of the same layer, and the choice between them.
+ * test_winograd.c - the Winograd F(4, r) and F(6, r) convolutions, r = 7 or 2 taps
+ * (layers/winograd.c), against the direct conv-GEMM of the same layer, and the choice
+ * between the tile sizes.
  *
- * Data flow: seeded random weights [n, k_in, 7] packed as a causal conv (dilation
- * 1, 3 or 9), random inputs with their history rows -> kz_conv_run (direct, exact
- * path) and kz_wino_run over n_frames frames of frame_rows rows. Checks, per shape:
- *   accuracy   every output row within 5e-5 (m = 4) or 1e-4 (m = 6) of the direct
- *              row's scale (|y - y_direct| <= bound (max |y_direct| of the row + 1e-3)); a wrong
- *              matrix entry or tile index errs by O(1) of that scale;
- *              (rows of partial tiles, where a frame's class count is not a
- *              multiple of m, included);
+ * Data flow: seeded random weights [n, k_in, r] packed as a causal conv (dilation
+ * 1, 3 or 9; 2 taps as the codec's transposed convs, n = stride * c_out), random
+ * inputs with their history rows -> kz_conv_run (direct, exact path) and kz_wino_run
+ * over n_frames frames of frame_rows rows. Checks, per shape:
+ *   accuracy   every output row within 5e-5 (r = 7, m = 4), 1e-4 (r = 7, m = 6) or 1e-5
+ *              (r = 2) of the direct row's scale (|y - y_direct| <= bound (max
+ *              |y_direct| of the row + 1e-3)); a wrong matrix entry or tile index errs
+ *              by O(1) of that scale (rows of partial tiles, where a frame's class count
+ *              is not a multiple of m, included);
  *   frames     the same rows run as two calls split at a frame boundary give the
  *              bits of one call (chunk invariance);
  *   no peeking every call sees its own rows followed by NaN rows, as if the next
@@ -34,18 +36,18 @@ static float rnd(void) {
 }
 
 typedef struct shape {
-    size_t k_in, n, d, frame_rows, n_frames;
+    size_t k_in, n, d, frame_rows, n_frames, r;
 } shape;
 
-/* A causal k=7 conv with random weights and bias (fp32 panels). */
+/* A causal conv of r taps with random weights and bias (fp32 panels). */
 static void make_conv(kz_conv *c, const shape *s) {
-    const size_t k_rows = 7 * s->k_in;
+    const size_t k_rows = s->r * s->k_in;
     float *src = malloc(k_rows * s->n * sizeof *src);
     for (size_t i = 0; i < k_rows * s->n; i++) {
         src[i] = rnd() / sqrtf((float)k_rows);
     }
     memset(c, 0, sizeof *c);
-    CHECK(kz_packed_init_rows(&c->w, 7, s->k_in, s->n, src) == 0);
+    CHECK(kz_packed_init_rows(&c->w, s->r, s->k_in, s->n, src) == 0);
     free(src);
     c->bias = malloc(s->n * sizeof(float));
     for (size_t o = 0; o < s->n; o++) {
@@ -53,9 +55,9 @@ static void make_conv(kz_conv *c, const shape *s) {
     }
     c->k_in = s->k_in;
     c->n = s->n;
-    c->taps = 7;
+    c->taps = s->r;
     c->dilation = s->d;
-    c->history = 6 * s->d;
+    c->history = (s->r - 1) * s->d;
 }
 
 /* Frames [f0, f1) from a copy of their input rows (history included) followed by
@@ -66,7 +68,7 @@ static void run_wino(const kz_wino *w, kz_exec *e, float *y, const float *x, con
     kz_wino_scratch_need(w, s->frame_rows, f1 - f0, &sc.n_f, &sc.n_idx);
     sc.f = malloc((sc.n_f + 1) * sizeof(float));
     sc.idx = malloc((sc.n_idx + 1) * sizeof(size_t));
-    const size_t rows = (f1 - f0) * s->frame_rows, own = (rows + 6 * s->d) * s->k_in;
+    const size_t rows = (f1 - f0) * s->frame_rows, own = (rows + (s->r - 1) * s->d) * s->k_in;
     float *xc = malloc((own + 10 * s->d * s->k_in) * sizeof *xc);
     memcpy(xc, x + f0 * s->frame_rows * s->k_in, own * sizeof *xc);
     for (size_t i = own; i < own + 10 * s->d * s->k_in; i++) {
@@ -80,7 +82,7 @@ static void run_wino(const kz_wino *w, kz_exec *e, float *y, const float *x, con
 
 static void check_shape(const shape *s, size_t m, kz_pool *pool1, kz_pool *pool3) {
     const kz_kernels *k = kz_kernels_select(KZ_ISA_AUTO);
-    const size_t rows = s->frame_rows * s->n_frames, hist = 6 * s->d;
+    const size_t rows = s->frame_rows * s->n_frames, hist = (s->r - 1) * s->d;
     float *x = malloc((rows + hist) * s->k_in * sizeof *x);
     for (size_t i = 0; i < (rows + hist) * s->k_in; i++) {
         x[i] = rnd();
@@ -89,7 +91,7 @@ static void check_shape(const shape *s, size_t m, kz_pool *pool1, kz_pool *pool3
     make_conv(&c, s);
     kz_wino w;
     CHECK(kz_wino_init(&w, &c, m) == KZ_OK);
-    const double bound = m == 4 ? 5e-5 : 1e-4;
+    const double bound = s->r == 2 ? 1e-5 : m == 4 ? 5e-5 : 1e-4;
     float *y_direct = malloc(rows * s->n * sizeof(float));
     float *y1 = malloc(rows * s->n * sizeof(float));
     float *y3 = malloc(rows * s->n * sizeof(float));
@@ -117,14 +119,14 @@ static void check_shape(const shape *s, size_t m, kz_pool *pool1, kz_pool *pool3
         }
     }
     CHECK_MSG(accurate,
-              "m %zu k_in %zu n %zu d %zu frame %zu x %zu: worst error %.3g of the row scale", m,
-              s->k_in, s->n, s->d, s->frame_rows, s->n_frames, worst);
+              "r %zu m %zu k_in %zu n %zu d %zu frame %zu x %zu: worst error %.3g of the row scale",
+              s->r, m, s->k_in, s->n, s->d, s->frame_rows, s->n_frames, worst);
     CHECK_MSG(memcmp(y1, y3, rows * s->n * sizeof(float)) == 0,
               "k_in %zu d %zu: 1 and 3 threads differ", s->k_in, s->d);
     CHECK_MSG(memcmp(y1, y_split, rows * s->n * sizeof(float)) == 0,
               "k_in %zu d %zu: split at frame %zu differs from one call", s->k_in, s->d, cut);
-    printf("m %zu k_in %4zu n %3zu d %zu frame %4zu x %zu: worst error %.2e of the row scale\n", m,
-           s->k_in, s->n, s->d, s->frame_rows, s->n_frames, worst);
+    printf("r %zu m %zu k_in %4zu n %3zu d %zu frame %4zu x %zu: worst error %.2e of the row scale\n",
+           s->r, m, s->k_in, s->n, s->d, s->frame_rows, s->n_frames, worst);
     kz_wino_free(&w);
     kz_conv_free(&c);
     free(x);
@@ -135,16 +137,19 @@ static void check_shape(const shape *s, size_t m, kz_pool *pool1, kz_pool *pool3
 }
 
 /* Transformed rows per frame decide: the 0.6B codec's 32-row frames at d = 9 (classes
- * of 3-4 outputs: one tile each either way) keep 4; its longer frames take 6. */
+ * of 3-4 outputs: one tile each either way) keep 4; its longer frames take 6. Its
+ * transposed convs (r = 2, d = 1): 32 input rows a frame 8 x 5 < 6 x 7 rows -> 4;
+ * 160 and 640 -> 6. */
 static void check_tile_choice(void) {
     static const struct {
-        size_t frame_rows, d, m;
-    } cases[] = {{32, 1, 6}, {32, 3, 6}, {32, 9, 4}, {160, 9, 6}, {1920, 9, 6},
-                 {4, 1, 4},  {7, 1, 4},  {8, 1, 4},  {6, 1, 6},   {3, 9, 4}};
+        size_t frame_rows, d, r, m;
+    } cases[] = {{32, 1, 7, 6}, {32, 3, 7, 6},  {32, 9, 7, 4},  {160, 9, 7, 6}, {1920, 9, 7, 6},
+                 {4, 1, 7, 4},  {7, 1, 7, 4},   {8, 1, 7, 4},   {6, 1, 7, 6},   {3, 9, 7, 4},
+                 {32, 1, 2, 4}, {160, 1, 2, 6}, {640, 1, 2, 6}, {4, 1, 2, 4},   {6, 1, 2, 6}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const size_t m = kz_wino_tile_for(cases[i].frame_rows, cases[i].d);
-        CHECK_MSG(m == cases[i].m, "frame %zu d %zu: tile %zu, expected %zu", cases[i].frame_rows,
-                  cases[i].d, m, cases[i].m);
+        const size_t m = kz_wino_tile_for(cases[i].frame_rows, cases[i].d, cases[i].r);
+        CHECK_MSG(m == cases[i].m, "frame %zu d %zu r %zu: tile %zu, expected %zu",
+                  cases[i].frame_rows, cases[i].d, cases[i].r, m, cases[i].m);
     }
 }
 
@@ -156,9 +161,14 @@ int main(void) {
         return 1;
     }
     static const shape shapes[] = {
-        {64, 64, 1, 32, 3}, {64, 48, 3, 32, 2}, {96, 96, 9, 32, 2},   {33, 21, 3, 10, 3},
-        {17, 40, 9, 20, 2}, {40, 17, 1, 7, 4},  {128, 64, 9, 160, 2}, {96, 96, 3, 96, 2},
-        {24, 24, 1, 4, 2},  {12, 16, 9, 3, 2},
+        {64, 64, 1, 32, 3, 7},  {64, 48, 3, 32, 2, 7}, {96, 96, 9, 32, 2, 7},
+        {33, 21, 3, 10, 3, 7},  {17, 40, 9, 20, 2, 7}, {40, 17, 1, 7, 4, 7},
+        {128, 64, 9, 160, 2, 7}, {96, 96, 3, 96, 2, 7}, {24, 24, 1, 4, 2, 7},
+        {12, 16, 9, 3, 2, 7},
+        // 2 taps: the transposed convs of the 0.6B codec's blocks 2-4 (32, 160, 640 input
+        // rows a frame, n = stride * c_out), odd sizes, frames shorter than a tile
+        {96, 320, 1, 32, 3, 2}, {48, 96, 1, 160, 2, 2}, {24, 36, 1, 640, 2, 2},
+        {33, 21, 1, 10, 3, 2},  {17, 40, 1, 3, 4, 2},   {40, 17, 1, 7, 2, 2},
     };
     for (size_t m = 4; m <= 6; m += 2) {
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
