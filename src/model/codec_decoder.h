@@ -29,9 +29,11 @@
 
 #define KZ_CODEC_RES_UNITS 3
 /* A block's transposed conv goes Winograd (winograd precisions) from this many input
- * rows per frame: below it the GEMM streams its weights, which Winograd would enlarge
- * (n / 2 times) for no saving (docs/PERF.md 2026-12-03 (later)). */
-#define KZ_CODEC_WINO_UP_ROWS 32
+ * rows per frame (the 12 Hz codec: decoder.decoder.3 and .4, 160 and 640 rows): with
+ * fewer the GEMM streams its weights, which Winograd enlarges n / 2 times, and the
+ * 32-row decoder.decoder.2 measured no gain for 18 MB more (docs/PERF.md 2026-12-03,
+ * later). */
+#define KZ_CODEC_WINO_UP_ROWS 64
 
 typedef struct kz_snake {
     float *alpha;    /* [ch] exp(alpha_log) */
@@ -78,7 +80,7 @@ typedef struct kz_codec_decoder {
     bool bf16;                   /* the residual units' convs and the pointwise projections
                                     before the vocoder run in bf16 */
     bool winograd;               /* the residual units' k7 convs run as Winograd F(m, 7),
-                                    the blocks' transposed convs (but the first) F(m, 2) */
+                                    the last blocks' transposed convs as F(m, 2) */
     float *store;                /* owned storage for the per-channel vectors */
     size_t store_used, store_size;
 } kz_codec_decoder;

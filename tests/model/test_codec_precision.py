@@ -6,7 +6,8 @@ for the fast precision); it is deterministic: --threads 1 and 2, --chunk 1 and
 differs from f32 (the fast path ran), elsewhere it equals f32 (silent
 fallback); `kztts info` names the precision in use; a bad value fails with a
 message; `kztts bench` accepts the option.
-winograd (Winograd F(4, 7) in fp32, any CPU): SNR >= 60 dB of f32 (fp32 rounding,
+winograd (Winograd F(m, 7) for the residual units' k7 convs and F(m, 2) for the last
+decoder blocks' transposed convs, in fp32, any CPU): SNR >= 60 dB of f32 (fp32 rounding,
 far stricter than the 40 dB requirement, so a wrong transform cannot hide), not
 the f32 bytes (the path ran), and the same determinism checks as bf16.
 winograd-bf16 (winograd's k7 convs, bf16 pointwise convs and projections): SNR >= 40
