@@ -1,6 +1,7 @@
 /*
- * mix_shapes.h - kz_kernels.mix_rows for the AVX2 and NEON levels (x86/rows_avx2.c,
- * arm/rows_neon.c), included once per kernel as a template over the vector type.
+ * mix_shapes.h - kz_kernels.mix_rows for the AVX-512, AVX2 and NEON levels
+ * (x86/rows_avx512.c, x86/rows_avx2.c, arm/rows_neon.c), included once per kernel as a
+ * template over the vector type.
  *
  * Before including it a kernel defines MIX_COLS (floats per vector), MIX_VEC (the
  * vector type) and MIX_LOAD(p), MIX_ZERO(), MIX_FMA(acc, v, m) (acc + v * m, one fused
@@ -11,10 +12,11 @@
  *                    independent FMA chains overlap (each row's own chain keeps the
  *                    definition's order, so the bits are the scalar definition's)
  *   mix_rows_shapes  the Winograd transforms' shapes (F(4, 7): input 10 x 10, output
- *                    4 x 11 or 4 x 10; F(6, 7): 12 x 12, 6 x 13, 6 x 12) with constant counts, so that the source vectors stay in
- *                    registers and the loops unroll; any other shape with run-time
- *                    counts; the columns left after the last whole vector by the
- *                    scalar definition (kz_mix_rows_cols_ref).
+ *                    4 x 11 or 4 x 10; F(6, 7): 12 x 12, 6 x 13, 6 x 12; F(6, 2):
+ *                    7 x 7, 6 x 8, 6 x 7) with constant counts, so that the source
+ *                    vectors stay in registers and the loops unroll; any other shape
+ *                    with run-time counts; the columns left after the last whole
+ *                    vector by the scalar definition (kz_mix_rows_cols_ref).
  */
 #include <stddef.h>
 
@@ -77,6 +79,12 @@ static void mix_rows_shapes(float *const *dst, const float *const *src, const fl
         c = mix_groups(dst, src, mat, 6, 13, n);
     } else if (n_dst == 6 && n_src == 12) {
         c = mix_groups(dst, src, mat, 6, 12, n);
+    } else if (n_dst == 7 && n_src == 7) {
+        c = mix_groups(dst, src, mat, 7, 7, n);
+    } else if (n_dst == 6 && n_src == 8) {
+        c = mix_groups(dst, src, mat, 6, 8, n);
+    } else if (n_dst == 6 && n_src == 7) {
+        c = mix_groups(dst, src, mat, 6, 7, n);
     } else {
         c = mix_groups(dst, src, mat, n_dst, n_src, n);
     }

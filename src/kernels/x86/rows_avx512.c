@@ -229,26 +229,14 @@ static void axpy_avx512(float *y, float a, const float *x, size_t n) {
     }
 }
 
-/* kernels.h mix_rows: 16 columns at a time (a masked last group), every source vector
- * loaded once. */
-static void mix_rows_avx512(float *const *dst, const float *const *src, const float *mat,
-                            size_t n_dst, size_t n_src, size_t n) {
-    KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
-    for (size_t c = 0; c < n; c += 16) {
-        const __mmask16 m = n - c >= 16 ? (__mmask16)0xffff : first_lanes(n - c);
-        __m512 sv[KZ_MIX_MAX_SRC];
-        for (size_t s = 0; s < n_src; s++) {
-            sv[s] = _mm512_maskz_loadu_ps(m, src[s] + c);
-        }
-        for (size_t r = 0; r < n_dst; r++) {
-            __m512 acc = _mm512_setzero_ps();
-            for (size_t s = 0; s < n_src; s++) {
-                acc = _mm512_fmadd_ps(_mm512_set1_ps(mat[r * n_src + s]), sv[s], acc);
-            }
-            _mm512_mask_storeu_ps(dst[r] + c, m, acc);
-        }
-    }
-}
+/* kernels.h mix_rows (kernels/mix_shapes.h) on 16-float vectors. */
+#define MIX_COLS 16
+#define MIX_VEC __m512
+#define MIX_LOAD(p) _mm512_loadu_ps(p)
+#define MIX_ZERO() _mm512_setzero_ps()
+#define MIX_FMA(acc, v, m) _mm512_fmadd_ps(_mm512_set1_ps(m), (v), (acc))
+#define MIX_STORE(p, v) _mm512_storeu_ps((p), (v))
+#include "kernels/mix_shapes.h"
 
 const kz_kernels kz_kernels_avx512 = {
     .isa = KZ_ISA_AVX512,
@@ -261,7 +249,7 @@ const kz_kernels kz_kernels_avx512 = {
     .swiglu = swiglu_avx512,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
-    .mix_rows = mix_rows_avx512,
+    .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx512,
     .matmul_f16 = kz_matmul_f16_avx512,
     .matmul_f32 = kz_matmul_f32_avx512,
