@@ -9,7 +9,12 @@
  *     (relative RMS error <= STAGE_TOL) and the waveform has SNR >= 60 dB;
  *   - chunks of 1, 3, 17 frames and 1 vs 2 threads give bit-identical audio;
  *   - official chunking equals streaming up to 300 frames and matches the
- *     reference's chunked_decode at 330 frames (SNR >= 60 dB).
+ *     reference's chunked_decode at 330 frames (SNR >= 60 dB);
+ *   - the winograd precision: Winograd F(m, 7) for every residual unit's k7 conv and
+ *     F(m, 2) for exactly the blocks' transposed convs with >= KZ_CODEC_WINO_UP_ROWS
+ *     input rows a frame (the tiny codec has the real rates: the last two), and every
+ *     stage against the reference within WINO_STAGE_TOL (fp32 rounding of the
+ *     transforms; a wrong one errs by O(1)).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +28,9 @@
  * errors are 1e-7..2e-6 relative (tiny checkpoint, x86 AVX2 and scalar);
  * 2e-5 leaves room for other BLAS builds of the reference. */
 #define STAGE_TOL 2e-5
+/* The winograd precision measured up to 7.5e-6 at the final stage (its transforms
+ * round ~20-40x more than a direct sum, layers/winograd.h). */
+#define WINO_STAGE_TOL 5e-5
 #define WAV_SNR_DB 60.0
 #define MAX_STAGES 16
 
@@ -105,7 +113,7 @@ static kz_status decode(kz_session *s, const int32_t *codes, size_t n_frames, in
 }
 
 static void compare_stages(const capture *c, const kz_st_file *g, const kz_audio *audio,
-                           size_t n_frames, const char *level) {
+                           size_t n_frames, const char *level, double tol) {
     for (int i = 0; i < c->n; i++) {
         const stage *s = &c->stages[i];
         const kz_st_tensor *t = kz_st_find(g, s->name);
@@ -120,7 +128,7 @@ static void compare_stages(const capture *c, const kz_st_file *g, const kz_audio
         double snr, rel = rel_rms(s->data, ref, t->n_elements, &snr);
         printf("  [%s] %zu frames %-16s rel.rms %.2e  snr %6.1f dB\n", level, n_frames, s->name,
                rel, snr);
-        CHECK_MSG(rel <= STAGE_TOL, "%s stage %s rel %.3g > %.3g", level, s->name, rel, STAGE_TOL);
+        CHECK_MSG(rel <= tol, "%s stage %s rel %.3g > %.3g", level, s->name, rel, tol);
         free(ref);
     }
     CHECK_EQ_INT(c->n, 10);
@@ -137,7 +145,7 @@ static void compare_stages(const capture *c, const kz_st_file *g, const kz_audio
     }
 }
 
-static void test_against_reference(kz_session *s, const char *level) {
+static void test_against_reference(kz_session *s, const char *level, double tol) {
     static const size_t counts[] = {1, 7, 40};
     for (size_t i = 0; i < 3; i++) {
         size_t n = counts[i];
@@ -153,7 +161,7 @@ static void test_against_reference(kz_session *s, const char *level) {
         CHECK(decode(s, codes, n, (int)n, KZ_DECODE_STREAM, &audio) == KZ_OK);
         s->codec.tap = NULL;
         if (g) {
-            compare_stages(&c, g, &audio, n, level);
+            compare_stages(&c, g, &audio, n, level, tol);
         }
         kz_audio_free(&audio);
         capture_free(&c);
@@ -237,9 +245,50 @@ static void test_level(kz_isa_cap cap, const char *level) {
     sp.n_threads = 2;
     kz_session *s;
     CHECK(kz_session_new(m, &sp, &s) == KZ_OK);
-    test_against_reference(s, level);
+    test_against_reference(s, level, STAGE_TOL);
     test_chunks_and_threads(m, s, level);
     test_official(s, level);
+    kz_session_free(s);
+    kz_model_free(m);
+}
+
+/* Which convs the winograd precision transformed: every conv1, and the transposed
+ * convs of the blocks with enough input rows a frame. */
+static void check_winograd_convs(const kz_codec_decoder *d) {
+    int n_up = 0;
+    for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
+        const kz_decoder_block *b = &d->blocks[i];
+        const bool want = b->frame_rows / (size_t)b->rate >= KZ_CODEC_WINO_UP_ROWS;
+        CHECK_MSG((b->up_wino.n_pts > 0) == want, "block %d (%zu input rows a frame): up_wino %zu",
+                  i, b->frame_rows / (size_t)b->rate, b->up_wino.n_pts);
+        n_up += b->up_wino.n_pts > 0;
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            CHECK_MSG(b->res[r].wino1.n_pts > 0, "block %d unit %d: conv1 not Winograd", i, r);
+        }
+    }
+    CHECK_EQ_INT(n_up, 2);
+}
+
+static void test_winograd(kz_isa_cap cap, const char *level) {
+    kz_model_params mp;
+    kz_model_default_params(&mp);
+    mp.isa = cap;
+    mp.codec_precision = KZ_PRECISION_WINOGRAD;
+    kz_model *m;
+    kz_status st = kz_model_load(tiny_dir, &mp, &m);
+    CHECK_MSG(st == KZ_OK, "load %s: %s", tiny_dir, kz_last_error());
+    if (st != KZ_OK) {
+        return;
+    }
+    check_winograd_convs(&m->decoder);
+    kz_session_params sp;
+    kz_session_default_params(&sp);
+    sp.n_threads = 2;
+    kz_session *s;
+    CHECK(kz_session_new(m, &sp, &s) == KZ_OK);
+    char name[64];
+    snprintf(name, sizeof name, "%s winograd", level);
+    test_against_reference(s, name, WINO_STAGE_TOL);
     kz_session_free(s);
     kz_model_free(m);
 }
@@ -261,6 +310,7 @@ int main(int argc, char **argv) {
             continue;
         }
         test_level(levels[i].cap, levels[i].name);
+        test_winograd(levels[i].cap, levels[i].name);
     }
     return test_main_result("test_codec_decoder");
 }
