@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Cross-builds every target (library, CLI, tests, benchmarks) for 64-bit ARM with
 # warnings as errors and runs the kernel parity tests (tests/unit/test_kernels.c,
-# test_matmul.c, test_quant.c, test_gemm_rows.c) under qemu-user, so an x86 change
-# cannot break the NEON kernels or the aarch64 build unnoticed. Exits non-zero if a
-# build or a test fails.
+# test_matmul.c, test_quant.c, test_gemm_rows.c; test_winograd.c with CMake) under
+# qemu-user, so an x86 change cannot break the NEON kernels or the aarch64 build
+# unnoticed. Exits non-zero if a build or a test fails.
 #
 # Steps: install what is missing (Debian, as root or with sudo): the cross gcc/g++,
 # qemu-user, and the arm64 -dev packages of the dependencies through Debian multiarch
 # (dpkg --add-architecture arm64); configure build-aarch64/ with
-# cmake/aarch64-linux-gnu.cmake; build all targets; run the four tests under
+# cmake/aarch64-linux-gnu.cmake; build all targets; run the tests under
 # qemu-aarch64. Then, if the host build left the tiny model fixture (build/tests/model,
 # written by the model tests of .ci/run), end-to-end checks: the aarch64 CLI decodes
 # 40 frames at the best level (NEON), in f32 and in the winograd precision, and must
@@ -98,6 +98,7 @@ if [ "$mode" = cmake ]; then
         -DCMAKE_BUILD_TYPE=Release -DKZ_BUILD_TESTS=ON -DKZ_WERROR=ON >/dev/null
     cmake --build "$build" -j2
     bin="$build/tests"
+    tests+=(test_winograd) # the codec's Winograd convs over the NEON mix_rows and GEMM
 else
     # The kernel tests' closure: kernels (scalar + NEON), dispatch, error/log; the CMake
     # build's warning and float flags.

@@ -814,10 +814,11 @@ static void test_dot_axpy(void) {
  * offsets); columns beyond n are left untouched. */
 static void test_mix_rows(void) {
     // The Winograd transforms' shapes first (input, output with and without the bias
-    // row, partial tiles), then random ones.
+    // row, partial tiles; F(m, 7) and F(m, 2)), then random ones.
     static const size_t fixed[][2] = {{10, 10}, {4, 11}, {4, 10}, {3, 11}, {2, 11}, {1, 11},
                                       {3, 10}, {2, 10}, {1, 10}, {12, 12}, {6, 13}, {6, 12},
-                                      {5, 13}, {4, 13}, {1, 13}, {5, 12}, {2, 12}};
+                                      {5, 13}, {4, 13}, {1, 13}, {5, 12}, {2, 12}, {7, 7},
+                                      {6, 8},   {6, 7},  {5, 8},  {1, 8},  {5, 5},  {4, 6}};
     const int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
     for (int trial = 0; trial < 120 + 2 * n_fixed; trial++) {
         const int f = trial < 2 * n_fixed ? trial % n_fixed : -1;
