@@ -444,6 +444,7 @@ typedef struct sink {
     FILE *file;
     char *buffer;     // the stream's WRITE_CHUNK bytes of buffer
     const char *path; // the temporary file, for messages
+    const char *dest; // the file it becomes, for messages that are not about the temporary
     kz_status status;
 } sink;
 
@@ -525,7 +526,7 @@ static void write_data(sink *s, const kz_gguf_writer *w) {
     uint8_t *buffer = NULL;
     if (fill_bytes > 0 && !(buffer = malloc(fill_bytes))) {
         s->status = kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
-                                 "%s: no memory for a %zu-byte tensor buffer", s->path, fill_bytes);
+                                 "%s: no memory for a %zu-byte tensor buffer", s->dest, fill_bytes);
     }
     for (size_t i = 0; i < w->n_tensors && s->status == KZ_OK; i++) {
         const tensor_record *r = &w->tensors[i];
@@ -587,10 +588,11 @@ kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
         return status;
     }
     sink s = {
-        .file = fdopen(fd, "wb"), .buffer = malloc(WRITE_CHUNK), .path = temp, .status = KZ_OK};
+        .file = fdopen(fd, "wb"), .buffer = malloc(WRITE_CHUNK), .path = temp, .dest = path,
+        .status = KZ_OK};
     if (!s.file || !s.buffer) {
         status = s.file
-                     ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the buffer", temp)
+                     ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the buffer", path)
                      : kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", temp, strerror(errno));
         if (s.file) {
             fclose(s.file);

@@ -113,7 +113,8 @@ static kz_status read_bias(kz_conv *c, const kz_weights *f, const char *name, in
     c->bias = malloc((size_t)n_out * repeat * sizeof *c->bias);
     if (!c->bias) {
         free(b);
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory for '%s'",
+                            kz_weights_path(f), name);
     }
     for (size_t r = 0; r < repeat; r++) {
         memcpy(c->bias + r * (size_t)n_out, b, (size_t)n_out * sizeof *b);

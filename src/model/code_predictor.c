@@ -38,7 +38,9 @@ static kz_status load_tables(kz_code_predictor *p, const kz_weights *f) {
     }
     if (st == KZ_OK && p->has_projection) {
         p->projection_b = malloc((size_t)H * sizeof(float));
-        st = p->projection_b ? KZ_OK : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+        st = p->projection_b ? KZ_OK
+                             : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                                            "out of memory for the code predictor's projection");
         st = st ? st : kz_matrix_bind(&p->projection, f, PREFIX "small_to_mtp_projection.weight", H, D);
         if (st == KZ_OK) {
             kz_matrix_populate(&p->projection);

@@ -64,7 +64,8 @@ static kz_status load_quantizer(kz_codec_decoder *d, const kz_weights *f) {
     d->codebooks = malloc((size_t)c->num_quantizers * size * dim * sizeof(float));
     float *usage = malloc(size * sizeof(float));
     kz_status st = d->codebooks && usage ? KZ_OK
-                                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+                                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                                                        "out of memory for the codec's codebooks");
     char name[160];
     for (int q = 0; q < c->num_quantizers && st == KZ_OK; q++) {
         const char *base = q == 0 ? "rvq_first" : "rvq_rest";

@@ -66,8 +66,9 @@ static kz_status check_dir(const char *path) {
 static kz_status load_codec(kz_model *m, const char *dir, const kz_load_opts *o) {
     char *cfg_path = join(dir, "config.json");
     char *st_path = join(dir, "model.safetensors");
-    kz_status st = cfg_path && st_path ? KZ_OK
-                                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    kz_status st = cfg_path && st_path
+                       ? KZ_OK
+                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", dir);
     st = st == KZ_OK ? kz_codec_config_load(cfg_path, &m->codec_cfg) : st;
     st = st == KZ_OK ? kz_weights_open_safetensors(st_path, &m->codec_w) : st;
     st = st == KZ_OK ? kz_model_bind_codec(m, o) : st;
@@ -82,11 +83,11 @@ static kz_status load_tts(kz_model *m, const char *dir, const kz_load_opts *o) {
     char *codec_dir = join(dir, "speech_tokenizer");
     kz_status st = cfg_path && st_path && codec_dir
                        ? KZ_OK
-                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", dir);
     char *gen_path = join(dir, "generation_config.json");
     char *vocab_path = join(dir, "vocab.json");
     st = st == KZ_OK && (!gen_path || !vocab_path)
-             ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory")
+             ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", dir)
              : st;
     // The tokenizer builds on a thread of its own while the weights are bound; an
     // error of the weights is reported first (text/tokenizer_job.h).
@@ -145,7 +146,7 @@ static kz_status build_description(kz_model *m) {
     size_t n = 8192;
     m->description = malloc(n);
     if (!m->description) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for the model description");
     }
     char *b = m->description;
     int w = snprintf(b, n, "path: %s\n", m->path);
@@ -192,7 +193,7 @@ static kz_status load_dir(kz_model *m, const char *path, const kz_load_opts *o) 
     kz_status st = check_dir(path);
     char *cfg_path = st == KZ_OK ? join(path, "config.json") : NULL;
     if (st == KZ_OK && !cfg_path) {
-        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", path);
     }
     char type[64];
     st = st == KZ_OK ? peek_model_type(cfg_path, type, sizeof type) : st;
@@ -257,7 +258,7 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     kz_model *m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path))) {
         kz_model_close(m);
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", path);
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);

@@ -43,12 +43,14 @@
  */
 #include "runtime/threadpool.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "runtime/error.h"
@@ -263,12 +265,11 @@ kz_status kz_pool_new(int n_threads, kz_pool **out) {
         for (int i = 0; i < n_threads - 1; i++) {
             pool->workers[i] = (worker){.pool = pool, .id = i + 1};
             int err = pthread_create(&pool->threads[i], NULL, worker_main, &pool->workers[i]);
-            if (err != 0) {
+            if (err != 0) { // EAGAIN: out of memory for its stack, or of threads
                 kz_pool_free(pool);
-                return kz_error_set(KZ_STATUS_INTERNAL,
-                                    "kz_pool_new: pthread_create failed for worker %d of %d "
-                                    "(error %d)",
-                                    i + 1, n_threads - 1, err);
+                return kz_error_set(err == EAGAIN ? KZ_STATUS_OUT_OF_MEMORY : KZ_STATUS_INTERNAL,
+                                    "cannot start worker thread %d of %d: %s", i + 1,
+                                    n_threads - 1, strerror(err));
             }
             pool->n_started++;
         }

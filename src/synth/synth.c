@@ -32,6 +32,7 @@
  */
 #include "synth/synth.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -527,8 +528,10 @@ kz_status kz_synth_run(kz_session *s, const kz_plan *plan, kz_audio_fn on_audio,
     kz_codec_state_reset(&s->codec);
     s->exec.pool = s->codec_pool;
     pthread_t lm;
-    if (st == KZ_OK && pthread_create(&lm, NULL, lm_thread, &y) != 0) {
-        st = kz_error_set(KZ_STATUS_INTERNAL, "cannot start the synthesis thread");
+    const int err = st == KZ_OK ? pthread_create(&lm, NULL, lm_thread, &y) : 0;
+    if (err != 0) { // EAGAIN: out of memory for its stack, or of threads
+        st = kz_error_set(err == EAGAIN ? KZ_STATUS_OUT_OF_MEMORY : KZ_STATUS_INTERNAL,
+                          "cannot start the synthesis thread: %s", strerror(err));
     } else if (st == KZ_OK) {
         st = consume(&y);
         if (st != KZ_OK) {

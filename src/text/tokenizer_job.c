@@ -40,7 +40,7 @@ kz_status kz_tokenizer_job_start_dir(kz_tokenizer_job *job, const char *dir) {
     memset(job, 0, sizeof *job);
     job->dir = strdup(dir);
     if (!job->dir) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory starting the tokenizer");
     }
     return start(job);
 }
