@@ -16,6 +16,7 @@
  *     stage against the reference within WINO_STAGE_TOL (fp32 rounding of the
  *     transforms; a wrong one errs by O(1)).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -229,22 +230,35 @@ static void test_official(kz_session *s, const char *level) {
     free(codes);
 }
 
-static void test_level(kz_isa_cap cap, const char *level) {
+/* The tiny model at kernel cap and codec precision p, and a 2-thread session on it. */
+static bool open_tiny(kz_isa_cap cap, kz_precision p, kz_model **m, kz_session **s) {
     kz_model_params mp;
     kz_model_default_params(&mp);
     mp.isa = cap;
-    kz_model *m;
-    kz_status st = kz_model_load(tiny_dir, &mp, &m);
+    mp.codec_precision = p;
+    kz_status st = kz_model_load(tiny_dir, &mp, m);
     CHECK_MSG(st == KZ_OK, "load %s: %s", tiny_dir, kz_last_error());
     if (st != KZ_OK) {
-        return;
+        return false;
     }
-    printf("level %s: kernels %s\n", level, m->kernels->name);
     kz_session_params sp;
     kz_session_default_params(&sp);
     sp.n_threads = 2;
+    st = kz_session_new(*m, &sp, s);
+    CHECK(st == KZ_OK);
+    if (st != KZ_OK) {
+        kz_model_free(*m);
+    }
+    return st == KZ_OK;
+}
+
+static void test_level(kz_isa_cap cap, const char *level) {
+    kz_model *m;
     kz_session *s;
-    CHECK(kz_session_new(m, &sp, &s) == KZ_OK);
+    if (!open_tiny(cap, KZ_PRECISION_F32, &m, &s)) {
+        return;
+    }
+    printf("level %s: kernels %s\n", level, m->kernels->name);
     test_against_reference(s, level, STAGE_TOL);
     test_chunks_and_threads(m, s, level);
     test_official(s, level);
@@ -270,22 +284,12 @@ static void check_winograd_convs(const kz_codec_decoder *d) {
 }
 
 static void test_winograd(kz_isa_cap cap, const char *level) {
-    kz_model_params mp;
-    kz_model_default_params(&mp);
-    mp.isa = cap;
-    mp.codec_precision = KZ_PRECISION_WINOGRAD;
     kz_model *m;
-    kz_status st = kz_model_load(tiny_dir, &mp, &m);
-    CHECK_MSG(st == KZ_OK, "load %s: %s", tiny_dir, kz_last_error());
-    if (st != KZ_OK) {
+    kz_session *s;
+    if (!open_tiny(cap, KZ_PRECISION_WINOGRAD, &m, &s)) {
         return;
     }
     check_winograd_convs(&m->decoder);
-    kz_session_params sp;
-    kz_session_default_params(&sp);
-    sp.n_threads = 2;
-    kz_session *s;
-    CHECK(kz_session_new(m, &sp, &s) == KZ_OK);
     char name[64];
     snprintf(name, sizeof name, "%s winograd", level);
     test_against_reference(s, name, WINO_STAGE_TOL);
