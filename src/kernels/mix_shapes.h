@@ -63,30 +63,22 @@ static inline __attribute__((always_inline)) size_t mix_groups(float *const *dst
     return c;
 }
 
+/* One constant shape, then `else`: a chain of them ends in the run-time shape. */
+#define MIX_SHAPE(D, S)                                                                        \
+    if (n_dst == (D) && n_src == (S)) {                                                        \
+        c = mix_groups(dst, src, mat, (D), (S), n);                                            \
+    } else
+
 static void mix_rows_shapes(float *const *dst, const float *const *src, const float *mat,
                             size_t n_dst, size_t n_src, size_t n) {
     KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
     size_t c;
-    if (n_dst == 10 && n_src == 10) {
-        c = mix_groups(dst, src, mat, 10, 10, n);
-    } else if (n_dst == 4 && n_src == 11) {
-        c = mix_groups(dst, src, mat, 4, 11, n);
-    } else if (n_dst == 4 && n_src == 10) {
-        c = mix_groups(dst, src, mat, 4, 10, n);
-    } else if (n_dst == 12 && n_src == 12) {
-        c = mix_groups(dst, src, mat, 12, 12, n);
-    } else if (n_dst == 6 && n_src == 13) {
-        c = mix_groups(dst, src, mat, 6, 13, n);
-    } else if (n_dst == 6 && n_src == 12) {
-        c = mix_groups(dst, src, mat, 6, 12, n);
-    } else if (n_dst == 7 && n_src == 7) {
-        c = mix_groups(dst, src, mat, 7, 7, n);
-    } else if (n_dst == 6 && n_src == 8) {
-        c = mix_groups(dst, src, mat, 6, 8, n);
-    } else if (n_dst == 6 && n_src == 7) {
-        c = mix_groups(dst, src, mat, 6, 7, n);
-    } else {
+    MIX_SHAPE(10, 10) MIX_SHAPE(4, 11) MIX_SHAPE(4, 10) // F(4, 7)
+    MIX_SHAPE(12, 12) MIX_SHAPE(6, 13) MIX_SHAPE(6, 12) // F(6, 7)
+    MIX_SHAPE(7, 7) MIX_SHAPE(6, 8) MIX_SHAPE(6, 7)     // F(6, 2)
+    {
         c = mix_groups(dst, src, mat, n_dst, n_src, n);
     }
     kz_mix_rows_cols_ref(dst, src, mat, n_dst, n_src, c, n);
 }
+#undef MIX_SHAPE
