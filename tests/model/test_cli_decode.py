@@ -4,7 +4,9 @@ Checks: f32 output equals the PyTorch reference waveform (SNR >= 60 dB); the
 same audio arrives through stdout; a WAV file has a valid 24 kHz mono 16-bit
 header and the right length; --official-chunking and --chunk give the same
 audio below 300 frames; `kztts info` describes the codec; --help exits 0;
-`kztts bench` prints the floor columns, and its --json output has a floor per stage.
+`kztts bench` prints the floor columns, and its --json output has a floor per stage;
+`bench --decoder-only --codec-precision P1,P2,...` compares precisions in one process
+(every one timed each round, the precision in effect named, bad lists refused).
 """
 import argparse
 import json
@@ -97,7 +99,44 @@ def main():
     check(r.returncode == 2 and b"--chunk" in r.stderr and not r.stdout,
           f"bench --decoder-only --chunk 0: {r.returncode} {r.stderr.decode()}")
     check_bench_json(a)
+    check_bench_compare(a)
     finish("test_cli_decode")
+
+
+def check_bench_compare(a):
+    """Codec precisions compared: one entry per requested name, in order, with the
+    precision in effect (f32 stays f32; fast resolves to a real precision), positive
+    times with min <= median <= max, and the first's ratio 1; bad lists exit 2."""
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat",
+             "3", "--codec-precision", "f32,winograd,fast", "--json"])
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    check(r.returncode == 0 and j.get("mode") == "decoder-compare" and j.get("rounds") == 3,
+          f"bench compare: {r.returncode} {r.stderr.decode()} {r.stdout[:300]}")
+    v = j.get("variants", [])
+    check([x.get("requested") for x in v] == ["f32", "winograd", "fast"],
+          f"bench compare: variants {v}")
+    if len(v) == 3:
+        check(v[0]["codec_precision"] == "f32" and v[1]["codec_precision"] == "winograd"
+              and v[2]["codec_precision"] in ("bf16", "winograd", "winograd-bf16"),
+              f"bench compare: precisions in effect {v}")
+        check(all(0 < x["min_ms_per_frame"] <= x["median_ms_per_frame"] <= x["max_ms_per_frame"]
+                  for x in v) and v[0]["vs_first"] == 1.0,
+              f"bench compare: times {v}")
+    r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat", "1",
+             "--codec-precision", "f32,winograd"])
+    check(r.returncode == 0 and b"in effect" in r.stdout and b"winograd" in r.stdout,
+          f"bench compare text: {r.stderr.decode()}")
+    for bad, words in ((["--decoder-only", "--codec-precision", "f32,bogus"], b"bogus"),
+                       (["--decoder-only", "--codec-precision", "f32,"], b"two or more"),
+                       (["--decoder-only", "--codec-precision", "f32,f32,f32,f32,f32,f32"],
+                        b"at most"),
+                       (["--codec-precision", "f32,winograd"], b"--decoder-only")):
+        r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "2", "--repeat", "1"] + bad)
+        check(r.returncode == 2 and words in r.stderr and not r.stdout,
+              f"bench {bad}: {r.returncode} {r.stderr.decode()}")
 
 
 def check_bench_json(a):

@@ -36,6 +36,9 @@ typedef struct cli_engine {
 int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,
                     kz_session **session);
 
+/* A kz_audio_fn that drops the audio and goes on (benchmarks). */
+bool cli_discard_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user);
+
 /* Prints "kztts CMD: <status>: <last error>" to stderr. */
 void cli_report(const char *cmd, kz_status st);
 

@@ -19,18 +19,21 @@
  * audio of streaming runs (pipelined, first chunk 1 frame) with the underruns a
  * real-time player would see, of an offline run (all frames, then one decode), and the
  * time to first audio of both text layouts.
+ * --decoder-only with a list of codec precisions: bench_compare.c, one process, runs
+ * alternated.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "bench_compare.h"
 #include "bench_report.h"
 #include "cli.h"
+#include "codes_file.h"
 #include "stats.h"
 #include "kernels/kernels.h"
 #include "machine_peak.h"
@@ -41,12 +44,6 @@ typedef struct bench_opts {
     double peak_gbs, peak_gflops; /* 0 = measure */
     bool decoder_only, json, help;
 } bench_opts;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static double peak_rss_mb(void) {
     struct rusage ru;
@@ -102,7 +99,7 @@ static void model_facts(const kz_model *m, double open_ms, model_words *facts, b
 /* The machine's limits for the stages' thread counts (see machine_peak.h). */
 static void measure_machine(const bench_opts *o, bench_result *r) {
     bench_machine *m = &r->machine;
-    const double t0 = now_ms();
+    const double t0 = stats_now_ms();
     m->read_threads = r->threads_lm;
     m->read_given = o->peak_gbs > 0;
     if (!o->decoder_only) {
@@ -122,7 +119,7 @@ static void measure_machine(const bench_opts *o, bench_result *r) {
         strcmp(r->kernels, "avx512") == 0 && kz_gemm_bf16_impls(&impls) > 0) {
         m->bf16_gflops = machine_peak_fma_gflops(impls[0].name, r->threads_codec, &m->bf16_loop);
     }
-    m->probe_ms = now_ms() - t0;
+    m->probe_ms = stats_now_ms() - t0;
 }
 
 /* A stage compared with the time it would take at the machine's limit `peak` (GB/s or
@@ -158,21 +155,6 @@ static void print_result(const bench_opts *o, const bench_result *r) {
 
 /* --- codec decoder alone ------------------------------------------------------- */
 
-static bool discard(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
-    (void)pcm; (void)n; (void)pos; (void)last; (void)user;
-    return true;
-}
-
-static int32_t *random_codes(size_t n_frames, int n_q, int size, uint64_t seed) {
-    int32_t *codes = malloc(n_frames * (size_t)n_q * sizeof *codes);
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; codes && i < n_frames * (size_t)n_q; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        codes[i] = (int32_t)(x % (uint64_t)size);
-    }
-    return codes;
-}
-
 static void decoder_stages(bench_result *r, const kz_timings *t, double wall_ms) {
     const double f = (double)t->codec_frames, per = wall_ms / f, flop = t->codec_flop / f;
     const bench_stage parts[] = {
@@ -190,20 +172,20 @@ static void decoder_stages(bench_result *r, const kz_timings *t, double wall_ms)
 
 /* Warm-up on up to 4 frames, then `repeat` timed decodes; *wall_ms is their total. */
 static kz_status decode_runs(const bench_opts *o, kz_model *m, kz_session *s, double *wall_ms) {
-    int32_t *codes = random_codes((size_t)o->frames, kz_model_num_codebooks(m),
+    int32_t *codes = codes_random((size_t)o->frames, kz_model_num_codebooks(m),
                                   kz_model_codebook_size(m), (uint64_t)o->seed);
     kz_decode_params dp;
     kz_decode_default_params(&dp);
     dp.chunk_frames = (int32_t)o->chunk;
     size_t warm = o->frames < 4 ? (size_t)o->frames : 4;
-    kz_status st = codes ? kz_decode(s, codes, warm, &dp, discard, NULL)
+    kz_status st = codes ? kz_decode(s, codes, warm, &dp, cli_discard_audio, NULL)
                          : KZ_STATUS_OUT_OF_MEMORY;
     kz_session_reset_timings(s);
     *wall_ms = 0;
     for (int64_t r = 0; r < o->repeat && st == KZ_OK; r++) {
-        double t1 = now_ms();
-        st = kz_decode(s, codes, (size_t)o->frames, &dp, discard, NULL);
-        *wall_ms += now_ms() - t1;
+        double t1 = stats_now_ms();
+        st = kz_decode(s, codes, (size_t)o->frames, &dp, cli_discard_audio, NULL);
+        *wall_ms += stats_now_ms() - t1;
     }
     free(codes);
     return st;
@@ -212,14 +194,14 @@ static kz_status decode_runs(const bench_opts *o, kz_model *m, kz_session *s, do
 static int run_decoder(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
-    double t0 = now_ms();
+    double t0 = stats_now_ms();
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
                           .threads = (int)o->threads};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
     model_words facts;
-    model_facts(m, now_ms() - t0, &facts, r);
+    model_facts(m, stats_now_ms() - t0, &facts, r);
     double wall_ms;
     kz_status st = decode_runs(o, m, s, &wall_ms);
     if (st == KZ_OK) {
@@ -252,7 +234,7 @@ typedef struct playback {
 static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
     playback *p = user;
     (void)pcm; (void)pos; (void)last;
-    double now = now_ms() - p->t0;
+    double now = stats_now_ms() - p->t0;
     if (p->first_ms < 0) {
         p->first_ms = now;
     } else {
@@ -268,9 +250,9 @@ static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *u
 }
 
 static kz_status timed(kz_session *s, const kz_request *r, playback *p) {
-    *p = (playback){.t0 = now_ms(), .first_ms = -1};
+    *p = (playback){.t0 = stats_now_ms(), .first_ms = -1};
     kz_status st = kz_synthesize(s, r, on_chunk, p);
-    p->wall_ms = now_ms() - p->t0;
+    p->wall_ms = stats_now_ms() - p->t0;
     return st;
 }
 
@@ -378,7 +360,7 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
 static int run_full(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
-    double t0 = now_ms();
+    double t0 = stats_now_ms();
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
                           .schedule = o->schedule, .threads = (int)o->threads,
                           .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
@@ -386,7 +368,7 @@ static int run_full(const bench_opts *o, bench_result *r) {
         return 1;
     }
     model_words facts;
-    model_facts(m, now_ms() - t0, &facts, r);
+    model_facts(m, stats_now_ms() - t0, &facts, r);
     kz_status st = full_measure(o, m, s, r);
     if (st == KZ_OK) {
         print_result(o, r);
@@ -411,7 +393,7 @@ int cmd_bench(int argc, char **argv) {
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd)"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd); with --decoder-only a list P1,P2,... compares them in one process, runs alternated, --repeat rounds"},
         {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
         {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
         {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
@@ -448,5 +430,16 @@ int cmd_bench(int argc, char **argv) {
     bench_result r = {.decoder_only = o.decoder_only, .frames = o.frames, .runs = o.repeat,
                       .chunk = o.chunk};
     resolve_threads(&o, &r);
+    if (o.codec_precision && strchr(o.codec_precision, ',')) {
+        if (!o.decoder_only) {
+            fprintf(stderr, "kztts bench: a list of codec precisions needs --decoder-only\n");
+            return 2;
+        }
+        const bench_compare_opts c = {.model = o.model, .isa = o.isa,
+                                      .precisions = o.codec_precision, .frames = o.frames,
+                                      .chunk = o.chunk, .rounds = o.repeat, .seed = o.seed,
+                                      .threads = r.threads, .json = o.json};
+        return bench_compare_decoder(&c);
+    }
     return o.decoder_only ? run_decoder(&o, &r) : run_full(&o, &r);
 }

@@ -25,11 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "args.h"
 #include "cli.h"
 #include "synth/session.h"
+#include "stats.h"
 
 #define MAX_FRAMES 1024 /* one audio chunk: kz_request.first_chunk_frames <= 1024 */
 #define DEFAULT_TEXT "The quick brown fox jumps over the lazy dog, then it takes a long nap."
@@ -62,12 +62,6 @@ typedef struct quality {
     double ref_ms, model_ms;       /* wall time of each run, prefill included */
     double ref_lm_ms, model_lm_ms; /* talker + code predictor per frame (no sampling) */
 } quality;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static size_t argmax(const float *x, size_t n) {
     size_t best = 0;
@@ -228,9 +222,9 @@ static int run_one(kz_session *s, const kz_request *r, quality *q, bool storing,
     s->forced_codes = storing ? NULL : q->codes;
     s->n_forced = storing ? 0 : q->n_frames;
     kz_session_reset_timings(s);
-    double t0 = now_ms();
+    double t0 = stats_now_ms();
     kz_status st = kz_synthesize(s, r, no_audio, NULL);
-    *ms = now_ms() - t0;
+    *ms = stats_now_ms() - t0;
     kz_timings t;
     kz_session_timings(s, &t);
     *lm_ms = (t.talker_ms + t.code_predictor_ms) / (double)q->n_frames;

@@ -129,3 +129,15 @@ int codes_file_write(const char *path, const int32_t *codes, size_t n_frames, in
     }
     return rc;
 }
+
+int32_t *codes_random(size_t n_frames, int n_codebooks, int codebook_size, uint64_t seed) {
+    int32_t *codes = malloc(n_frames * (size_t)n_codebooks * sizeof *codes);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; codes && i < n_frames * (size_t)n_codebooks; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        codes[i] = (int32_t)(x % (uint64_t)codebook_size);
+    }
+    return codes;
+}

@@ -2,6 +2,7 @@
  * codes_file.h - reading codec code files: one frame per line, N integers
  * separated by spaces or tabs, codebook 0 first. Blank lines are not allowed
  * inside the data (a trailing newline is fine). Errors name file and line.
+ * Also seeded random codes for the benchmarks.
  */
 #ifndef KZ_CODES_FILE_H
 #define KZ_CODES_FILE_H
@@ -17,5 +18,9 @@ int codes_file_read(const char *path, int n_codebooks, int codebook_size, int32_
 
 /* Writes codes to path, one frame per line. Returns 0 or -1. */
 int codes_file_write(const char *path, const int32_t *codes, size_t n_frames, int n_codebooks);
+
+/* n_frames * n_codebooks random codes in [0, codebook_size) from seed (xorshift), malloc'ed;
+ * NULL when out of memory. The same seed gives the same codes. */
+int32_t *codes_random(size_t n_frames, int n_codebooks, int codebook_size, uint64_t seed);
 
 #endif

@@ -42,6 +42,7 @@
 
 #include "kernels/kernels.h"
 #include "runtime/threadpool.h"
+#include "stats.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PEAK_X86 1
@@ -61,12 +62,6 @@
 
 static volatile uint64_t sink_u64;
 static volatile float sink_f32;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* --- read bandwidth ---------------------------------------------------------- */
 
@@ -111,9 +106,9 @@ double machine_peak_read_gbs(int n_threads) {
     kz_pool_run(pool, READ_CHUNKS, touch_chunk, j);
     double best_ms = 1e30;
     for (int pass = 0; pass < PASSES; pass++) {
-        const double t0 = now_ms();
+        const double t0 = stats_now_ms();
         kz_pool_run(pool, READ_CHUNKS, read_chunk, j);
-        const double ms = now_ms() - t0;
+        const double ms = stats_now_ms() - t0;
         best_ms = ms < best_ms ? ms : best_ms;
     }
     uint64_t s = 0;

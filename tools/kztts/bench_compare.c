@@ -1,0 +1,186 @@
+/*
+ * bench_compare.c - codec precisions compared in one process (see bench_compare.h).
+ *
+ * Data flow: the precision list -> one model and session per precision (cli_open_engine;
+ * the GGUF or safetensors pages are shared, each precision's transformed panels are its
+ * own) -> a warm-up decode of up to 4 frames each -> rounds: in round r, precision
+ * (q + r) mod n decodes the same seeded random codes q-th, so no precision always runs
+ * first or after the same neighbour -> per precision the ms per frame of every round ->
+ * median, min, max, and the ratio of medians to the first precision's -> text or JSON.
+ * Host noise that lasts longer than a round hits every precision alike; the median
+ * drops the rounds a burst hit.
+ */
+#include "bench_compare.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "codes_file.h"
+#include "kztts.h"
+#include "stats.h"
+
+typedef struct variant {
+    const char *requested;
+    char in_effect[32];
+    kz_model *model;
+    kz_session *session;
+    double *ms; /* [rounds] ms per frame */
+    double median, min, max;
+} variant;
+
+int bench_compare_names(const char *precisions, char *buf, size_t cap,
+                        const char *names[BENCH_COMPARE_MAX]) {
+    static const char *const known[] = {"f32", "bf16", "winograd", "winograd-bf16", "fast"};
+    if (snprintf(buf, cap, "%s", precisions) >= (int)cap) {
+        fprintf(stderr, "kztts bench: --codec-precision list is too long\n");
+        return -1;
+    }
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        bool ok = false;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+            ok |= strcmp(t, known[k]) == 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "kztts bench: unknown codec precision '%s' (f32, bf16, winograd, "
+                            "winograd-bf16, fast)\n", t);
+            return -1;
+        }
+        if (n == BENCH_COMPARE_MAX) {
+            fprintf(stderr, "kztts bench: at most %d codec precisions to compare\n",
+                    BENCH_COMPARE_MAX);
+            return -1;
+        }
+        names[n++] = t;
+    }
+    if (n < 2) {
+        fprintf(stderr, "kztts bench: a comparison needs two or more codec precisions\n");
+        return -1;
+    }
+    return n;
+}
+
+/* The codec precision in effect, from the model description ("codec precision: X"). */
+static void precision_in_effect(const kz_model *m, char *buf, size_t cap) {
+    const char *v = strstr(kz_model_describe(m), "\ncodec precision: ");
+    snprintf(buf, cap, "unknown");
+    if (v) {
+        v += strlen("\ncodec precision: ");
+        snprintf(buf, cap, "%.*s", (int)strcspn(v, " \n"), v);
+    }
+}
+
+static int open_variants(const bench_compare_opts *o, variant *v, int n) {
+    for (int i = 0; i < n; i++) {
+        const cli_engine e = {.isa = o->isa, .codec_precision = v[i].requested,
+                              .threads = o->threads};
+        if (cli_open_engine("bench", o->model, &e, &v[i].model, &v[i].session) != 0) {
+            return -1;
+        }
+        precision_in_effect(v[i].model, v[i].in_effect, sizeof v[i].in_effect);
+        v[i].ms = malloc((size_t)o->rounds * sizeof *v[i].ms);
+        if (!v[i].ms) {
+            fprintf(stderr, "kztts bench: out of memory\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Warm-up, then the rounds; the same codes for every precision. */
+static kz_status run_rounds(const bench_compare_opts *o, variant *v, int n, const int32_t *codes) {
+    kz_decode_params dp;
+    kz_decode_default_params(&dp);
+    dp.chunk_frames = (int32_t)o->chunk;
+    const size_t warm = o->frames < 4 ? (size_t)o->frames : 4;
+    kz_status st = KZ_OK;
+    for (int i = 0; i < n && st == KZ_OK; i++) {
+        st = kz_decode(v[i].session, codes, warm, &dp, cli_discard_audio, NULL);
+    }
+    for (int64_t r = 0; r < o->rounds && st == KZ_OK; r++) {
+        for (int q = 0; q < n && st == KZ_OK; q++) {
+            variant *x = &v[(q + r) % n];
+            const double t0 = stats_now_ms();
+            st = kz_decode(x->session, codes, (size_t)o->frames, &dp, cli_discard_audio, NULL);
+            x->ms[r] = (stats_now_ms() - t0) / (double)o->frames;
+        }
+    }
+    return st;
+}
+
+static void summarize(variant *x, int64_t rounds) {
+    x->min = x->max = x->ms[0];
+    for (int64_t r = 1; r < rounds; r++) {
+        x->min = x->ms[r] < x->min ? x->ms[r] : x->min;
+        x->max = x->ms[r] > x->max ? x->ms[r] : x->max;
+    }
+    x->median = stats_median(x->ms, (int)rounds);
+}
+
+static void print_text(const bench_compare_opts *o, const variant *v, int n) {
+    printf("codec precisions compared in one process: %lld rounds of %lld frames, chunk %lld, "
+           "threads %d, runs alternated\n",
+           (long long)o->rounds, (long long)o->frames, (long long)o->chunk, o->threads);
+    printf("%-16s %-16s %10s %8s %8s %10s\n", "requested", "in effect", "median", "min", "max",
+           "vs first");
+    for (int i = 0; i < n; i++) {
+        printf("%-16s %-16s %10.2f %8.2f %8.2f %9.3fx\n", v[i].requested, v[i].in_effect,
+               v[i].median, v[i].min, v[i].max, v[i].median / v[0].median);
+    }
+    printf("(ms per 80 ms frame of the whole codec decoder; 'vs first' = median / the first "
+           "precision's median)\n");
+}
+
+static void print_json(const bench_compare_opts *o, const variant *v, int n) {
+    printf("{\"mode\": \"decoder-compare\", \"frames\": %lld, \"rounds\": %lld, \"chunk\": %lld, "
+           "\"threads\": %d, \"variants\": [",
+           (long long)o->frames, (long long)o->rounds, (long long)o->chunk, o->threads);
+    for (int i = 0; i < n; i++) {
+        printf("%s{\"requested\": \"%s\", \"codec_precision\": \"%s\", \"median_ms_per_frame\": "
+               "%.4f, \"min_ms_per_frame\": %.4f, \"max_ms_per_frame\": %.4f, \"vs_first\": %.4f}",
+               i ? ", " : "", v[i].requested, v[i].in_effect, v[i].median, v[i].min, v[i].max,
+               v[i].median / v[0].median);
+    }
+    printf("]}\n");
+}
+
+int bench_compare_decoder(const bench_compare_opts *o) {
+    char buf[256];
+    const char *names[BENCH_COMPARE_MAX];
+    const int n = bench_compare_names(o->precisions, buf, sizeof buf, names);
+    if (n < 0) {
+        return 2;
+    }
+    variant v[BENCH_COMPARE_MAX] = {{0}};
+    for (int i = 0; i < n; i++) {
+        v[i].requested = names[i];
+    }
+    int rc = open_variants(o, v, n);
+    int32_t *codes = NULL;
+    if (rc == 0) {
+        codes = codes_random((size_t)o->frames, kz_model_num_codebooks(v[0].model),
+                             kz_model_codebook_size(v[0].model), (uint64_t)o->seed);
+        kz_status st = codes ? run_rounds(o, v, n, codes) : KZ_STATUS_OUT_OF_MEMORY;
+        if (!codes) {
+            fprintf(stderr, "kztts bench: out of memory for the codes\n");
+        } else if (st != KZ_OK) {
+            cli_report("bench", st);
+        }
+        rc = st == KZ_OK ? 0 : -1;
+    }
+    if (rc == 0) {
+        for (int i = 0; i < n; i++) {
+            summarize(&v[i], o->rounds);
+        }
+        (o->json ? print_json : print_text)(o, v, n);
+    }
+    free(codes);
+    for (int i = 0; i < n; i++) {
+        kz_session_free(v[i].session);
+        kz_model_free(v[i].model);
+        free(v[i].ms);
+    }
+    return rc == 0 ? 0 : 1;
+}
