@@ -5,8 +5,9 @@ same audio arrives through stdout; a WAV file has a valid 24 kHz mono 16-bit
 header and the right length; --official-chunking and --chunk give the same
 audio below 300 frames; `kztts info` describes the codec; --help exits 0;
 `kztts bench` prints the floor columns, and its --json output has a floor per stage;
-`bench --decoder-only --codec-precision P1,P2,...` compares precisions in one process
-(every one timed each round, the precision in effect named, bad lists refused).
+`bench [--decoder-only] --codec-precision P1,P2,...` compares precisions in one process
+(every one timed each round, the precision in effect named, the pipeline's codec and LM
+stages apart, bad lists refused).
 """
 import argparse
 import json
@@ -106,7 +107,8 @@ def main():
 def check_bench_compare(a):
     """Codec precisions compared: one entry per requested name, in order, with the
     precision in effect (f32 stays f32; fast resolves to a real precision), positive
-    times with min <= median <= max, and the first's ratio 1; bad lists exit 2."""
+    times with min <= median <= max, and the first's ratio 1; in the pipeline the codec's
+    and the LM stages' times, positive and within the wall time; bad lists exit 2."""
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat",
              "3", "--codec-precision", "f32,winograd,fast", "--json"])
     try:
@@ -125,6 +127,19 @@ def check_bench_compare(a):
         check(all(0 < x["min_ms_per_frame"] <= x["median_ms_per_frame"] <= x["max_ms_per_frame"]
                   for x in v) and v[0]["vs_first"] == 1.0,
               f"bench compare: times {v}")
+    # The whole pipeline: each variant's codec and LM stages timed too.
+    r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "3", "--repeat", "2",
+             "--codec-precision", "f32,winograd", "--json"])
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    v = j.get("variants", [])
+    check(r.returncode == 0 and j.get("mode") == "full-compare" and len(v) == 2
+          and all(x.get("codec_ms_per_frame", 0) > 0 and x.get("lm_ms_per_frame", 0) > 0
+                  and x["codec_ms_per_frame"] + x["lm_ms_per_frame"]
+                  <= x["max_ms_per_frame"] * 1.5 for x in v),
+          f"bench compare, pipeline: {r.returncode} {r.stderr.decode()} {r.stdout[:400]}")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat", "1",
              "--codec-precision", "f32,winograd"])
     check(r.returncode == 0 and b"in effect" in r.stdout and b"winograd" in r.stdout,
@@ -133,7 +148,7 @@ def check_bench_compare(a):
                        (["--decoder-only", "--codec-precision", "f32,"], b"two or more"),
                        (["--decoder-only", "--codec-precision", "f32,f32,f32,f32,f32,f32"],
                         b"at most"),
-                       (["--codec-precision", "f32,winograd"], b"--decoder-only")):
+                       (["--codec-precision", "winograd,"], b"two or more")):
         r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "2", "--repeat", "1"] + bad)
         check(r.returncode == 2 and words in r.stderr and not r.stdout,
               f"bench {bad}: {r.returncode} {r.stderr.decode()}")

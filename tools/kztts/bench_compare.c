@@ -3,9 +3,11 @@
  *
  * Data flow: the precision list -> one model and session per precision (cli_open_engine;
  * the GGUF or safetensors pages are shared, each precision's transformed panels are its
- * own) -> a warm-up decode of up to 4 frames each -> rounds: in round r, precision
- * (q + r) mod n decodes the same seeded random codes q-th, so no precision always runs
- * first or after the same neighbour -> per precision the ms per frame of every round ->
+ * own) -> a warm-up run each (a decode of up to 4 frames, or a 2-frame synthesis) ->
+ * rounds: in round r, precision (q + r) mod n runs q-th, so no precision always runs first
+ * or after the same neighbour; each run decodes the same seeded random codes, or
+ * synthesizes the fixed request with its whole prompt (the session's timings give the
+ * codec's and the LM stages' share) -> per precision the ms per frame of every round ->
  * median, min, max, and the ratio of medians to the first precision's -> text or JSON.
  * Host noise that lasts longer than a round hits every precision alike; the median
  * drops the rounds a burst hit.
@@ -26,8 +28,10 @@ typedef struct variant {
     char in_effect[32];
     kz_model *model;
     kz_session *session;
-    double *ms; /* [rounds] ms per frame */
-    double median, min, max;
+    double *ms;       /* [rounds] wall ms per frame */
+    double *codec_ms; /* [rounds] the codec's ms per frame (pipeline) */
+    double *lm_ms;    /* [rounds] prefill, talker, code predictor, sampling (pipeline) */
+    double median, min, max, codec_median, lm_median;
 } variant;
 
 int bench_compare_names(const char *precisions, char *buf, size_t cap,
@@ -75,13 +79,16 @@ static void precision_in_effect(const kz_model *m, char *buf, size_t cap) {
 static int open_variants(const bench_compare_opts *o, variant *v, int n) {
     for (int i = 0; i < n; i++) {
         const cli_engine e = {.isa = o->isa, .codec_precision = v[i].requested,
-                              .threads = o->threads};
+                              .schedule = o->schedule, .threads = o->threads,
+                              .threads_lm = o->threads_lm, .threads_codec = o->threads_codec};
         if (cli_open_engine("bench", o->model, &e, &v[i].model, &v[i].session) != 0) {
             return -1;
         }
         precision_in_effect(v[i].model, v[i].in_effect, sizeof v[i].in_effect);
         v[i].ms = malloc((size_t)o->rounds * sizeof *v[i].ms);
-        if (!v[i].ms) {
+        v[i].codec_ms = calloc((size_t)o->rounds, sizeof *v[i].codec_ms);
+        v[i].lm_ms = calloc((size_t)o->rounds, sizeof *v[i].lm_ms);
+        if (!v[i].ms || !v[i].codec_ms || !v[i].lm_ms) {
             fprintf(stderr, "kztts bench: out of memory\n");
             return -1;
         }
@@ -89,22 +96,63 @@ static int open_variants(const bench_compare_opts *o, variant *v, int n) {
     return 0;
 }
 
-/* Warm-up, then the rounds; the same codes for every precision. */
+void bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,
+                         kz_request *r) {
+    static const int32_t text[] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13, 220, 16, 17};
+    kz_request_default(m, r);
+    r->token_ids = text;
+    r->n_token_ids = sizeof text / sizeof text[0];
+    r->speaker = kz_model_speaker_name(m, 0);
+    r->frames = (int32_t)frames;
+    r->chunk_frames = (int32_t)chunk;
+    r->seed = (uint64_t)seed;
+}
+
+/* One timed run of variant x: round r's wall ms per frame, and for the pipeline the
+ * codec's and the LM stages' ms per frame from the session's timings. */
+static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r,
+                          const int32_t *codes, size_t frames) {
+    kz_status st;
+    const double t0 = stats_now_ms();
+    if (o->decoder_only) {
+        kz_decode_params dp;
+        kz_decode_default_params(&dp);
+        dp.chunk_frames = (int32_t)o->chunk;
+        st = kz_decode(x->session, codes, frames, &dp, cli_discard_audio, NULL);
+    } else {
+        kz_request q;
+        bench_fixed_request(x->model, (int64_t)frames, o->chunk, o->seed, &q);
+        kz_session_clear_prompt_cache(x->session); // every run computes its whole prompt
+        kz_session_reset_timings(x->session);
+        st = kz_synthesize(x->session, &q, cli_discard_audio, NULL);
+    }
+    if (r < 0 || st != KZ_OK) {
+        return st;
+    }
+    x->ms[r] = (stats_now_ms() - t0) / (double)frames;
+    if (!o->decoder_only) {
+        kz_timings t;
+        kz_session_timings(x->session, &t);
+        x->codec_ms[r] = (t.codec_quantizer_ms + t.codec_transformer_ms + t.codec_upsample_ms +
+                          t.codec_vocoder_ms) / (double)frames;
+        x->lm_ms[r] = (t.prefill_ms + t.talker_ms + t.code_predictor_ms + t.sampling_ms) /
+                      (double)frames;
+    }
+    return st;
+}
+
+/* Warm-up (round -1, not kept), then the rounds; the same input for every precision. */
 static kz_status run_rounds(const bench_compare_opts *o, variant *v, int n, const int32_t *codes) {
-    kz_decode_params dp;
-    kz_decode_default_params(&dp);
-    dp.chunk_frames = (int32_t)o->chunk;
-    const size_t warm = o->frames < 4 ? (size_t)o->frames : 4;
+    const size_t warm = o->frames < (o->decoder_only ? 4 : 2) ? (size_t)o->frames
+                        : o->decoder_only                     ? 4
+                                                              : 2;
     kz_status st = KZ_OK;
     for (int i = 0; i < n && st == KZ_OK; i++) {
-        st = kz_decode(v[i].session, codes, warm, &dp, cli_discard_audio, NULL);
+        st = run_once(o, &v[i], -1, codes, warm);
     }
     for (int64_t r = 0; r < o->rounds && st == KZ_OK; r++) {
         for (int q = 0; q < n && st == KZ_OK; q++) {
-            variant *x = &v[(q + r) % n];
-            const double t0 = stats_now_ms();
-            st = kz_decode(x->session, codes, (size_t)o->frames, &dp, cli_discard_audio, NULL);
-            x->ms[r] = (stats_now_ms() - t0) / (double)o->frames;
+            st = run_once(o, &v[(q + r) % n], r, codes, (size_t)o->frames);
         }
     }
     return st;
@@ -117,36 +165,54 @@ static void summarize(variant *x, int64_t rounds) {
         x->max = x->ms[r] > x->max ? x->ms[r] : x->max;
     }
     x->median = stats_median(x->ms, (int)rounds);
+    x->codec_median = stats_median(x->codec_ms, (int)rounds);
+    x->lm_median = stats_median(x->lm_ms, (int)rounds);
 }
 
 static void print_text(const bench_compare_opts *o, const variant *v, int n) {
-    printf("codec precisions compared in one process: %lld rounds of %lld frames, chunk %lld, "
-           "threads %d, runs alternated\n",
-           (long long)o->rounds, (long long)o->frames, (long long)o->chunk, o->threads);
-    printf("%-16s %-16s %10s %8s %8s %10s\n", "requested", "in effect", "median", "min", "max",
+    printf("codec precisions compared in one process (%s): %lld rounds of %lld frames, chunk "
+           "%lld%s, threads %d, runs alternated\n",
+           o->decoder_only ? "codec decoder alone" : "whole pipeline, streaming",
+           (long long)o->rounds, (long long)o->frames, (long long)o->chunk,
+           o->chunk == 0 ? " (adaptive)" : "", o->threads);
+    printf("%-16s %-16s %10s %8s %8s %10s", "requested", "in effect", "median", "min", "max",
            "vs first");
+    printf(o->decoder_only ? "\n" : " %10s %10s\n", "codec", "LM");
     for (int i = 0; i < n; i++) {
-        printf("%-16s %-16s %10.2f %8.2f %8.2f %9.3fx\n", v[i].requested, v[i].in_effect,
+        printf("%-16s %-16s %10.2f %8.2f %8.2f %9.3fx", v[i].requested, v[i].in_effect,
                v[i].median, v[i].min, v[i].max, v[i].median / v[0].median);
+        if (o->decoder_only) {
+            printf("\n");
+        } else {
+            printf(" %10.2f %10.2f\n", v[i].codec_median, v[i].lm_median);
+        }
     }
-    printf("(ms per 80 ms frame of the whole codec decoder; 'vs first' = median / the first "
-           "precision's median)\n");
+    printf("(wall ms per 80 ms frame%s; 'vs first' = median / the first precision's median)\n",
+           o->decoder_only ? " of the codec decoder"
+                           : "; codec and LM stages (prefill, talker, code predictor, "
+                             "sampling): medians of their own ms per frame");
 }
 
 static void print_json(const bench_compare_opts *o, const variant *v, int n) {
-    printf("{\"mode\": \"decoder-compare\", \"frames\": %lld, \"rounds\": %lld, \"chunk\": %lld, "
+    printf("{\"mode\": \"%s\", \"frames\": %lld, \"rounds\": %lld, \"chunk\": %lld, "
            "\"threads\": %d, \"variants\": [",
-           (long long)o->frames, (long long)o->rounds, (long long)o->chunk, o->threads);
+           o->decoder_only ? "decoder-compare" : "full-compare", (long long)o->frames,
+           (long long)o->rounds, (long long)o->chunk, o->threads);
     for (int i = 0; i < n; i++) {
         printf("%s{\"requested\": \"%s\", \"codec_precision\": \"%s\", \"median_ms_per_frame\": "
-               "%.4f, \"min_ms_per_frame\": %.4f, \"max_ms_per_frame\": %.4f, \"vs_first\": %.4f}",
+               "%.4f, \"min_ms_per_frame\": %.4f, \"max_ms_per_frame\": %.4f, \"vs_first\": %.4f",
                i ? ", " : "", v[i].requested, v[i].in_effect, v[i].median, v[i].min, v[i].max,
                v[i].median / v[0].median);
+        if (!o->decoder_only) {
+            printf(", \"codec_ms_per_frame\": %.4f, \"lm_ms_per_frame\": %.4f", v[i].codec_median,
+                   v[i].lm_median);
+        }
+        printf("}");
     }
     printf("]}\n");
 }
 
-int bench_compare_decoder(const bench_compare_opts *o) {
+int bench_compare(const bench_compare_opts *o) {
     char buf[256];
     const char *names[BENCH_COMPARE_MAX];
     const int n = bench_compare_names(o->precisions, buf, sizeof buf, names);
@@ -181,6 +247,8 @@ int bench_compare_decoder(const bench_compare_opts *o) {
         kz_session_free(v[i].session);
         kz_model_free(v[i].model);
         free(v[i].ms);
+        free(v[i].codec_ms);
+        free(v[i].lm_ms);
     }
     return rc == 0 ? 0 : 1;
 }

@@ -19,8 +19,7 @@
  * audio of streaming runs (pipelined, first chunk 1 frame) with the underruns a
  * real-time player would see, of an offline run (all frames, then one decode), and the
  * time to first audio of both text layouts.
- * --decoder-only with a list of codec precisions: bench_compare.c, one process, runs
- * alternated.
+ * A list of codec precisions: bench_compare.c, one process, runs alternated.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -301,17 +300,6 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
     r->first_audio_layout_runs = n_layout;
 }
 
-static void full_request(const bench_opts *o, const kz_model *m, kz_request *r) {
-    static const int32_t text[] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13, 220, 16, 17};
-    kz_request_default(m, r);
-    r->token_ids = text;
-    r->n_token_ids = sizeof text / sizeof text[0];
-    r->speaker = kz_model_speaker_name(m, 0);
-    r->frames = (int32_t)o->frames;
-    r->chunk_frames = (int32_t)o->chunk;
-    r->seed = (uint64_t)o->seed;
-}
-
 /* Streaming runs (timed stages), one offline run, then `repeat` runs of 2 frames per text
  * layout, the layouts alternating: a single run reads whatever the shared host did in those
  * 150 ms (docs/PERF.md: a kernel thread takes one core for 5-20 ms every 0.5 s), the median
@@ -319,7 +307,7 @@ static void full_request(const bench_opts *o, const kz_model *m, kz_request *r) 
 static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session *s,
                               bench_result *res) {
     kz_request r;
-    full_request(o, m, &r);
+    bench_fixed_request(m, o->frames, o->chunk, o->seed, &r);
     playback runs[64], offline, layout;
     double layout_ms[2][2][64];
     int n = o->repeat < 64 ? (int)o->repeat : 64;
@@ -393,7 +381,7 @@ int cmd_bench(int argc, char **argv) {
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd); with --decoder-only a list P1,P2,... compares them in one process, runs alternated, --repeat rounds"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd); a list P1,P2,... compares them in one process, runs alternated, --repeat rounds"},
         {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
         {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
         {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
@@ -431,15 +419,13 @@ int cmd_bench(int argc, char **argv) {
                       .chunk = o.chunk};
     resolve_threads(&o, &r);
     if (o.codec_precision && strchr(o.codec_precision, ',')) {
-        if (!o.decoder_only) {
-            fprintf(stderr, "kztts bench: a list of codec precisions needs --decoder-only\n");
-            return 2;
-        }
-        const bench_compare_opts c = {.model = o.model, .isa = o.isa,
+        const bench_compare_opts c = {.model = o.model, .isa = o.isa, .schedule = o.schedule,
                                       .precisions = o.codec_precision, .frames = o.frames,
                                       .chunk = o.chunk, .rounds = o.repeat, .seed = o.seed,
-                                      .threads = r.threads, .json = o.json};
-        return bench_compare_decoder(&c);
+                                      .threads = r.threads, .threads_lm = (int)o.threads_lm,
+                                      .threads_codec = (int)o.threads_codec,
+                                      .decoder_only = o.decoder_only, .json = o.json};
+        return bench_compare(&c);
     }
     return o.decoder_only ? run_decoder(&o, &r) : run_full(&o, &r);
 }
