@@ -5,9 +5,9 @@ same audio arrives through stdout; a WAV file has a valid 24 kHz mono 16-bit
 header and the right length; --official-chunking and --chunk give the same
 audio below 300 frames; `kztts info` describes the codec; --help exits 0;
 `kztts bench` prints the floor columns, and its --json output has a floor per stage;
-`bench [--decoder-only] --codec-precision P1,P2,...` compares precisions in one process
-(every one timed each round, the precision in effect named, the pipeline's codec and LM
-stages apart, bad lists refused).
+`bench` with a list in --codec-precision, --schedule or -m compares the variants in one
+process (every one timed each round, the axis and the precision in effect named, the
+pipeline's codec and LM stages apart, bad lists refused).
 """
 import argparse
 import json
@@ -140,6 +140,20 @@ def check_bench_compare(a):
                   and x["codec_ms_per_frame"] + x["lm_ms_per_frame"]
                   <= x["max_ms_per_frame"] * 1.5 for x in v),
           f"bench compare, pipeline: {r.returncode} {r.stderr.decode()} {r.stdout[:400]}")
+    # Schedules (pipeline) and models compared the same way; the axis is named.
+    for opts, axis, names in ((["--schedule", "turns,overlap"], "schedule", ["turns", "overlap"]),
+                              (["-m", a.tiny + "," + a.tiny, "--decoder-only"], "model",
+                               [a.tiny, a.tiny])):
+        r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "3", "--repeat", "2", "--json"]
+                + opts)
+        try:
+            j = json.loads(r.stdout)
+        except ValueError:
+            j = {}
+        check(r.returncode == 0 and j.get("axis") == axis
+              and [x.get("requested") for x in j.get("variants", [])] == names
+              and all(x["median_ms_per_frame"] > 0 for x in j["variants"]),
+              f"bench compare {axis}: {r.returncode} {r.stderr.decode()} {r.stdout[:300]}")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "2", "--repeat", "1",
              "--codec-precision", "f32,winograd"])
     check(r.returncode == 0 and b"in effect" in r.stdout and b"winograd" in r.stdout,
@@ -148,7 +162,11 @@ def check_bench_compare(a):
                        (["--decoder-only", "--codec-precision", "f32,"], b"two or more"),
                        (["--decoder-only", "--codec-precision", "f32,f32,f32,f32,f32,f32"],
                         b"at most"),
-                       (["--codec-precision", "winograd,"], b"two or more")):
+                       (["--codec-precision", "winograd,"], b"two or more"),
+                       (["--schedule", "turns,sideways"], b"sideways"),
+                       (["--decoder-only", "--schedule", "turns,overlap"], b"no schedule"),
+                       (["--schedule", "turns,overlap", "--codec-precision", "f32,winograd"],
+                        b"one thing at a time")):
         r = run([a.kztts, "bench", "-m", a.tiny, "--frames", "2", "--repeat", "1"] + bad)
         check(r.returncode == 2 and words in r.stderr and not r.stdout,
               f"bench {bad}: {r.returncode} {r.stderr.decode()}")

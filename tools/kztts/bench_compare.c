@@ -17,11 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "codes_file.h"
 #include "kztts.h"
 #include "stats.h"
+
+typedef enum bench_axis { AXIS_PRECISION, AXIS_SCHEDULE, AXIS_MODEL } bench_axis;
+
+static const char *const AXIS_NAMES[] = {"codec precision", "schedule", "model"};
+static const char *const AXIS_KEYS[] = {"codec_precision", "schedule", "model"};
 
 typedef struct variant {
     const char *requested;
@@ -34,33 +40,30 @@ typedef struct variant {
     double median, min, max, codec_median, lm_median;
 } variant;
 
-int bench_compare_names(const char *precisions, char *buf, size_t cap,
-                        const char *names[BENCH_COMPARE_MAX]) {
-    static const char *const known[] = {"f32", "bf16", "winograd", "winograd-bf16", "fast"};
-    if (snprintf(buf, cap, "%s", precisions) >= (int)cap) {
-        fprintf(stderr, "kztts bench: --codec-precision list is too long\n");
+int bench_compare_names(const char *list, const char *const *known, const char *what,
+                        char *buf, size_t cap, const char *names[BENCH_COMPARE_MAX]) {
+    if (snprintf(buf, cap, "%s", list) >= (int)cap) {
+        fprintf(stderr, "kztts bench: the list of %ss is too long\n", what);
         return -1;
     }
     int n = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        bool ok = false;
-        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        bool ok = known == NULL;
+        for (size_t k = 0; known && known[k]; k++) {
             ok |= strcmp(t, known[k]) == 0;
         }
         if (!ok) {
-            fprintf(stderr, "kztts bench: unknown codec precision '%s' (f32, bf16, winograd, "
-                            "winograd-bf16, fast)\n", t);
+            fprintf(stderr, "kztts bench: unknown %s '%s'\n", what, t);
             return -1;
         }
         if (n == BENCH_COMPARE_MAX) {
-            fprintf(stderr, "kztts bench: at most %d codec precisions to compare\n",
-                    BENCH_COMPARE_MAX);
+            fprintf(stderr, "kztts bench: at most %d %ss to compare\n", BENCH_COMPARE_MAX, what);
             return -1;
         }
         names[n++] = t;
     }
     if (n < 2) {
-        fprintf(stderr, "kztts bench: a comparison needs two or more codec precisions\n");
+        fprintf(stderr, "kztts bench: a comparison needs two or more %ss\n", what);
         return -1;
     }
     return n;
@@ -76,12 +79,16 @@ static void precision_in_effect(const kz_model *m, char *buf, size_t cap) {
     }
 }
 
-static int open_variants(const bench_compare_opts *o, variant *v, int n) {
+static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *v, int n) {
     for (int i = 0; i < n; i++) {
-        const cli_engine e = {.isa = o->isa, .codec_precision = v[i].requested,
-                              .schedule = o->schedule, .threads = o->threads,
-                              .threads_lm = o->threads_lm, .threads_codec = o->threads_codec};
-        if (cli_open_engine("bench", o->model, &e, &v[i].model, &v[i].session) != 0) {
+        const char *label = v[i].requested;
+        const cli_engine e = {.isa = o->isa,
+                              .codec_precision = axis == AXIS_PRECISION ? label : o->precisions,
+                              .schedule = axis == AXIS_SCHEDULE ? label : o->schedule,
+                              .threads = o->threads, .threads_lm = o->threads_lm,
+                              .threads_codec = o->threads_codec};
+        const char *path = axis == AXIS_MODEL ? label : o->model;
+        if (cli_open_engine("bench", path, &e, &v[i].model, &v[i].session) != 0) {
             return -1;
         }
         precision_in_effect(v[i].model, v[i].in_effect, sizeof v[i].in_effect);
@@ -169,17 +176,17 @@ static void summarize(variant *x, int64_t rounds) {
     x->lm_median = stats_median(x->lm_ms, (int)rounds);
 }
 
-static void print_text(const bench_compare_opts *o, const variant *v, int n) {
-    printf("codec precisions compared in one process (%s): %lld rounds of %lld frames, chunk "
-           "%lld%s, threads %d, runs alternated\n",
-           o->decoder_only ? "codec decoder alone" : "whole pipeline, streaming",
+static void print_text(const bench_compare_opts *o, bench_axis axis, const variant *v, int n) {
+    printf("%ss compared in one process (%s): %lld rounds of %lld frames, chunk %lld%s, "
+           "threads %d, runs alternated\n",
+           AXIS_NAMES[axis], o->decoder_only ? "codec decoder alone" : "whole pipeline, streaming",
            (long long)o->rounds, (long long)o->frames, (long long)o->chunk,
            o->chunk == 0 ? " (adaptive)" : "", o->threads);
-    printf("%-16s %-16s %10s %8s %8s %10s", "requested", "in effect", "median", "min", "max",
-           "vs first");
+    printf("%-24s %-16s %8s %8s %8s %10s", AXIS_NAMES[axis], "codec in effect", "median", "min",
+           "max", "vs first");
     printf(o->decoder_only ? "\n" : " %10s %10s\n", "codec", "LM");
     for (int i = 0; i < n; i++) {
-        printf("%-16s %-16s %10.2f %8.2f %8.2f %9.3fx", v[i].requested, v[i].in_effect,
+        printf("%-24s %-16s %8.2f %8.2f %8.2f %9.3fx", v[i].requested, v[i].in_effect,
                v[i].median, v[i].min, v[i].max, v[i].median / v[0].median);
         if (o->decoder_only) {
             printf("\n");
@@ -187,22 +194,25 @@ static void print_text(const bench_compare_opts *o, const variant *v, int n) {
             printf(" %10.2f %10.2f\n", v[i].codec_median, v[i].lm_median);
         }
     }
-    printf("(wall ms per 80 ms frame%s; 'vs first' = median / the first precision's median)\n",
+    printf("(wall ms per 80 ms frame%s; 'vs first' = median / the first one's median)\n",
            o->decoder_only ? " of the codec decoder"
                            : "; codec and LM stages (prefill, talker, code predictor, "
                              "sampling): medians of their own ms per frame");
 }
 
-static void print_json(const bench_compare_opts *o, const variant *v, int n) {
-    printf("{\"mode\": \"%s\", \"frames\": %lld, \"rounds\": %lld, \"chunk\": %lld, "
-           "\"threads\": %d, \"variants\": [",
-           o->decoder_only ? "decoder-compare" : "full-compare", (long long)o->frames,
-           (long long)o->rounds, (long long)o->chunk, o->threads);
+static void print_json(const bench_compare_opts *o, bench_axis axis, const variant *v, int n) {
+    printf("{\"mode\": \"%s\", \"axis\": \"%s\", \"frames\": %lld, \"rounds\": %lld, "
+           "\"chunk\": %lld, \"threads\": %d, \"variants\": [",
+           o->decoder_only ? "decoder-compare" : "full-compare", AXIS_KEYS[axis],
+           (long long)o->frames, (long long)o->rounds, (long long)o->chunk, o->threads);
     for (int i = 0; i < n; i++) {
-        printf("%s{\"requested\": \"%s\", \"codec_precision\": \"%s\", \"median_ms_per_frame\": "
-               "%.4f, \"min_ms_per_frame\": %.4f, \"max_ms_per_frame\": %.4f, \"vs_first\": %.4f",
-               i ? ", " : "", v[i].requested, v[i].in_effect, v[i].median, v[i].min, v[i].max,
-               v[i].median / v[0].median);
+        printf("%s{\"requested\": \"", i ? ", " : "");
+        for (const char *c = v[i].requested; *c; c++) { // a model path may need escapes
+            printf(*c == '"' || *c == '\\' ? "\\%c" : (unsigned char)*c < 0x20 ? "?" : "%c", *c);
+        }
+        printf("\", \"codec_precision\": \"%s\", \"median_ms_per_frame\": %.4f, "
+               "\"min_ms_per_frame\": %.4f, \"max_ms_per_frame\": %.4f, \"vs_first\": %.4f",
+               v[i].in_effect, v[i].median, v[i].min, v[i].max, v[i].median / v[0].median);
         if (!o->decoder_only) {
             printf(", \"codec_ms_per_frame\": %.4f, \"lm_ms_per_frame\": %.4f", v[i].codec_median,
                    v[i].lm_median);
@@ -212,10 +222,41 @@ static void print_json(const bench_compare_opts *o, const variant *v, int n) {
     printf("]}\n");
 }
 
+bool bench_compare_wanted(const char *model, const char *precisions, const char *schedule) {
+    struct stat sb;
+    return (precisions && strchr(precisions, ',')) || (schedule && strchr(schedule, ',')) ||
+           (model && strchr(model, ',') && stat(model, &sb) != 0);
+}
+
+/* The option holding the list (exactly one may) and its elements; -1 on a bad list. */
+static int variant_list(const bench_compare_opts *o, bench_axis *axis, char *buf, size_t cap,
+                        const char *names[BENCH_COMPARE_MAX]) {
+    static const char *const precisions[] = {"f32", "bf16", "winograd", "winograd-bf16", "fast",
+                                             NULL};
+    static const char *const schedules[] = {"turns", "overlap", NULL};
+    const bool p = o->precisions && strchr(o->precisions, ',');
+    const bool s = o->schedule && strchr(o->schedule, ',');
+    const bool m = bench_compare_wanted(o->model, NULL, NULL);
+    if (p + s + m != 1) {
+        fprintf(stderr, "kztts bench: compare one thing at a time (a list in one of -m, "
+                        "--codec-precision, --schedule)\n");
+        return -1;
+    }
+    if (s && o->decoder_only) {
+        fprintf(stderr, "kztts bench: --decoder-only has no schedule to compare\n");
+        return -1;
+    }
+    *axis = p ? AXIS_PRECISION : s ? AXIS_SCHEDULE : AXIS_MODEL;
+    const char *list = p ? o->precisions : s ? o->schedule : o->model;
+    return bench_compare_names(list, p ? precisions : s ? schedules : NULL, AXIS_NAMES[*axis], buf,
+                               cap, names);
+}
+
 int bench_compare(const bench_compare_opts *o) {
-    char buf[256];
+    char buf[4096];
     const char *names[BENCH_COMPARE_MAX];
-    const int n = bench_compare_names(o->precisions, buf, sizeof buf, names);
+    bench_axis axis;
+    const int n = variant_list(o, &axis, buf, sizeof buf, names);
     if (n < 0) {
         return 2;
     }
@@ -223,7 +264,7 @@ int bench_compare(const bench_compare_opts *o) {
     for (int i = 0; i < n; i++) {
         v[i].requested = names[i];
     }
-    int rc = open_variants(o, v, n);
+    int rc = open_variants(o, axis, v, n);
     int32_t *codes = NULL;
     if (rc == 0) {
         codes = codes_random((size_t)o->frames, kz_model_num_codebooks(v[0].model),
@@ -240,7 +281,7 @@ int bench_compare(const bench_compare_opts *o) {
         for (int i = 0; i < n; i++) {
             summarize(&v[i], o->rounds);
         }
-        (o->json ? print_json : print_text)(o, v, n);
+        (o->json ? print_json : print_text)(o, axis, v, n);
     }
     free(codes);
     for (int i = 0; i < n; i++) {

@@ -19,7 +19,8 @@
  * audio of streaming runs (pipelined, first chunk 1 frame) with the underruns a
  * real-time player would see, of an offline run (all frames, then one decode), and the
  * time to first audio of both text layouts.
- * A list of codec precisions: bench_compare.c, one process, runs alternated.
+ * A list in -m, --codec-precision or --schedule: bench_compare.c, the variants in one
+ * process, runs alternated.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -381,7 +382,7 @@ int cmd_bench(int argc, char **argv) {
         {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
         {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd); a list P1,P2,... compares them in one process, runs alternated, --repeat rounds"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd)"},
         {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
         {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
         {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
@@ -401,7 +402,11 @@ int cmd_bench(int argc, char **argv) {
                "limits, DRAM\nread bandwidth with the LM stage's threads and the FMA peak "
                "with the codec's,\nboth measured in well under a second after the runs; "
                "'%% of floor' = floor / time.\nThen real-time factors, time to first audio, "
-               "peak RSS and the model load time.\n");
+               "peak RSS and the model load time.\n"
+               "\nA list in one of -m, --codec-precision or --schedule (A,B,...: 2 to 5) "
+               "compares them in one\nprocess: one model each, --repeat rounds in which each "
+               "runs once, the order rotating;\nmedian, min and max ms per frame and the "
+               "ratio to the first.\n");
         return 0;
     }
     if (!o.model) {
@@ -418,7 +423,7 @@ int cmd_bench(int argc, char **argv) {
     bench_result r = {.decoder_only = o.decoder_only, .frames = o.frames, .runs = o.repeat,
                       .chunk = o.chunk};
     resolve_threads(&o, &r);
-    if (o.codec_precision && strchr(o.codec_precision, ',')) {
+    if (bench_compare_wanted(o.model, o.codec_precision, o.schedule)) {
         const bench_compare_opts c = {.model = o.model, .isa = o.isa, .schedule = o.schedule,
                                       .precisions = o.codec_precision, .frames = o.frames,
                                       .chunk = o.chunk, .rounds = o.repeat, .seed = o.seed,
