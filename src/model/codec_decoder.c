@@ -98,7 +98,7 @@ static kz_status init_wino_scratch(kz_codec_state *s, const kz_codec_decoder *d,
     size_t n_f = 0, n_idx = 0;
     for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
         const kz_decoder_block *b = &d->blocks[i];
-        wino_need(&b->up_wino, b->frame_rows / (size_t)b->rate, max_frames, &n_f, &n_idx);
+        wino_need(&b->up_wino, kz_block_in_rows(b), max_frames, &n_f, &n_idx);
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
             wino_need(&b->res[r].wino1, b->frame_rows, max_frames, &n_f, &n_idx);
         }
@@ -269,7 +269,7 @@ static void decoder_block(const kz_codec_decoder *d, kz_codec_state *s, kz_exec 
     snake(e, in, s->a, n_rows, c_in, &b->act);
     if (b->up_wino.n_pts) {
         kz_wino_run(&b->up_wino, e, &s->wino, s->a, b->up.n, s->b, c_in, n_rows,
-                    b->frame_rows / (size_t)b->rate);
+                    kz_block_in_rows(b));
     } else {
         kz_conv_run(&b->up, e, s->a, b->up.n, s->b, c_in, n_rows, KZ_GEMM_STORE);
     }

@@ -57,6 +57,11 @@ typedef struct kz_decoder_block {
     kz_res_unit res[KZ_CODEC_RES_UNITS];
 } kz_decoder_block;
 
+/* Input rows per codec frame of block b (its transposed conv's rows, frame_rows / rate). */
+static inline size_t kz_block_in_rows(const kz_decoder_block *b) {
+    return b->frame_rows / (size_t)b->rate;
+}
+
 typedef struct kz_convnext {
     kz_conv up;       /* transposed, k = stride = ratio */
     float *dw_w;      /* [latent, 7] depthwise causal conv */

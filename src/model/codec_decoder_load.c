@@ -281,7 +281,7 @@ kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
     kz_status st = KZ_OK;
     for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
         kz_decoder_block *b = &d->blocks[i];
-        const size_t in_rows = b->frame_rows / (size_t)b->rate;
+        const size_t in_rows = kz_block_in_rows(b);
         if (in_rows >= KZ_CODEC_WINO_UP_ROWS && b->up.taps == 2) {
             st = wino_from(&b->up_wino, &b->up, in_rows);
         }

@@ -272,9 +272,9 @@ static void check_winograd_convs(const kz_codec_decoder *d) {
     int n_up = 0;
     for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
         const kz_decoder_block *b = &d->blocks[i];
-        const bool want = b->frame_rows / (size_t)b->rate >= KZ_CODEC_WINO_UP_ROWS;
+        const bool want = kz_block_in_rows(b) >= KZ_CODEC_WINO_UP_ROWS;
         CHECK_MSG((b->up_wino.n_pts > 0) == want, "block %d (%zu input rows a frame): up_wino %zu",
-                  i, b->frame_rows / (size_t)b->rate, b->up_wino.n_pts);
+                  i, kz_block_in_rows(b), b->up_wino.n_pts);
         n_up += b->up_wino.n_pts > 0;
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
             CHECK_MSG(b->res[r].wino1.n_pts > 0, "block %d unit %d: conv1 not Winograd", i, r);
