@@ -1,19 +1,21 @@
 /*
- * bench_compare.c - codec precisions compared in one process (see bench_compare.h).
+ * bench_compare.c - variants of one option compared in one process (see bench_compare.h).
  *
- * Data flow: the precision list -> one model and session per precision (cli_open_engine;
- * the GGUF or safetensors pages are shared, each precision's transformed panels are its
+ * Data flow: the list in -m, --codec-precision or --schedule (its names checked by the
+ * CLI's own parsers) -> one model and session per variant (cli_open_engine; the GGUF or
+ * safetensors pages of one file are shared, each precision's transformed panels are its
  * own) -> a warm-up run each (a decode of up to 4 frames, or a 2-frame synthesis) ->
- * rounds: in round r, precision (q + r) mod n runs q-th, so no precision always runs first
- * or after the same neighbour; each run decodes the same seeded random codes, or
+ * rounds: in round r, variant (q + r) mod n runs q-th, so no variant always runs first or
+ * after the same neighbour; each run decodes the same seeded random codes, or
  * synthesizes the fixed request with its whole prompt (the session's timings give the
- * codec's and the LM stages' share) -> per precision the ms per frame of every round ->
- * median, min, max, and the ratio of medians to the first precision's -> text or JSON.
- * Host noise that lasts longer than a round hits every precision alike; the median
- * drops the rounds a burst hit.
+ * codec's and the LM stages' share) -> per variant the ms per frame of every round ->
+ * median, min, max, and the ratio of medians to the first variant's -> text, or JSON
+ * through cJSON. Host noise that lasts longer than a round hits every variant alike;
+ * the median drops the rounds a burst hit.
  */
 #include "bench_compare.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,20 +42,28 @@ typedef struct variant {
     double median, min, max, codec_median, lm_median;
 } variant;
 
-int bench_compare_names(const char *list, const char *const *known, const char *what,
-                        char *buf, size_t cap, const char *names[BENCH_COMPARE_MAX]) {
+/* Whether name is a valid element of the axis's list (the CLI's own parsers, which print
+ * "kztts bench: --option must be ..., got 'name'" when not). */
+static bool valid_name(bench_axis axis, const char *name) {
+    kz_precision p;
+    kz_schedule sc;
+    return axis == AXIS_MODEL                ? true
+           : axis == AXIS_PRECISION          ? cli_parse_codec_precision("bench", name, &p) == 0
+                                             : cli_parse_schedule("bench", name, &sc) == 0;
+}
+
+/* Splits list at commas into names[] (2 to BENCH_COMPARE_MAX valid names); returns
+ * their count, or -1 after printing "kztts bench: problem". names point into buf. */
+static int split_names(const char *list, bench_axis axis, char *buf, size_t cap,
+                       const char *names[BENCH_COMPARE_MAX]) {
+    const char *what = AXIS_NAMES[axis];
     if (snprintf(buf, cap, "%s", list) >= (int)cap) {
         fprintf(stderr, "kztts bench: the list of %ss is too long\n", what);
         return -1;
     }
     int n = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        bool ok = known == NULL;
-        for (size_t k = 0; known && known[k]; k++) {
-            ok |= strcmp(t, known[k]) == 0;
-        }
-        if (!ok) {
-            fprintf(stderr, "kztts bench: unknown %s '%s'\n", what, t);
+        if (!valid_name(axis, t)) {
             return -1;
         }
         if (n == BENCH_COMPARE_MAX) {
@@ -69,16 +79,6 @@ int bench_compare_names(const char *list, const char *const *known, const char *
     return n;
 }
 
-/* The codec precision in effect, from the model description ("codec precision: X"). */
-static void precision_in_effect(const kz_model *m, char *buf, size_t cap) {
-    const char *v = strstr(kz_model_describe(m), "\ncodec precision: ");
-    snprintf(buf, cap, "unknown");
-    if (v) {
-        v += strlen("\ncodec precision: ");
-        snprintf(buf, cap, "%.*s", (int)strcspn(v, " \n"), v);
-    }
-}
-
 static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *v, int n) {
     for (int i = 0; i < n; i++) {
         const char *label = v[i].requested;
@@ -91,7 +91,8 @@ static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *
         if (cli_open_engine("bench", path, &e, &v[i].model, &v[i].session) != 0) {
             return -1;
         }
-        precision_in_effect(v[i].model, v[i].in_effect, sizeof v[i].in_effect);
+        cli_model_word(v[i].model, "\ncodec precision: ", v[i].in_effect,
+                       sizeof v[i].in_effect);
         v[i].ms = malloc((size_t)o->rounds * sizeof *v[i].ms);
         v[i].codec_ms = calloc((size_t)o->rounds, sizeof *v[i].codec_ms);
         v[i].lm_ms = calloc((size_t)o->rounds, sizeof *v[i].lm_ms);
@@ -150,9 +151,8 @@ static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r,
 
 /* Warm-up (round -1, not kept), then the rounds; the same input for every precision. */
 static kz_status run_rounds(const bench_compare_opts *o, variant *v, int n, const int32_t *codes) {
-    const size_t warm = o->frames < (o->decoder_only ? 4 : 2) ? (size_t)o->frames
-                        : o->decoder_only                     ? 4
-                                                              : 2;
+    const int64_t most = o->decoder_only ? 4 : 2;
+    const size_t warm = (size_t)(o->frames < most ? o->frames : most);
     kz_status st = KZ_OK;
     for (int i = 0; i < n && st == KZ_OK; i++) {
         st = run_once(o, &v[i], -1, codes, warm);
@@ -201,25 +201,32 @@ static void print_text(const bench_compare_opts *o, bench_axis axis, const varia
 }
 
 static void print_json(const bench_compare_opts *o, bench_axis axis, const variant *v, int n) {
-    printf("{\"mode\": \"%s\", \"axis\": \"%s\", \"frames\": %lld, \"rounds\": %lld, "
-           "\"chunk\": %lld, \"threads\": %d, \"variants\": [",
-           o->decoder_only ? "decoder-compare" : "full-compare", AXIS_KEYS[axis],
-           (long long)o->frames, (long long)o->rounds, (long long)o->chunk, o->threads);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "mode", o->decoder_only ? "decoder-compare" : "full-compare");
+    cJSON_AddStringToObject(j, "axis", AXIS_KEYS[axis]);
+    cJSON_AddNumberToObject(j, "frames", (double)o->frames);
+    cJSON_AddNumberToObject(j, "rounds", (double)o->rounds);
+    cJSON_AddNumberToObject(j, "chunk", (double)o->chunk);
+    cJSON_AddNumberToObject(j, "threads", o->threads);
+    cJSON *list = cJSON_AddArrayToObject(j, "variants");
     for (int i = 0; i < n; i++) {
-        printf("%s{\"requested\": \"", i ? ", " : "");
-        for (const char *c = v[i].requested; *c; c++) { // a model path may need escapes
-            printf(*c == '"' || *c == '\\' ? "\\%c" : (unsigned char)*c < 0x20 ? "?" : "%c", *c);
-        }
-        printf("\", \"codec_precision\": \"%s\", \"median_ms_per_frame\": %.4f, "
-               "\"min_ms_per_frame\": %.4f, \"max_ms_per_frame\": %.4f, \"vs_first\": %.4f",
-               v[i].in_effect, v[i].median, v[i].min, v[i].max, v[i].median / v[0].median);
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "requested", v[i].requested);
+        cJSON_AddStringToObject(x, "codec_precision", v[i].in_effect);
+        cJSON_AddNumberToObject(x, "median_ms_per_frame", v[i].median);
+        cJSON_AddNumberToObject(x, "min_ms_per_frame", v[i].min);
+        cJSON_AddNumberToObject(x, "max_ms_per_frame", v[i].max);
+        cJSON_AddNumberToObject(x, "vs_first", v[i].median / v[0].median);
         if (!o->decoder_only) {
-            printf(", \"codec_ms_per_frame\": %.4f, \"lm_ms_per_frame\": %.4f", v[i].codec_median,
-                   v[i].lm_median);
+            cJSON_AddNumberToObject(x, "codec_ms_per_frame", v[i].codec_median);
+            cJSON_AddNumberToObject(x, "lm_ms_per_frame", v[i].lm_median);
         }
-        printf("}");
+        cJSON_AddItemToArray(list, x);
     }
-    printf("]}\n");
+    char *text = cJSON_PrintUnformatted(j);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+    cJSON_Delete(j);
 }
 
 bool bench_compare_wanted(const char *model, const char *precisions, const char *schedule) {
@@ -231,9 +238,6 @@ bool bench_compare_wanted(const char *model, const char *precisions, const char 
 /* The option holding the list (exactly one may) and its elements; -1 on a bad list. */
 static int variant_list(const bench_compare_opts *o, bench_axis *axis, char *buf, size_t cap,
                         const char *names[BENCH_COMPARE_MAX]) {
-    static const char *const precisions[] = {"f32", "bf16", "winograd", "winograd-bf16", "fast",
-                                             NULL};
-    static const char *const schedules[] = {"turns", "overlap", NULL};
     const bool p = o->precisions && strchr(o->precisions, ',');
     const bool s = o->schedule && strchr(o->schedule, ',');
     const bool m = bench_compare_wanted(o->model, NULL, NULL);
@@ -247,9 +251,7 @@ static int variant_list(const bench_compare_opts *o, bench_axis *axis, char *buf
         return -1;
     }
     *axis = p ? AXIS_PRECISION : s ? AXIS_SCHEDULE : AXIS_MODEL;
-    const char *list = p ? o->precisions : s ? o->schedule : o->model;
-    return bench_compare_names(list, p ? precisions : s ? schedules : NULL, AXIS_NAMES[*axis], buf,
-                               cap, names);
+    return split_names(p ? o->precisions : s ? o->schedule : o->model, *axis, buf, cap, names);
 }
 
 int bench_compare(const bench_compare_opts *o) {

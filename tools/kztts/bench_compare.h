@@ -30,12 +30,6 @@ typedef struct bench_compare_opts {
  * model path that does not exist as written. */
 bool bench_compare_wanted(const char *model, const char *precisions, const char *schedule);
 
-/* Splits list at commas into names[] (2 to BENCH_COMPARE_MAX, each one of known[] when
- * known, a NULL-terminated array, is given); returns their count, or -1 after printing
- * "kztts bench: problem" naming `what`. names point into buf (cap bytes). */
-int bench_compare_names(const char *list, const char *const *known, const char *what,
-                        char *buf, size_t cap, const char *names[BENCH_COMPARE_MAX]);
-
 /* The bench's fixed request: a 12-token text (about a 10-word sentence) for the model's
  * first speaker, exactly `frames` frames, chunk_frames `chunk` (0 = adaptive), seed. */
 void bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,

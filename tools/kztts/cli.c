@@ -1,6 +1,7 @@
 /*
- * cli.c - model/session opening, error reporting and text input (--token-ids,
- * stdin) shared by subcommands.
+ * cli.c - model/session opening (with the option names of ISA, schedule and codec
+ * precision), error reporting, words of the model description, and text input
+ * (--token-ids, stdin) shared by subcommands.
  */
 #include "cli.h"
 
@@ -34,7 +35,7 @@ int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, 
     return cli_open_engine(cmd, path, &e, model, session);
 }
 
-static int parse_schedule(const char *cmd, const char *name, kz_schedule *out) {
+int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out) {
     *out = KZ_SCHEDULE_AUTO;
     if (!name || strcmp(name, "auto") == 0) {
         return 0;
@@ -47,6 +48,40 @@ static int parse_schedule(const char *cmd, const char *name, kz_schedule *out) {
     return -1;
 }
 
+int cli_parse_codec_precision(const char *cmd, const char *name, kz_precision *out) {
+    static const struct { const char *name; kz_precision p; } names[] = {
+        {"f32", KZ_PRECISION_F32},
+        {"bf16", KZ_PRECISION_BF16},
+        {"winograd", KZ_PRECISION_WINOGRAD},
+        {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16},
+        {"fast", KZ_PRECISION_FAST}};
+    *out = KZ_PRECISION_F32;
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(name, names[i].name) == 0) {
+            *out = names[i].p;
+            return 0;
+        }
+    }
+    if (!name) {
+        return 0;
+    }
+    fprintf(stderr,
+            "kztts %s: --codec-precision must be f32, bf16, winograd, winograd-bf16 or fast, "
+            "got '%s'\n",
+            cmd, name);
+    return -1;
+}
+
+const char *cli_model_word(const kz_model *m, const char *key, char *buf, size_t cap) {
+    const char *v = strstr(kz_model_describe(m), key);
+    snprintf(buf, cap, "unknown");
+    if (v) {
+        v += strlen(key);
+        snprintf(buf, cap, "%.*s", (int)strcspn(v, " \n"), v);
+    }
+    return buf;
+}
+
 int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,
                     kz_session **session) {
     *model = NULL;
@@ -54,7 +89,7 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
     const char *isa = e->isa ? e->isa : "auto", *codec_precision = e->codec_precision;
     kz_session_params sp;
     kz_session_default_params(&sp);
-    if (parse_schedule(cmd, e->schedule, &sp.schedule) != 0) {
+    if (cli_parse_schedule(cmd, e->schedule, &sp.schedule) != 0) {
         return -1;
     }
     kz_model_params mp;
@@ -64,19 +99,7 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
                 cmd, isa);
         return -1;
     }
-    if (codec_precision && strcmp(codec_precision, "bf16") == 0) {
-        mp.codec_precision = KZ_PRECISION_BF16;
-    } else if (codec_precision && strcmp(codec_precision, "winograd") == 0) {
-        mp.codec_precision = KZ_PRECISION_WINOGRAD;
-    } else if (codec_precision && strcmp(codec_precision, "winograd-bf16") == 0) {
-        mp.codec_precision = KZ_PRECISION_WINOGRAD_BF16;
-    } else if (codec_precision && strcmp(codec_precision, "fast") == 0) {
-        mp.codec_precision = KZ_PRECISION_FAST;
-    } else if (codec_precision && strcmp(codec_precision, "f32") != 0) {
-        fprintf(stderr,
-                "kztts %s: --codec-precision must be f32, bf16, winograd, winograd-bf16 or fast, "
-                "got '%s'\n",
-                cmd, codec_precision);
+    if (cli_parse_codec_precision(cmd, codec_precision, &mp.codec_precision) != 0) {
         return -1;
     }
     char *dir;

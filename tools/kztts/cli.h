@@ -32,6 +32,20 @@ typedef struct cli_engine {
     int threads, threads_lm, threads_codec;
 } cli_engine;
 
+/* The schedule named name ("auto", "turns", "overlap"; NULL means auto) into *out;
+ * -1 after printing "kztts CMD: --schedule must be ..." for any other name. */
+int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out);
+
+/* The codec precision named name ("f32", "bf16", "winograd", "winograd-bf16", "fast";
+ * NULL means f32) into *out; -1 after printing "kztts CMD: --codec-precision must be ..."
+ * for any other name. */
+int cli_parse_codec_precision(const char *cmd, const char *name, kz_precision *out);
+
+/* The first word after key in the model's description (kz_model_describe), e.g. key
+ * "\ncodec precision: " gives the precision in effect; "unknown" if absent. Copied to
+ * buf (cap bytes), which is returned. */
+const char *cli_model_word(const kz_model *m, const char *key, char *buf, size_t cap);
+
 /* cli_open with every engine option. */
 int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,
                     kz_session **session);

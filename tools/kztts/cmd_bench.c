@@ -74,25 +74,14 @@ typedef struct model_words {
     char precision[32];
 } model_words;
 
-/* The first word after `key` in the description d, copied to buf ("unknown" if absent). */
-static const char *described(const char *d, const char *key, char *buf, size_t cap) {
-    const char *v = strstr(d, key);
-    snprintf(buf, cap, "unknown");
-    if (v) {
-        v += strlen(key);
-        snprintf(buf, cap, "%.*s", (int)strcspn(v, " \n"), v);
-    }
-    return buf;
-}
-
 /* Kernel level, codec precision in effect and load time from the model description
  * ("kernels: avx2", "codec precision: winograd", "load: 812 ms"), copied to facts;
  * the load time falls back to open_ms. */
 static void model_facts(const kz_model *m, double open_ms, model_words *facts, bench_result *r) {
     const char *d = kz_model_describe(m), *l = strstr(d, "\nload: ");
-    r->kernels = described(d, "\nkernels: ", facts->kernels, sizeof facts->kernels);
-    r->codec_precision = described(d, "\ncodec precision: ", facts->precision,
-                                   sizeof facts->precision);
+    r->kernels = cli_model_word(m, "\nkernels: ", facts->kernels, sizeof facts->kernels);
+    r->codec_precision = cli_model_word(m, "\ncodec precision: ", facts->precision,
+                                        sizeof facts->precision);
     r->load_ms = l ? strtod(l + strlen("\nload: "), NULL) : open_ms;
 }
 
