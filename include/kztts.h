@@ -109,15 +109,16 @@ typedef enum kz_precision {
                               same as KZ_PRECISION_F32 */
     KZ_PRECISION_WINOGRAD = 2, /* fp32, the residual units' k = 7 convolutions (~70 % of the
                               decoder's work) by Winograd F(6, 7) or F(4, 7): 12 instead
-                              of 42 multiplications per 6 outputs (10 per 4), waveform far
-                              above 40 dB SNR of f32; any CPU; still chunk- and
-                              thread-invariant */
+                              of 42 multiplications per 6 outputs (10 per 4), and the
+                              last decoder blocks' transposed convolutions by F(6, 2);
+                              waveform far above 40 dB SNR of f32; any CPU; still chunk-
+                              and thread-invariant */
     KZ_PRECISION_FAST = 3,     /* the fastest for this CPU, chosen at load:
                               KZ_PRECISION_BF16 where the codec's bf16 GEMM runs on AMX
                               tiles, KZ_PRECISION_WINOGRAD_BF16 where AVX512_BF16 beats
                               the fp32 FMAs (AMD Zen 4/5), KZ_PRECISION_WINOGRAD
                               everywhere else (kz_model_describe names the choice) */
-    /* The k = 7 convolutions as KZ_PRECISION_WINOGRAD, the pointwise ones (the residual
+    /* The Winograd convolutions of KZ_PRECISION_WINOGRAD, the pointwise ones (the residual
        units' second convs, the projections before the vocoder) in bf16 as
        KZ_PRECISION_BF16: waveform within 40 dB SNR of f32 (45.6 dB on a random 0.6B
        checkpoint); without AVX512_BF16 or AMX the same as KZ_PRECISION_WINOGRAD. */

@@ -53,7 +53,7 @@ static void poly_times_root(double *p, int *len, double a) {
 }
 
 /* Toom-Cook for correlation, by transposing linear convolution (Lavin & Gray):
- * evaluation at the m + 5 finite points and infinity gives G (of the kernel) and AT
+ * evaluation at the m + r - 2 finite points and infinity gives G (of the kernel) and AT
  * (of the outputs, transposed); Lagrange interpolation gives BT (transposed). */
 static void build_matrices(tile_mats *t, size_t m, int r, const double *pts) {
     const int n = (int)m + r - 1, fin = n - 1;
