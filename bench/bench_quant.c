@@ -4,8 +4,8 @@
  * bf16 one (matmul_bf16), one token, at the talker / code-predictor MLP shapes.
  *
  * Data flow: for every level the CPU runs, every shape [rows, n_in] and every
- * format (bf16, f16, q8_0, q4_0): allocate enough matrices of that shape that their
- * bf16 form totals --mb megabytes (default 300, far beyond the last-level
+ * format (bf16, f16, q8_0, q4_0): allocate enough matrices of that shape that they
+ * total --mb megabytes in that format (default 300, far beyond the last-level
  * cache, so every byte comes from DRAM, as in decoding), fill them with random
  * weights, then time passes that multiply one token by each matrix in turn;
  * report the best pass as GB/s of weight bytes streamed, weights per ns and
@@ -36,8 +36,8 @@
  * Usage: bench_quant [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N]
  *                    [--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill]
  *                    [--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]
- *   levels (default: every SIMD level the CPU supports); --mb total bf16
- *   megabytes per shape; --quick shortens timing; --no-vnni runs the AVX-512
+ *   levels (default: every SIMD level the CPU supports); --mb megabytes per shape and
+ *   format; --quick shortens timing; --no-vnni runs the AVX-512
  *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
  *   comparison); --no-amx keeps q8_0 prompts off the AMX-INT8 tiles (same bits);
  *   --no-dotprod runs the NEON kernels' baseline variant on a CPU with the dotprod
@@ -240,30 +240,33 @@ static double time_passes(mm_fn fn, const uint8_t *mats, size_t n_mat, size_t ro
     return best;
 }
 
-/* repeat 0: enough distinct matrices for mb megabytes of bf16, each used once
- * per pass; repeat > 0: one matrix used repeat times per pass (cache-resident). */
+/* repeat 0: enough distinct matrices for mb megabytes of each format's own bytes, each
+ * used once per pass (sized by bf16 bytes, the q4_0 set was 85 MB at the default and
+ * partly served from a 32 MB L3: 36-40 GB/s on the Zen 4 against 28-30 from DRAM,
+ * docs/PERF.md 2026-12-03 (evening)); repeat > 0: one matrix used repeat times per pass
+ * (cache-resident). The speed-up column compares weights per ns with bf16's. */
 static void bench_shape(const kz_kernels *k, size_t rows, size_t n_in, double mb, size_t repeat,
                         double peak_gbs) {
-    const size_t bf16_bytes = rows * n_in * 2;
-    size_t n_mat = (size_t)(mb * 1e6 / (double)bf16_bytes + 0.5);
-    n_mat = repeat ? repeat : n_mat ? n_mat : 1;
     float *x = malloc(n_in * sizeof(float));
     float *y = malloc(rows * sizeof(float));
     for (size_t i = 0; i < n_in; i++) {
         x[i] = rng_float();
     }
-    double t[FMT_COUNT];
+    double rate_bf16 = 0;
     for (int f = 0; f < FMT_COUNT; f++) {
         const size_t mat_bytes = rows * row_bytes((fmt)f, n_in);
+        size_t n_mat = (size_t)(mb * 1e6 / (double)mat_bytes + 0.5);
+        n_mat = repeat ? repeat : n_mat ? n_mat : 1;
         uint8_t *mats = make_mats((fmt)f, repeat ? 1 : n_mat, rows, n_in);
-        t[f] = time_passes(fmt_fn(k, (fmt)f), mats, n_mat, rows, n_in, repeat ? 0 : mat_bytes, 1,
-                           x, y);
+        const double t = time_passes(fmt_fn(k, (fmt)f), mats, n_mat, rows, n_in,
+                                     repeat ? 0 : mat_bytes, 1, x, y);
         free(mats);
-        const double weights = (double)n_mat * (double)rows * (double)n_in;
-        const double gbs = (double)(n_mat * mat_bytes) / t[f] / 1e9;
+        const double rate = (double)n_mat * (double)rows * (double)n_in / t / 1e9; // weights/ns
+        const double gbs = (double)(n_mat * mat_bytes) / t / 1e9;
+        rate_bf16 = f == FMT_BF16 ? rate : rate_bf16;
         printf("  [%5zu, %5zu] x %3zu  %-5s %7.1f MB  %7.2f ms  %6.2f GB/s  %5.2f weights/ns  x%.2f",
-               rows, n_in, n_mat, fmt_name[f], (double)(n_mat * mat_bytes) / 1e6, t[f] * 1e3, gbs,
-               weights / t[f] / 1e9, t[FMT_BF16] / t[f]);
+               rows, n_in, n_mat, fmt_name[f], (double)(n_mat * mat_bytes) / 1e6, t * 1e3, gbs,
+               rate, rate / rate_bf16);
         if (peak_gbs > 0) {
             printf("  %3.0f %% of DRAM read", 100.0 * gbs / peak_gbs);
         }
@@ -459,7 +462,7 @@ int main(int argc, char **argv) {
         printf("\n[%s] FMA peak %.1f GFLOP/s with %d thread%s (%s)\n", k->name, peak_gflops,
                n_threads, n_threads == 1 ? "" : "s", loop);
         if (!prefill_only) {
-            printf("[%s] from DRAM (%.0f MB of bf16 per shape)\n", k->name, mb);
+            printf("[%s] from DRAM (%.0f MB of each format per shape)\n", k->name, mb);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 bench_shape(k, shapes[s][0], shapes[s][1], mb, 0, peak_gbs);
             }
