@@ -409,8 +409,8 @@ static void bench_rows(const kz_kernels *k) {
 }
 
 /* The Winograd transforms (mix_rows) over block-4- and block-2-sized sets of tiles:
- * the input transform (F(4, 7): 10 x 10, F(6, 7): 12 x 12; source rows in x) and the
- * output transform (4 x 11, 6 x 13, with the bias row). */
+ * the input transform (F(4, 7): 10 x 10, F(6, 7): 12 x 12, F(10, 7): 16 x 16; source rows
+ * in x) and the output transform (4 x 11, 6 x 13, 10 x 17, with the bias row). */
 typedef struct mix_ctx {
     const float *x;    /* [tiles + n_src, ch] */
     float *v;          /* [n_dst, tiles, ch] */
@@ -436,7 +436,8 @@ static void run_mix(const kz_kernels *k, void *ctx) {
 static void bench_mix(const kz_kernels *k, double peak) {
     static const size_t mix_shapes[][4] = {
         {10, 10, 1920, 96}, {4, 11, 1920, 96}, {10, 10, 160, 384}, {4, 11, 160, 384},
-        {12, 12, 1280, 96}, {6, 13, 1280, 96}, {12, 12, 108, 384}, {6, 13, 108, 384}};
+        {12, 12, 1280, 96}, {6, 13, 1280, 96}, {12, 12, 108, 384}, {6, 13, 108, 384},
+        {16, 16, 768, 96},  {10, 17, 768, 96}, {16, 16, 64, 384},  {10, 17, 64, 384}};
     for (size_t i = 0; i < sizeof mix_shapes / sizeof mix_shapes[0]; i++) {
         mix_ctx m = {.n_dst = mix_shapes[i][0], .n_src = mix_shapes[i][1],
                      .tiles = mix_shapes[i][2], .ch = mix_shapes[i][3]};

@@ -118,10 +118,13 @@ typedef enum kz_precision {
                               tiles, KZ_PRECISION_WINOGRAD_BF16 where AVX512_BF16 beats
                               the fp32 FMAs (AMD Zen 4/5), KZ_PRECISION_WINOGRAD
                               everywhere else (kz_model_describe names the choice) */
-    /* The Winograd convolutions of KZ_PRECISION_WINOGRAD, the pointwise ones (the residual
-       units' second convs, the projections before the vocoder) in bf16 as
-       KZ_PRECISION_BF16: waveform within 40 dB SNR of f32 (45.6 dB on a random 0.6B
-       checkpoint); without AVX512_BF16 or AMX the same as KZ_PRECISION_WINOGRAD. */
+    /* The Winograd convolutions of KZ_PRECISION_WINOGRAD, the k = 7 ones also as F(10, 7)
+       where a frame's residue classes are long enough (16 instead of 70 multiplications
+       per 10 outputs; its larger fp32 rounding stays far below the bf16 work's), the
+       pointwise ones (the residual units' second convs, the projections before the
+       vocoder) in bf16 as KZ_PRECISION_BF16: waveform within 40 dB SNR of f32 (45.6 dB on a
+       random 0.6B checkpoint); without AVX512_BF16 or AMX the same as
+       KZ_PRECISION_WINOGRAD. */
     KZ_PRECISION_WINOGRAD_BF16 = 4,
 } kz_precision;
 

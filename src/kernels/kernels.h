@@ -41,7 +41,7 @@ typedef enum kz_isa {
 } kz_isa;
 
 /* Most source rows of kz_kernels.mix_rows. */
-#define KZ_MIX_MAX_SRC 13
+#define KZ_MIX_MAX_SRC 17
 
 /* Width of one packed weight panel in output columns. Fixed for every ISA so
  * packed weights do not depend on the kernel level. */

@@ -76,6 +76,7 @@ static void mix_rows_shapes(float *const *dst, const float *const *src, const fl
     MIX_SHAPE(10, 10) MIX_SHAPE(4, 11) MIX_SHAPE(4, 10) // F(4, 7)
     MIX_SHAPE(12, 12) MIX_SHAPE(6, 13) MIX_SHAPE(6, 12) // F(6, 7)
     MIX_SHAPE(7, 7) MIX_SHAPE(6, 8) MIX_SHAPE(6, 7)     // F(6, 2)
+    MIX_SHAPE(16, 16) MIX_SHAPE(10, 17) MIX_SHAPE(10, 16) // F(10, 7)
     {
         c = mix_groups(dst, src, mat, n_dst, n_src, n);
     }

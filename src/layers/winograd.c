@@ -1,10 +1,10 @@
 /*
- * winograd.c - causal convolutions of r = 7 or 2 taps by Winograd F(m, r), m = 4 or 6
- * (see winograd.h).
+ * winograd.c - causal convolutions of r = 7 or 2 taps by Winograd F(m, r), m = 4 or 6,
+ * and 10 for r = 7 (see winograd.h).
  *
  * Load: the conv's fp32 panels W_j [k_in, n] (j < r) -> U_k = sum_j G[k][j] W_j in
  * double, rounded once, panel by panel straight into the packed layout of m + r - 1 1x1
- * convs (zero columns beyond n stay zero). The Toom-Cook matrices of the four shapes
+ * convs (zero columns beyond n stay zero). The Toom-Cook matrices of the five shapes
  * are built once from the interpolation points in double (exact enough: every entry
  * is a small rational) and kept as floats.
  * Run, per call (whole frames):
@@ -39,7 +39,7 @@ typedef struct tile_mats {
     float bt[KZ_WINO_MAX_N * KZ_WINO_MAX_N];            /* input transform [n][n] */
 } tile_mats;
 
-static tile_mats MATS[2][2]; /* [r == 7][m == 6]: F(4, 2), F(6, 2), F(4, 7), F(6, 7) */
+static tile_mats MATS[2][3]; /* [r == 7][m 4, 6, 10]: F(4, 2), F(6, 2), -, F(4, 7), F(6, 7), F(10, 7) */
 static pthread_once_t matrices_once = PTHREAD_ONCE_INIT;
 
 /* Multiplies the polynomial p (ascending coefficients, *len of them) by (x - a). */
@@ -103,17 +103,18 @@ static void build_matrices(tile_mats *t, size_t m, int r, const double *pts) {
 }
 
 static void build_all(void) {
-    static const double pts[KZ_WINO_MAX_N - 1] = {0.0,  1.0, -1.0, 2.0,  -2.0, 0.5,
-                                                  -0.5, 1.5, -1.5, 0.75, -0.75};
+    static const double pts[KZ_WINO_MAX_N - 1] = {0.0,  1.0,   -1.0, 2.0,  -2.0,  0.5, -0.5, 1.5,
+                                                  -1.5, 0.75, -0.75, 0.25, -0.25, 3.0, -3.0};
     for (int r7 = 0; r7 < 2; r7++) {
         build_matrices(&MATS[r7][0], 4, r7 ? 7 : 2, pts);
         build_matrices(&MATS[r7][1], 6, r7 ? 7 : 2, pts);
     }
+    build_matrices(&MATS[1][2], 10, 7, pts);
 }
 
 static const tile_mats *mats_for(size_t m, size_t r) {
     pthread_once(&matrices_once, build_all);
-    return &MATS[r == 7][m == 6];
+    return &MATS[r == 7][m == 4 ? 0 : m == 6 ? 1 : 2];
 }
 
 /* Panel p of U_k from panel p of the conv: U_k[i][c] = sum_j G[k][j] W_j[i][c], 16 columns
@@ -152,17 +153,28 @@ static size_t frame_tiles(size_t frame_rows, size_t d, size_t m) {
     return tiles;
 }
 
-size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r) {
-    const size_t rows4 = frame_tiles(frame_rows, dilation, 4) * (4 + r - 1);
-    const size_t rows6 = frame_tiles(frame_rows, dilation, 6) * (6 + r - 1);
-    return rows6 < rows4 ? 6 : 4;
+size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max_m) {
+    static const size_t sizes[3] = {4, 6, 10};
+    size_t best = 4, best_rows = (size_t)-1;
+    for (int i = 0; i < 3; i++) {
+        const size_t m = sizes[i];
+        if (m > max_m || (m == 10 && r != 7)) {
+            continue;
+        }
+        const size_t rows = frame_tiles(frame_rows, dilation, m) * (m + r - 1);
+        if (rows < best_rows) { // strictly fewer: a tie keeps the smaller tile
+            best = m;
+            best_rows = rows;
+        }
+    }
+    return best;
 }
 
 kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
     memset(w, 0, sizeof *w);
     const size_t r = c->taps;
     KZ_ASSERT((r == 2 || r == 7) && c->w.data && c->w.taps == r);
-    KZ_ASSERT(m == 4 || m == 6);
+    KZ_ASSERT(m == 4 || m == 6 || (m == 10 && r == 7));
     const tile_mats *t = mats_for(m, r);
     const size_t k_in = c->k_in, n = c->n, k_rows = r * k_in, n_panels = c->w.n_panels;
     w->k_in = k_in;

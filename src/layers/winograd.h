@@ -1,8 +1,8 @@
 /*
  * winograd.h - causal convolutions of r = 7 or 2 taps by Winograd F(m, r) in fp32,
- * m = 4 or 6: in the codec's "winograd" precisions, the residual units' k7 convs and the
- * decoder blocks' transposed convs (2 taps over the input rows, n = stride * c_out,
- * conv.h), for CPUs without a fast bf16 GEMM.
+ * m = 4 or 6 (and 10 for r = 7): in the codec's "winograd" precisions, the residual
+ * units' k7 convs and the decoder blocks' transposed convs (2 taps over the input rows,
+ * n = stride * c_out, conv.h), for CPUs without a fast bf16 GEMM.
  *
  * A tile is m outputs d rows apart (d the dilation), t, t + d, ..., t + (m-1) d; their
  * n = m + r - 1 input rows t + l d (l < n, history coordinates) go through
@@ -10,17 +10,20 @@
  *   M_k = V_k U_k,  U_k = sum_j G[k][j] W_j  (n GEMMs over all tiles, U packed at load)
  *   y_i = sum_k AT[i][k] M_k + bias          (output transform, m x n)
  * which is n instead of r m multiplications per m outputs and input channel (r = 7: 10
- * for 28 with m = 4, 12 for 42 with m = 6; r = 2: 5 for 8, 7 for 12). The matrices come
- * from exact Toom-Cook interpolation at the first n - 1 of 0, +-1, +-2, +-1/2, +-3/2,
- * +-3/4, and infinity; with r = 7, fp32 rounding of the transforms is ~20x (m = 4) and
- * ~40x (m = 6) that of the direct sum (docs/PERF.md). U takes n / r of the conv's panel
- * memory.
+ * for 28 with m = 4, 12 for 42 with m = 6, 16 for 70 with m = 10; r = 2: 5 for 8, 7 for
+ * 12). The matrices come from exact Toom-Cook interpolation at the first n - 1 of 0, +-1,
+ * +-2, +-1/2, +-3/2, +-3/4, +-1/4, +-3, and infinity. With r = 7 the fp32 rounding of the
+ * transforms grows with m (numpy, 256 channels, 400 tiles, largest error against float64
+ * relative to the largest output: 1.8e-5 for m = 4, 3.3e-5 for 6, 2.0e-4 for 10, the
+ * direct fp32 sum 1.6-1.9e-6; docs/PERF.md), so m = 10 is only offered where bf16 work
+ * elsewhere dominates the error (the codec's winograd-bf16 precision). U takes n / r of
+ * the conv's panel memory.
  *
  * Tiles lie on a grid fixed per frame (frame_rows rows): each residue class mod d of
  * a frame's rows is cut into tiles of m, the last one partial (1 to m - 1 outputs)
  * where the count is not a multiple of m. kz_wino_tile_for picks the m that gives
- * fewer transformed rows per frame (short classes favour 4). A partial tile of c
- * outputs needs input rows l < c + r - 1;
+ * fewer transformed rows per frame (short classes favour small tiles). A partial tile of
+ * c outputs needs input rows l < c + r - 1;
  * rows l >= c + r - 1 lie in the next frame, and the tile always takes zeros for them
  * (exact in real arithmetic: no output of the tile depends on them). Chunks hold whole
  * frames, so every chunk size and thread count gives the same bits, as with the exact
@@ -33,14 +36,14 @@
 
 #include "layers/conv.h"
 
-enum { KZ_WINO_MAX_R = 7, KZ_WINO_MAX_M = 6, KZ_WINO_MAX_N = 12 };
+enum { KZ_WINO_MAX_R = 7, KZ_WINO_MAX_M = 10, KZ_WINO_MAX_N = 16 };
 
 typedef struct kz_wino {
     kz_conv u[KZ_WINO_MAX_N]; /* U_k as 1x1 convs [k_in -> n], no bias, owned (n_pts) */
     const float *bias;        /* the conv's bias [n] or NULL (borrowed) */
     size_t k_in, n, dilation;
     size_t r;     /* taps: 2 or 7 */
-    size_t m;     /* outputs per tile: 4 or 6 */
+    size_t m;     /* outputs per tile: 4, 6 or 10 */
     size_t n_pts; /* m + r - 1: transformed rows per tile */
 } kz_wino;
 
@@ -52,12 +55,13 @@ typedef struct kz_wino_scratch {
     size_t n_idx;
 } kz_wino_scratch;
 
-/* The tile size (4 or 6) whose tiles need fewer transformed rows for frames of
- * frame_rows rows at this dilation and r taps; 4 on a tie (the smaller rounding error). */
-size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r);
+/* The tile size (4, 6, or 10 with r = 7; at most max_m) whose tiles need the fewest
+ * transformed rows for frames of frame_rows rows at this dilation and r taps; the smaller
+ * on a tie (the smaller rounding error). */
+size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max_m);
 
 /* Builds the transformed weights of c (a causal conv with 2 or 7 taps and fp32 panels) for
- * tiles of m = 4 or 6 outputs. c must outlive w. Returns KZ_OK or
+ * tiles of m = 4 or 6 outputs, or 10 with 7 taps. c must outlive w. Returns KZ_OK or
  * KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m);
 void kz_wino_free(kz_wino *w);

@@ -261,14 +261,10 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
     return use_bf16(d, true);
 }
 
-kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
-    kz_status st = kz_codec_decoder_use_winograd(d);
-    return st == KZ_OK ? use_bf16(d, false) : st;
-}
-
-/* w = c by Winograd for frames of frame_rows output rows; c's panels released. */
-static kz_status wino_from(kz_wino *w, kz_conv *c, size_t frame_rows) {
-    const size_t m = kz_wino_tile_for(frame_rows, c->dilation, c->taps);
+/* w = c by Winograd for frames of frame_rows output rows, tiles of at most max_m
+ * outputs; c's panels released. */
+static kz_status wino_from(kz_wino *w, kz_conv *c, size_t frame_rows, size_t max_m) {
+    const size_t m = kz_wino_tile_for(frame_rows, c->dilation, c->taps, max_m);
     kz_status st = kz_wino_init(w, c, m);
     if (st == KZ_OK) {
         kz_conv_drop_panels(c);
@@ -276,20 +272,38 @@ static kz_status wino_from(kz_wino *w, kz_conv *c, size_t frame_rows) {
     return st;
 }
 
-kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
+/* The winograd precisions' convs (header) with k7 tiles of at most max_m outputs. */
+static kz_status use_winograd(kz_codec_decoder *d, size_t max_m) {
     d->winograd = true;
     kz_status st = KZ_OK;
     for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
         kz_decoder_block *b = &d->blocks[i];
         const size_t in_rows = kz_block_in_rows(b);
         if (in_rows >= KZ_CODEC_WINO_UP_ROWS && b->up.taps == 2) {
-            st = wino_from(&b->up_wino, &b->up, in_rows);
+            st = wino_from(&b->up_wino, &b->up, in_rows, max_m);
         }
         for (int r = 0; r < KZ_CODEC_RES_UNITS && st == KZ_OK; r++) {
-            st = wino_from(&b->res[r].wino1, &b->res[r].conv1, b->frame_rows);
+            st = wino_from(&b->res[r].wino1, &b->res[r].conv1, b->frame_rows, max_m);
         }
     }
     return st;
+}
+
+/* Largest k7 tile: F(6, 7) keeps `winograd` within ~1e-5 of the direct fp32 conv (91.5 dB
+ * on the random 0.6B codec); under winograd-bf16, whose bf16 pointwise convs dominate the
+ * error, F(10, 7) takes 16 instead of 20 transformed rows per 10 outputs at the same 45.6
+ * dB, the decoder 0.9-1.3 ms a frame faster on the Zen 4 (docs/PERF.md 2026-12-03
+ * (evening)); `winograd` with it measured 78.2 dB. */
+#define WINO_MAX_M 6
+#define WINO_BF16_MAX_M 10
+
+kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
+    return use_winograd(d, WINO_MAX_M);
+}
+
+kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
+    kz_status st = use_winograd(d, WINO_BF16_MAX_M);
+    return st == KZ_OK ? use_bf16(d, false) : st;
 }
 
 void kz_codec_decoder_free(kz_codec_decoder *d) {

@@ -814,17 +814,18 @@ static void test_dot_axpy(void) {
  * offsets); columns beyond n are left untouched. */
 static void test_mix_rows(void) {
     // The Winograd transforms' shapes first (input, output with and without the bias
-    // row, partial tiles; F(m, 7) and F(m, 2)), then random ones.
+    // row, partial tiles; F(4, 7), F(6, 7), F(10, 7) and F(m, 2)), then random ones.
     static const size_t fixed[][2] = {{10, 10}, {4, 11}, {4, 10}, {3, 11}, {2, 11}, {1, 11},
                                       {3, 10}, {2, 10}, {1, 10}, {12, 12}, {6, 13}, {6, 12},
                                       {5, 13}, {4, 13}, {1, 13}, {5, 12}, {2, 12}, {7, 7},
-                                      {6, 8},   {6, 7},  {5, 8},  {1, 8},  {5, 5},  {4, 6}};
+                                      {6, 8},   {6, 7},  {5, 8},  {1, 8},  {5, 5},  {4, 6},
+                                      {16, 16}, {10, 17}, {10, 16}, {9, 17}, {5, 17}, {1, 16}};
     const int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
     for (int trial = 0; trial < 120 + 2 * n_fixed; trial++) {
         const int f = trial < 2 * n_fixed ? trial % n_fixed : -1;
         const size_t n = trial < 100 ? rng_size(0, 70) : rng_size(200, 1100);
         const size_t n_src = f >= 0 ? fixed[f][1] : rng_size(1, KZ_MIX_MAX_SRC);
-        const size_t n_dst = f >= 0 ? fixed[f][0] : rng_size(1, 12);
+        const size_t n_dst = f >= 0 ? fixed[f][0] : rng_size(1, 16);
         float *in = rand_array(n_src * (n + 3) + 1, -2.0f, 2.0f);
         float *mat = rand_array(n_dst * n_src, -3.0f, 3.0f);
         const float *src[KZ_MIX_MAX_SRC];
@@ -835,8 +836,8 @@ static void test_mix_rows(void) {
         float *y_naive = rand_array(ny, -1.0f, 1.0f);
         float *y_ref = copy_array(y_naive, ny);
         float *y = copy_array(y_naive, ny);
-        float *d_ref[12];
-        float *d[12];
+        float *d_ref[16];
+        float *d[16];
         for (size_t r = 0; r < n_dst; r++) {
             for (size_t c = 0; c < n; c++) {
                 float acc = 0.0f;
