@@ -39,7 +39,8 @@ typedef struct tile_mats {
     float bt[KZ_WINO_MAX_N * KZ_WINO_MAX_N];            /* input transform [n][n] */
 } tile_mats;
 
-static tile_mats MATS[2][3]; /* [r == 7][m 4, 6, 10]: F(4, 2), F(6, 2), -, F(4, 7), F(6, 7), F(10, 7) */
+/* [r == 7][m 4, 6, 10]: F(4, 2), F(6, 2), (none), F(4, 7), F(6, 7), F(10, 7) */
+static tile_mats MATS[2][3];
 static pthread_once_t matrices_once = PTHREAD_ONCE_INIT;
 
 /* Multiplies the polynomial p (ascending coefficients, *len of them) by (x - a). */
