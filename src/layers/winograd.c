@@ -39,7 +39,14 @@ typedef struct tile_mats {
     float bt[KZ_WINO_MAX_N * KZ_WINO_MAX_N];            /* input transform [n][n] */
 } tile_mats;
 
-/* [r == 7][m 4, 6, 10]: F(4, 2), F(6, 2), (none), F(4, 7), F(6, 7), F(10, 7) */
+/* The tile sizes, in MATS's order; a tile of 10 only with 7 taps (winograd.h). */
+static const size_t TILE_M[3] = {4, 6, 10};
+
+static int tile_exists(size_t m, size_t r) {
+    return m == 4 || m == 6 || (m == 10 && r == 7);
+}
+
+/* [r == 7][index of m in TILE_M]: F(4, 2), F(6, 2), (none), F(4, 7), F(6, 7), F(10, 7) */
 static tile_mats MATS[2][3];
 static pthread_once_t matrices_once = PTHREAD_ONCE_INIT;
 
@@ -107,15 +114,21 @@ static void build_all(void) {
     static const double pts[KZ_WINO_MAX_N - 1] = {0.0,  1.0,   -1.0, 2.0,  -2.0,  0.5, -0.5, 1.5,
                                                   -1.5, 0.75, -0.75, 0.25, -0.25, 3.0, -3.0};
     for (int r7 = 0; r7 < 2; r7++) {
-        build_matrices(&MATS[r7][0], 4, r7 ? 7 : 2, pts);
-        build_matrices(&MATS[r7][1], 6, r7 ? 7 : 2, pts);
+        for (int i = 0; i < 3; i++) {
+            if (tile_exists(TILE_M[i], r7 ? 7 : 2)) {
+                build_matrices(&MATS[r7][i], TILE_M[i], r7 ? 7 : 2, pts);
+            }
+        }
     }
-    build_matrices(&MATS[1][2], 10, 7, pts);
 }
 
 static const tile_mats *mats_for(size_t m, size_t r) {
     pthread_once(&matrices_once, build_all);
-    return &MATS[r == 7][m == 4 ? 0 : m == 6 ? 1 : 2];
+    int i = 0;
+    while (TILE_M[i] != m) {
+        i++;
+    }
+    return &MATS[r == 7][i];
 }
 
 /* Panel p of U_k from panel p of the conv: U_k[i][c] = sum_j G[k][j] W_j[i][c], 16 columns
@@ -155,11 +168,10 @@ static size_t frame_tiles(size_t frame_rows, size_t d, size_t m) {
 }
 
 size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max_m) {
-    static const size_t sizes[3] = {4, 6, 10};
     size_t best = 4, best_rows = (size_t)-1;
     for (int i = 0; i < 3; i++) {
-        const size_t m = sizes[i];
-        if (m > max_m || (m == 10 && r != 7)) {
+        const size_t m = TILE_M[i];
+        if (m > max_m || !tile_exists(m, r)) {
             continue;
         }
         const size_t rows = frame_tiles(frame_rows, dilation, m) * (m + r - 1);
@@ -175,7 +187,7 @@ kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
     memset(w, 0, sizeof *w);
     const size_t r = c->taps;
     KZ_ASSERT((r == 2 || r == 7) && c->w.data && c->w.taps == r);
-    KZ_ASSERT(m == 4 || m == 6 || (m == 10 && r == 7));
+    KZ_ASSERT(tile_exists(m, r));
     const tile_mats *t = mats_for(m, r);
     const size_t k_in = c->k_in, n = c->n, k_rows = r * k_in, n_panels = c->w.n_panels;
     w->k_in = k_in;

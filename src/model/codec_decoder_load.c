@@ -292,8 +292,8 @@ static kz_status use_winograd(kz_codec_decoder *d, size_t max_m) {
 /* Largest k7 tile: F(6, 7) keeps `winograd` within ~1e-5 of the direct fp32 conv (91.5 dB
  * on the random 0.6B codec); under winograd-bf16, whose bf16 pointwise convs dominate the
  * error, F(10, 7) takes 16 instead of 20 transformed rows per 10 outputs at the same 45.6
- * dB, the decoder 0.9-1.3 ms a frame faster on the Zen 4 (docs/PERF.md 2026-12-03
- * (evening)); `winograd` with it measured 78.2 dB. */
+ * dB, the decoder 0.7-2.2 ms a frame faster on the Zen 4 (medians at chunks of 1, 4 and
+ * 16 frames, docs/PERF.md 2026-12-03 (evening)); `winograd` with it measured 78.2 dB. */
 #define WINO_MAX_M 6
 #define WINO_BF16_MAX_M 10
 
