@@ -17,9 +17,16 @@
  *   GEMMs     M[k] = V[k] U_k                             (kz_conv_run x m + r - 1)
  *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias, i < count
  *                                                                (pool over tiles, mix_rows)
+ * Grouped path (kz_wino.group tiles per group, set at load where U is small enough to
+ * stay in cache): each pool chunk is one group of consecutive tiles run start to end on
+ * one worker (input -> the m + r - 1 GEMMs on the kernel table directly -> output) on its
+ * own slice of the scratch, so V and M never leave its L2 (the whole-call path writes and
+ * reads them through L3 or DRAM: 19 MB each for a 16-frame chunk of the 0.6B codec's
+ * 96-channel convs).
  * Each output row is written by one tile in a fixed sequence of mix_rows / GEMM steps
- * that depends only on its place in its frame, so neither the chunk nor the pool's split
- * changes bits. The conv's own panels are not read at run time (the codec releases them).
+ * that depends only on its place in its frame (the GEMM's bits do not depend on its row
+ * blocking), so neither the chunk, the pool's split nor the path changes bits. The
+ * conv's own panels are not read at run time (the codec releases them).
  */
 #include "layers/winograd.h"
 
@@ -28,6 +35,7 @@
 #include <string.h>
 
 #include "runtime/error.h"
+#include "runtime/threadpool.h"
 
 /* The Toom-Cook matrices of one tile size and kernel length, rows packed at their own
  * width (the stride mix_rows expects). */
@@ -183,6 +191,22 @@ size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max
     return best;
 }
 
+/* The grouped path for convs whose U fits in L2 / a core's share of L3 (the 0.6B codec's
+ * 96- and 192-channel k7 convs and block 4's transposed conv): groups of tiles whose V and
+ * M take about GROUP_BYTES, at least 8 tiles (one GEMM micro-tile of rows). Larger U would
+ * be re-read per group; those convs keep the whole-call path (docs/PERF.md 2026-12-03 (night)). */
+#define GROUP_U_BYTES (2560u * 1024u)
+#define GROUP_BYTES (128u * 1024u)
+
+static size_t group_for(const kz_wino *w) {
+    const size_t u_bytes = w->n_pts * w->k_in * w->u[0].w.n_panels * KZ_PANEL * sizeof(float);
+    if (u_bytes > GROUP_U_BYTES) {
+        return 0;
+    }
+    const size_t g = GROUP_BYTES / (w->n_pts * (w->k_in + w->n) * sizeof(float)) / 8 * 8;
+    return g < 8 ? 8 : g;
+}
+
 kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
     memset(w, 0, sizeof *w);
     const size_t r = c->taps;
@@ -218,6 +242,7 @@ kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
         transform_panel(u, t, r, c->w.data + p * k_rows * KZ_PANEL, k_in);
     }
     w->bias = c->bias;
+    w->group = group_for(w);
     return KZ_OK;
 }
 
@@ -249,44 +274,86 @@ typedef struct wino_job {
     const size_t *base;  /* [n_tiles] first output row of each tile */
     const size_t *count; /* [n_tiles] its outputs, 1..m */
     size_t n_tiles;
-    float *v;          /* [n_pts][n_tiles][k_in] */
-    float *m;          /* [n_pts][n_tiles][n] */
+    float *v;          /* [n_pts][n_tiles][k_in] (whole-call path) or the groups' scratch */
+    float *m;          /* [n_pts][n_tiles][n] (whole-call path) */
     const float *zero; /* [k_in] zeros: the inputs of a partial tile past its frame */
+    size_t group;      /* tiles per group (grouped path) */
 } wino_job;
+
+/* V_l of tile t into v + (l * slots + slot) * k_in: the whole call's V (slots = n_tiles,
+ * slot = t) or a group's (slots = tiles per group). */
+static void input_tile(const wino_job *j, size_t t, float *v, size_t slots, size_t slot) {
+    const size_t k_in = j->w->k_in, d = j->w->dilation, np = j->t->n;
+    const float *src[KZ_WINO_MAX_N];
+    float *dst[KZ_WINO_MAX_N];
+    const size_t used = j->count[t] + j->w->r - 1;
+    for (size_t l = 0; l < np; l++) {
+        src[l] = l < used ? j->x + (j->base[t] + l * d) * j->ldx : j->zero;
+        dst[l] = v + (l * slots + slot) * k_in;
+    }
+    j->k->mix_rows(dst, src, j->t->bt, np, np, k_in);
+}
+
+/* y_i = sum_k AT[i][k] M_k + bias for tile t's outputs, M_k at m + (k * slots + slot) * n:
+ * the bias is one more source row with weight 1. */
+static void output_tile(const wino_job *j, size_t t, const float *m, size_t slots, size_t slot) {
+    const size_t n = j->w->n, d = j->w->dilation, np = j->t->n;
+    const float *bias = j->w->bias;
+    const float *src[KZ_WINO_MAX_N + 1];
+    float *dst[KZ_WINO_MAX_M];
+    for (size_t k = 0; k < np; k++) {
+        src[k] = m + (k * slots + slot) * n;
+    }
+    src[np] = bias;
+    for (size_t i = 0; i < j->count[t]; i++) {
+        dst[i] = j->y + (j->base[t] + i * d) * j->ldy;
+    }
+    j->k->mix_rows(dst, src, bias ? j->t->at_bias : j->t->at, j->count[t], bias ? np + 1 : np, n);
+}
 
 static void input_rows(void *arg, size_t t0, size_t t1) {
     const wino_job *j = arg;
-    const size_t k_in = j->w->k_in, d = j->w->dilation, np = j->t->n;
     for (size_t t = t0; t < t1; t++) {
-        const float *src[KZ_WINO_MAX_N];
-        float *dst[KZ_WINO_MAX_N];
-        const size_t used = j->count[t] + j->w->r - 1;
-        for (size_t l = 0; l < np; l++) {
-            src[l] = l < used ? j->x + (j->base[t] + l * d) * j->ldx : j->zero;
-            dst[l] = j->v + (l * j->n_tiles + t) * k_in;
-        }
-        j->k->mix_rows(dst, src, j->t->bt, np, np, k_in);
+        input_tile(j, t, j->v, j->n_tiles, t);
     }
 }
 
-/* y_i = sum_k AT[i][k] M_k + bias for the tile's outputs: the bias is one more source
- * row with weight 1. */
 static void output_rows(void *arg, size_t t0, size_t t1) {
     const wino_job *j = arg;
-    const size_t n = j->w->n, d = j->w->dilation, np = j->t->n;
-    const float *bias = j->w->bias;
     for (size_t t = t0; t < t1; t++) {
-        const float *src[KZ_WINO_MAX_N + 1];
-        float *dst[KZ_WINO_MAX_M];
-        for (size_t k = 0; k < np; k++) {
-            src[k] = j->m + (k * j->n_tiles + t) * n;
-        }
-        src[np] = bias;
-        for (size_t i = 0; i < j->count[t]; i++) {
-            dst[i] = j->y + (j->base[t] + i * d) * j->ldy;
-        }
-        j->k->mix_rows(dst, src, bias ? j->t->at_bias : j->t->at, j->count[t], bias ? np + 1 : np,
-                       n);
+        output_tile(j, t, j->m, j->n_tiles, t);
+    }
+}
+
+/* Floats of one group's V and M. */
+static size_t group_floats(const kz_wino *w, size_t group) {
+    return w->n_pts * group * (w->k_in + w->n);
+}
+
+/* One group of tiles start to end on one worker: input transform, the n_pts GEMMs and the
+ * output transform, all on the worker's own V and M (cache-resident). */
+static void group_run(void *arg, size_t chunk, int worker) {
+    const wino_job *j = arg;
+    const kz_wino *w = j->w;
+    const size_t g = j->group, t0 = chunk * g, rows = j->n_tiles - t0 < g ? j->n_tiles - t0 : g;
+    float *v = j->v + (size_t)worker * group_floats(w, g), *m = v + w->n_pts * g * w->k_in;
+    for (size_t t = 0; t < rows; t++) {
+        input_tile(j, t0 + t, v, g, t);
+    }
+    for (size_t k = 0; k < w->n_pts; k++) {
+        const kz_packed *u = &w->u[k].w;
+        const kz_gemm_args a = {.y = m + k * g * w->n,
+                                .ldy = w->n,
+                                .x = v + k * g * w->k_in,
+                                .ldx = w->k_in,
+                                .tap_stride = 1,
+                                .w = u,
+                                .mode = KZ_GEMM_STORE,
+                                .n_rows = rows};
+        j->k->gemm(&a, 0, rows, 0, u->n_panels);
+    }
+    for (size_t t = 0; t < rows; t++) {
+        output_tile(j, t0 + t, m, g, t);
     }
 }
 
@@ -336,6 +403,13 @@ void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *
     float *zero = j.m + np * n_tiles * n;
     memset(zero, 0, k_in * sizeof *zero);
     j.zero = zero;
+    const size_t threads = (size_t)kz_pool_threads(e->pool);
+    j.group = w->group;
+    if (j.group && n_tiles >= 2 * threads * j.group) { // scratch: threads groups fit in V
+        kz_pool_run(e->pool, (n_tiles + j.group - 1) / j.group, group_run, &j);
+        e->flop += 2.0 * (double)n_tiles * (double)k_in * (double)n * (double)np;
+        return;
+    }
     kz_exec_rows(e, n_tiles, 8, input_rows, &j);
     for (size_t k = 0; k < np; k++) {
         kz_conv_run(&w->u[k], e, j.m + k * n_tiles * n, n, j.v + k * n_tiles * k_in, k_in, n_tiles,

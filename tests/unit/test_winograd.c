@@ -17,7 +17,10 @@
  *              bits of one call (chunk invariance);
  *   no peeking every call sees its own rows followed by NaN rows, as if the next
  *              frame were not there: a read past the call's rows poisons the output;
- *   threads    1 and 3 pool threads give identical bits.
+ *   threads    1 and 3 pool threads give identical bits;
+ *   groups     the grouped path (groups of 3 tiles, each run start to end on one
+ *              worker) and the whole-call path give identical bits; shapes with enough
+ *              tiles for 3 threads take the grouped path (counted, so it must run).
  * Every shape runs with tiles of 4 and 6, the 7-tap ones with 10 too. Shapes include
  * frames shorter than m d (no whole tile in some classes), the codec's 32-row frames at
  * d = 9, odd channel counts and n not a multiple of 16. kz_wino_tile_for is checked on
@@ -82,6 +85,30 @@ static void run_wino(const kz_wino *w, kz_exec *e, float *y, const float *x, con
     free(sc.idx);
 }
 
+static size_t grouped_runs;
+
+/* y_group / y_whole: the same frames with groups of 3 tiles and with the whole-call path. */
+static void check_groups(kz_wino *w, kz_exec *e3, const float *x, const shape *s, const float *y1) {
+    const size_t rows = s->frame_rows * s->n_frames;
+    float *y_group = malloc(rows * s->n * sizeof(float));
+    float *y_whole = malloc(rows * s->n * sizeof(float));
+    const size_t group = w->group;
+    size_t n_f, n_idx;
+    kz_wino_scratch_need(w, s->frame_rows, s->n_frames, &n_f, &n_idx);
+    w->group = 3;
+    run_wino(w, e3, y_group, x, s, 0, s->n_frames);
+    w->group = 0;
+    run_wino(w, e3, y_whole, x, s, 0, s->n_frames);
+    w->group = group;
+    grouped_runs += n_idx / 2 >= 2 * 3 * 3;
+    CHECK_MSG(memcmp(y1, y_group, rows * s->n * sizeof(float)) == 0,
+              "k_in %zu d %zu: groups of 3 tiles differ", s->k_in, s->d);
+    CHECK_MSG(memcmp(y1, y_whole, rows * s->n * sizeof(float)) == 0,
+              "k_in %zu d %zu: the whole-call path differs", s->k_in, s->d);
+    free(y_group);
+    free(y_whole);
+}
+
 static void check_shape(const shape *s, size_t m, kz_pool *pool1, kz_pool *pool3) {
     const kz_kernels *k = kz_kernels_select(KZ_ISA_AUTO);
     const size_t rows = s->frame_rows * s->n_frames, hist = (s->r - 1) * s->d;
@@ -106,6 +133,7 @@ static void check_shape(const shape *s, size_t m, kz_pool *pool1, kz_pool *pool3
     const size_t cut = s->n_frames / 2;
     run_wino(&w, &e3, y_split, x, s, 0, cut);
     run_wino(&w, &e3, y_split, x, s, cut, s->n_frames);
+    check_groups(&w, &e3, x, s, y1);
     int accurate = 1;
     double worst = 0.0;
     for (size_t t = 0; t < rows; t++) {
@@ -188,6 +216,7 @@ int main(void) {
             }
         }
     }
+    CHECK_MSG(grouped_runs > 0, "no shape took the grouped path");
     check_tile_choice();
     kz_pool_free(pool1);
     kz_pool_free(pool3);
