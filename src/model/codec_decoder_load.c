@@ -240,7 +240,8 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
  * use_bf16 switches the pointwise work (the pre-transformer's projections, the ConvNeXt
  * pw1 / pw2, the residual units' conv2) and, with conv1 true, the k7 conv1 too; the
  * winograd-bf16 precision keeps conv1 in its Winograd form (45.6 dB on the random 0.6B
- * checkpoint, docs/PERF.md 2026-12-03). */
+ * checkpoint, docs/PERF.md 2026-12-03; 42.9 with the first block's transposed conv in
+ * bf16 as well, below). */
 static kz_status use_bf16(kz_codec_decoder *d, bool conv1) {
     d->bf16 = true;
     kz_status st = kz_codec_transformer_use_bf16(&d->transformer);
@@ -303,7 +304,13 @@ kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
 
 kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
     kz_status st = use_winograd(d, WINO_BF16_MAX_M);
-    return st == KZ_OK ? use_bf16(d, false) : st;
+    st = st == KZ_OK ? use_bf16(d, false) : st;
+    // The first block's transposed conv (the largest weights of the codec: 75 MB of fp32
+    // panels read per chunk call) in bf16 too: 2.7 dB (45.6 -> 42.9 on the random 0.6B
+    // checkpoint), still above `bf16`'s 42.4, for 0.4-1.3 ms a frame (docs/PERF.md
+    // 2026-12-03 (night)). The second block's would take the waveform below `bf16` (41.5).
+    const bool up1 = d->cfg.n_upsample_rates > 0 && !d->blocks[0].up_wino.n_pts;
+    return st == KZ_OK && up1 ? kz_conv_use_bf16(&d->blocks[0].up) : st;
 }
 
 void kz_codec_decoder_free(kz_codec_decoder *d) {
