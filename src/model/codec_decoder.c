@@ -8,7 +8,8 @@
  * decoder blocks lives in a; residual units write conv1's output to c and add
  * conv2's output back into a (fused in the GEMM). Frames are processed in
  * internal steps of at most max_frames, so memory does not depend on the
- * number of frames. With bf16 or winograd-bf16, x_bf16 holds the rounded input rows
+ * number of frames; within a step the last block's input waits in d while the
+ * last block and the final conv run on tails of KZ_CODEC_TAIL_FRAMES frames. With bf16 or winograd-bf16, x_bf16 holds the rounded input rows
  * of the bf16 convs (kz_conv_run), lent to the exec for the call.
  */
 #include <math.h>
@@ -36,7 +37,13 @@ static void tap(kz_codec_state *s, const char *stage, const float *rows, size_t 
 
 /* --- state ---------------------------------------------------------------- */
 
-/* Largest [rows (+ history), ch] any stage needs for max_frames frames. */
+/* Frames of the last block's tails in a step of max_frames frames. */
+static size_t tail_frames(size_t max_frames) {
+    return max_frames < KZ_CODEC_TAIL_FRAMES ? max_frames : KZ_CODEC_TAIL_FRAMES;
+}
+
+/* Largest [rows (+ history), ch] any stage needs for max_frames frames (the last block
+ * and the final conv for a tail). */
 static size_t scratch_floats(const kz_codec_decoder *d, size_t max_frames) {
     const kz_codec_config *c = &d->cfg;
     size_t rows = max_frames, latent = (size_t)c->latent_dim, best = 0;
@@ -52,6 +59,9 @@ static size_t scratch_floats(const kz_codec_decoder *d, size_t max_frames) {
     for (int i = 0; i < c->n_upsample_rates; i++) {
         const kz_decoder_block *b = &d->blocks[i];
         KEEP(rows + 1, (size_t)b->c_in);
+        if (i == c->n_upsample_rates - 1) {
+            rows = kz_block_in_rows(b) * tail_frames(max_frames);
+        }
         rows *= (size_t)b->rate;
         KEEP(rows + 54, (size_t)b->c_out);
     }
@@ -92,15 +102,17 @@ static void wino_need(const kz_wino *w, size_t frame_rows, size_t max_frames, si
     *n_idx = idx > *n_idx ? idx : *n_idx;
 }
 
-/* The largest Winograd scratch of any conv for max_frames frames. */
+/* The largest Winograd scratch of any conv for max_frames frames (the last block's for a tail). */
 static kz_status init_wino_scratch(kz_codec_state *s, const kz_codec_decoder *d,
                                    size_t max_frames) {
     size_t n_f = 0, n_idx = 0;
     for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
         const kz_decoder_block *b = &d->blocks[i];
-        wino_need(&b->up_wino, kz_block_in_rows(b), max_frames, &n_f, &n_idx);
+        const size_t frames =
+            i == d->cfg.n_upsample_rates - 1 ? tail_frames(max_frames) : max_frames;
+        wino_need(&b->up_wino, kz_block_in_rows(b), frames, &n_f, &n_idx);
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
-            wino_need(&b->res[r].wino1, b->frame_rows, max_frames, &n_f, &n_idx);
+            wino_need(&b->res[r].wino1, b->frame_rows, frames, &n_f, &n_idx);
         }
     }
     s->wino = (kz_wino_scratch){.f = aligned_alloc(64, (n_f + 16) * sizeof(float) / 64 * 64 + 64),
@@ -327,18 +339,9 @@ static size_t middle(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, s
     return rows;
 }
 
-/* Decoder blocks, final SnakeBeta + conv, clamp: s->a -> pcm. */
-static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, size_t rows,
-                    float *pcm) {
-    static const char *names[] = {"block.1", "block.2", "block.3", "block.4",
-                                  "block.5", "block.6", "block.7", "block.8"};
-    const kz_codec_config *c = &d->cfg;
-    double t0 = now_ms();
-    for (int i = 0; i < c->n_upsample_rates; i++) {
-        decoder_block(d, s, e, i, rows);
-        rows *= (size_t)d->blocks[i].rate;
-        tap(s, names[i], s->a, rows, (size_t)d->blocks[i].c_out);
-    }
+/* Final SnakeBeta + conv, clamp: s->a [rows, ch] -> pcm. */
+static void final_conv(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, size_t rows,
+                       float *pcm) {
     size_t ch = (size_t)d->final_conv.k_in;
     float *in = kz_conv_state_begin(&s->final_conv, s->b);
     snake(e, in, s->a, rows, ch, &d->final_act);
@@ -347,6 +350,36 @@ static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, si
     tap(s, "final", pcm, rows, 1);
     for (size_t t = 0; t < rows; t++) {
         pcm[t] = pcm[t] < -1.0f ? -1.0f : pcm[t] > 1.0f ? 1.0f : pcm[t];
+    }
+}
+
+/* Decoder blocks and the final conv: s->a -> pcm. The last block's input rows wait in
+ * s->d; the last block and the final conv take them a tail of frames at a time. */
+static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, size_t rows,
+                    float *pcm) {
+    static const char *names[] = {"block.1", "block.2", "block.3", "block.4",
+                                  "block.5", "block.6", "block.7", "block.8"};
+    const int last = d->cfg.n_upsample_rates - 1;
+    double t0 = now_ms();
+    for (int i = 0; i < last; i++) {
+        decoder_block(d, s, e, i, rows);
+        rows *= (size_t)d->blocks[i].rate;
+        tap(s, names[i], s->a, rows, (size_t)d->blocks[i].c_out);
+    }
+    const kz_decoder_block *b = &d->blocks[last];
+    const size_t in_rows = kz_block_in_rows(b), n_frames = rows / in_rows;
+    const size_t tail = tail_frames(s->max_frames), row_floats = in_rows * (size_t)b->c_in;
+    if (n_frames > tail) {
+        memcpy(s->d, s->a, n_frames * row_floats * sizeof(float));
+    }
+    for (size_t f0 = 0; f0 < n_frames; f0 += tail) {
+        const size_t nf = n_frames - f0 < tail ? n_frames - f0 : tail;
+        if (n_frames > tail) {
+            memcpy(s->a, s->d + f0 * row_floats, nf * row_floats * sizeof(float));
+        }
+        decoder_block(d, s, e, last, nf * in_rows);
+        tap(s, names[last], s->a, nf * b->frame_rows, (size_t)b->c_out);
+        final_conv(d, s, e, nf * b->frame_rows, pcm + f0 * b->frame_rows);
     }
     s->ms[MS_VOCODER] += now_ms() - t0;
 }

@@ -34,6 +34,12 @@
  * 32-row decoder.decoder.2 measured no gain for 18 MB more (docs/PERF.md 2026-12-03,
  * later). */
 #define KZ_CODEC_WINO_UP_ROWS 64
+/* The last decoder block and the final conv run in tails of at most this many frames
+ * (the other stages over the whole internal step): the last block's activations are the
+ * codec's largest (1920 rows x 96 channels a frame, 0.7 MB per array) and its weights
+ * the smallest, so tails keep its arrays in cache where a whole 16-frame step sent them
+ * through DRAM (docs/PERF.md 2026-12-03 (night)). */
+#define KZ_CODEC_TAIL_FRAMES 2
 
 typedef struct kz_snake {
     float *alpha;    /* [ch] exp(alpha_log) */

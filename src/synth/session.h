@@ -18,8 +18,11 @@
 #include "synth/prompt_cache.h"
 
 /* Frames per internal codec step: bounds the codec's scratch memory
- * (about 3 MB per frame at release dimensions) independently of request size. */
-#define KZ_CODEC_STEP_FRAMES 8
+ * independently of request size (the last decoder block runs in tails of
+ * KZ_CODEC_TAIL_FRAMES, so a step costs ~3 MB per frame at release dimensions).
+ * The step re-reads the codec's weights (~350 MB at 0.6B), so it matches the
+ * pacer's largest chunk (KZ_PACER_MAX_FRAMES). */
+#define KZ_CODEC_STEP_FRAMES 16
 
 /* Language-model stage statistics (milliseconds, counts). */
 typedef struct kz_lm_stats {
