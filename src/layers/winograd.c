@@ -194,7 +194,8 @@ size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max
 /* The grouped path for convs whose U fits in L2 / a core's share of L3 (the 0.6B codec's
  * 96- and 192-channel k7 convs and block 4's transposed conv): groups of tiles whose V and
  * M take about GROUP_BYTES, at least 8 tiles (one GEMM micro-tile of rows). Larger U would
- * be re-read per group; those convs keep the whole-call path (docs/PERF.md 2026-12-03 (night)). */
+ * be re-read per group; those convs keep the whole-call path (docs/PERF.md, 2026-12-03
+ * (codec in cache)). */
 #define GROUP_U_BYTES (2560u * 1024u)
 #define GROUP_BYTES (128u * 1024u)
 

@@ -9,8 +9,9 @@
  * conv2's output back into a (fused in the GEMM). Frames are processed in
  * internal steps of at most max_frames, so memory does not depend on the
  * number of frames; within a step the last block's input waits in d while the
- * last block and the final conv run on tails of KZ_CODEC_TAIL_FRAMES frames. With bf16 or winograd-bf16, x_bf16 holds the rounded input rows
- * of the bf16 convs (kz_conv_run), lent to the exec for the call.
+ * last block and the final conv run on tails of KZ_CODEC_TAIL_FRAMES frames.
+ * With bf16 or winograd-bf16, x_bf16 holds the rounded input rows of the bf16
+ * convs (kz_conv_run), lent to the exec for the call.
  */
 #include <math.h>
 #include <stdlib.h>

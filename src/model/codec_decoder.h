@@ -38,7 +38,7 @@
  * (the other stages over the whole internal step): the last block's activations are the
  * codec's largest (1920 rows x 96 channels a frame, 0.7 MB per array) and its weights
  * the smallest, so tails keep its arrays in cache where a whole 16-frame step sent them
- * through DRAM (docs/PERF.md 2026-12-03 (night)). */
+ * through DRAM (docs/PERF.md 2026-12-03 (codec in cache)). */
 #define KZ_CODEC_TAIL_FRAMES 2
 
 typedef struct kz_snake {
