@@ -107,6 +107,7 @@ static void wino_need(const kz_wino *w, size_t frame_rows, size_t max_frames, si
 static kz_status init_wino_scratch(kz_codec_state *s, const kz_codec_decoder *d,
                                    size_t max_frames) {
     size_t n_f = 0, n_idx = 0;
+    wino_need(&d->dec0_wino, kz_codec_mid_rows(&d->cfg), max_frames, &n_f, &n_idx);
     for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
         const kz_decoder_block *b = &d->blocks[i];
         const size_t frames =
@@ -333,7 +334,12 @@ static size_t middle(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, s
     tap(s, "upsample", s->c, rows, latent);
     float *in = kz_conv_state_begin(&s->dec0, s->b);
     memcpy(in, s->c, rows * latent * sizeof(float));
-    kz_conv_run(&d->dec0, e, s->a, (size_t)c->decoder_dim, s->b, latent, rows, KZ_GEMM_STORE);
+    if (d->dec0_wino.n_pts) {
+        kz_wino_run(&d->dec0_wino, e, &s->wino, s->a, (size_t)c->decoder_dim, s->b, latent, rows,
+                    kz_codec_mid_rows(c));
+    } else {
+        kz_conv_run(&d->dec0, e, s->a, (size_t)c->decoder_dim, s->b, latent, rows, KZ_GEMM_STORE);
+    }
     kz_conv_state_end(&s->dec0, s->b, rows);
     tap(s, "decoder.0", s->a, rows, (size_t)c->decoder_dim);
     s->ms[MS_UPSAMPLE] += now_ms() - t0;

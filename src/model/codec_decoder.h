@@ -63,6 +63,15 @@ typedef struct kz_decoder_block {
     kz_res_unit res[KZ_CODEC_RES_UNITS];
 } kz_decoder_block;
 
+/* Rows per codec frame after the upsample stages (decoder.0's rows). */
+static inline size_t kz_codec_mid_rows(const kz_codec_config *c) {
+    size_t rows = 1;
+    for (int u = 0; u < c->n_upsampling_ratios; u++) {
+        rows *= (size_t)c->upsampling_ratios[u];
+    }
+    return rows;
+}
+
 /* Input rows per codec frame of block b (its transposed conv's rows, frame_rows / rate). */
 static inline size_t kz_block_in_rows(const kz_decoder_block *b) {
     return b->frame_rows / (size_t)b->rate;
@@ -84,7 +93,9 @@ typedef struct kz_codec_decoder {
     kz_conv pre_conv;            /* causal k3, codebook_dim -> latent */
     kz_codec_transformer transformer;
     kz_convnext upsample[KZ_CODEC_MAX_RATES];
-    kz_conv dec0;                /* causal k7, latent -> decoder_dim */
+    kz_conv dec0;                /* causal k7, latent -> decoder_dim (dropped with dec0_wino) */
+    kz_wino dec0_wino;           /* dec0 by Winograd F(4, 7) over the frames' upsampled rows (the
+                                    winograd precisions), else empty */
     kz_decoder_block blocks[KZ_CODEC_MAX_RATES];
     kz_snake final_act;
     kz_conv final_conv;          /* causal k7, -> 1 */
@@ -132,7 +143,9 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
  * FLOPs) run as Winograd F(6, 7) or F(4, 7) in fp32 (layers/winograd.h; the tile size
  * per conv by kz_wino_tile_for from its block's frame rows), and so do the transposed
  * convs of the blocks with at least KZ_CODEC_WINO_UP_ROWS input rows per frame, as
- * F(6, 2) or F(4, 2) over their input rows; everything else as in f32. The fp32 panels
+ * F(6, 2) or F(4, 2) over their input rows, and decoder.0 (k7 over the 4 upsampled rows
+ * of a frame: F(4, 7), 10 instead of 28 multiplications per frame and channel pair, for
+ * transformed weights 10 / 7 of its 44 MB); everything else as in f32. The fp32 panels
  * of those convs are released once transformed (kz_conv_drop_panels). Call before
  * creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);

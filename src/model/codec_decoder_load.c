@@ -277,6 +277,9 @@ static kz_status wino_from(kz_wino *w, kz_conv *c, size_t frame_rows, size_t max
 static kz_status use_winograd(kz_codec_decoder *d, size_t max_m) {
     d->winograd = true;
     kz_status st = KZ_OK;
+    if (d->dec0.taps == 7) {
+        st = wino_from(&d->dec0_wino, &d->dec0, kz_codec_mid_rows(&d->cfg), max_m);
+    }
     for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
         kz_decoder_block *b = &d->blocks[i];
         const size_t in_rows = kz_block_in_rows(b);
@@ -321,6 +324,7 @@ void kz_codec_decoder_free(kz_codec_decoder *d) {
     kz_conv_free(&d->proj_rest);
     kz_conv_free(&d->pre_conv);
     kz_conv_free(&d->dec0);
+    kz_wino_free(&d->dec0_wino);
     kz_conv_free(&d->final_conv);
     kz_codec_transformer_free(&d->transformer);
     for (int u = 0; u < KZ_CODEC_MAX_RATES; u++) {
