@@ -7,10 +7,13 @@
  * time-major, official_330.safetensors). For every kernel level this CPU runs:
  *   - each stage of a whole decode of 1, 7 and 40 frames matches the reference
  *     (relative RMS error <= STAGE_TOL) and the waveform has SNR >= 60 dB;
- *   - chunks of 1, 3, 17 frames and 1 vs 2 threads give bit-identical audio;
+ *   - chunks of 1, 3, 17 frames, 1 vs 2 threads, and codec states with internal steps
+ *     of 1 and 3 frames (the last block's tails then 1 and 2 frames, a step's last tail
+ *     short) instead of the session's 16 give bit-identical audio;
  *   - official chunking equals streaming up to 300 frames and matches the
  *     reference's chunked_decode at 330 frames (SNR >= 60 dB);
  *   - the winograd precision: Winograd F(m, 7) for every residual unit's k7 conv and
+ *     decoder.0 (F(4, 7) over a frame's upsampled rows),
  *     F(m, 2) for exactly the blocks' transposed convs with >= KZ_CODEC_WINO_UP_ROWS
  *     input rows a frame (the tiny codec has the real rates: the last two), and every
  *     stage against the reference within WINO_STAGE_TOL (fp32 rounding of the
@@ -176,6 +179,24 @@ static int same_audio(const kz_audio *a, const kz_audio *b) {
            memcmp(a->samples, b->samples, a->n_samples * sizeof(float)) == 0;
 }
 
+/* The 40 frames through codec states of max_frames 1 and 3 (one call each) against
+ * `whole` (the session's 16-frame steps). */
+static void check_steps(const kz_model *m, kz_session *s2, const int32_t *codes,
+                        const kz_audio *whole, const char *level) {
+    static const size_t steps[] = {1, 3};
+    float *pcm = malloc(40 * (size_t)m->decoder.cfg.decode_upsample_rate * sizeof *pcm);
+    for (size_t i = 0; i < 2; i++) {
+        kz_codec_state st;
+        CHECK(kz_codec_state_init(&st, &m->decoder, steps[i]) == KZ_OK);
+        kz_codec_decode(&m->decoder, &st, &s2->exec, codes, 40, pcm);
+        CHECK_MSG(whole->n_samples == 40 * (size_t)m->decoder.cfg.decode_upsample_rate &&
+                      memcmp(whole->samples, pcm, whole->n_samples * sizeof *pcm) == 0,
+                  "%s: internal steps of %zu frames differ from 16", level, steps[i]);
+        kz_codec_state_free(&st);
+    }
+    free(pcm);
+}
+
 static void test_chunks_and_threads(const kz_model *m, kz_session *s2, const char *level) {
     int32_t *codes = read_codes(40);
     kz_audio whole, part;
@@ -187,6 +208,7 @@ static void test_chunks_and_threads(const kz_model *m, kz_session *s2, const cha
                   chunks[i]);
         kz_audio_free(&part);
     }
+    check_steps(m, s2, codes, &whole, level);
     kz_session_params sp;
     kz_session_default_params(&sp);
     sp.n_threads = 1;
@@ -276,6 +298,8 @@ static void check_winograd_convs(const kz_codec_decoder *d) {
         CHECK_MSG((b->up_wino.n_pts > 0) == want, "block %d (%zu input rows a frame): up_wino %zu",
                   i, kz_block_in_rows(b), b->up_wino.n_pts);
         n_up += b->up_wino.n_pts > 0;
+        CHECK_MSG(i > 0 || d->dec0_wino.n_pts == 10, "decoder.0 not Winograd F(4, 7): %zu points",
+                  d->dec0_wino.n_pts);
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
             CHECK_MSG(b->res[r].wino1.n_pts > 0, "block %d unit %d: conv1 not Winograd", i, r);
         }
