@@ -2,7 +2,8 @@
  * sampler.c - logits processing and sampling (see sampler.h).
  *
  * Sampling flow: temperature divides the logits; top-k keeps values >= the
- * k-th largest (ties at the threshold survive, as in HF); top-p sorts the
+ * k-th largest (found with a k-element min-heap in one pass; ties at the
+ * threshold survive, as in HF); top-p sorts the
  * survivors ascending, and masks every token whose running softmax sum is
  * <= 1 - top_p, always keeping the best; softmax in float; one uniform draw
  * walks the cumulative distribution in index order.
@@ -73,40 +74,41 @@ static int32_t argmax(const float *x, size_t n) {
     return (int32_t)best;
 }
 
-static void swap(float *a, float *b) {
-    float t = *a;
-    *a = *b;
-    *b = t;
+/* Restores the min-heap property of h[0..k) below slot i. */
+static void sift_down(float *h, size_t k, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < k && h[l] < h[m]) {
+            m = l;
+        }
+        if (r < k && h[r] < h[m]) {
+            m = r;
+        }
+        if (m == i) {
+            return;
+        }
+        float t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
 }
 
-/* The k-th largest (k >= 1) of v[0..n), reordering v: quickselect with a
- * median-of-three pivot, O(n) on average. The value (not the order) is the
- * result, so any selection algorithm gives the same threshold. */
-static float kth_largest(float *v, size_t n, size_t k) {
-    size_t lo = 0, hi = n - 1, want = k - 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] > v[lo]) swap(&v[mid], &v[lo]);
-        if (v[hi] > v[lo]) swap(&v[hi], &v[lo]);
-        if (v[mid] > v[hi]) swap(&v[mid], &v[hi]);
-        float pivot = v[hi]; // median of the three, descending order partition
-        size_t store = lo;
-        for (size_t i = lo; i < hi; i++) {
-            if (v[i] > pivot) {
-                swap(&v[i], &v[store++]);
-            }
-        }
-        swap(&v[store], &v[hi]);
-        if (store == want) {
-            return v[store];
-        }
-        if (store < want) {
-            lo = store + 1;
-        } else {
-            hi = store - 1;
+/* The k-th largest (1 <= k <= n) of x[0..n), counting equal values: a min-heap of the k
+ * largest seen so far (heap: k floats), one comparison for most elements. The value, not
+ * an order, is the result, so it equals any other selection's (a sort's). */
+static float kth_largest(const float *x, size_t n, size_t k, float *heap) {
+    memcpy(heap, x, k * sizeof *heap);
+    for (size_t i = k / 2; i-- > 0;) {
+        sift_down(heap, k, i);
+    }
+    for (size_t i = k; i < n; i++) {
+        if (x[i] > heap[0]) {
+            heap[0] = x[i];
+            sift_down(heap, k, 0);
         }
     }
-    return v[lo];
+    return heap[0];
 }
 
 /* Masks values below the k-th largest (ties at the threshold survive, as HF). */
@@ -114,8 +116,7 @@ static void top_k(float *x, size_t n, size_t k, float *tmp) {
     if (k == 0 || k >= n) {
         return;
     }
-    memcpy(tmp, x, n * sizeof *tmp);
-    float thr = kth_largest(tmp, n, k);
+    float thr = kth_largest(x, n, k, tmp);
     for (size_t i = 0; i < n; i++) {
         if (x[i] < thr) {
             x[i] = -INFINITY;
