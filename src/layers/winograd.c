@@ -278,7 +278,6 @@ typedef struct wino_job {
     float *v;          /* [n_pts][n_tiles][k_in] (whole-call path) or the groups' scratch */
     float *m;          /* [n_pts][n_tiles][n] (whole-call path) */
     const float *zero; /* [k_in] zeros: the inputs of a partial tile past its frame */
-    size_t group;      /* tiles per group (grouped path) */
 } wino_job;
 
 /* V_l of tile t into v + (l * slots + slot) * k_in: the whole call's V (slots = n_tiles,
@@ -336,7 +335,7 @@ static size_t group_floats(const kz_wino *w, size_t group) {
 static void group_run(void *arg, size_t chunk, int worker) {
     const wino_job *j = arg;
     const kz_wino *w = j->w;
-    const size_t g = j->group, t0 = chunk * g, rows = j->n_tiles - t0 < g ? j->n_tiles - t0 : g;
+    const size_t g = w->group, t0 = chunk * g, rows = j->n_tiles - t0 < g ? j->n_tiles - t0 : g;
     float *v = j->v + (size_t)worker * group_floats(w, g), *m = v + w->n_pts * g * w->k_in;
     for (size_t t = 0; t < rows; t++) {
         input_tile(j, t0 + t, v, g, t);
@@ -404,10 +403,9 @@ void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *
     float *zero = j.m + np * n_tiles * n;
     memset(zero, 0, k_in * sizeof *zero);
     j.zero = zero;
-    const size_t threads = (size_t)kz_pool_threads(e->pool);
-    j.group = w->group;
-    if (j.group && n_tiles >= 2 * threads * j.group) { // scratch: threads groups fit in V
-        kz_pool_run(e->pool, (n_tiles + j.group - 1) / j.group, group_run, &j);
+    const size_t threads = (size_t)kz_pool_threads(e->pool), g = w->group;
+    if (g && n_tiles >= 2 * threads * g) { // scratch: threads groups fit in V
+        kz_pool_run(e->pool, (n_tiles + g - 1) / g, group_run, &j);
         e->flop += 2.0 * (double)n_tiles * (double)k_in * (double)n * (double)np;
         return;
     }

@@ -155,8 +155,8 @@ kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);
  * fewer transformed rows: 16 per 10 outputs against 20 with F(6, 7)), the pointwise work
  * in bf16 as with bf16 (the pre-transformer's
  * projections, the ConvNeXt pw1 / pw2, the residual units' conv2) and the first block's
- * transposed conv (direct) in bf16 too; decoder.0 and the rest stay fp32. Needs the
- * kernels' bf16 conv-GEMM. Call before creating states. Returns KZ_OK or
+ * transposed conv (direct) in bf16 too; the rest stays fp32 (decoder.0 as Winograd, as
+ * with winograd). Needs the kernels' bf16 conv-GEMM. Call before creating states. Returns KZ_OK or
  * KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d);
 

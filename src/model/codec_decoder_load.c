@@ -208,10 +208,7 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
     for (int u = 0; u < cfg->n_upsampling_ratios && st == KZ_OK; u++) {
         st = load_convnext(d, f, u);
     }
-    size_t frame_rows = 1;
-    for (int u = 0; u < cfg->n_upsampling_ratios; u++) {
-        frame_rows *= (size_t)cfg->upsampling_ratios[u];
-    }
+    size_t frame_rows = kz_codec_mid_rows(cfg);
     for (int i = 0; i < cfg->n_upsample_rates && st == KZ_OK; i++) {
         st = load_block(d, f, i);
         frame_rows *= (size_t)cfg->upsample_rates[i];
@@ -311,7 +308,8 @@ kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
     // The first block's transposed conv (the largest weights of the codec: 75 MB of fp32
     // panels read per chunk call) in bf16 too: 2.7 dB (45.6 -> 42.9 on the random 0.6B
     // checkpoint), still above `bf16`'s 42.4, for 0.4-1.3 ms a frame (docs/PERF.md
-    // 2026-12-03 (codec in cache)). The second block's would take the waveform below `bf16` (41.5).
+    // 2026-12-03 (codec in cache)). The second block's would take the waveform below
+    // `bf16` (41.5).
     const bool up1 = d->cfg.n_upsample_rates > 0 && !d->blocks[0].up_wino.n_pts;
     return st == KZ_OK && up1 ? kz_conv_use_bf16(&d->blocks[0].up) : st;
 }
