@@ -21,7 +21,7 @@
  * independently of request size (the last decoder block runs in tails of
  * KZ_CODEC_TAIL_FRAMES; at release dimensions the state holds 31.6 MB in f32, 67.8 MB
  * under winograd-bf16, docs/PERF.md).
- * The step re-reads the codec's weights (~350 MB at 0.6B), so it matches the
+ * The step re-reads the codec's weights (374 MB under winograd-bf16 at 0.6B), so it matches the
  * pacer's largest chunk (KZ_PACER_MAX_FRAMES). */
 #define KZ_CODEC_STEP_FRAMES 16
 
