@@ -47,6 +47,16 @@ typedef enum kz_isa {
  * packed weights do not depend on the kernel level. */
 #define KZ_PANEL 16
 
+/* Load-time loops in plain C (the codec's weight packing and Winograd transforms) compiled
+ * for several x86 levels, one picked when the library loads (target_clones): the same
+ * operations in the same order (no contraction, -ffp-contract=off), so the same bits on
+ * every CPU. Elsewhere one plain version. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#define KZ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KZ_CLONES
+#endif
+
 /*
  * Packed weight matrix for kz_kernels.gemm. Logically a stack of `taps`
  * matrices W_j of shape [k_in, n] (input channel i, output column o). Stored

@@ -141,8 +141,8 @@ static const tile_mats *mats_for(size_t m, size_t r) {
 
 /* Panel p of U_k from panel p of the conv: U_k[i][c] = sum_j G[k][j] W_j[i][c], 16 columns
  * of a panel row at a time (both layouts keep a panel row contiguous). */
-static void transform_panel(float *const u[KZ_WINO_MAX_N], const tile_mats *t, size_t r,
-                            const float *wp, size_t k_in) {
+KZ_CLONES static void transform_panel(float *const u[KZ_WINO_MAX_N], const tile_mats *t, size_t r,
+                                      const float *wp, size_t k_in) {
     const size_t n = t->n;
     for (size_t i = 0; i < k_in; i++) {
         double acc[KZ_WINO_MAX_N][KZ_PANEL] = {{0}};

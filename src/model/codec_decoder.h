@@ -133,6 +133,9 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
                                 const kz_codec_config *cfg);
 void kz_codec_decoder_free(kz_codec_decoder *d);
 
+/* The precision switches below convert their convs on a temporary pool of the online CPUs
+ * (layers/conv_convert.h): the same weights as one at a time. */
+
 /* The bf16 precision: the pre-transformer's projections, the ConvNeXt pw1 / pw2 and
  * the convs of the decoder blocks' residual units (conv1, conv2) switch to bf16
  * weights and the bf16 GEMMs (kz_conv_use_bf16); every other conv stays fp32. Call

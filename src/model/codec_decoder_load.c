@@ -239,55 +239,49 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
  * winograd-bf16 precision keeps conv1 in its Winograd form (45.6 dB on the random 0.6B
  * checkpoint, docs/PERF.md 2026-12-03; 42.9 with the first block's transposed conv in
  * bf16 as well, below). */
-static kz_status use_bf16(kz_codec_decoder *d, bool conv1) {
+static void use_bf16(kz_codec_decoder *d, bool conv1, kz_convert_list *l) {
     d->bf16 = true;
-    kz_status st = kz_codec_transformer_use_bf16(&d->transformer);
-    for (int u = 0; u < d->cfg.n_upsampling_ratios && st == KZ_OK; u++) {
-        st = kz_conv_use_bf16(&d->upsample[u].pw1);
-        st = st == KZ_OK ? kz_conv_use_bf16(&d->upsample[u].pw2) : st;
+    kz_codec_transformer_list_bf16(&d->transformer, l);
+    for (int u = 0; u < d->cfg.n_upsampling_ratios; u++) {
+        kz_convert_add_bf16(l, &d->upsample[u].pw1);
+        kz_convert_add_bf16(l, &d->upsample[u].pw2);
     }
-    for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
-        for (int r = 0; r < KZ_CODEC_RES_UNITS && st == KZ_OK; r++) {
-            st = conv1 ? kz_conv_use_bf16(&d->blocks[i].res[r].conv1) : KZ_OK;
-            st = st == KZ_OK ? kz_conv_use_bf16(&d->blocks[i].res[r].conv2) : st;
+    for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            if (conv1) {
+                kz_convert_add_bf16(l, &d->blocks[i].res[r].conv1);
+            }
+            kz_convert_add_bf16(l, &d->blocks[i].res[r].conv2);
         }
     }
-    return st;
 }
 
 kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
-    return use_bf16(d, true);
+    kz_convert_list l = {0};
+    use_bf16(d, true, &l);
+    return kz_convert_run(&l);
 }
 
-/* w = c by Winograd for frames of frame_rows output rows, tiles of at most max_m
- * outputs; c's panels released. */
-static kz_status wino_from(kz_wino *w, kz_conv *c, size_t frame_rows, size_t max_m) {
-    const size_t m = kz_wino_tile_for(frame_rows, c->dilation, c->taps, max_m);
-    kz_status st = kz_wino_init(w, c, m);
-    if (st == KZ_OK) {
-        kz_conv_drop_panels(c);
-    }
-    return st;
-}
-
-/* The winograd precisions' convs (header) with k7 tiles of at most max_m outputs. */
-static kz_status use_winograd(kz_codec_decoder *d, size_t max_m) {
+/* The winograd precisions' convs (header) with k7 tiles of at most max_m outputs; true if
+ * the first block's transposed conv is among them. */
+static bool use_winograd(kz_codec_decoder *d, size_t max_m, kz_convert_list *l) {
     d->winograd = true;
-    kz_status st = KZ_OK;
     if (d->dec0.taps == 7) {
-        st = wino_from(&d->dec0_wino, &d->dec0, kz_codec_mid_rows(&d->cfg), max_m);
+        kz_convert_add_wino(l, &d->dec0_wino, &d->dec0, kz_codec_mid_rows(&d->cfg), max_m);
     }
-    for (int i = 0; i < d->cfg.n_upsample_rates && st == KZ_OK; i++) {
+    bool up1 = false;
+    for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
         kz_decoder_block *b = &d->blocks[i];
         const size_t in_rows = kz_block_in_rows(b);
         if (in_rows >= KZ_CODEC_WINO_UP_ROWS && b->up.taps == 2) {
-            st = wino_from(&b->up_wino, &b->up, in_rows, max_m);
+            kz_convert_add_wino(l, &b->up_wino, &b->up, in_rows, max_m);
+            up1 = up1 || i == 0;
         }
-        for (int r = 0; r < KZ_CODEC_RES_UNITS && st == KZ_OK; r++) {
-            st = wino_from(&b->res[r].wino1, &b->res[r].conv1, b->frame_rows, max_m);
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            kz_convert_add_wino(l, &b->res[r].wino1, &b->res[r].conv1, b->frame_rows, max_m);
         }
     }
-    return st;
+    return up1;
 }
 
 /* Largest k7 tile: F(6, 7) keeps `winograd` within ~1e-5 of the direct fp32 conv (91.5 dB
@@ -299,19 +293,24 @@ static kz_status use_winograd(kz_codec_decoder *d, size_t max_m) {
 #define WINO_BF16_MAX_M 10
 
 kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
-    return use_winograd(d, WINO_MAX_M);
+    kz_convert_list l = {0};
+    use_winograd(d, WINO_MAX_M, &l);
+    return kz_convert_run(&l);
 }
 
 kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
-    kz_status st = use_winograd(d, WINO_BF16_MAX_M);
-    st = st == KZ_OK ? use_bf16(d, false) : st;
+    kz_convert_list l = {0};
+    const bool up1_wino = use_winograd(d, WINO_BF16_MAX_M, &l);
+    use_bf16(d, false, &l);
     // The first block's transposed conv (the largest weights of the codec: 75 MB of fp32
     // panels read per chunk call) in bf16 too: 2.7 dB (45.6 -> 42.9 on the random 0.6B
     // checkpoint), still above `bf16`'s 42.4, for 0.4-1.3 ms a frame (docs/PERF.md
     // 2026-12-03 (codec in cache)). The second block's would take the waveform below
     // `bf16` (41.5).
-    const bool up1 = d->cfg.n_upsample_rates > 0 && !d->blocks[0].up_wino.n_pts;
-    return st == KZ_OK && up1 ? kz_conv_use_bf16(&d->blocks[0].up) : st;
+    if (d->cfg.n_upsample_rates > 0 && !up1_wino) {
+        kz_convert_add_bf16(&l, &d->blocks[0].up);
+    }
+    return kz_convert_run(&l);
 }
 
 void kz_codec_decoder_free(kz_codec_decoder *d) {

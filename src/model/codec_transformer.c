@@ -112,16 +112,14 @@ void kz_codec_transformer_free(kz_codec_transformer *t) {
     memset(t, 0, sizeof *t);
 }
 
-kz_status kz_codec_transformer_use_bf16(kz_codec_transformer *t) {
-    kz_status st = KZ_OK;
-    for (int l = 0; l < t->cfg.num_hidden_layers && st == KZ_OK; l++) {
+void kz_codec_transformer_list_bf16(kz_codec_transformer *t, kz_convert_list *l) {
+    for (int l_i = 0; l_i < t->cfg.num_hidden_layers; l_i++) {
         kz_conv *lin[LAYER_LINEARS];
-        layer_linears(&t->layers[l], lin);
-        for (int i = 0; i < LAYER_LINEARS && st == KZ_OK; i++) {
-            st = kz_conv_use_bf16(lin[i]);
+        layer_linears(&t->layers[l_i], lin);
+        for (int i = 0; i < LAYER_LINEARS; i++) {
+            kz_convert_add_bf16(l, lin[i]);
         }
     }
-    return st;
 }
 
 /* --- state ---------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #define KZ_CODEC_TRANSFORMER_H
 
 #include "layers/conv.h"
+#include "layers/conv_convert.h"
 #include "model/codec_config.h"
 
 typedef struct kz_codec_layer {
@@ -49,9 +50,9 @@ kz_status kz_codec_transformer_load(kz_codec_transformer *t, const kz_weights *f
                                     const kz_codec_config *cfg);
 void kz_codec_transformer_free(kz_codec_transformer *t);
 
-/* Re-packs the layers' projections (q, k, v, o, gate, up, down) as bf16 (kz_conv_use_bf16);
- * input_proj and output_proj stay fp32. */
-kz_status kz_codec_transformer_use_bf16(kz_codec_transformer *t);
+/* Lists the layers' projections (q, k, v, o, gate, up, down) for bf16 panels
+ * (kz_convert_add_bf16); input_proj and output_proj stay fp32. */
+void kz_codec_transformer_list_bf16(kz_codec_transformer *t, kz_convert_list *l);
 
 kz_status kz_codec_transformer_state_init(kz_codec_transformer_state *s,
                                           const kz_codec_transformer *t, size_t max_rows);

@@ -262,10 +262,29 @@ static gemm_case gemm_case_rand(size_t max_rows, size_t max_k_in, size_t max_n) 
 
 /* --- packing ---------------------------------------------------------------- */
 
+/* Every third case packs weights of all bit patterns instead (NaN, infinities, denormals,
+ * ties): the packer's rounding must be kz_bf16_round's (the packer runs vectorised). */
+static void use_any_bits(gemm_data *d) {
+    static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x00000001u, 0x807fffffu,
+                                       0x7f7fffffu, 0xff800000u, 0x7f800001u, 0xffc12345u};
+    const size_t n = d->c.taps * d->c.k_in * d->c.n;
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = rng_u32();
+        d->w[i] = i % 5 == 0 ? from_bits(special[u % 8]) : from_bits(u);
+    }
+    kz_packed_free(&d->packed);
+    kz_packed_bf16_free(&d->wb);
+    CHECK(kz_packed_init_rows(&d->packed, d->c.taps, d->c.k_in, d->c.n, d->w) == 0);
+    CHECK(kz_packed_bf16_init(&d->wb, &d->packed) == 0);
+}
+
 static void test_pack(void) {
     for (int trial = 0; trial < 40; trial++) {
         gemm_case c = gemm_case_rand(2, 40, 50);
         gemm_data d = gemm_data_new(c);
+        if (trial % 3 == 2) {
+            use_any_bits(&d);
+        }
         const kz_packed_bf16 *p = &d.wb;
         CHECK(p->k_in == c.k_in && p->taps == c.taps && p->n == c.n);
         CHECK(p->k_pairs == (c.k_in + 1) / 2 && p->n_panels == (c.n + KZ_PANEL - 1) / KZ_PANEL);

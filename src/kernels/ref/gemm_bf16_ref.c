@@ -23,6 +23,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* kz_bf16_round without branches, so that the loop below vectorizes. */
+static inline uint16_t round_bits(uint32_t u) {
+    const uint32_t nan = (u >> 16) | 0x40u, zero = (u >> 16) & 0x8000u;
+    const uint32_t near = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t r = (u & 0x7f800000u) == 0 ? zero : near;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
+}
+
+/* Panel pn of src as bf16 pairs (layout in kernels.h). */
+KZ_CLONES static void pack_panel(uint16_t *out, const kz_packed *src, size_t pn, size_t k_pairs) {
+    static const float zeros[KZ_PANEL];
+    const float *in = src->data + pn * src->taps * src->k_in * KZ_PANEL;
+    for (size_t j = 0; j < src->taps; j++) {
+        for (size_t q = 0; q < k_pairs; q++) {
+            // Columns >= n are zero in the fp32 panels already; an odd k_in pairs with zeros.
+            const float *r0 = in + (j * src->k_in + 2 * q) * KZ_PANEL;
+            const float *r1 = 2 * q + 1 < src->k_in ? r0 + KZ_PANEL : zeros;
+            uint16_t *row = out + (j * k_pairs + q) * KZ_PANEL * 2;
+            uint32_t b0[KZ_PANEL], b1[KZ_PANEL];
+            memcpy(b0, r0, sizeof b0);
+            memcpy(b1, r1, sizeof b1);
+            for (size_t c = 0; c < KZ_PANEL; c++) {
+                row[2 * c] = round_bits(b0[c]);
+                row[2 * c + 1] = round_bits(b1[c]);
+            }
+        }
+    }
+}
+
 int kz_packed_bf16_init(kz_packed_bf16 *p, const kz_packed *src) {
     memset(p, 0, sizeof *p);
     const size_t k_pairs = (src->k_in + 1) / 2;
@@ -40,24 +69,8 @@ int kz_packed_bf16_init(kz_packed_bf16 *p, const kz_packed *src) {
     if (!data) {
         return -1;
     }
-    const size_t k_rows = src->taps * src->k_in;
     for (size_t pn = 0; pn < src->n_panels; pn++) {
-        const float *in = src->data + pn * k_rows * KZ_PANEL;
-        uint16_t *out = data + pn * per_panel;
-        for (size_t j = 0; j < src->taps; j++) {
-            for (size_t q = 0; q < k_pairs; q++) {
-                uint16_t *row = out + (j * k_pairs + q) * KZ_PANEL * 2;
-                for (size_t c = 0; c < KZ_PANEL; c++) {
-                    for (size_t e = 0; e < 2; e++) {
-                        const size_t i = 2 * q + e;
-                        // Columns >= n are zero in the fp32 panels already.
-                        row[2 * c + e] = i < src->k_in
-                                             ? kz_bf16_round(in[(j * src->k_in + i) * KZ_PANEL + c])
-                                             : 0;
-                    }
-                }
-            }
-        }
+        pack_panel(data + pn * per_panel, src, pn, k_pairs);
     }
     *p = (kz_packed_bf16){.data = data, .k_in = src->k_in, .k_pairs = k_pairs, .taps = src->taps,
                           .n = src->n, .n_panels = src->n_panels};

@@ -1,0 +1,114 @@
+/*
+ * conv_convert.c - load-time conv conversions on a temporary pool (see conv_convert.h).
+ *
+ * On the random 0.6B codec, `winograd-bf16` converts ~60 convs (the largest, decoder.0's
+ * Winograd form, 63 MB): in one thread the transforms, the bf16 packing and the first
+ * touch of their new memory were ~240 ms of a ~480 ms model load on the Zen 4 of
+ * docs/PERF.md; the tasks spread over the cores.
+ */
+#include "layers/conv_convert.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/error.h"
+
+#define MAX_THREADS 8
+
+struct kz_convert_task {
+    kz_conv *conv;
+    kz_wino *wino; /* NULL: bf16 panels */
+    size_t m;      /* Winograd tile */
+    size_t cost;   /* the conv's panel floats: the largest run first */
+    size_t index;  /* position in the list: the first failure is reported */
+    kz_status st;
+    char error[256];
+};
+
+static void add(kz_convert_list *l, kz_convert_task t) {
+    if (l->st != KZ_OK) {
+        return;
+    }
+    if (l->n == l->cap) {
+        const size_t cap = l->cap ? 2 * l->cap : 64;
+        kz_convert_task *grown = realloc(l->tasks, cap * sizeof *grown);
+        if (!grown) {
+            l->st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory listing conversions");
+            return;
+        }
+        l->tasks = grown;
+        l->cap = cap;
+    }
+    t.cost = t.conv->w.taps * t.conv->w.k_in * t.conv->w.n;
+    t.index = l->n;
+    l->tasks[l->n++] = t;
+}
+
+void kz_convert_add_bf16(kz_convert_list *l, kz_conv *c) {
+    add(l, (kz_convert_task){.conv = c});
+}
+
+void kz_convert_add_wino(kz_convert_list *l, kz_wino *w, kz_conv *c, size_t frame_rows,
+                         size_t max_m) {
+    const size_t m = kz_wino_tile_for(frame_rows, c->dilation, c->taps, max_m);
+    add(l, (kz_convert_task){.conv = c, .wino = w, .m = m});
+}
+
+static void run_task(void *arg, size_t i, int worker) {
+    (void)worker;
+    kz_convert_task *t = (kz_convert_task *)arg + i;
+    if (t->wino) {
+        t->st = kz_wino_init(t->wino, t->conv, t->m);
+        if (t->st == KZ_OK) {
+            kz_conv_drop_panels(t->conv);
+        }
+    } else {
+        t->st = kz_conv_use_bf16(t->conv);
+    }
+    if (t->st != KZ_OK) { // the message is this thread's
+        snprintf(t->error, sizeof t->error, "%s", kz_error_get());
+    }
+}
+
+static int by_cost(const void *a, const void *b) {
+    const kz_convert_task *x = a, *y = b;
+    return x->cost < y->cost ? 1 : x->cost > y->cost ? -1 : 0;
+}
+
+static int n_threads(size_t n_tasks) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    n = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+    return (size_t)n > n_tasks ? (int)(n_tasks ? n_tasks : 1) : (int)n;
+}
+
+kz_status kz_convert_run(kz_convert_list *l) {
+    kz_status st = l->st;
+    if (st == KZ_OK && l->n) {
+        kz_pool *pool = NULL;
+        if (kz_pool_new(n_threads(l->n), &pool) != KZ_OK) {
+            pool = NULL; // no threads: one at a time on this one
+        }
+        qsort(l->tasks, l->n, sizeof *l->tasks, by_cost);
+        if (pool) {
+            kz_pool_run(pool, l->n, run_task, l->tasks);
+        } else {
+            for (size_t i = 0; i < l->n; i++) {
+                run_task(l->tasks, i, 0);
+            }
+        }
+        kz_pool_free(pool);
+        const kz_convert_task *failed = NULL;
+        for (size_t i = 0; i < l->n; i++) {
+            const kz_convert_task *t = &l->tasks[i];
+            if (t->st != KZ_OK && (!failed || t->index < failed->index)) {
+                failed = t;
+            }
+        }
+        st = failed ? kz_error_set(failed->st, "%s", failed->error) : KZ_OK;
+    }
+    free(l->tasks);
+    *l = (kz_convert_list){0};
+    return st;
+}
