@@ -1,7 +1,8 @@
 """`kztts quality` on tiny checkpoints: teacher-forced logit error and top-1 agreement of a
 model against a reference.
 
-Cases (each run with --json, the object parsed):
+Cases (each run with --json, the object parsed; every run's margin report, REF's top-2
+margins and the agreement by margin band, must add up to its totals):
   tiny vs itself                   error exactly 0, agreement exactly 100 %
   tiny vs tiny with another seed   (tools/make_checkpoint.py --seed 1, same config) error > 0,
                                    agreement < 100 %
@@ -51,8 +52,34 @@ def measure(name, kztts, model, ref):
     for stage in ("talker", "code_predictor"):
         s = q[stage]
         print(f"{name}: {stage} rel. error {s['rel_error']:.3e} (worst frame "
-              f"{s['max_frame_rel_error']:.3e}), top-1 agreement {s['top1_agreement']:.4f}")
+              f"{s['max_frame_rel_error']:.3e}), top-1 agreement {s['top1_agreement']:.4f}, "
+              f"REF margin median {s['ref_margin_median']:.4f}, largest flipped "
+              f"{s['max_flipped_margin']}")
+        check_margins(name, stage, s)
     return q
+
+
+def check_margins(name, stage, s):
+    """The margin report agrees with the totals: the bands partition the compared rows and
+    their agreements, quantiles are ordered, and a flipped row exists exactly when the
+    agreement is below 1 (its margin then within the last band that lost a row)."""
+    bands = s["agreement_by_margin"]
+    check(len(bands) == 3 and bands[0]["from"] == 0 and bands[-1]["below"] is None,
+          f"{name}: {stage} bands {bands}")
+    check(sum(b["compared"] for b in bands) == s["compared"] and
+          sum(b["agree"] for b in bands) == s["agree"],
+          f"{name}: {stage} bands do not add up to {s['agree']} / {s['compared']}: {bands}")
+    check(0 < s["ref_margin_p10"] <= s["ref_margin_median"],
+          f"{name}: {stage} margins p10 {s['ref_margin_p10']} median {s['ref_margin_median']}")
+    flipped = s["max_flipped_margin"]
+    check((flipped is None) == (s["agree"] == s["compared"]),
+          f"{name}: {stage} largest flipped margin {flipped} with {s['agree']} / "
+          f"{s['compared']} agreeing")
+    if flipped is not None:
+        lossy = [b for b in bands if b["agree"] < b["compared"]]
+        top = lossy[-1]
+        check(top["from"] <= flipped and (top["below"] is None or flipped < top["below"]),
+              f"{name}: {stage} largest flipped margin {flipped} outside its band {top}")
 
 
 def test_self(kztts, tiny):
@@ -66,6 +93,8 @@ def test_self(kztts, tiny):
     r = quality(kztts, tiny, tiny, json_out=False)
     check(r.returncode == 0 and "talker (codebook 0)" in r.stdout and "100.00 %" in r.stdout,
           f"self, text output: {r.returncode} {r.stdout!r}")
+    check("agreement by margin" in r.stdout and "largest flipped none" in r.stdout,
+          f"self, text output lacks the margin report: {r.stdout!r}")
 
 
 def test_other_seed(py, kztts, source, tiny, work):

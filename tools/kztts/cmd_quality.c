@@ -9,7 +9,9 @@
  *          models see the same history; each logit block MODEL produces is compared at
  *          once with REF's: squared error, REF's energy, argmax of every row
  *   report relative L2 error over all frames and of the worst frame, top-1 agreement
- *          of codebook 0 (talker) and of codebooks 1-15 (code predictor), wall time of
+ *          of codebook 0 (talker) and of codebooks 1-15 (code predictor), REF's top-2
+ *          margin of every row (quantiles, the largest one that flipped, agreement by
+ *          margin band), wall time of
  *          both runs and their talker + code predictor time per frame (the session
  *          timers, sampling excluded); as text, or one JSON object with --json
  *
@@ -40,6 +42,12 @@ typedef struct quality_opts {
     bool json, help;
 } quality_opts;
 
+/* Rows are also counted by REF's top-2 margin (its best logit minus its second best): an
+ * argmax that flips where REF itself hardly decides says less than one that flips where REF
+ * is sure. Band upper bounds in logits; the last band is open. */
+#define N_BANDS 3
+static const double BANDS[N_BANDS - 1] = {0.1, 1.0};
+
 /* One stage's logits (talker or code predictor): REF's, and MODEL's against them. */
 typedef struct stage {
     size_t rows, cols;       /* per frame: 1 x vocab (talker), 15 x cp vocab */
@@ -48,6 +56,9 @@ typedef struct stage {
     double sq_err, sq_ref;   /* sum (a - b)^2 and sum b^2 over all frames */
     double worst;            /* largest per-frame relative error */
     int64_t n_agree, n_rows; /* rows whose argmax agrees, rows compared */
+    float *margins;          /* [frames * rows] REF's top-2 margin of each compared row */
+    int64_t band_rows[N_BANDS], band_agree[N_BANDS]; /* rows by REF's margin (BANDS) */
+    double max_flipped; /* largest REF margin of a row whose argmax differs, -1: none */
 } stage;
 
 typedef struct quality {
@@ -71,6 +82,23 @@ static size_t argmax(const float *x, size_t n) {
     return best;
 }
 
+/* x[best] minus the largest other element (0 for a single element). */
+static double top2_margin(const float *x, size_t n, size_t best) {
+    double second = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        second = i != best && x[i] > second ? x[i] : second;
+    }
+    return n > 1 ? (double)x[best] - second : 0.0;
+}
+
+static size_t band_of(double margin) {
+    size_t b = 0;
+    while (b < N_BANDS - 1 && margin >= BANDS[b]) {
+        b++;
+    }
+    return b;
+}
+
 /* sqrt(err / energy), 0 when both are 0. */
 static double rel_l2(double err, double energy) {
     return energy > 0 ? sqrt(err / energy) : err > 0 ? INFINITY : 0;
@@ -91,7 +119,16 @@ static void stage_compare(stage *st, const float *ref, const float *got) {
     double rel = rel_l2(err, energy);
     st->worst = rel > st->worst ? rel : st->worst;
     for (size_t r = 0; r < st->rows; r++) {
-        st->n_agree += argmax(got + r * st->cols, st->cols) == argmax(ref + r * st->cols, st->cols);
+        const float *ref_row = ref + r * st->cols;
+        const size_t best = argmax(ref_row, st->cols);
+        const bool agree = argmax(got + r * st->cols, st->cols) == best;
+        const double margin = top2_margin(ref_row, st->cols, best);
+        const size_t band = band_of(margin);
+        st->margins[st->n_rows] = (float)margin;
+        st->band_rows[band]++;
+        st->band_agree[band] += agree;
+        st->max_flipped = !agree && margin > st->max_flipped ? margin : st->max_flipped;
+        st->n_agree += agree;
         st->n_rows++;
     }
 }
@@ -181,7 +218,10 @@ static int quality_init(quality *q, const kz_model *ref, int64_t n_frames) {
     q->talker.ref = malloc(n * q->talker.rows * q->talker.cols * sizeof(float));
     q->cp.ref = malloc(n * q->cp.rows * q->cp.cols * sizeof(float));
     q->codes = malloc(n * q->groups * sizeof(int32_t));
-    if (!q->talker.ref || !q->cp.ref || !q->codes) {
+    q->talker.margins = malloc(n * q->talker.rows * sizeof(float));
+    q->cp.margins = malloc(n * q->cp.rows * sizeof(float));
+    q->talker.max_flipped = q->cp.max_flipped = -1;
+    if (!q->talker.ref || !q->cp.ref || !q->codes || !q->talker.margins || !q->cp.margins) {
         fprintf(stderr, "kztts quality: out of memory for %lld frames of logits\n",
                 (long long)n_frames);
         return -1;
@@ -192,6 +232,8 @@ static int quality_init(quality *q, const kz_model *ref, int64_t n_frames) {
 static void quality_free(quality *q) {
     free(q->talker.ref);
     free(q->cp.ref);
+    free(q->talker.margins);
+    free(q->cp.margins);
     free(q->codes);
 }
 
@@ -254,6 +296,51 @@ static int run_one(kz_session *s, const kz_request *r, quality *q, bool storing,
     return 0;
 }
 
+static int cmp_float(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* REF's margins at quantiles 0.1 and 0.5 (-1 if none or out of memory). */
+static void margin_quantiles(const stage *st, double *p10, double *median) {
+    *p10 = *median = -1;
+    float *m = st->n_rows > 0 ? malloc((size_t)st->n_rows * sizeof *m) : NULL;
+    if (!m) {
+        return;
+    }
+    memcpy(m, st->margins, (size_t)st->n_rows * sizeof *m);
+    qsort(m, (size_t)st->n_rows, sizeof *m, cmp_float);
+    *p10 = m[(size_t)st->n_rows / 10];
+    *median = m[(size_t)st->n_rows / 2];
+    free(m);
+}
+
+static void print_margins(const char *label, const stage *st) {
+    double p10, median;
+    margin_quantiles(st, &p10, &median);
+    printf("%-22s median %.4f, 10 %% of rows below %.4f; largest flipped ", label, median, p10);
+    if (st->max_flipped < 0) {
+        printf("none\n");
+    } else {
+        printf("%.4f\n", st->max_flipped);
+    }
+    printf("%-22s", "  agreement by margin");
+    for (size_t b = 0; b < N_BANDS; b++) {
+        const double pct =
+            st->band_rows[b] ? 100.0 * (double)st->band_agree[b] / (double)st->band_rows[b] : 0;
+        if (b == 0) {
+            printf(" < %.1f: ", BANDS[0]);
+        } else if (b < N_BANDS - 1) {
+            printf(" | %.1f-%.1f: ", BANDS[b - 1], BANDS[b]);
+        } else {
+            printf(" | >= %.1f: ", BANDS[b - 1]);
+        }
+        printf("%.2f %% (%lld / %lld)", pct, (long long)st->band_agree[b],
+               (long long)st->band_rows[b]);
+    }
+    printf("\n");
+}
+
 static void print_stage(const char *label, const stage *st) {
     printf("%-22s %12.4e %12.4e %9.2f %% (%lld / %lld)\n", label, rel_l2(st->sq_err, st->sq_ref),
            st->worst, 100.0 * (double)st->n_agree / (double)st->n_rows, (long long)st->n_agree,
@@ -266,6 +353,9 @@ static int report_text(const quality_opts *o, const quality *q) {
     printf("%-22s %12s %12s %s\n", "", "rel. error", "worst frame", "  top-1 agreement");
     print_stage("talker (codebook 0)", &q->talker);
     print_stage("code predictor (1-15)", &q->cp);
+    printf("\nREF's top-2 margin (logits; a flip where REF hardly decides matters less):\n");
+    print_margins("talker (codebook 0)", &q->talker);
+    print_margins("code predictor (1-15)", &q->cp);
     printf("\n%-22s %12s %12s\n", "time", "REF", "MODEL");
     printf("%-22s %12.1f %12.1f\n", "run, ms", q->ref_ms, q->model_ms);
     printf("%-22s %12.3f %12.3f\n", "LM, ms/frame", q->ref_lm_ms, q->model_lm_ms);
@@ -279,6 +369,28 @@ static cJSON *stage_json(const stage *st) {
     cJSON_AddNumberToObject(j, "top1_agreement", (double)st->n_agree / (double)st->n_rows);
     cJSON_AddNumberToObject(j, "agree", (double)st->n_agree);
     cJSON_AddNumberToObject(j, "compared", (double)st->n_rows);
+    double p10, median;
+    margin_quantiles(st, &p10, &median);
+    cJSON_AddNumberToObject(j, "ref_margin_p10", p10);
+    cJSON_AddNumberToObject(j, "ref_margin_median", median);
+    if (st->max_flipped < 0) {
+        cJSON_AddNullToObject(j, "max_flipped_margin");
+    } else {
+        cJSON_AddNumberToObject(j, "max_flipped_margin", st->max_flipped);
+    }
+    cJSON *bands = cJSON_AddArrayToObject(j, "agreement_by_margin");
+    for (size_t b = 0; bands && b < N_BANDS; b++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "from", b ? BANDS[b - 1] : 0);
+        if (b < N_BANDS - 1) {
+            cJSON_AddNumberToObject(o, "below", BANDS[b]);
+        } else {
+            cJSON_AddNullToObject(o, "below");
+        }
+        cJSON_AddNumberToObject(o, "agree", (double)st->band_agree[b]);
+        cJSON_AddNumberToObject(o, "compared", (double)st->band_rows[b]);
+        cJSON_AddItemToArray(bands, o);
+    }
     return j;
 }
 
