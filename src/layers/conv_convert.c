@@ -11,11 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "runtime/error.h"
-
-#define MAX_THREADS 8
 
 struct kz_convert_task {
     kz_conv *conv;
@@ -77,10 +74,10 @@ static int by_cost(const void *a, const void *b) {
     return x->cost < y->cost ? 1 : x->cost > y->cost ? -1 : 0;
 }
 
+/* The default thread count, but no more threads than tasks. */
 static int n_threads(size_t n_tasks) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    n = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
-    return (size_t)n > n_tasks ? (int)(n_tasks ? n_tasks : 1) : (int)n;
+    const int n = kz_pool_default_threads();
+    return (size_t)n > n_tasks ? (int)n_tasks : n;
 }
 
 kz_status kz_convert_run(kz_convert_list *l) {

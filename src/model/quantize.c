@@ -451,8 +451,7 @@ kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "%s: the source must be a checkpoint directory, not a GGUF file", src);
     }
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    kz_status st = kz_pool_new(online < 1 ? 1 : online > 8 ? 8 : (int)online, &j.pool);
+    kz_status st = kz_pool_new(kz_pool_default_threads(), &j.pool);
     if (st != KZ_OK) {
         return st;
     }

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/error.h"
 
@@ -288,6 +289,11 @@ void kz_pool_free(kz_pool *pool) {
     free(pool->threads);
     free(pool->workers);
     free(pool);
+}
+
+int kz_pool_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
 int kz_pool_threads(const kz_pool *pool) {

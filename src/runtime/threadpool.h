@@ -29,6 +29,10 @@ kz_status kz_pool_new(int n_threads, kz_pool **out);
 /* Stops and joins the workers. Accepts NULL. */
 void kz_pool_free(kz_pool *pool);
 
+/* The default thread count: the online CPUs, at least 1 and at most 8 (beyond 8 the
+ * memory-bound stages gain nothing measured). */
+int kz_pool_default_threads(void);
+
 /* Number of threads including the caller. */
 int kz_pool_threads(const kz_pool *pool);
 

@@ -5,14 +5,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "runtime/error.h"
-
-static int auto_threads(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
-}
 
 kz_status kz_session_create(const kz_model *model, const kz_session_params *params,
                             kz_session **out) {
@@ -27,7 +21,7 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
                             : params->prompt_cache_mb == 0 ? 64
                                                            : (size_t)params->prompt_cache_mb;
     kz_prompt_cache_init(&s->prompt_cache, cache_mb << 20);
-    int n_threads = params->n_threads > 0 ? params->n_threads : auto_threads();
+    int n_threads = params->n_threads > 0 ? params->n_threads : kz_pool_default_threads();
     // Default split (docs/PERF.md, 2 cores): with turns each stage gets every thread; when
     // the stages overlap, the memory-bound LM stage (the bottleneck) gets every thread and
     // the compute-bound codec half of them, sharing the cores.

@@ -5,7 +5,8 @@
  * range, plain writes made in chunks are visible to the caller on return, one thread or one
  * chunk runs inline on the caller. Then: 10,000 back-to-back tiny runs (some after the workers
  * fell asleep) all complete; sleeping workers are really woken (a rendezvous that needs every
- * thread at once); an idle pool uses almost no CPU; bad arguments return a status and message.
+ * thread at once); an idle pool uses almost no CPU; bad arguments return a status and message;
+ * the default thread count is the online CPUs clamped to [1, 8].
  * No assertion depends on timing except the generous idle-CPU bound; waits are bounded by
  * counting.
  */
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/error.h"
 #include "runtime/threadpool.h"
@@ -238,7 +240,16 @@ static void test_bad_arguments(void) {
     kz_pool_free(NULL);
 }
 
+/* The default count: the online CPUs, clamped to [1, 8]. */
+static void test_default_threads(void) {
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const int want = online < 1 ? 1 : online > 8 ? 8 : (int)online;
+    CHECK_MSG(kz_pool_default_threads() == want, "default threads %d, want %d",
+              kz_pool_default_threads(), want);
+}
+
 int main(void) {
+    test_default_threads();
     test_bad_arguments();
     test_inline();
     test_every_chunk_once();

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "args.h"
 #include "bench_compare.h"
@@ -37,6 +36,7 @@
 #include "stats.h"
 #include "kernels/kernels.h"
 #include "machine_peak.h"
+#include "runtime/threadpool.h"
 
 typedef struct bench_opts {
     const char *model, *isa, *codec_precision, *schedule;
@@ -55,8 +55,7 @@ static double peak_rss_mb(void) {
  * defaults: all online CPUs (at most 8); the LM stage all of them, the codec stage all
  * of them when the stages take turns, half when they overlap. */
 static void resolve_threads(const bench_opts *o, bench_result *r) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    r->threads = o->threads > 0 ? (int)o->threads : online < 1 ? 1 : online > 8 ? 8 : (int)online;
+    r->threads = o->threads > 0 ? (int)o->threads : kz_pool_default_threads();
     r->threads_lm = o->threads_lm > 0 ? (int)o->threads_lm : r->threads;
     r->overlap = o->schedule && strcmp(o->schedule, "overlap") == 0;
     r->threads_codec = o->threads_codec > 0 ? (int)o->threads_codec
