@@ -56,7 +56,8 @@ typedef struct stage {
     double sq_err, sq_ref;   /* sum (a - b)^2 and sum b^2 over all frames */
     double worst;            /* largest per-frame relative error */
     int64_t n_agree, n_rows; /* rows whose argmax agrees, rows compared */
-    float *margins;          /* [frames * rows] REF's top-2 margin of each compared row */
+    double *margins;         /* [frames * rows] REF's top-2 margin of each compared row */
+    double margin_p10, margin_median; /* their quantiles (stage_finish), -1: none */
     int64_t band_rows[N_BANDS], band_agree[N_BANDS]; /* rows by REF's margin (BANDS) */
     double max_flipped; /* largest REF margin of a row whose argmax differs, -1: none */
 } stage;
@@ -124,7 +125,7 @@ static void stage_compare(stage *st, const float *ref, const float *got) {
         const bool agree = argmax(got + r * st->cols, st->cols) == best;
         const double margin = top2_margin(ref_row, st->cols, best);
         const size_t band = band_of(margin);
-        st->margins[st->n_rows] = (float)margin;
+        st->margins[st->n_rows] = margin;
         st->band_rows[band]++;
         st->band_agree[band] += agree;
         st->max_flipped = !agree && margin > st->max_flipped ? margin : st->max_flipped;
@@ -218,8 +219,8 @@ static int quality_init(quality *q, const kz_model *ref, int64_t n_frames) {
     q->talker.ref = malloc(n * q->talker.rows * q->talker.cols * sizeof(float));
     q->cp.ref = malloc(n * q->cp.rows * q->cp.cols * sizeof(float));
     q->codes = malloc(n * q->groups * sizeof(int32_t));
-    q->talker.margins = malloc(n * q->talker.rows * sizeof(float));
-    q->cp.margins = malloc(n * q->cp.rows * sizeof(float));
+    q->talker.margins = malloc(n * q->talker.rows * sizeof(double));
+    q->cp.margins = malloc(n * q->cp.rows * sizeof(double));
     q->talker.max_flipped = q->cp.max_flipped = -1;
     if (!q->talker.ref || !q->cp.ref || !q->codes || !q->talker.margins || !q->cp.margins) {
         fprintf(stderr, "kztts quality: out of memory for %lld frames of logits\n",
@@ -296,29 +297,18 @@ static int run_one(kz_session *s, const kz_request *r, quality *q, bool storing,
     return 0;
 }
 
-static int cmp_float(const void *a, const void *b) {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* REF's margins at quantiles 0.1 and 0.5 (-1 if none or out of memory). */
-static void margin_quantiles(const stage *st, double *p10, double *median) {
-    *p10 = *median = -1;
-    float *m = st->n_rows > 0 ? malloc((size_t)st->n_rows * sizeof *m) : NULL;
-    if (!m) {
-        return;
+/* The margins' quantiles once MODEL has run (sorts them: their order is not used). */
+static void stage_finish(stage *st) {
+    st->margin_p10 = st->margin_median = -1;
+    if (st->n_rows > 0) {
+        st->margin_median = stats_median(st->margins, (int)st->n_rows);
+        st->margin_p10 = st->margins[st->n_rows / 10];
     }
-    memcpy(m, st->margins, (size_t)st->n_rows * sizeof *m);
-    qsort(m, (size_t)st->n_rows, sizeof *m, cmp_float);
-    *p10 = m[(size_t)st->n_rows / 10];
-    *median = m[(size_t)st->n_rows / 2];
-    free(m);
 }
 
 static void print_margins(const char *label, const stage *st) {
-    double p10, median;
-    margin_quantiles(st, &p10, &median);
-    printf("%-22s median %.4f, 10 %% of rows below %.4f; largest flipped ", label, median, p10);
+    printf("%-22s median %.4f, 10 %% of rows below %.4f; largest flipped ", label,
+           st->margin_median, st->margin_p10);
     if (st->max_flipped < 0) {
         printf("none\n");
     } else {
@@ -369,10 +359,8 @@ static cJSON *stage_json(const stage *st) {
     cJSON_AddNumberToObject(j, "top1_agreement", (double)st->n_agree / (double)st->n_rows);
     cJSON_AddNumberToObject(j, "agree", (double)st->n_agree);
     cJSON_AddNumberToObject(j, "compared", (double)st->n_rows);
-    double p10, median;
-    margin_quantiles(st, &p10, &median);
-    cJSON_AddNumberToObject(j, "ref_margin_p10", p10);
-    cJSON_AddNumberToObject(j, "ref_margin_median", median);
+    cJSON_AddNumberToObject(j, "ref_margin_p10", st->margin_p10);
+    cJSON_AddNumberToObject(j, "ref_margin_median", st->margin_median);
     if (st->max_flipped < 0) {
         cJSON_AddNullToObject(j, "max_flipped_margin");
     } else {
@@ -432,6 +420,8 @@ static int measure(const quality_opts *o, kz_model *m, kz_session *ms, kz_model 
     int rc = 1;
     if (run_one(rs, &r, &q, true, "REF", &q.ref_ms, &q.ref_lm_ms) == 0 &&
         run_one(ms, &r, &q, false, "MODEL", &q.model_ms, &q.model_lm_ms) == 0) {
+        stage_finish(&q.talker);
+        stage_finish(&q.cp);
         rc = o->json ? report_json(o, &q) : report_text(o, &q);
     }
     quality_free(&q);
