@@ -195,6 +195,12 @@ def check_bench_json(a):
               and (s.get("floor_ms_per_frame") or 0) > 0, f"bench --json: stage {name}: {s}")
     check(j["model_load_ms"] > 0 and j["peak_rss_mb"] > 0 and j["streaming"]["rtf"] > 0
           and j["offline"]["rtf"] > 0, "bench --json: load, RSS, real-time factors")
+    codec = stages.get("codec decoder", {}).get("ms_per_frame")
+    check(j["streaming"].get("codec_ms_per_frame") == codec and codec
+          and (j["offline"].get("codec_ms_per_frame") or 0) > 0,
+          f"bench --json: the codec per frame streamed ({codec} in the stage row) and in the "
+          f"offline pass: {j['streaming'].get('codec_ms_per_frame')}, "
+          f"{j['offline'].get('codec_ms_per_frame')}")
     keys = [f"first_audio_{layout}_layout{c}_ms" for layout in ("non_streaming", "streaming")
             for c in ("", "_cached")]
     check(j.get("first_audio_layout_runs") == 2 and all((j.get(k) or 0) > 0 for k in keys),

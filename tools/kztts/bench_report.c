@@ -95,6 +95,9 @@ static void text_runs(const bench_result *r) {
     printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
            "(all frames, then one decode)\n",
            off->ms_per_frame, off->ms_per_frame / 80, off->first_audio_ms);
+    printf("  codec decoder %.2f ms/frame in the one pass (streaming: %.2f in %.1f chunks "
+           "per run)\n",
+           off->codec_ms_per_frame, st->codec_ms_per_frame, st->chunks);
     const double(*fa)[2] = r->first_audio_layout_ms;
     printf("first audio by text layout: non-streaming %.1f ms, streaming %.1f ms; with the "
            "voice's prompt prefix cached %.1f and %.1f ms (medians of %d)\n",
@@ -189,6 +192,7 @@ static void json_playback(json_out *j, const char *key, const bench_playback *p)
     json_num(j, "underruns", p->underruns, p->underruns >= 0);
     json_num(j, "stall_ms_per_run", p->stall_ms, p->underruns >= 0);
     json_num(j, "chunks_per_run", p->chunks, p->underruns >= 0);
+    json_num(j, "codec_ms_per_frame", p->codec_ms_per_frame, p->codec_ms_per_frame > 0);
     json_close(j, '}');
 }
 

@@ -48,6 +48,8 @@ typedef struct bench_playback {
     int underruns;        /* -1 = not tracked */
     double stall_ms;      /* per run, time a real-time player would wait */
     double chunks;        /* audio callbacks per run (streaming) */
+    double codec_ms_per_frame; /* full pipeline: the codec stage per frame in these runs
+                                  (streaming: small chunks; offline: one pass), 0 = none */
 } bench_playback;
 
 typedef struct bench_result {
