@@ -7,7 +7,8 @@ audio below 300 frames; `kztts info` describes the codec; --help exits 0;
 `kztts bench` prints the floor columns, and its --json output has a floor per stage;
 `bench` with a list in --codec-precision, --schedule or -m compares the variants in one
 process (every one timed each round, the axis and the precision in effect named, the
-pipeline's codec and LM stages apart, bad lists refused).
+pipeline's codec and LM stages apart, bad lists refused); bench/acceptance.py reads every
+target from the bench JSON of each round and counts the rounds that met it.
 """
 import argparse
 import json
@@ -16,6 +17,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 
 from testlib import check, finish, link_copy
 
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("--tiny", required=True)
     ap.add_argument("--golden", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--source", required=True, help="the repository (bench/acceptance.py)")
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
@@ -101,6 +104,7 @@ def main():
           f"bench --decoder-only --chunk 0: {r.returncode} {r.stderr.decode()}")
     check_bench_json(a)
     check_bench_compare(a)
+    check_acceptance_script(a)
     finish("test_cli_decode")
 
 
@@ -210,6 +214,38 @@ def check_bench_json(a):
     # EOS and BOS: none taken from the prompt cache in the timed runs.
     check(j.get("prompt_rows") == 22,
           f"bench --json: every timed run computes its whole prompt: {j.get('prompt_rows')}")
+
+
+def check_acceptance_script(a):
+    """bench/acceptance.py on the tiny checkpoint (as both recipes): its numbers are the
+    bench JSON's, its medians and pass counts follow from them (no timing is judged)."""
+    script = os.path.join(a.source, "bench", "acceptance.py")
+    r = run([sys.executable, script, "--kztts", a.kztts, "--q8", a.tiny, "--q4", a.tiny, "--rounds",
+             "2", "--frames", "2", "--repeat", "1", "--json"])
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    check(r.returncode == 0 and len(j.get("rounds", [])) == 2 and len(j.get("targets", [])) == 14,
+          f"acceptance.py: {r.returncode} {r.stderr.decode()}")
+    if not j:
+        return
+    rows = {(t["recipe"], t["metric"]): t for t in j["targets"]}
+    rtf = rows.get(("q4", "streaming RTF"), {})
+    check(rtf.get("values") == [rd["q4"]["streaming"]["rtf"] for rd in j["rounds"]]
+          and rtf.get("target") == 0.55, f"acceptance.py: q4 streaming RTF per round: {rtf}")
+    codec = rows.get(("q8", "codec ms/frame (one pass)"), {})
+    check(codec.get("values") == [rd["q8"]["offline"]["codec_ms_per_frame"] for rd in j["rounds"]]
+          and "met" not in codec, f"acceptance.py: the one-pass codec, shown only: {codec}")
+    for t in j["targets"]:
+        v = t["values"]
+        ok = len(v) == 2 and t["median"] == (v[0] + v[1]) / 2
+        if t["target"] is not None:
+            ok = ok and t["met"] == sum(x <= t["target"] for x in v)
+        check(ok, f"acceptance.py: median and pass count of {t}")
+    r = run([sys.executable, script, "--q8", a.tiny, "--q4", a.tiny, "--rounds", "0"])
+    check(r.returncode != 0 and b"--rounds" in r.stderr and not r.stdout,
+          f"acceptance.py --rounds 0 refused: {r.returncode} {r.stderr.decode()}")
 
 
 if __name__ == "__main__":
