@@ -52,7 +52,10 @@ def bench(a, model):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"acceptance: {' '.join(cmd)} failed: {r.stderr.strip()}")
-    return json.loads(r.stdout)
+    try:
+        return json.loads(r.stdout)
+    except ValueError as e:
+        sys.exit(f"acceptance: {' '.join(cmd)} printed no JSON object ({e})")
 
 
 def measure(a):

@@ -246,6 +246,11 @@ def check_acceptance_script(a):
     r = run([sys.executable, script, "--q8", a.tiny, "--q4", a.tiny, "--rounds", "0"])
     check(r.returncode != 0 and b"--rounds" in r.stderr and not r.stdout,
           f"acceptance.py --rounds 0 refused: {r.returncode} {r.stderr.decode()}")
+    missing = os.path.join(a.work, "no_such_model.gguf")
+    r = run([sys.executable, script, "--kztts", a.kztts, "--q8", missing, "--q4", a.tiny,
+             "--rounds", "1", "--frames", "2", "--repeat", "1"])
+    check(r.returncode != 0 and b"no_such_model.gguf" in r.stderr and not r.stdout,
+          f"acceptance.py with a missing model: {r.returncode} {r.stderr.decode()}")
 
 
 if __name__ == "__main__":
