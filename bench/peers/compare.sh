@@ -11,6 +11,7 @@
 # were built and their models made: bench/peers/README.md. Paths come from the
 # environment (defaults in brackets):
 #   KZTTS [build/kztts]  KZ_Q8 / KZ_Q4: kztts GGUFs with tokenizer files
+#   KZ_CODEC [f32]: kztts's --codec-precision (fast: its bf16 / Winograd codec)
 #   PEER1 [/tmp/kz/peer1]  PEER1_MODEL: HF directory with vocab.json and merges.txt
 #   PEER2 [/tmp/kz/peer2]  PEER2_MODELS: directory of its GGUFs  SHIM: nprocs_shim.so
 set -euo pipefail
@@ -23,6 +24,7 @@ PEER2=${PEER2:-/tmp/kz/peer2}
 PEER2_MODELS=${PEER2_MODELS:-/tmp/kz/peer2_models}
 SHIM=${SHIM:-/tmp/kz/peers/nprocs_shim.so}
 LOGS=${LOGS:-/tmp/kz/peers/logs}
+KZ_CODEC=${KZ_CODEC:-f32}
 TEXT="The quick brown fox jumps over the lazy dog near the river bank."
 case $bits in
 8) kz=${KZ_Q8:?set KZ_Q8}; p1=--int8; p2=Q8_0 ;;
@@ -31,8 +33,9 @@ case $bits in
 esac
 mkdir -p "$LOGS"
 time_it() { python3 "$here/first_audio.py" "$@" || true; }
-time_it "kztts-q$bits" 44 "$LOGS/kztts_q${bits}_$tag.log" -- "$KZTTS" synth -m "$kz" -s ryan \
-    -l english --frames 100 --threads 2 --seed 42 --stream -o - "$TEXT"
+time_it "kztts-q$bits-$KZ_CODEC" 44 "$LOGS/kztts_q${bits}_$tag.log" -- "$KZTTS" synth -m "$kz" \
+    -s ryan -l english --frames 100 --threads 2 --seed 42 --stream \
+    --codec-precision "$KZ_CODEC" -o - "$TEXT"
 time_it "peer1-q$bits" 0 "$LOGS/peer1_q${bits}_$tag.log" -- bash -c "cd '$PEER1' && exec \
     ./qwen_tts -d '${PEER1_MODEL:?set PEER1_MODEL}' -s ryan -l English -j 2 --max-tokens 100 \
     --seed 42 $p1 --stdout --text '$TEXT'"
