@@ -321,8 +321,10 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
     kz_session_clear_prompt_cache(s);
     kz_session_reset_timings(s);
     st = st ? st : timed(s, &off, &offline);
-    kz_session_timings(s, &t_off);
-    offline.codec_ms_per_frame = codec_ms(&t_off) / (double)t_off.frames;
+    if (st == KZ_OK) {
+        kz_session_timings(s, &t_off);
+        offline.codec_ms_per_frame = codec_ms(&t_off) / (double)t_off.frames;
+    }
     kz_request quick = r;
     quick.frames = 2;
     for (int i = 0; i < n && st == KZ_OK; i++) {
