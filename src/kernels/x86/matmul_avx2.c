@@ -3,8 +3,10 @@
  *
  * Per weight row and token: four 8-lane accumulators over i in steps of 32,
  * then 8-wide steps into the first accumulator, a fixed reduction tree, and a
- * scalar tail, with a software prefetch ~1 KB ahead in the weight stream (+30 %
- * bandwidth on one Zen 1 core, docs/PERF.md). Tokens are processed two at a time so each weight vector is
+ * scalar tail, with a software prefetch of every line of the weight stream 8 KB ahead into
+ * L2 (one into L1 1 KB ahead measured +30 % on one Zen 1 core; into L2 8 KB ahead, every
+ * line, bf16 / f16 from DRAM ~20 % faster again at this level on a Zen 4, docs/PERF.md
+ * 2026-12-03 (late afternoon)). Tokens are processed two at a time so each weight vector is
  * loaded (and, for bf16 / f16, widened) once for both; the per-token sequence is
  * the same whether a token is paired or alone. Calls with 4 or more tokens (the
  * prompt prefill) take groups of four tokens with two accumulators each, so a
@@ -16,6 +18,8 @@
 
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+
+#define PF_AHEAD 8192 /* bytes of the weight stream prefetched ahead into L2 (header) */
 
 /* Weight element types (a constant after inlining). */
 enum { W_F32 = 0, W_BF16 = 1, W_F16 = 2 };
@@ -61,8 +65,11 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
     const char *wb = (const char *)wrow;
     size_t esize = kind == W_F32 ? 4 : 2;
     for (; i + 32 <= n_in; i += 32) {
-        // One stream of weights per call: fetch ~1 KB ahead (also into the next row).
-        _mm_prefetch(wb + (i + 32) * esize + 1024, _MM_HINT_T0);
+        // One stream of weights per call: every line PF_AHEAD bytes ahead into L2 (also
+        // into the next row).
+        for (size_t b = 0; b < 32 * esize; b += 64) {
+            _mm_prefetch(wb + i * esize + b + PF_AHEAD, _MM_HINT_T1);
+        }
         for (int k = 0; k < 4; k++) {
             __m256 wv = wload(wrow, i + 8 * (size_t)k, kind);
             a[0][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i + 8 * k), a[0][k]);
