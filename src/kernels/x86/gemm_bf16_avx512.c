@@ -33,7 +33,7 @@ enum {
     NP = 2,       // panels per micro-tile
     KC = 256,     // pair rows per k block: 2 panels x 256 x 64 B = 32 KB
     MC_MAX = 192, // most rows per row block; bounds part[] to 24 KB of stack
-    PREFETCH_ROWS = 16, // pair rows (64 B each) prefetched ahead
+    PREFETCH_ROWS = 128, // pair rows (64 B each) prefetched ahead into L2 (gemm_avx512.c)
 };
 // Budget for the bf16 x rows (all taps) of one row block, reused by every panel pair from L2.
 #define X_BLOCK_BYTES (512u * 1024u)
@@ -103,10 +103,10 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
         const uint16_t *wb = np > 1 ? wa + jb->panel_step : wa;
         const size_t count = end - r;
         for (size_t k = 0; k < count; k++) {
-            _mm_prefetch((const char *)(wa + (k + PREFETCH_ROWS) * KZ_PANEL * 2), _MM_HINT_T0);
+            _mm_prefetch((const char *)(wa + (k + PREFETCH_ROWS) * KZ_PANEL * 2), _MM_HINT_T1);
             if (np > 1) {
                 _mm_prefetch((const char *)(wb + (k + PREFETCH_ROWS) * KZ_PANEL * 2),
-                             _MM_HINT_T0);
+                             _MM_HINT_T1);
             }
             const __m512bh w0 = as_bh(_mm512_load_si512(wa + k * KZ_PANEL * 2));
             const __m512bh w1 =
