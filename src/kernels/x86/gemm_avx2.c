@@ -41,7 +41,7 @@ enum {
     MR = 6,       // output rows per micro-tile
     KC = 512,     // panel rows per k block (32 KB); see the measurements above
     MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
-    PREFETCH_ROWS = 16, // panel rows (64 B each) prefetched ahead
+    PREFETCH_ROWS = 128, // panel rows (64 B each) prefetched ahead into L2 (gemm_avx512.c)
 };
 // Budget for the x rows (all taps) of one row block, reused by every panel from L2
 // (512 KB on Zen 1, 1-2 MB on recent cores).
@@ -123,7 +123,7 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
         const size_t count = end - r;
         for (size_t k = 0; k < count; k++) {
             // The first tile of a k block streams the panel from L2 or DRAM.
-            _mm_prefetch((const char *)(wp + (k + PREFETCH_ROWS) * KZ_PANEL), _MM_HINT_T0);
+            _mm_prefetch((const char *)(wp + (k + PREFETCH_ROWS) * KZ_PANEL), _MM_HINT_T1);
             const __m256 w0 = _mm256_load_ps(wp + k * KZ_PANEL);
             const __m256 w1 = _mm256_load_ps(wp + k * KZ_PANEL + 8);
 #define TILE_FMA(q)                                                                            \
