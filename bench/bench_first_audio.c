@@ -73,8 +73,7 @@ static kz_status one_request(kz_session *s, const kz_request *r, bool cold, samp
     out->first[round] = p.first_ms;
     out->prefill[round] = t->prefill_ms;
     out->cp[round] = t->code_predictor_ms;
-    out->codec[round] = t->codec_quantizer_ms + t->codec_transformer_ms + t->codec_upsample_ms +
-                        t->codec_vocoder_ms;
+    out->codec[round] = stats_codec_ms(t);
     out->rows[round] = (double)t->prompt_tokens;
     return st;
 }

@@ -141,8 +141,7 @@ static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r,
     if (!o->decoder_only) {
         kz_timings t;
         kz_session_timings(x->session, &t);
-        x->codec_ms[r] = (t.codec_quantizer_ms + t.codec_transformer_ms + t.codec_upsample_ms +
-                          t.codec_vocoder_ms) / (double)frames;
+        x->codec_ms[r] = stats_codec_ms(&t) / (double)frames;
         x->lm_ms[r] = (t.prefill_ms + t.talker_ms + t.code_predictor_ms + t.sampling_ms) /
                       (double)frames;
     }

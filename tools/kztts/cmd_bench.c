@@ -217,7 +217,6 @@ typedef struct playback {
     int underruns;
     double stall_ms;   /* total time the player would have waited */
     int chunks;        /* audio callbacks */
-    double codec_ms_per_frame; /* the offline run's codec stage (set by its caller) */
 } playback;
 
 static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
@@ -245,17 +244,11 @@ static kz_status timed(kz_session *s, const kz_request *r, playback *p) {
     return st;
 }
 
-/* The codec stage's time in t (all its parts). */
-static double codec_ms(const kz_timings *t) {
-    return t->codec_quantizer_ms + t->codec_transformer_ms + t->codec_upsample_ms +
-           t->codec_vocoder_ms;
-}
-
 /* Talker: its rate, floor and % cover the prefill too (the byte counter does); the
  * ms/frame column is the steps alone. */
 static void full_stages(bench_result *r, const kz_timings *t, int n_runs) {
     const double f = (double)t->frames, bw = r->machine.read_gbs;
-    const double codec = codec_ms(t);
+    const double codec = stats_codec_ms(t);
     bench_stage talker = stage_at("talker", t->talker_ms / f, BENCH_UNIT_GBS,
                                   t->talker_bytes / f, (t->talker_ms + t->prefill_ms) / f, bw);
     talker.note = "(rate, floor and % include the prefill)";
@@ -286,8 +279,7 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
         p->chunks += (double)stream[i].chunks / n_stream;
     }
     r->offline = (bench_playback){.ms_per_frame = offline->wall_ms / frames,
-                                  .first_audio_ms = offline->first_ms, .underruns = -1,
-                                  .codec_ms_per_frame = offline->codec_ms_per_frame};
+                                  .first_audio_ms = offline->first_ms, .underruns = -1};
     for (int l = 0; l < 2; l++) {
         for (int c = 0; c < 2; c++) {
             r->first_audio_layout_ms[l][c] = stats_median(layout_ms[l][c], n_layout);
@@ -321,10 +313,7 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
     kz_session_clear_prompt_cache(s);
     kz_session_reset_timings(s);
     st = st ? st : timed(s, &off, &offline);
-    if (st == KZ_OK) {
-        kz_session_timings(s, &t_off);
-        offline.codec_ms_per_frame = codec_ms(&t_off) / (double)t_off.frames;
-    }
+    kz_session_timings(s, &t_off); // before the layout runs add to them
     kz_request quick = r;
     quick.frames = 2;
     for (int i = 0; i < n && st == KZ_OK; i++) {
@@ -342,7 +331,8 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
         measure_machine(o, res);
         full_stages(res, &t, n);
         full_runs(res, runs, n, &offline, layout_ms, n);
-        res->streaming.codec_ms_per_frame = codec_ms(&t) / (double)t.frames;
+        res->streaming.codec_ms_per_frame = stats_codec_ms(&t) / (double)t.frames;
+        res->offline.codec_ms_per_frame = stats_codec_ms(&t_off) / (double)t_off.frames;
     }
     return st;
 }

@@ -1,5 +1,6 @@
 /*
- * stats.c - small statistics shared by `kztts bench` and bench/ (see stats.h).
+ * stats.c - small statistics, the clock and the codec's timings shared by `kztts bench` and
+ * bench/ (see stats.h).
  */
 #include "stats.h"
 
@@ -14,6 +15,11 @@ static int cmp_double(const void *a, const void *b) {
 double stats_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double stats_codec_ms(const kz_timings *t) {
+    return t->codec_quantizer_ms + t->codec_transformer_ms + t->codec_upsample_ms +
+           t->codec_vocoder_ms;
 }
 
 double stats_now_ms(void) {
