@@ -21,18 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kztts.h"
 #include "stats.h"
 
 enum { MAX_ROUNDS = 256 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* One request as the listener sees it, and the stages at its first sound. */
 typedef struct probe {
@@ -45,7 +38,7 @@ static bool on_audio(const float *pcm, size_t n, int64_t pos, bool last, void *u
     probe *p = user;
     (void)pcm, (void)n, (void)pos, (void)last;
     if (p->first_ms < 0) {
-        p->first_ms = now_ms() - p->t0;
+        p->first_ms = stats_now_ms() - p->t0;
         kz_session_timings(p->s, &p->at_first);
     }
     return true;
@@ -67,7 +60,7 @@ static kz_status one_request(kz_session *s, const kz_request *r, bool cold, samp
     (void)cold;
 #endif
     kz_session_reset_timings(s);
-    probe p = {.s = s, .t0 = now_ms(), .first_ms = -1};
+    probe p = {.s = s, .t0 = stats_now_ms(), .first_ms = -1};
     kz_status st = kz_synthesize(s, r, on_audio, &p);
     const kz_timings *t = &p.at_first;
     out->first[round] = p.first_ms;
