@@ -155,6 +155,8 @@ typedef struct kz_packed_bf16 {
     size_t taps;     /* number of taps */
     size_t n;        /* output columns actually used */
     size_t n_panels; /* ceil(n / KZ_PANEL) */
+    bool mapped;     /* data is borrowed from a mapped model file (kz_packed_bf16_init_mapped):
+                        read-only, not freed */
 } kz_packed_bf16;
 
 typedef struct kz_gemm_bf16_args {
@@ -375,6 +377,14 @@ int kz_packed_init_rows(kz_packed *p, size_t taps, size_t k_in, size_t n, const 
  * if out of memory. src is not changed. */
 int kz_packed_bf16_init(kz_packed_bf16 *p, const kz_packed *src);
 void kz_packed_bf16_free(kz_packed_bf16 *p);
+
+/* Bytes of the bf16 panels of a [taps * k_in, n] weight (0 on overflow). */
+size_t kz_packed_bf16_bytes(size_t taps, size_t k_in, size_t n);
+
+/* Uses bf16 panels already laid out at data (as kz_packed_bf16_init writes them,
+ * 64-byte aligned, kz_packed_bf16_bytes long), e.g. stored by `kztts quantize`. */
+void kz_packed_bf16_init_mapped(kz_packed_bf16 *p, size_t taps, size_t k_in, size_t n,
+                                const uint16_t *data);
 
 /* The scalar definition of mix_rows on columns [c0, n) (the SIMD levels' tails). */
 void kz_mix_rows_cols_ref(float *const *dst, const float *const *src, const float *mat,

@@ -6,7 +6,8 @@
  * [taps * k_in, n] (cache-blocked, sequential reads) -> kz_packed_init_rows ->
  * release the mapped pages. A GGUF file from `kztts quantize` stores the panels
  * themselves as "<weight>.packed" [n_panels, taps * k_in, 16] F32; they are used
- * in place from the mapping (no copy, no packing). Either way the weights
+ * in place from the mapping (no copy, no packing; the codec maps in the pages of the
+ * forms it keeps after its precision switch, kz_codec_decoder_populate). Either way the weights
  * object's on_packed hook sees the result (the quantizer stores it).
  * bf16: kz_conv_use_bf16 re-packs the panels as bf16 pairs (kernels.h); a run
  * first rounds the input rows (history included) to bf16 in e->x_bf16, split
@@ -146,7 +147,6 @@ static kz_status bind_packed(kz_conv *c, const kz_weights *f, const char *w_name
     }
     if (st == KZ_OK) {
         kz_packed_init_mapped(&c->w, c->taps, c->k_in, c->n, t->data);
-        kz_map_populate_range(t->data, t->n_bytes); // every chunk reads all of it
         kz_weights_packed(f, w_name, &c->w);
     }
     return st;
@@ -166,6 +166,11 @@ static int pack_transposed_conv(kz_conv *c, const float *w, const int64_t *shape
 
 static kz_status load_weight(kz_conv *c, const kz_weights *f, const char *w_name, int n_dims,
                              const int64_t *shape, pack_fn pack, size_t stride) {
+    if (strlen(w_name) >= sizeof c->name) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor name '%s' is too long",
+                            kz_weights_path(f), w_name);
+    }
+    snprintf(c->name, sizeof c->name, "%s", w_name);
     bool found;
     kz_status st = bind_packed(c, f, w_name, &found);
     if (st != KZ_OK || found) {

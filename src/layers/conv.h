@@ -41,7 +41,11 @@ typedef struct kz_exec {
     size_t x_bf16_len; /* its length in bf16 elements */
 } kz_exec;
 
+enum { KZ_CONV_NAME_MAX = 96 };
+
 typedef struct kz_conv {
+    char name[KZ_CONV_NAME_MAX]; /* the checkpoint weight it was loaded from ("" when built
+                                    otherwise): stored forms are found by it (conv_convert.h) */
     kz_packed w;        /* packed weights (empty once kz_conv_drop_panels freed them) */
     kz_packed_bf16 wb;  /* bf16 weights when the conv runs in bf16, else empty */
     float *bias;        /* [n] or NULL, owned (tiled s times for transposed convs) */

@@ -18,6 +18,8 @@ struct kz_convert_task {
     kz_conv *conv;
     kz_wino *wino; /* NULL: bf16 panels */
     size_t m;      /* Winograd tile */
+    const kz_weights *stored; /* the list's: bind the form from here instead of converting */
+    bool keep_panels;         /* the list's */
     size_t cost;   /* the conv's panel floats: the largest run first */
     size_t index;  /* position in the list: the first failure is reported */
     kz_status st;
@@ -38,8 +40,10 @@ static void add(kz_convert_list *l, kz_convert_task t) {
         l->tasks = grown;
         l->cap = cap;
     }
-    t.cost = t.conv->w.taps * t.conv->w.k_in * t.conv->w.n;
+    t.cost = t.conv->taps * t.conv->k_in * t.conv->n;
     t.index = l->n;
+    t.stored = l->stored;
+    t.keep_panels = l->keep_panels;
     l->tasks[l->n++] = t;
 }
 
@@ -53,16 +57,55 @@ void kz_convert_add_wino(kz_convert_list *l, kz_wino *w, kz_conv *c, size_t fram
     add(l, (kz_convert_task){.conv = c, .wino = w, .m = m});
 }
 
+/* The stored tensor "<conv name><suffix>" of the given shape and dtype, 64-byte aligned. */
+static kz_status find_form(const kz_convert_task *t, const char *suffix, kz_dtype dtype,
+                           int n_dims, const int64_t *shape, const kz_tensor **out) {
+    char name[KZ_CONV_NAME_MAX + 32];
+    snprintf(name, sizeof name, "%s%s", t->conv->name, suffix);
+    kz_status st = kz_weights_get(t->stored, name, n_dims, shape, out);
+    if (st == KZ_OK && ((*out)->dtype != dtype || (uintptr_t)(*out)->data % 64 != 0)) {
+        st = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s' must be %s and 64-byte aligned",
+                          kz_weights_path(t->stored), name,
+                          dtype == KZ_DTYPE_F32 ? "F32" : "BF16");
+    }
+    return st;
+}
+
+/* Binds the task's form from the stored tensors (conv_convert.h). */
+static kz_status bind_stored(kz_convert_task *t) {
+    const kz_conv *c = t->conv;
+    const int64_t n_panels = (int64_t)((c->n + KZ_PANEL - 1) / KZ_PANEL);
+    const kz_tensor *f;
+    if (t->wino) {
+        const int64_t shape[4] = {(int64_t)(t->m + c->taps - 1), n_panels, (int64_t)c->k_in,
+                                  KZ_PANEL};
+        kz_status st = find_form(t, KZ_CONV_FORM_WINOGRAD, KZ_DTYPE_F32, 4, shape, &f);
+        return st == KZ_OK ? kz_wino_init_mapped(t->wino, c, t->m, f->data) : st;
+    }
+    const int64_t shape[4] = {n_panels, (int64_t)(c->taps * ((c->k_in + 1) / 2)), KZ_PANEL, 2};
+    kz_status st = find_form(t, KZ_CONV_FORM_BF16, KZ_DTYPE_BF16, 4, shape, &f);
+    if (st == KZ_OK) {
+        kz_packed_bf16_init_mapped(&t->conv->wb, c->taps, c->k_in, c->n, f->data);
+    }
+    return st;
+}
+
+static kz_status convert(kz_convert_task *t) {
+    if (t->wino) {
+        return kz_wino_init(t->wino, t->conv, t->m);
+    }
+    if (!t->conv->wb.data && kz_packed_bf16_init(&t->conv->wb, &t->conv->w) != 0) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory packing bf16 weights");
+    }
+    return KZ_OK;
+}
+
 static void run_task(void *arg, size_t i, int worker) {
     (void)worker;
     kz_convert_task *t = (kz_convert_task *)arg + i;
-    if (t->wino) {
-        t->st = kz_wino_init(t->wino, t->conv, t->m);
-        if (t->st == KZ_OK) {
-            kz_conv_drop_panels(t->conv);
-        }
-    } else {
-        t->st = kz_conv_use_bf16(t->conv);
+    t->st = t->stored ? bind_stored(t) : convert(t);
+    if (t->st == KZ_OK && !t->keep_panels) {
+        kz_conv_drop_panels(t->conv);
     }
     if (t->st != KZ_OK) { // the message is this thread's
         snprintf(t->error, sizeof t->error, "%s", kz_error_get());

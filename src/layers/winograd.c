@@ -208,19 +208,42 @@ static size_t group_for(const kz_wino *w) {
     return g < 8 ? 8 : g;
 }
 
-kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
+/* w's shape for conv c and tiles of m outputs, no weights yet. */
+static const tile_mats *init_shape(kz_wino *w, const kz_conv *c, size_t m) {
     memset(w, 0, sizeof *w);
     const size_t r = c->taps;
-    KZ_ASSERT((r == 2 || r == 7) && c->w.data && c->w.taps == r);
-    KZ_ASSERT(tile_exists(m, r));
+    KZ_ASSERT((r == 2 || r == 7) && tile_exists(m, r));
     const tile_mats *t = mats_for(m, r);
-    const size_t k_in = c->k_in, n = c->n, k_rows = r * k_in, n_panels = c->w.n_panels;
-    w->k_in = k_in;
+    w->k_in = c->k_in;
     w->r = r;
-    w->n = n;
+    w->n = c->n;
     w->dilation = c->dilation;
     w->m = m;
     w->n_pts = t->n;
+    return t;
+}
+
+size_t kz_wino_floats(const kz_conv *c, size_t m) {
+    return (m + c->taps - 1) * ((c->n + KZ_PANEL - 1) / KZ_PANEL) * c->k_in * KZ_PANEL;
+}
+
+kz_status kz_wino_init_mapped(kz_wino *w, const kz_conv *c, size_t m, const float *u) {
+    init_shape(w, c, m);
+    const size_t floats = (c->n + KZ_PANEL - 1) / KZ_PANEL * c->k_in * KZ_PANEL;
+    for (size_t k = 0; k < w->n_pts; k++) {
+        w->u[k] = (kz_conv){.k_in = c->k_in, .n = c->n, .taps = 1, .dilation = 1};
+        kz_packed_init_mapped(&w->u[k].w, 1, c->k_in, c->n, u + k * floats);
+    }
+    w->bias = c->bias;
+    w->group = group_for(w);
+    return KZ_OK;
+}
+
+kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m) {
+    KZ_ASSERT(c->w.data && c->w.taps == c->taps);
+    const tile_mats *t = init_shape(w, c, m);
+    const size_t r = c->taps;
+    const size_t k_in = c->k_in, n = c->n, k_rows = r * k_in, n_panels = c->w.n_panels;
     const size_t bytes = (n_panels * k_in * KZ_PANEL * sizeof(float) + 63) / 64 * 64 + 64;
     for (size_t k = 0; k < t->n; k++) {
         kz_conv *u = &w->u[k];

@@ -66,6 +66,16 @@ size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max
  * tiles of m = 4 or 6 outputs, or 10 with 7 taps. c must outlive w. Returns KZ_OK or
  * KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_wino_init(kz_wino *w, const kz_conv *c, size_t m);
+
+/* The same form over transformed weights already laid out at u (stored by `kztts
+ * quantize`): U_k's panels [n_panels, k_in, KZ_PANEL] at u + k * n_panels * k_in * KZ_PANEL
+ * floats for k < m + r - 1, 64-byte aligned, borrowed (never written or freed). c needs
+ * no panels. Returns KZ_OK. */
+kz_status kz_wino_init_mapped(kz_wino *w, const kz_conv *c, size_t m, const float *u);
+
+/* Floats of the transformed weights of c for tiles of m outputs (the size u above). */
+size_t kz_wino_floats(const kz_conv *c, size_t m);
+
 void kz_wino_free(kz_wino *w);
 
 /* Scratch floats and indices for n_frames frames of frame_rows output rows. */

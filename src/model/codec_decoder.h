@@ -134,13 +134,20 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
 void kz_codec_decoder_free(kz_codec_decoder *d);
 
 /* The precision switches below convert their convs on a temporary pool of the online CPUs
- * (layers/conv_convert.h): the same weights as one at a time. */
+ * (layers/conv_convert.h): the same weights as one at a time. With forms (may be NULL)
+ * they bind each conv's form from a GGUF's stored tensors instead (forms->stored, written
+ * by `kztts quantize --codec-forms`), or keep the fp32 panels beside the new forms
+ * (forms->keep_panels, for that writer). */
+typedef struct kz_codec_forms {
+    const kz_weights *stored;
+    bool keep_panels;
+} kz_codec_forms;
 
 /* The bf16 precision: the pre-transformer's projections, the ConvNeXt pw1 / pw2 and
  * the convs of the decoder blocks' residual units (conv1, conv2) switch to bf16
  * weights and the bf16 GEMMs (kz_conv_use_bf16); every other conv stays fp32. Call
  * before creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
-kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
+kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d, const kz_codec_forms *forms);
 
 /* The winograd precision: the residual units' k7 convs (conv1, ~70 % of the decoder's
  * FLOPs) run as Winograd F(6, 7) or F(4, 7) in fp32 (layers/winograd.h; the tile size
@@ -151,7 +158,7 @@ kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d);
  * transformed weights 10 / 7 of its 44 MB); everything else as in f32. The fp32 panels
  * of those convs are released once transformed (kz_conv_drop_panels). Call before
  * creating states. Returns KZ_OK or KZ_STATUS_OUT_OF_MEMORY. */
-kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);
+kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d, const kz_codec_forms *forms);
 
 /* The winograd-bf16 precision: conv1 and the transposed convs as with winograd (fp32
  * Winograd tiles; conv1 also with tiles of 10, F(10, 7), where kz_wino_tile_for finds
@@ -161,7 +168,16 @@ kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d);
  * transposed conv (direct) in bf16 too; the rest stays fp32 (decoder.0 as Winograd, as
  * with winograd). Needs the kernels' bf16 conv-GEMM. Call before creating states. Returns KZ_OK or
  * KZ_STATUS_OUT_OF_MEMORY. */
-kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d);
+kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d, const kz_codec_forms *forms);
+
+/* Calls fn for every conv of the decoder (the pre-transformer's too), with its Winograd
+ * form's slot (dec0_wino, a block's up_wino, a residual unit's wino1) or NULL. */
+typedef void (*kz_codec_conv_fn)(void *user, kz_conv *c, kz_wino *w);
+void kz_codec_decoder_each_conv(kz_codec_decoder *d, kz_codec_conv_fn fn, void *user);
+
+/* Maps in the pages of every conv's form in use that lies in the model file (a GGUF's
+ * stored forms after a switch), so that the first chunk does not fault them in. */
+void kz_codec_decoder_populate(kz_codec_decoder *d);
 
 /* State for internal steps of up to max_frames frames (memory ~ max_frames). */
 kz_status kz_codec_state_init(kz_codec_state *s, const kz_codec_decoder *d, size_t max_frames);

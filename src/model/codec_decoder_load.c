@@ -256,8 +256,14 @@ static void use_bf16(kz_codec_decoder *d, bool conv1, kz_convert_list *l) {
     }
 }
 
-kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d) {
-    kz_convert_list l = {0};
+/* An empty list with the switch's options. */
+static kz_convert_list new_list(const kz_codec_forms *forms) {
+    return (kz_convert_list){.stored = forms ? forms->stored : NULL,
+                             .keep_panels = forms && forms->keep_panels};
+}
+
+kz_status kz_codec_decoder_use_bf16(kz_codec_decoder *d, const kz_codec_forms *forms) {
+    kz_convert_list l = new_list(forms);
     use_bf16(d, true, &l);
     return kz_convert_run(&l);
 }
@@ -292,14 +298,14 @@ static bool use_winograd(kz_codec_decoder *d, size_t max_m, kz_convert_list *l) 
 #define WINO_MAX_M 6
 #define WINO_BF16_MAX_M 10
 
-kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d) {
-    kz_convert_list l = {0};
+kz_status kz_codec_decoder_use_winograd(kz_codec_decoder *d, const kz_codec_forms *forms) {
+    kz_convert_list l = new_list(forms);
     use_winograd(d, WINO_MAX_M, &l);
     return kz_convert_run(&l);
 }
 
-kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
-    kz_convert_list l = {0};
+kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d, const kz_codec_forms *forms) {
+    kz_convert_list l = new_list(forms);
     const bool up1_wino = use_winograd(d, WINO_BF16_MAX_M, &l);
     use_bf16(d, false, &l);
     // The first block's transposed conv (the largest weights of the codec: 75 MB of fp32
@@ -311,6 +317,49 @@ kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d) {
         kz_convert_add_bf16(&l, &d->blocks[0].up);
     }
     return kz_convert_run(&l);
+}
+
+void kz_codec_decoder_each_conv(kz_codec_decoder *d, kz_codec_conv_fn fn, void *user) {
+    fn(user, &d->proj_first, NULL);
+    fn(user, &d->proj_rest, NULL);
+    fn(user, &d->pre_conv, NULL);
+    kz_codec_transformer_each_conv(&d->transformer, fn, user);
+    for (int u = 0; u < d->cfg.n_upsampling_ratios; u++) {
+        fn(user, &d->upsample[u].up, NULL);
+        fn(user, &d->upsample[u].pw1, NULL);
+        fn(user, &d->upsample[u].pw2, NULL);
+    }
+    fn(user, &d->dec0, &d->dec0_wino);
+    for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
+        kz_decoder_block *b = &d->blocks[i];
+        fn(user, &b->up, &b->up_wino);
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            fn(user, &b->res[r].conv1, &b->res[r].wino1);
+            fn(user, &b->res[r].conv2, NULL);
+        }
+    }
+    fn(user, &d->final_conv, NULL);
+}
+
+/* Maps in the pages of conv c's form in use, when it lies in the model file. */
+static void populate_conv(void *user, kz_conv *c, kz_wino *w) {
+    (void)user;
+    if (w && w->n_pts) {
+        const kz_packed *u = &w->u[0].w;
+        if (u->mapped) {
+            kz_map_populate_range(u->data, w->n_pts * kz_packed_bytes(1, u->k_in, u->n));
+        }
+    } else if (c->wb.data) {
+        if (c->wb.mapped) {
+            kz_map_populate_range(c->wb.data, kz_packed_bf16_bytes(c->taps, c->k_in, c->n));
+        }
+    } else if (c->w.data && c->w.mapped) {
+        kz_map_populate_range(c->w.data, kz_packed_bytes(c->taps, c->k_in, c->n));
+    }
+}
+
+void kz_codec_decoder_populate(kz_codec_decoder *d) {
+    kz_codec_decoder_each_conv(d, populate_conv, NULL);
 }
 
 void kz_codec_decoder_free(kz_codec_decoder *d) {

@@ -122,6 +122,19 @@ void kz_codec_transformer_list_bf16(kz_codec_transformer *t, kz_convert_list *l)
     }
 }
 
+void kz_codec_transformer_each_conv(kz_codec_transformer *t,
+                                    void (*fn)(void *user, kz_conv *c, kz_wino *w), void *user) {
+    fn(user, &t->input_proj, NULL);
+    for (int l_i = 0; t->layers && l_i < t->cfg.num_hidden_layers; l_i++) {
+        kz_conv *lin[LAYER_LINEARS];
+        layer_linears(&t->layers[l_i], lin);
+        for (int i = 0; i < LAYER_LINEARS; i++) {
+            fn(user, lin[i], NULL);
+        }
+    }
+    fn(user, &t->output_proj, NULL);
+}
+
 /* --- state ---------------------------------------------------------------- */
 
 kz_status kz_codec_transformer_state_init(kz_codec_transformer_state *s,

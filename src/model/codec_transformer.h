@@ -54,6 +54,11 @@ void kz_codec_transformer_free(kz_codec_transformer *t);
  * (kz_convert_add_bf16); input_proj and output_proj stay fp32. */
 void kz_codec_transformer_list_bf16(kz_codec_transformer *t, kz_convert_list *l);
 
+/* Calls fn for each projection (input_proj, the layers' q, k, v, o, gate, up, down,
+ * output_proj); w is always NULL (the codec decoder's walker, codec_decoder.h). */
+void kz_codec_transformer_each_conv(kz_codec_transformer *t,
+                                    void (*fn)(void *user, kz_conv *c, kz_wino *w), void *user);
+
 kz_status kz_codec_transformer_state_init(kz_codec_transformer_state *s,
                                           const kz_codec_transformer *t, size_t max_rows);
 void kz_codec_transformer_state_free(kz_codec_transformer_state *s);

@@ -16,6 +16,9 @@
  *   kztts.tokenizer.vocab.json      vocab.json                (optional, all three
  *   kztts.tokenizer.merges.txt      merges.txt                 or none)
  *   kztts.tokenizer.config.json     tokenizer_config.json
+ *   kztts.codec.forms               optional: the codec precision ("bf16", "winograd" or
+ *                                   "winograd-bf16") whose converted weights the file
+ *                                   stores (`kztts quantize --codec-forms`)
  * Tensors:
  *   model.<name>    every tensor of model.safetensors under its own name, in the
  *                   recipe's type (BF16/F32/F16 as stored, or Q8_0 / Q4_0)
@@ -23,6 +26,10 @@
  *                   engine does not pack, as stored (F32/BF16/F16)
  *   codec.<name>.packed   the decoder's convolution weights as kz_packed panels,
  *                   F32 [n_panels, taps * k_in, 16] (layers/conv.c), used in place
+ *   codec.<name>.packed_bf16, codec.<name>.winograd   with kztts.codec.forms: the forms
+ *                   that precision converts those convs to at load, used in place
+ *                   instead (layers/conv_convert.h: BF16 [n_panels, taps * k_pairs, 16,
+ *                   2]; F32 [m + r - 1, n_panels, k_in, 16])
  * Data order: the model.* tensors in the order a frame reads them (quantize.c
  * key_of): embeddings and the text projection, the talker's layers 0.. (norm, q, k,
  * v, q/k norms, o, norm, gate, up, down), its norm and codec head, then the code
@@ -47,6 +54,7 @@
 #define KZ_GGUF_KEY_VOCAB "kztts.tokenizer.vocab.json"
 #define KZ_GGUF_KEY_MERGES "kztts.tokenizer.merges.txt"
 #define KZ_GGUF_KEY_TOKENIZER_CONFIG "kztts.tokenizer.config.json"
+#define KZ_GGUF_KEY_CODEC_FORMS "kztts.codec.forms"
 
 #define KZ_GGUF_PREFIX_MODEL "model."
 #define KZ_GGUF_PREFIX_CODEC "codec."

@@ -38,6 +38,8 @@ struct kz_model {
     kz_tokenizer *tokenizer;  /* NULL when the directory has no vocab.json */
     const kz_kernels *kernels;
     double load_ms;
+    bool codec_forms_mapped;  /* the codec's converted forms came from the GGUF (stored by
+                                 `kztts quantize --codec-forms`), not computed at load */
     char *description;        /* kz_model_describe text */
 };
 
@@ -57,6 +59,17 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
  * (m->codec_cfg set; opts may be NULL). */
 kz_status kz_model_bind_tts(kz_model *m);
 kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *opts);
+
+/* Precision p as it runs with m's kernels: FAST resolved for the CPU, the bf16 forms only
+ * with a bf16 conv-GEMM (else f32 for bf16, winograd for winograd-bf16). */
+kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p);
+
+/* "f32", "bf16", "winograd", "fast", "winograd-bf16". */
+const char *kz_precision_name(kz_precision p);
+
+/* Switches m's codec to p, a precision kz_model_codec_precision returned, with forms
+ * (codec_decoder.h kz_codec_forms, may be NULL). */
+kz_status kz_model_use_codec_precision(kz_model *m, kz_precision p, const kz_codec_forms *forms);
 
 /* model_gguf.c: fills m from a kztts GGUF file (model/gguf_layout.h). */
 kz_status kz_model_load_gguf(kz_model *m, const char *path);

@@ -19,6 +19,7 @@
 #include "io/gguf.h"
 #include "io/text_file.h"
 #include "kernels/quant.h"
+#include "layers/conv_convert.h"
 #include "model/gguf_layout.h"
 #include "model/model.h"
 #include "runtime/error.h"
@@ -125,9 +126,17 @@ typedef struct packed_entry {
     const kz_packed *p;
 } packed_entry;
 
+typedef struct form_entry {
+    const kz_conv *conv;
+    const kz_wino *wino; /* the conv's Winograd form, or NULL: its bf16 panels */
+} form_entry;
+
 typedef struct job {
     kz_model *m;
     kz_recipe recipe;
+    kz_precision forms;  /* the codec precision whose forms are stored, or F32: none */
+    form_entry *form;    /* the convs with a converted form (forms != F32) */
+    size_t n_form, cap_form;
     packed_entry *packed;
     size_t n_packed, cap_packed;
     kz_status hook_status;
@@ -338,23 +347,124 @@ static kz_status add_packed(job *j, kz_gguf_writer *w, const packed_entry *e) {
     return kz_gguf_writer_add_tensor(w, name, KZ_GGUF_TENSOR_F32, 3, shape, p->data);
 }
 
+/* --- stored codec forms (--codec-forms) ------------------------------------------------ */
+
+/* Walker callback: lists the convs that the forms' precision converted. */
+static void collect_form(void *user, kz_conv *c, kz_wino *w) {
+    job *j = user;
+    const kz_wino *wino = w && w->n_pts ? w : NULL;
+    if ((!wino && !c->wb.data) || j->hook_status != KZ_OK) {
+        return;
+    }
+    if (j->n_form == j->cap_form) {
+        size_t cap = j->cap_form ? 2 * j->cap_form : 64;
+        form_entry *grown = realloc(j->form, cap * sizeof *grown);
+        if (!grown) {
+            j->hook_status = KZ_STATUS_OUT_OF_MEMORY;
+            return;
+        }
+        j->form = grown;
+        j->cap_form = cap;
+    }
+    j->form[j->n_form++] = (form_entry){c, wino};
+}
+
+/* Converts the loaded codec to the forms' precision, keeping its fp32 panels (which are
+ * stored as well), and lists the converted convs. */
+static kz_status build_forms(job *j) {
+    const kz_precision p = j->forms == KZ_PRECISION_FAST
+                               ? kz_model_codec_precision(j->m, KZ_PRECISION_FAST)
+                               : j->forms;
+    j->forms = p;
+    if (p != KZ_PRECISION_BF16 && p != KZ_PRECISION_WINOGRAD && p != KZ_PRECISION_WINOGRAD_BF16) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "codec forms: '%s' converts nothing (bf16, winograd, winograd-bf16 "
+                            "or fast)", kz_precision_name(p));
+    }
+    const kz_codec_forms keep = {.keep_panels = true};
+    kz_status st = kz_model_use_codec_precision(j->m, p, &keep);
+    if (st == KZ_OK) {
+        kz_codec_decoder_each_conv(&j->m->decoder, collect_form, j);
+        st = j->hook_status;
+    }
+    return st;
+}
+
+static const form_entry *find_form(const job *j, const char *name) {
+    for (size_t i = 0; i < j->n_form; i++) {
+        if (strcmp(j->form[i].conv->name, name) == 0) {
+            return &j->form[i];
+        }
+    }
+    return NULL;
+}
+
+/* Fill callback: a Winograd form's U_k one after another (user: the kz_wino). */
+static kz_status fill_winograd(void *user, const char *name, void *dst, size_t n_bytes) {
+    (void)name;
+    const kz_wino *w = user;
+    const size_t each = kz_packed_bytes(1, w->k_in, w->n);
+    KZ_ASSERT(each * w->n_pts == n_bytes);
+    for (size_t k = 0; k < w->n_pts; k++) {
+        memcpy((uint8_t *)dst + k * each, w->u[k].w.data, each);
+    }
+    return KZ_OK;
+}
+
+/* "<weight>.winograd" or "<weight>.packed_bf16" for e (layers/conv_convert.h). */
+static kz_status add_form(job *j, kz_gguf_writer *w, const form_entry *e) {
+    char name[1024];
+    const kz_conv *c = e->conv;
+    const int64_t n_panels = (int64_t)((c->n + KZ_PANEL - 1) / KZ_PANEL);
+    if (e->wino) {
+        snprintf(name, sizeof name, "%s%s%s", KZ_GGUF_PREFIX_CODEC, c->name,
+                 KZ_CONV_FORM_WINOGRAD);
+        const int64_t shape[4] = {(int64_t)e->wino->n_pts, n_panels, (int64_t)c->k_in, KZ_PANEL};
+        count(j, KZ_DTYPE_F32, e->wino->n_pts * kz_packed_bytes(1, c->k_in, c->n));
+        return kz_gguf_writer_add_tensor_fn(w, name, KZ_GGUF_TENSOR_F32, 4, shape,
+                                            fill_winograd, (void *)(uintptr_t)e->wino);
+    }
+    snprintf(name, sizeof name, "%s%s%s", KZ_GGUF_PREFIX_CODEC, c->name, KZ_CONV_FORM_BF16);
+    const int64_t shape[4] = {n_panels, (int64_t)(c->taps * c->wb.k_pairs), KZ_PANEL, 2};
+    count(j, KZ_DTYPE_BF16, kz_packed_bf16_bytes(c->taps, c->k_in, c->n));
+    return kz_gguf_writer_add_tensor(w, name, KZ_GGUF_TENSOR_BF16, 4, shape, c->wb.data);
+}
+
+/* One codec tensor as stored, or its packed panels. */
+static kz_status add_codec_tensor(job *j, kz_gguf_writer *w, const kz_tensor *t) {
+    const packed_entry *e = find_packed(j, t->name);
+    kz_gguf_tensor_type type;
+    char name[1024];
+    if (e) {
+        return add_packed(j, w, e);
+    }
+    if (gguf_type(t->dtype, &type) && t->n_dims >= 1 && t->n_dims <= KZ_GGUF_MAX_DIMS) {
+        snprintf(name, sizeof name, "%s%s", KZ_GGUF_PREFIX_CODEC, t->name);
+        count(j, t->dtype, t->n_bytes);
+        return kz_gguf_writer_add_tensor(w, name, type, t->n_dims, t->shape, t->data);
+    }
+    j->rep->n_skipped++;
+    return KZ_OK;
+}
+
+/* The codec's tensors in three runs: everything but the fp32 panels of convs with a stored
+ * form; the forms; those fp32 panels. A load in the forms' precision then maps in one
+ * contiguous range of what it uses, and so does an f32 load but for the forms between
+ * (the populated ranges are rounded out to 2 MB pages, mapped_file.c). */
 static kz_status add_codec_tensors(job *j, kz_gguf_writer *w) {
     const kz_weights *src = j->m->codec_w;
+    const size_t n = kz_weights_count(src);
     kz_status st = KZ_OK;
-    char name[1024];
-    for (size_t i = 0; i < kz_weights_count(src) && st == KZ_OK; i++) {
-        const kz_tensor *t = kz_weights_at(src, i);
-        const packed_entry *e = find_packed(j, t->name);
-        kz_gguf_tensor_type type;
-        if (e) {
-            st = add_packed(j, w, e);
-        } else if (gguf_type(t->dtype, &type) && t->n_dims >= 1 &&
-                   t->n_dims <= KZ_GGUF_MAX_DIMS) {
-            snprintf(name, sizeof name, "%s%s", KZ_GGUF_PREFIX_CODEC, t->name);
-            st = kz_gguf_writer_add_tensor(w, name, type, t->n_dims, t->shape, t->data);
-            count(j, t->dtype, t->n_bytes);
-        } else {
-            j->rep->n_skipped++;
+    for (int run = 0; run < 3; run++) {
+        for (size_t i = 0; i < n && st == KZ_OK; i++) {
+            const kz_tensor *t = kz_weights_at(src, i);
+            const form_entry *f = find_packed(j, t->name) ? find_form(j, t->name) : NULL;
+            if (run == 1 && f) {
+                st = add_form(j, w, f);
+                j->rep->n_forms++;
+            } else if ((run == 0 && !f) || (run == 2 && f)) {
+                st = add_codec_tensor(j, w, t);
+            }
         }
     }
     return st;
@@ -406,6 +516,9 @@ static kz_status add_metadata(const job *j, kz_gguf_writer *w, const char *src) 
                      : st;
     st = st == KZ_OK ? add_text_file(w, codec_dir, "config.json", KZ_GGUF_KEY_CODEC_CONFIG, true)
                      : st;
+    if (st == KZ_OK && j->forms != KZ_PRECISION_F32) {
+        st = kz_gguf_writer_add_str(w, KZ_GGUF_KEY_CODEC_FORMS, kz_precision_name(j->forms));
+    }
     if (!tts || st != KZ_OK) {
         return st;
     }
@@ -442,9 +555,9 @@ static kz_status convert(job *j, const char *src, const char *out_path) {
 }
 
 kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
-                      kz_quantize_report *report) {
+                      kz_precision codec_forms, kz_quantize_report *report) {
     kz_quantize_report local;
-    job j = {.recipe = r, .rep = report ? report : &local};
+    job j = {.recipe = r, .forms = codec_forms, .rep = report ? report : &local};
     memset(j.rep, 0, sizeof *j.rep);
     double t0 = now_s();
     if (ends_with(src, ".gguf")) {
@@ -461,8 +574,10 @@ kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
     if (st == KZ_OK && j.hook_status != KZ_OK) {
         st = kz_error_set(j.hook_status, "out of memory collecting the codec weights");
     }
+    st = st == KZ_OK && j.forms != KZ_PRECISION_F32 ? build_forms(&j) : st;
     st = st == KZ_OK ? convert(&j, src, out_path) : st;
     kz_model_close(j.m);
+    free(j.form);
     for (size_t i = 0; i < j.n_packed; i++) {
         free(j.packed[i].name);
     }

@@ -53,13 +53,17 @@ typedef struct kz_quantize_report {
     size_t n_tensors[6];  /* written tensors per kz_dtype (packed codec panels count as F32) */
     double bytes[6];      /* their data bytes */
     size_t n_packed;      /* codec weights stored as packed panels */
+    size_t n_forms;       /* ... and with a converted form (codec_forms) */
     size_t n_skipped;     /* source tensors of a dtype GGUF cannot hold (not used by the engine) */
     double seconds;
 } kz_quantize_report;
 
 /* Converts the checkpoint directory src into out_path (written through a temporary
- * file, renamed only on success). report may be NULL. */
+ * file, renamed only on success). codec_forms: KZ_PRECISION_F32 stores the codec's fp32
+ * panels only; bf16, winograd or winograd-bf16 (fast: the one this CPU resolves it to) also
+ * stores the forms that precision converts the codec to at load, which loads in that
+ * precision then map instead of computing (gguf_layout.h). report may be NULL. */
 kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
-                      kz_quantize_report *report);
+                      kz_precision codec_forms, kz_quantize_report *report);
 
 #endif

@@ -8,7 +8,9 @@ models are deterministic across thread counts and runs; their logits stay within
 a bound of the f32 model (`kztts quality`), f16 closer than q8_0 closer than q4_0; the
 tokenizer and configs come from the file; bad options exit 2; a missing source, a
 GGUF source, an unwritable output, a truncated file, a foreign architecture and a
-missing tensor each give exit 1, one clear line and no crash or partial file.
+missing tensor each give exit 1, one clear line and no crash or partial file;
+--codec-forms files map their stored codec forms in that precision and decode the same
+bits as converting at load (test_codec_forms).
 """
 import argparse
 import json
@@ -215,6 +217,53 @@ def test_errors(a, models):
                  "config of another model type")
 
 
+def decode(a, model, precision, tag):
+    """The 40 golden frames decoded in precision: (audio bytes, kztts info's precision line)."""
+    out = os.path.join(a.work, f"{tag}.f32")
+    r = run([a.kztts, "decode", "-m", model, "--codes", os.path.join(a.golden, "codes_40.txt"),
+             "--codec-precision", precision, "-o", out])
+    check(r.returncode == 0, f"decode {tag}: {r.stderr.decode()}")
+    info = run([a.kztts, "info", "-m", model, "--codec-precision", precision])
+    line = [x for x in info.stdout.decode().splitlines() if x.startswith("codec precision:")]
+    return (open(out, "rb").read() if r.returncode == 0 else b""), (line[0] if line else "")
+
+
+def test_codec_forms(a, models):
+    """--codec-forms P stores the codec as precision P converts it: a load in P maps those
+    forms (kztts info says so) and decodes bit for bit as the plain file converted at load;
+    loads in any other precision ignore them. A missing form is a clear error."""
+    plain = models["q8_0"]
+    for forms in ("winograd-bf16", "winograd", "bf16"):
+        out = os.path.join(a.work, f"forms_{forms}.gguf")
+        r = run([a.kztts, "quantize", "-m", a.tiny, "-o", out, "--codec-forms", forms])
+        check(r.returncode == 0 and b"also in converted form" in r.stdout,
+              f"quantize --codec-forms {forms}: {r.stdout!r} {r.stderr!r}")
+        if r.returncode != 0:
+            continue
+        check(os.path.getsize(out) > os.path.getsize(plain), f"{forms}: no forms written")
+        for precision in ("winograd-bf16", "winograd", "bf16", "f32"):
+            want, want_line = decode(a, plain, precision, f"plain_{forms}_{precision}")
+            got, got_line = decode(a, out, precision, f"forms_{forms}_{precision}")
+            check(want and got == want, f"forms {forms}, precision {precision}: audio differs")
+            # The precision in effect (a CPU without a bf16 GEMM runs winograd for
+            # winograd-bf16 and f32 for bf16) uses the stored forms only when they are its.
+            in_effect = want_line.split(":")[1].split()[0] if ":" in want_line else "?"
+            stored = "(forms stored in the file)" in got_line
+            check(stored == (in_effect == forms), f"forms {forms}, precision {precision}: "
+                  f"{got_line!r} (plain file: {want_line!r})")
+    wino = os.path.join(a.work, "forms_winograd.gguf")
+    if os.path.isfile(wino):
+        broken = patched(a, wino, "forms_missing.gguf", b".winograd", b".winogrit")
+        expect_error(a, ["decode", "-m", broken, "--codes", os.path.join(a.golden, "codes_7.txt"),
+                         "--codec-precision", "winograd", "-o", os.path.join(a.work, "x.f32")],
+                     1, ["forms_missing.gguf", ".winograd", "missing"], "missing stored form")
+        check(not os.path.exists(os.path.join(a.work, "x.f32")), "partial output left")
+    expect_error(a, ["quantize", "-m", a.tiny, "-o", os.path.join(a.work, "f.gguf"),
+                     "--codec-forms", "f32"], 2, ["--codec-forms", "f32"], "f32 forms")
+    expect_error(a, ["quantize", "-m", a.tiny, "-o", os.path.join(a.work, "f.gguf"),
+                     "--codec-forms", "fastest"], 2, ["--codec-forms", "fastest"], "unknown forms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kztts", required=True)
@@ -236,6 +285,7 @@ def main():
         test_quantized(a, models)
         test_f16_checkpoint(a, models)
         test_errors(a, models)
+        test_codec_forms(a, models)
     test_codec_only(a)
     finish("test_quantize")
 

@@ -77,11 +77,30 @@ int kz_packed_bf16_init(kz_packed_bf16 *p, const kz_packed *src) {
     return 0;
 }
 
+size_t kz_packed_bf16_bytes(size_t taps, size_t k_in, size_t n) {
+    const size_t n_panels = (n + KZ_PANEL - 1) / KZ_PANEL;
+    const size_t pair_rows = taps * ((k_in + 1) / 2);
+    if ((taps != 0 && pair_rows / taps != (k_in + 1) / 2) ||
+        (n_panels && pair_rows > SIZE_MAX / (KZ_PANEL * 2 * sizeof(uint16_t)) / n_panels)) {
+        return 0;
+    }
+    return n_panels * pair_rows * KZ_PANEL * 2 * sizeof(uint16_t);
+}
+
+void kz_packed_bf16_init_mapped(kz_packed_bf16 *p, size_t taps, size_t k_in, size_t n,
+                                const uint16_t *data) {
+    *p = (kz_packed_bf16){.data = (uint16_t *)(uintptr_t)data, .k_in = k_in,
+                          .k_pairs = (k_in + 1) / 2, .taps = taps, .n = n,
+                          .n_panels = (n + KZ_PANEL - 1) / KZ_PANEL, .mapped = true};
+}
+
 void kz_packed_bf16_free(kz_packed_bf16 *p) {
     if (!p) {
         return;
     }
-    free(p->data);
+    if (!p->mapped) {
+        free(p->data);
+    }
     memset(p, 0, sizeof *p);
 }
 
