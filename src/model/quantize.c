@@ -447,22 +447,24 @@ static kz_status add_codec_tensor(job *j, kz_gguf_writer *w, const kz_tensor *t)
     return KZ_OK;
 }
 
-/* The codec's tensors in three runs: everything but the fp32 panels of convs with a stored
- * form; the forms; those fp32 panels. A load in the forms' precision then maps in one
- * contiguous range of what it uses, and so does an f32 load but for the forms between
- * (the populated ranges are rounded out to 2 MB pages, mapped_file.c). */
+/* The codec's tensors in four runs: those stored as they are (vectors, codebooks, the
+ * encoder); the packed panels of convs without a stored form; the forms; the packed panels
+ * of convs with one. What a load in the forms' precision maps in is then one contiguous
+ * range, and so is an f32 load's but for the forms between (the populated ranges are
+ * rounded out to 2 MB pages, mapped_file.c). */
 static kz_status add_codec_tensors(job *j, kz_gguf_writer *w) {
     const kz_weights *src = j->m->codec_w;
     const size_t n = kz_weights_count(src);
     kz_status st = KZ_OK;
-    for (int run = 0; run < 3; run++) {
+    for (int run = 0; run < 4; run++) {
         for (size_t i = 0; i < n && st == KZ_OK; i++) {
             const kz_tensor *t = kz_weights_at(src, i);
-            const form_entry *f = find_packed(j, t->name) ? find_form(j, t->name) : NULL;
-            if (run == 1 && f) {
+            const bool packed = find_packed(j, t->name) != NULL;
+            const form_entry *f = packed ? find_form(j, t->name) : NULL;
+            if (run == 2 && f) {
                 st = add_form(j, w, f);
                 j->rep->n_forms++;
-            } else if ((run == 0 && !f) || (run == 2 && f)) {
+            } else if ((run == 0 && !packed) || (run == 1 && packed && !f) || (run == 3 && f)) {
                 st = add_codec_tensor(j, w, t);
             }
         }
