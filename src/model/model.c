@@ -264,15 +264,20 @@ kz_status kz_model_use_codec_precision(kz_model *m, kz_precision p, const kz_cod
     }
 }
 
-/* The GGUF's stored codec forms when they are those of precision p (gguf_layout.h
- * kztts.codec.forms), else NULL: then the load converts. */
-static const kz_weights *stored_forms(const kz_model *m, kz_precision p) {
+/* *out: the GGUF's stored codec forms when they are those of precision p (gguf_layout.h
+ * kztts.codec.forms), else NULL (the load converts). A forms key that is not a string is
+ * a malformed file. */
+static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weights **out) {
+    *out = NULL;
     const char *forms;
-    if (!m->gguf || !kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS) ||
-        kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms) != KZ_OK) {
-        return NULL;
+    if (!m->gguf || !kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS)) {
+        return KZ_OK;
     }
-    return p != KZ_PRECISION_F32 && strcmp(forms, kz_precision_name(p)) == 0 ? m->codec_w : NULL;
+    kz_status st = kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms);
+    if (st == KZ_OK && p != KZ_PRECISION_F32 && strcmp(forms, kz_precision_name(p)) == 0) {
+        *out = m->codec_w;
+    }
+    return st;
 }
 
 /* Switches the loaded codec to precision p (resolved for this CPU: without a bf16 dot
@@ -283,8 +288,9 @@ static const kz_weights *stored_forms(const kz_model *m, kz_precision p) {
  * populating every panel first). */
 static kz_status use_codec_precision(kz_model *m, kz_precision p) {
     p = kz_model_codec_precision(m, p);
-    const kz_codec_forms forms = {.stored = stored_forms(m, p)};
-    kz_status st = kz_model_use_codec_precision(m, p, &forms);
+    kz_codec_forms forms = {0};
+    kz_status st = stored_forms(m, p, &forms.stored);
+    st = st == KZ_OK ? kz_model_use_codec_precision(m, p, &forms) : st;
     if (st == KZ_OK) {
         kz_codec_decoder_populate(&m->decoder);
         m->codec_forms_mapped = forms.stored != NULL;
