@@ -171,9 +171,15 @@ static kz_status build_description(kz_model *m) {
     if (m->decoder.winograd) {
         precision = m->decoder.bf16 ? "winograd-bf16" : "winograd";
     }
+    const kz_gguf_kv *forms = m->gguf ? kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS) : NULL;
+    char note[96] = "";
+    if (m->codec_forms_mapped) {
+        snprintf(note, sizeof note, " (forms stored in the file)");
+    } else if (forms && forms->strings) { // say which precision would map them
+        snprintf(note, sizeof note, " (the file stores the forms of %.40s)", forms->strings[0]);
+    }
     snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\ncodec precision: %s%s\nload: %.0f ms",
-             kz_cpu_features(), m->kernels->name, precision,
-             m->codec_forms_mapped ? " (forms stored in the file)" : "", m->load_ms);
+             kz_cpu_features(), m->kernels->name, precision, note, m->load_ms);
     return KZ_OK;
 }
 

@@ -251,6 +251,8 @@ def test_codec_forms(a, models):
             stored = "(forms stored in the file)" in got_line
             check(stored == (in_effect == forms), f"forms {forms}, precision {precision}: "
                   f"{got_line!r} (plain file: {want_line!r})")
+            check(stored or f"(the file stores the forms of {forms})" in got_line,
+                  f"forms {forms}, precision {precision}: unused forms not named: {got_line!r}")
     wino = os.path.join(a.work, "forms_winograd.gguf")
     if os.path.isfile(wino):
         broken = patched(a, wino, "forms_missing.gguf", b".winograd", b".winogrit")
