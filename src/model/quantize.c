@@ -146,17 +146,29 @@ typedef struct job {
     kz_quantize_report *rep;
 } job;
 
+/* Room for item n of the array at *array_ptr (a pointer to its first element, items of
+ * item_size bytes, *cap allocated), doubling it when full; false when out of memory. */
+static bool reserve(void *array_ptr, size_t *cap, size_t n, size_t item_size) {
+    if (n < *cap) {
+        return true;
+    }
+    void *items;
+    memcpy(&items, array_ptr, sizeof items);
+    const size_t grown_cap = *cap ? 2 * *cap : 64;
+    void *grown = realloc(items, grown_cap * item_size);
+    if (!grown) {
+        return false;
+    }
+    memcpy(array_ptr, &grown, sizeof grown);
+    *cap = grown_cap;
+    return true;
+}
+
 static void on_packed(void *user, const char *name, const kz_packed *p) {
     job *j = user;
-    if (j->n_packed == j->cap_packed) {
-        size_t cap = j->cap_packed ? 2 * j->cap_packed : 64;
-        packed_entry *grown = realloc(j->packed, cap * sizeof *grown);
-        if (!grown) {
-            j->hook_status = KZ_STATUS_OUT_OF_MEMORY;
-            return;
-        }
-        j->packed = grown;
-        j->cap_packed = cap;
+    if (!reserve(&j->packed, &j->cap_packed, j->n_packed, sizeof *j->packed)) {
+        j->hook_status = KZ_STATUS_OUT_OF_MEMORY;
+        return;
     }
     char *copy = strdup(name);
     if (!copy) {
@@ -356,15 +368,9 @@ static void collect_form(void *user, kz_conv *c, kz_wino *w) {
     if ((!wino && !c->wb.data) || j->hook_status != KZ_OK) {
         return;
     }
-    if (j->n_form == j->cap_form) {
-        size_t cap = j->cap_form ? 2 * j->cap_form : 64;
-        form_entry *grown = realloc(j->form, cap * sizeof *grown);
-        if (!grown) {
-            j->hook_status = KZ_STATUS_OUT_OF_MEMORY;
-            return;
-        }
-        j->form = grown;
-        j->cap_form = cap;
+    if (!reserve(&j->form, &j->cap_form, j->n_form, sizeof *j->form)) {
+        j->hook_status = KZ_STATUS_OUT_OF_MEMORY;
+        return;
     }
     j->form[j->n_form++] = (form_entry){c, wino};
 }
