@@ -38,6 +38,7 @@ METRICS = [
     ("q8", "first audio ms", lambda j: j["first_audio_non_streaming_layout_ms"], 150),
     ("q8", "peak RSS MB", lambda j: j["peak_rss_mb"], 1200),
     ("q8", "load ms", lambda j: j["model_load_ms"], 500),
+    ("q8", "codec forms stored (1 = yes)", lambda j: int(j["codec_forms_stored"]), None),
     ("q8", "chunks per run", lambda j: j["streaming"]["chunks_per_run"], None),
     ("q8", "DRAM probe GB/s", lambda j: j["machine"]["read_gbs"], None),
     ("q4", "streaming RTF", lambda j: j["streaming"]["rtf"], 0.55),

@@ -226,7 +226,7 @@ def check_acceptance_script(a):
         j = json.loads(r.stdout)
     except ValueError:
         j = {}
-    check(r.returncode == 0 and len(j.get("rounds", [])) == 2 and len(j.get("targets", [])) == 14,
+    check(r.returncode == 0 and len(j.get("rounds", [])) == 2 and len(j.get("targets", [])) == 15,
           f"acceptance.py: {r.returncode} {r.stderr.decode()}")
     if not j:
         return
@@ -237,6 +237,9 @@ def check_acceptance_script(a):
     codec = rows.get(("q8", "codec ms/frame (one pass)"), {})
     check(codec.get("values") == [rd["q8"]["offline"]["codec_ms_per_frame"] for rd in j["rounds"]]
           and "met" not in codec, f"acceptance.py: the one-pass codec, shown only: {codec}")
+    forms = rows.get(("q8", "codec forms stored (1 = yes)"), {})
+    check(forms.get("values") == [0, 0] and [rd["q8"]["codec_forms_stored"] for rd in j["rounds"]]
+          == [False, False], f"acceptance.py: a directory has no stored codec forms: {forms}")
     for t in j["targets"]:
         v = t["values"]
         ok = len(v) == 2 and t["median"] == (v[0] + v[1]) / 2

@@ -254,6 +254,11 @@ def test_codec_forms(a, models):
             check(stored or f"(the file stores the forms of {forms})" in got_line,
                   f"forms {forms}, precision {precision}: unused forms not named: {got_line!r}")
     wino = os.path.join(a.work, "forms_winograd.gguf")
+    for model, want in ((wino, True), (plain, False)):
+        r = run([a.kztts, "bench", "-m", model, "--decoder-only", "--frames", "2", "--repeat",
+                 "1", "--codec-precision", "winograd", "--json"])
+        got = json.loads(r.stdout).get("codec_forms_stored") if r.returncode == 0 else None
+        check(got is want, f"bench --json codec_forms_stored of {model}: {got} {r.stderr!r}")
     if os.path.isfile(wino):
         broken = patched(a, wino, "forms_missing.gguf", b".winograd", b".winogrit")
         expect_error(a, ["decode", "-m", broken, "--codes", os.path.join(a.golden, "codes_7.txt"),

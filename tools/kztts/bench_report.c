@@ -47,9 +47,9 @@ static void text_header(const bench_result *r) {
     } else {
         snprintf(chunk, sizeof chunk, "adaptive");
     }
-    printf("frames/run %lld, runs %lld, chunk %s, kernels %s, codec %s, threads %d",
+    printf("frames/run %lld, runs %lld, chunk %s, kernels %s, codec %s%s, threads %d",
            (long long)r->frames, (long long)r->runs, chunk, r->kernels, r->codec_precision,
-           r->threads);
+           r->codec_forms_stored ? " (forms from the file)" : "", r->threads);
     if (!r->decoder_only) {
         printf(" (LM stage %d, codec stage %d, %s)", r->threads_lm, r->threads_codec,
                r->overlap ? "overlapping" : "taking turns");
@@ -153,6 +153,11 @@ static void json_str(json_out *j, const char *key, const char *s) {
     printf("\"%s\"", s ? s : "");
 }
 
+static void json_bool(json_out *j, const char *key, bool v) {
+    json_key(j, key);
+    printf("%s", v ? "true" : "false");
+}
+
 static void json_machine(json_out *j, const bench_machine *m) {
     json_open(j, "machine", '{');
     json_num(j, "read_gbs", m->read_gbs, m->read_gbs > 0);
@@ -202,6 +207,7 @@ void bench_print_json(const bench_result *r) {
     json_str(&j, "mode", r->decoder_only ? "decoder-only" : "full");
     json_str(&j, "kernels", r->kernels);
     json_str(&j, "codec_precision", r->codec_precision);
+    json_bool(&j, "codec_forms_stored", r->codec_forms_stored);
     json_num(&j, "frames", (double)r->frames, true);
     json_num(&j, "runs", (double)r->runs, true);
     json_num(&j, "chunk", (double)r->chunk, true);

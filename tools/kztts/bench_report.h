@@ -56,6 +56,8 @@ typedef struct bench_result {
     bool decoder_only;
     const char *kernels;  /* kernel level of the model, e.g. "avx2" */
     const char *codec_precision; /* in effect after load: f32, bf16, winograd(-bf16) */
+    bool codec_forms_stored; /* its converted weights came from the file (quantize
+                                --codec-forms), not computed at load */
     int64_t frames, runs, chunk;
     int threads, threads_lm, threads_codec;
     bool overlap;         /* the stages overlap (KZ_SCHEDULE_OVERLAP), else take turns */

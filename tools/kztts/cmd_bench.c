@@ -81,6 +81,7 @@ static void model_facts(const kz_model *m, double open_ms, model_words *facts, b
     r->kernels = cli_model_word(m, "\nkernels: ", facts->kernels, sizeof facts->kernels);
     r->codec_precision = cli_model_word(m, "\ncodec precision: ", facts->precision,
                                         sizeof facts->precision);
+    r->codec_forms_stored = strstr(d, "(forms stored in the file)") != NULL;
     r->load_ms = l ? strtod(l + strlen("\nload: "), NULL) : open_ms;
 }
 
