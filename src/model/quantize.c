@@ -4,7 +4,9 @@
  *
  * The source is loaded as a model first, so it is validated exactly as synthesis
  * would see it, and the codec weights come out already packed (the load hook
- * collects them). Talker tensors are converted row by row inside the writer's
+ * collects them). With codec forms (--codec-forms P) the loaded codec is then switched
+ * to P keeping its fp32 panels, and each converted conv's form is written after the
+ * panels (add_codec_tensors' four runs). Talker tensors are converted row by row inside the writer's
  * fill callback, blocks of rows spread over a thread pool (every row is converted
  * alone, so the bytes do not depend on the threads); each thread holds one f32 row.
  */

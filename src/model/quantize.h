@@ -3,7 +3,7 @@
  * (`kztts quantize`), with a weight-format recipe.
  *
  *   DIR --kz_model_open_with (validates everything, packs the codec and reports
- *         each packed weight)--> model
+ *         each packed weight)--> model [--codec forms: switched to P, panels kept]
  *       --recipe: type per talker / code-predictor tensor--> GGUF writer
  *       --configs, tokenizer files as text, tensors converted one at a time--> OUT.gguf
  *
