@@ -200,7 +200,7 @@ static float pack_get(const void *ctx, size_t j, size_t i, size_t o) {
 }
 
 /* The bf16 GEMM of the same shape (levels with gemm_bf16), once per implementation
- * the CPU runs (AMX tiles, vdpbf16ps): the GEMM alone, then the rounding of its input
+ * the CPU runs (AMX tiles, vdpbf16ps, AVX2 FMAs): the GEMM alone, then the rounding of its input
  * rows to bf16 that kz_conv_run adds per call. */
 static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
                             const gemm_shape *g, const kz_packed *w, const float *x, float *y,
@@ -213,14 +213,30 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
-    const kz_gemm_bf16_args a = {.y = y, .ldy = g->n, .x = xb, .ldx = ldb,
-                                 .tap_stride = g->tap_stride, .w = &wb, .bias = bias,
-                                 .mode = KZ_GEMM_ACCUMULATE, .n_rows = g->rows};
+    // The avx2 GEMM reads the rounded rows as fp32 (round_bf16_f32), as kz_conv_run gives
+    // them on the levels that hold it.
+    float *xf = NULL;
+#ifdef KZ_HAVE_X86
+    if (strcmp(impl->name, "avx2") == 0 && !(xf = malloc(x_rows * ldb * sizeof *xf))) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+#endif
+    const kz_gemm_bf16_args a = {.y = y, .ldy = g->n, .x = xf ? NULL : xb, .xf = xf,
+                                 .ldx = ldb, .tap_stride = g->tap_stride, .w = &wb,
+                                 .bias = bias, .mode = KZ_GEMM_ACCUMULATE, .n_rows = g->rows};
     double best = 1e30, best_round = 1e30, spent = 0.0;
     int reps = 0;
     do {
         const double t0 = now();
-        k->round_bf16(xb, ldb, x, g->k_in, x_rows, g->k_in);
+#ifdef KZ_HAVE_X86
+        if (xf) {
+            kz_round_bf16_f32_avx2(xf, ldb, x, g->k_in, x_rows, g->k_in);
+        } else
+#endif
+        {
+            k->round_bf16(xb, ldb, x, g->k_in, x_rows, g->k_in);
+        }
         const double t1 = now();
         impl->gemm(&a, 0, g->rows, 0, wb.n_panels);
         const double t = now() - t1;
@@ -238,6 +254,7 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
     }
     printf("  (+%.3f ms rounding x)\n", best_round * 1e3);
     free(xb);
+    free(xf);
     kz_packed_bf16_free(&wb);
 }
 

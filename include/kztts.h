@@ -105,8 +105,10 @@ typedef enum kz_precision {
                               projections before the vocoder, fp32 sums, waveform within
                               40 dB SNR of f32: on CPUs with AMX-BF16
                               (decoder ~2x faster) or AVX512_BF16 (~1.4x measured on Zen 5;
-                              slower than f32 on Intel cores without AMX); elsewhere the
-                              same as KZ_PRECISION_F32 */
+                              slower than f32 on Intel cores without AMX), or AVX2 (fp32
+                              FMAs on widened bf16: f32's speed, half its weight bytes);
+                              with the scalar or NEON kernels the same as
+                              KZ_PRECISION_F32 */
     KZ_PRECISION_WINOGRAD = 2, /* fp32, the residual units' k = 7 convolutions (~70 % of the
                               decoder's work) by Winograd F(6, 7) or F(4, 7): 12 instead
                               of 42 multiplications per 6 outputs (10 per 4), decoder.0
@@ -117,16 +119,17 @@ typedef enum kz_precision {
     KZ_PRECISION_FAST = 3,     /* the fastest for this CPU, chosen at load:
                               KZ_PRECISION_BF16 where the codec's bf16 GEMM runs on AMX
                               tiles, KZ_PRECISION_WINOGRAD_BF16 where AVX512_BF16 beats
-                              the fp32 FMAs (AMD Zen 4/5), KZ_PRECISION_WINOGRAD
-                              everywhere else (kz_model_describe names the choice) */
+                              the fp32 FMAs (AMD Zen 4/5) and on AVX2-only CPUs,
+                              KZ_PRECISION_WINOGRAD everywhere else (kz_model_describe
+                              names the choice) */
     /* The Winograd convolutions of KZ_PRECISION_WINOGRAD, the k = 7 ones also as F(10, 7)
        where a frame's residue classes are long enough (16 instead of 70 multiplications
        per 10 outputs; its larger fp32 rounding stays far below the bf16 work's), the
        pointwise ones (the residual units' second convs, the projections before the
        vocoder) and the first decoder block's transposed convolution in bf16 as
        KZ_PRECISION_BF16: waveform within 40 dB SNR of f32 and no further from it than
-       KZ_PRECISION_BF16 (42.9 against 42.4 dB on a random 0.6B checkpoint); without
-       AVX512_BF16 or AMX the same as KZ_PRECISION_WINOGRAD. */
+       KZ_PRECISION_BF16 (42.9 against 42.4 dB on a random 0.6B checkpoint); with the
+       scalar or NEON kernels the same as KZ_PRECISION_WINOGRAD. */
     KZ_PRECISION_WINOGRAD_BF16 = 4,
 } kz_precision;
 

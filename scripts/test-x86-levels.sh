@@ -9,10 +9,11 @@
 # kernels or loops depend on the CPU must pass (kernel parity, quantized matvecs, GEMMs,
 # the bf16 packing against kz_bf16_round for every bit pattern, Winograd, the conversion
 # list, the pool); and, with the tiny model fixture of the release tests
-# (build/tests/model, written by .ci/run's ctest), `kztts decode` in the winograd precision
-# (40 frames) must give the same bytes as the native run capped to the same level
-# (KZ_ISA), i.e. the AVX2 and baseline builds of the Winograd transforms the same weights
-# as the AVX-512 one. Exits non-zero on the first failure.
+# (build/tests/model, written by .ci/run's ctest), `kztts decode` in the winograd and
+# winograd-bf16 precisions (40 frames) must give the same bytes as the native run capped to
+# the same level (KZ_ISA), i.e. the AVX2 and baseline builds of the Winograd transforms and
+# bf16 packing the same weights as the AVX-512 one (and, at avx2, the bf16 GEMM on widened
+# bf16 the same sums). Exits non-zero on the first failure.
 #
 # QEMU's TCG emulates AVX2 since 7.2 (Debian 12) but not AVX-512, hence these two models.
 # Environment: KZ_X86_BUILD (release build folder, default build), KZ_X86_FIXTURE (folder
@@ -54,16 +55,18 @@ run_cpu() {
         fi
         echo "   $t: $(tail -1 "$work/$t.log")"
     done
-    local codes="$fixture/golden/codes_40.txt"
-    KZ_ISA=$level "$build/kztts" decode -m "$fixture/tiny" --codes "$codes" \
-        --codec-precision winograd -o "$work/native.f32" 2>/dev/null
-    qemu-x86_64 -cpu "$cpu" "$build/kztts" decode -m "$fixture/tiny" --codes "$codes" \
-        --codec-precision winograd -o "$work/qemu.f32" 2>/dev/null
-    if ! cmp -s "$work/native.f32" "$work/qemu.f32"; then
-        echo "FAIL: $cpu: winograd decode differs from the native run at level $level"
-        return 1
-    fi
-    echo "   winograd decode of 40 frames: the same bytes as native KZ_ISA=$level"
+    local codes="$fixture/golden/codes_40.txt" p
+    for p in winograd winograd-bf16; do
+        KZ_ISA=$level "$build/kztts" decode -m "$fixture/tiny" --codes "$codes" \
+            --codec-precision $p -o "$work/native.f32" 2>/dev/null
+        qemu-x86_64 -cpu "$cpu" "$build/kztts" decode -m "$fixture/tiny" --codes "$codes" \
+            --codec-precision $p -o "$work/qemu.f32" 2>/dev/null
+        if ! cmp -s "$work/native.f32" "$work/qemu.f32"; then
+            echo "FAIL: $cpu: $p decode differs from the native run at level $level"
+            return 1
+        fi
+        echo "   $p decode of 40 frames: the same bytes as native KZ_ISA=$level"
+    done
 }
 
 run_cpu Haswell avx2

@@ -7,7 +7,8 @@
  * level also needs FMA and F16C, plus opmask and both ZMM halves for AVX-512).
  * That gives the best level and a feature string; CPUID leaf 7 subleaf 1 adds
  * AVX512_BF16, which puts the bf16 conv-GEMM (x86/gemm_bf16_avx512.c) into the
- * AVX-512 table (a copy made once by the probe; NULL there otherwise). Where CPUID also reports AMX-TILE and
+ * AVX-512 table (a copy made once by the probe; without it that table, like the AVX2
+ * one, holds the FMA one of x86/gemm_bf16_avx2.c). Where CPUID also reports AMX-TILE and
  * AMX-BF16, XCR0 says the OS manages the tile state and the kernel grants this
  * process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux), the AMX
  * conv-GEMM (x86/gemm_bf16_amx.c) takes its place, and with AMX-INT8 the q8_0
@@ -55,7 +56,7 @@ static int quant_prefetch = KZ_QPF_L1; /* kz_quant_set_prefetch; atomic loads an
 static char probe_features[192];
 #ifdef KZ_HAVE_X86
 static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
-static kz_gemm_bf16_impl probe_bf16_impls[2]; /* every bf16 gemm the CPU runs, best first */
+static kz_gemm_bf16_impl probe_bf16_impls[3]; /* every bf16 gemm the CPU runs, best first */
 static size_t probe_n_bf16_impls;
 #endif
 #ifdef KZ_HAVE_ARM
@@ -188,6 +189,13 @@ static void probe(void) {
             (kz_gemm_bf16_impl){"avx512bf16", kz_gemm_bf16_avx512};
         probe_avx512.gemm_bf16 = probe_bf16_impls[0].gemm;
         probe_avx512.round_bf16 = kz_round_bf16_avx512;
+    } else if (probe_best == KZ_ISA_AVX512) {
+        probe_avx512.gemm_bf16 = kz_gemm_bf16_avx2;
+        probe_avx512.round_bf16 = kz_round_bf16_avx2;
+        probe_avx512.round_bf16_f32 = kz_round_bf16_f32_avx2;
+    }
+    if (probe_best >= KZ_ISA_AVX2) {
+        probe_bf16_impls[probe_n_bf16_impls++] = (kz_gemm_bf16_impl){"avx2", kz_gemm_bf16_avx2};
     }
 }
 #elif defined(KZ_HAVE_ARM)
@@ -274,7 +282,17 @@ bool kz_kernels_bf16_on_amx(const kz_kernels *k) {
 }
 
 bool kz_kernels_bf16_faster(const kz_kernels *k) {
-    return kz_kernels_bf16_on_amx(k) || (k->gemm_bf16 != NULL && !probe_intel);
+#ifdef KZ_HAVE_X86
+    // vdpbf16ps off Intel; on the AVX2 level the FMAs on widened bf16 (the same FMAs as
+    // fp32, half the weight bytes), but not in the AVX-512 table of a CPU without
+    // AVX512_BF16, whose fp32 GEMM has twice their width.
+    const bool dot = k->gemm_bf16 == kz_gemm_bf16_avx512 && !probe_intel;
+    const bool fma = k->gemm_bf16 == kz_gemm_bf16_avx2 && k->isa == KZ_ISA_AVX2;
+    return kz_kernels_bf16_on_amx(k) || dot || fma;
+#else
+    (void)k;
+    return false;
+#endif
 }
 
 const kz_kernels *kz_kernels_for(kz_isa isa) {

@@ -163,6 +163,9 @@ typedef struct kz_gemm_bf16_args {
     float *y;                 /* [n_rows, ldy] output */
     size_t ldy;               /* >= n */
     const uint16_t *x;        /* bf16 rows [(n_rows - 1) + (taps - 1) * tap_stride + 1, ldx] */
+    const float *xf;          /* or NULL: the same rows' values as fp32 (kz_bf16_to_f32 of
+                                 each element, the same ldx), written by round_bf16_f32 for a
+                                 level whose gemm_bf16 reads them (x may then be NULL) */
     size_t ldx;               /* even, >= 2 * k_pairs */
     size_t tap_stride;        /* rows between consecutive taps */
     const kz_packed_bf16 *w;  /* packed bf16 weights */
@@ -203,11 +206,17 @@ typedef struct kz_kernels {
 
     /* Rows [t0, t1) and panels [p0, p1) of the bf16 conv-GEMM above, and the
      * rounding of fp32 rows to its bf16 input: y[r * ldy + c] = bf16(x[r * ldx + c])
-     * for c < n_cols, 0 for n_cols <= c < ldy. NULL where the CPU lacks a bf16
-     * dot product (the codec then keeps fp32 weights). */
+     * for c < n_cols, 0 for n_cols <= c < ldy. NULL on the scalar and NEON levels
+     * (the codec then keeps fp32 weights); every x86 level from AVX2 has one. */
     void (*gemm_bf16)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
     void (*round_bf16)(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                        size_t n_cols);
+    /* The same rounding with the bf16 values kept as fp32 (y = kz_bf16_to_f32(bf16(x)),
+     * 0 in the padding): the input kz_gemm_bf16_args.xf, which this level's gemm_bf16
+     * reads without widening x per tile (AVX2: no bf16 instructions). NULL on levels
+     * whose gemm_bf16 reads the bf16 rows. */
+    void (*round_bf16_f32)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                           size_t n_cols);
 
     /* SnakeBeta, in place allowed (y == x):
      *   y[t, c] = x[t, c] + inv_beta[c] * sin(alpha[c] * x[t, c])^2
@@ -335,9 +344,11 @@ const kz_kernels *kz_kernels_select(kz_isa cap);
  * (docs/PERF.md); KZ_PRECISION_FAST asks this. */
 bool kz_kernels_bf16_on_amx(const kz_kernels *k);
 
-/* True when k has a bf16 conv-GEMM that beats its fp32 one: AMX, or AVX512_BF16 on a
+/* True when k has a bf16 conv-GEMM that beats its fp32 one: AMX, AVX512_BF16 on a
  * CPU that is not Intel's (Zen 4/5: vdpbf16ps at twice the fp32 FMA rate; on Intel
- * cores without AMX it measured slower than the fp32 FMAs, docs/PERF.md).
+ * cores without AMX it measured slower than the fp32 FMAs, docs/PERF.md), or the AVX2
+ * level's (its FMAs on widened bf16 keep the fp32 GEMM's rate and read half the
+ * weight bytes: the codec as fast or faster at every chunk size on Zen 3).
  * KZ_PRECISION_FAST asks this too. */
 bool kz_kernels_bf16_faster(const kz_kernels *k);
 
@@ -400,6 +411,13 @@ void kz_gemm_bf16_avx512(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_
 /* x86/gemm_bf16_amx.c (AMX-BF16 tiles), in the avx512 table instead when the CPU has
  * AMX and the OS grants the process its tiles. */
 void kz_gemm_bf16_amx(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+/* x86/gemm_bf16_avx2.c (FMA on widened bf16, the definition's bits), in the avx2 table,
+ * and in the avx512 table of a CPU without AVX512_BF16. */
+void kz_gemm_bf16_avx2(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+void kz_round_bf16_avx2(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                        size_t n_cols);
+void kz_round_bf16_f32_avx2(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                            size_t n_cols);
 
 /* LDTILECFG's 64-byte operand (AMX palette 1): kz_amx_tile_config_set fills tiles
  * 0..7 with rows[t] rows of colsb[t] bytes (and makes the stores visible to the
@@ -426,9 +444,10 @@ static inline void kz_amx_tile_config_set(kz_amx_tile_config *c, const uint8_t r
 }
 
 /* The bf16 conv-GEMMs this CPU runs (dispatch.c), best first; the avx512 table holds
- * the first. Tests check each against the definition, the bench compares them. */
+ * the first (on an AVX2-only CPU the avx2 table holds the only one). Tests check each
+ * against the definition, the bench compares them. */
 typedef struct kz_gemm_bf16_impl {
-    const char *name; /* "amx", "avx512bf16" */
+    const char *name; /* "amx", "avx512bf16", "avx2" */
     void (*gemm)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 } kz_gemm_bf16_impl;
 size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out);

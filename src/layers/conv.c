@@ -10,8 +10,9 @@
  * forms it keeps after its precision switch, kz_codec_decoder_populate). Either way the weights
  * object's on_packed hook sees the result (the quantizer stores it).
  * bf16: kz_conv_use_bf16 re-packs the panels as bf16 pairs (kernels.h); a run
- * first rounds the input rows (history included) to bf16 in e->x_bf16, split
- * over the pool by rows, then tiles the bf16 GEMM as below.
+ * first rounds the input rows (history included) to bf16 in e->x_bf16 (as bf16, or
+ * as fp32 values for a level whose GEMM reads those: AVX2), split over the pool by
+ * rows, then tiles the bf16 GEMM as below.
  * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
  * groups), one pool chunk each. Each output element is computed by exactly one
  * tile in the kernel's fixed order, so the thread count and the tiling never
@@ -325,7 +326,10 @@ static void choose_tiles(gemm_job *j, int n_threads) {
 typedef struct round_job {
     void (*round)(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                   size_t n_cols);
+    void (*round_f32)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                      size_t n_cols); /* instead of round, into yf */
     uint16_t *y;
+    float *yf;
     size_t ldy;
     const float *x;
     size_t ldx, n_cols;
@@ -333,20 +337,31 @@ typedef struct round_job {
 
 static void round_rows(void *arg, size_t r0, size_t r1) {
     const round_job *j = arg;
-    j->round(j->y + r0 * j->ldy, j->ldy, j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n_cols);
+    if (j->round_f32) {
+        j->round_f32(j->yf + r0 * j->ldy, j->ldy, j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n_cols);
+    } else {
+        j->round(j->y + r0 * j->ldy, j->ldy, j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n_cols);
+    }
 }
 
 /* Rounds the conv's input rows (history included) to bf16 in e->x_bf16 and points
- * the job at the bf16 GEMM. */
+ * the job at the bf16 GEMM. A level whose GEMM reads the rounded values as fp32
+ * (round_bf16_f32) gets them there instead, where the scratch holds them (twice the
+ * bf16 rows' bytes; the codec's does), else the bf16 rows. */
 static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float *x, size_t ldx,
                          size_t n_rows) {
-    KZ_ASSERT(e->x_bf16 && e->x_bf16_len >= kz_conv_bf16_scratch(c, n_rows));
+    const size_t need = kz_conv_bf16_scratch(c, n_rows);
+    KZ_ASSERT(e->x_bf16 && e->x_bf16_len >= need);
     const kz_kernels *k = e->k;
-    round_job r = {.round = k->round_bf16 ? k->round_bf16 : kz_round_bf16_ref, .y = e->x_bf16,
-                   .ldy = 2 * c->wb.k_pairs, .x = x, .ldx = ldx, .n_cols = c->k_in};
+    const bool wide = k->round_bf16_f32 && e->x_bf16_len / 2 >= need;
+    round_job r = {.round = k->round_bf16 ? k->round_bf16 : kz_round_bf16_ref,
+                   .round_f32 = wide ? k->round_bf16_f32 : NULL, .y = e->x_bf16,
+                   .yf = (float *)(void *)e->x_bf16, .ldy = 2 * c->wb.k_pairs, .x = x,
+                   .ldx = ldx, .n_cols = c->k_in};
     kz_exec_rows(e, n_rows + c->history, 4096 / r.ldy + 1, round_rows, &r);
     j->gemm_bf16 = k->gemm_bf16 ? k->gemm_bf16 : kz_gemm_bf16_ref;
-    j->args_bf16 = (kz_gemm_bf16_args){.y = j->args.y, .ldy = j->args.ldy, .x = e->x_bf16,
+    j->args_bf16 = (kz_gemm_bf16_args){.y = j->args.y, .ldy = j->args.ldy,
+                                       .x = wide ? NULL : e->x_bf16, .xf = wide ? r.yf : NULL,
                                        .ldx = r.ldy, .tap_stride = c->dilation, .w = &c->wb,
                                        .bias = c->bias, .mode = j->args.mode, .n_rows = n_rows};
 }

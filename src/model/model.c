@@ -231,7 +231,7 @@ static kz_isa cap_to_isa(kz_isa_cap cap) {
 }
 
 /* FAST resolved for this CPU: bf16 on AMX tiles; winograd-bf16 where the bf16 GEMM
- * still beats the fp32 one (AVX512_BF16 off Intel); winograd elsewhere. */
+ * still beats the fp32 one (AVX512_BF16 off Intel, the AVX2 level); winograd elsewhere. */
 static kz_precision fast_precision(const kz_kernels *k) {
     if (kz_kernels_bf16_on_amx(k)) {
         return KZ_PRECISION_BF16;

@@ -2,19 +2,21 @@
 
 Checks: bf16 audio is within SNR >= 40 dB of the f32 audio (the requirement
 for the fast precision); it is deterministic: --threads 1 and 2, --chunk 1 and
-17 and --official-chunking give the same bytes; on a CPU with AVX512_BF16 it
-differs from f32 (the fast path ran), elsewhere it equals f32 (silent
-fallback); `kztts info` names the precision in use; a bad value fails with a
+17 and --official-chunking give the same bytes; with x86 kernels (a bf16 GEMM on
+every level from AVX2: AMX, AVX512_BF16 or FMAs on widened bf16) it differs from f32
+(the bf16 path ran), with the scalar kernels (KZ_ISA=scalar, and NEON) it equals f32
+(silent fallback); `kztts info` names the precision in use; a bad value fails with a
 message; `kztts bench` accepts the option.
 winograd (Winograd F(m, 7) for the residual units' k7 convs and F(m, 2) for the last
 decoder blocks' transposed convs, in fp32, any CPU): SNR >= 60 dB of f32 (fp32 rounding,
 far stricter than the 40 dB requirement, so a wrong transform cannot hide), not
 the f32 bytes (the path ran), and the same determinism checks as bf16.
 winograd-bf16 (winograd's k7 convs, bf16 pointwise convs and projections): SNR >= 40
-dB of f32, on a CPU with AVX512_BF16 not the winograd bytes (its bf16 part ran),
-elsewhere exactly winograd's; the same determinism checks.
+dB of f32, with x86 kernels not the winograd bytes (its bf16 part ran), with the
+scalar ones exactly winograd's; the same determinism checks.
 fast: the bytes of bf16 on a CPU whose bf16 GEMM runs on AMX tiles, of winograd-bf16
-where AVX512_BF16 runs on a CPU that is not Intel's, of winograd elsewhere; `kztts
+where AVX512_BF16 runs on a CPU that is not Intel's and on the AVX2 level, of winograd
+elsewhere (AVX-512 without them, NEON, scalar); `kztts
 bench` (text and JSON) and `kztts info --codec-precision fast` name the precision in
 effect.
 """
@@ -38,8 +40,9 @@ def snr_db(x, ref):
     return 999.0 if err == 0 else 10 * math.log10(sig / err)
 
 
-def decode(a, out, *extra):
-    r = run([a.kztts, "decode", "-m", a.tiny, "--codes", a.codes, "-o", out] + list(extra))
+def decode(a, out, *extra, env=None):
+    r = subprocess.run([a.kztts, "decode", "-m", a.tiny, "--codes", a.codes, "-o", out] +
+                       list(extra), capture_output=True, timeout=300, env=env)
     check(r.returncode == 0, f"decode {extra}: {r.stderr.decode()}")
     return open(out, "rb").read() if r.returncode == 0 else b""
 
@@ -72,13 +75,17 @@ def main():
 
     r = run([a.kztts, "info", "-m", a.tiny])
     info = r.stdout.decode()
-    has_bf16 = "avx512bf16" in info and "kernels: avx512" in info
+    has_bf16 = "kernels: avx2\n" in info or "kernels: avx512\n" in info
+    has_dot = "avx512bf16" in info and "kernels: avx512\n" in info
     check("codec precision: f32" in info, f"info: {info}")
     if has_bf16:
-        check(bf16 != f32, "bf16 gives the f32 bytes on a CPU with AVX512_BF16")
+        check(bf16 != f32, "bf16 gives the f32 bytes with x86 kernels")
     else:
-        print("note: no AVX512_BF16 here: bf16 must fall back to f32")
-        check(bf16 == f32, "bf16 without AVX512_BF16 differs from f32")
+        print("note: no bf16 GEMM at this kernel level: bf16 must fall back to f32")
+        check(bf16 == f32, "bf16 without a bf16 GEMM differs from f32")
+    scalar = dict(os.environ, KZ_ISA="scalar")
+    check(decode(a, out, "--codec-precision", "bf16", env=scalar) ==
+          decode(a, out, env=scalar), "bf16 with the scalar kernels differs from f32")
 
     wino = decode(a, out, "--threads", "2", "--codec-precision", "winograd")
     check(len(wino) == len(f32), f"winograd length {len(wino)}")
@@ -96,9 +103,12 @@ def main():
     print(f"winograd-bf16 vs f32: SNR {s:.1f} dB")
     check(len(wbf) == len(f32) and s >= 40, f"winograd-bf16 vs f32: SNR {s:.1f} dB < 40")
     if has_bf16:
-        check(wbf != wino, "winograd-bf16 gives the winograd bytes on a CPU with AVX512_BF16")
+        check(wbf != wino, "winograd-bf16 gives the winograd bytes with x86 kernels")
     else:
-        check(wbf == wino, "winograd-bf16 without AVX512_BF16 differs from winograd")
+        check(wbf == wino, "winograd-bf16 without a bf16 GEMM differs from winograd")
+    check(decode(a, out, "--codec-precision", "winograd-bf16", env=scalar) ==
+          decode(a, out, "--codec-precision", "winograd", env=scalar),
+          "winograd-bf16 with the scalar kernels differs from winograd")
     for extra in (["--threads", "1"], ["--chunk", "1"], ["--chunk", "17"],
                   ["--official-chunking"]):
         same = decode(a, out, "--codec-precision", "winograd-bf16", *extra) == wbf
@@ -108,9 +118,11 @@ def main():
     check(r.returncode == 0 and f"codec precision: {named}\n".encode() in r.stdout,
           f"info --codec-precision winograd-bf16 does not name {named}: {r.stdout.decode()}")
 
-    has_amx = has_bf16 and "amx-bf16" in info and "amx-permitted" in info
+    has_amx = has_dot and "amx-bf16" in info and "amx-permitted" in info
     intel = " intel" in info.split("cpu:", 1)[1].split("\n", 1)[0]
-    chosen = "bf16" if has_amx else "winograd-bf16" if has_bf16 and not intel else "winograd"
+    avx2 = "kernels: avx2\n" in info
+    chosen = ("bf16" if has_amx else
+              "winograd-bf16" if (has_dot and not intel) or avx2 else "winograd")
     expected = {"bf16": bf16, "winograd-bf16": wbf, "winograd": wino}[chosen]
     fast = decode(a, out, "--threads", "2", "--codec-precision", "fast")
     check(fast == expected, f"fast is not {chosen} on this CPU")

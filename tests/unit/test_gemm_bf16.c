@@ -1,15 +1,17 @@
 /*
  * test_gemm_bf16.c - the bf16 conv-GEMM (codec fast precision): scalar
- * definition, packing, and the AVX512_BF16 level against them.
+ * definition, packing, and the x86 levels (AVX2 FMA, AVX512_BF16, AMX) against them.
  *
  * Data flow: seeded random inputs (xorshift, fixed seed) ->
  *   rounding  kz_bf16_round on hand-made cases (ties to even, denormals to signed
- *             zero, NaN quieted, overflow to infinity); round_bf16 of the level vs
- *             the scalar definition bit for bit (ragged widths, zeroed padding);
+ *             zero, NaN quieted, overflow to infinity); round_bf16 of each level
+ *             (avx2, avx512) vs the scalar definition bit for bit (ragged widths,
+ *             zeroed padding);
  *   packing   kz_packed_bf16_init vs the unpacked weights element by element,
  *             odd-k_in pair and columns >= n zero;
  *   gemm      scalar definition vs a naive loop written here from the contract in
- *             kernels.h: bit-identical. Level vs scalar within
+ *             kernels.h: bit-identical. The AVX2 one (FMA on widened bf16: the
+ *             definition's own roundings) vs scalar: bit-identical. The others within
  *                 |y - y_ref| <= 2 (K + 2) 2^-24 (S + |bias| + |y0|) + K 2^-126
  *             with K the number of pairs and S the sum of |products| (bf16 values):
  *             vdpbf16ps may flush denormal sums and round the pair's two adds as
@@ -23,8 +25,9 @@
  *   splits    random row x panel splits over many calls vs one call: identical bits
  *             (scalar and level).
  * "Level" is every bf16 GEMM the CPU runs (kz_gemm_bf16_impls: AMX tiles and
- * AVX512_BF16's vdpbf16ps where present), each checked on its own. Without
- * AVX512_BF16 the level checks are skipped with a note; the scalar checks still run.
+ * AVX512_BF16's vdpbf16ps where present, AVX2 on every x86-64 with AVX2), each checked
+ * on its own. Without AVX2 the level checks are skipped with a note; the scalar checks
+ * still run.
  */
 #include "kernels/kernels.h"
 #include "test.h"
@@ -72,42 +75,36 @@ static float from_bits(uint32_t u) {
     return v;
 }
 
-/* The level under test (its round_bf16), or NULL when the CPU lacks AVX512_BF16, and
+/* The levels whose round_bf16 is under test (avx2, avx512 where the CPU runs them), and
  * every bf16 GEMM implementation the CPU runs. */
-static const kz_kernels *level;
+static const kz_kernels *levels[2];
+static size_t n_levels;
 static const kz_gemm_bf16_impl *impls;
 static size_t n_impls;
 
 /* --- rounding ------------------------------------------------------------ */
 
-static void test_round(void) {
-    static const struct {
-        uint32_t in;
-        uint16_t out;
-    } cases[] = {
-        {0x3f800000u, 0x3f80u}, // 1.0
-        {0x3f808000u, 0x3f80u}, // tie, even stays
-        {0x3f818000u, 0x3f82u}, // tie, odd rounds up
-        {0x3f808001u, 0x3f81u}, // above the tie
-        {0xbf80ffffu, 0xbf81u}, // negative rounds in magnitude
-        {0x00000001u, 0x0000u}, // denormal -> +0
-        {0x807fffffu, 0x8000u}, // denormal -> -0
-        {0x00800000u, 0x0080u}, // smallest normal
-        {0x7f7fffffu, 0x7f80u}, // FLT_MAX -> inf
-        {0xff800000u, 0xff80u}, // -inf
-        {0x7f800001u, 0x7fc0u}, // signalling NaN is quieted
-        {0xffc12345u, 0xffc1u}, // quiet NaN keeps its top bits
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const uint16_t b = kz_bf16_round(from_bits(cases[i].in));
-        CHECK_MSG(b == cases[i].out, "bf16(0x%08x) = 0x%04x, want 0x%04x", cases[i].in, b,
-                  cases[i].out);
-    }
-    CHECK(kz_bf16_to_f32(0x3f80u) == 1.0f);
-    CHECK(kz_bf16_to_f32(0xc040u) == -3.0f);
-    if (!level) {
-        return;
-    }
+typedef struct round_case {
+    uint32_t in;
+    uint16_t out;
+} round_case;
+
+static const round_case round_cases[] = {
+    {0x3f800000u, 0x3f80u}, // 1.0
+    {0x3f808000u, 0x3f80u}, // tie, even stays
+    {0x3f818000u, 0x3f82u}, // tie, odd rounds up
+    {0x3f808001u, 0x3f81u}, // above the tie
+    {0xbf80ffffu, 0xbf81u}, // negative rounds in magnitude
+    {0x00000001u, 0x0000u}, // denormal -> +0
+    {0x807fffffu, 0x8000u}, // denormal -> -0
+    {0x00800000u, 0x0080u}, // smallest normal
+    {0x7f7fffffu, 0x7f80u}, // FLT_MAX -> inf
+    {0xff800000u, 0xff80u}, // -inf
+    {0x7f800001u, 0x7fc0u}, // signalling NaN is quieted
+    {0xffc12345u, 0xffc1u}, // quiet NaN keeps its top bits
+};
+
+static void round_level(const kz_kernels *level) {
     // Level vs definition: random values of every magnitude and the cases above.
     for (int trial = 0; trial < 50; trial++) {
         const size_t rows = rng_size(1, 5);
@@ -117,7 +114,7 @@ static void test_round(void) {
         float *x = malloc((rows * ldx + 1) * sizeof(float));
         for (size_t i = 0; i < rows * ldx; i++) {
             const uint32_t u = rng_u32();
-            x[i] = i % 7 == 0 ? from_bits(cases[u % 12].in) : from_bits(u);
+            x[i] = i % 7 == 0 ? from_bits(round_cases[u % 12].in) : from_bits(u);
         }
         uint16_t *y_ref = malloc((rows * ldy + 1) * sizeof(uint16_t));
         uint16_t *y = malloc((rows * ldy + 1) * sizeof(uint16_t));
@@ -126,10 +123,24 @@ static void test_round(void) {
         kz_round_bf16_ref(y_ref, ldy, x, ldx, rows, cols);
         level->round_bf16(y, ldy, x, ldx, rows, cols);
         CHECK_MSG(memcmp(y, y_ref, rows * ldy * sizeof(uint16_t)) == 0,
-                  "round_bf16 differs from the definition (rows %zu cols %zu)", rows, cols);
+                  "%s round_bf16 differs from the definition (rows %zu cols %zu)", level->name,
+                  rows, cols);
         free(x);
         free(y_ref);
         free(y);
+    }
+}
+
+static void test_round(void) {
+    for (size_t i = 0; i < sizeof round_cases / sizeof round_cases[0]; i++) {
+        const uint16_t b = kz_bf16_round(from_bits(round_cases[i].in));
+        CHECK_MSG(b == round_cases[i].out, "bf16(0x%08x) = 0x%04x, want 0x%04x",
+                  round_cases[i].in, b, round_cases[i].out);
+    }
+    CHECK(kz_bf16_to_f32(0x3f80u) == 1.0f);
+    CHECK(kz_bf16_to_f32(0xc040u) == -3.0f);
+    for (size_t v = 0; v < n_levels; v++) {
+        round_level(levels[v]);
     }
 }
 
@@ -357,6 +368,11 @@ static void gemm_parity(gemm_case c) {
         }
         CHECK_MSG(ok, "%s bf16 gemm differs from the definition beyond the bound (worst %.3g x)",
                   impls[v].name, worst);
+        if (strcmp(impls[v].name, "avx2") == 0) { // the definition's own FMAs: every bit
+            const int same = memcmp(y, y_ref, ny * sizeof(float)) == 0;
+            CHECK_MSG(same, "avx2 bf16 gemm differs from the definition");
+            ok &= same;
+        }
         if (!ok) {
             print_case("case", &c);
         }
@@ -444,17 +460,24 @@ static void test_gemm(void) {
 }
 
 int main(void) {
-    const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
-    level = k && k->gemm_bf16 && k->round_bf16 ? k : NULL;
+    const kz_isa isas[] = {KZ_ISA_AVX2, KZ_ISA_AVX512};
+    for (size_t i = 0; i < 2; i++) {
+        const kz_kernels *k = kz_kernels_for(isas[i]);
+        if (k) {
+            CHECK_MSG(k->gemm_bf16 && k->round_bf16, "%s: no bf16 gemm in the table", k->name);
+            levels[n_levels++] = k;
+        }
+    }
     n_impls = kz_gemm_bf16_impls(&impls);
     CHECK(n_impls <= 4);
-    CHECK(!level || (n_impls > 0 && level->gemm_bf16 == impls[0].gemm));
+    CHECK(n_impls == 0 || strcmp(impls[n_impls - 1].name, "avx2") == 0);
+    // The best level's table holds the best implementation.
+    CHECK(n_levels == 0 || (n_impls > 0 && levels[n_levels - 1]->gemm_bf16 == impls[0].gemm));
     for (size_t v = 0; v < n_impls; v++) {
         printf("bf16 gemm implementation: %s\n", impls[v].name);
     }
-    if (!level) {
-        printf("note: no AVX512_BF16 on this CPU (or build): only the scalar definition is "
-               "tested\n");
+    if (n_levels == 0) {
+        printf("note: no AVX2 on this CPU (or build): only the scalar definition is tested\n");
     }
     CHECK(kz_kernels_scalar.gemm_bf16 == NULL); // the scalar level keeps the codec in fp32
     test_round();
