@@ -199,8 +199,28 @@ static float pack_get(const void *ctx, size_t j, size_t i, size_t o) {
     return sinf((float)(j * 131 + i * 7 + o * 3)) * 0.05f;
 }
 
+typedef void (*round_f32_fn)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                             size_t n_cols);
+
+/* The rounding to fp32 bf16 values that feeds an FMA bf16 GEMM (kz_gemm_bf16_args.xf), or
+ * NULL for one that reads bf16 rows. */
+static round_f32_fn round_f32_for(const kz_gemm_bf16_impl *impl) {
+#ifdef KZ_HAVE_X86
+    if (impl->gemm == kz_gemm_bf16_avx2) {
+        return kz_round_bf16_f32_avx2;
+    }
+#endif
+#ifdef KZ_HAVE_ARM
+    if (impl->gemm == kz_gemm_bf16_neon) {
+        return kz_round_bf16_f32_neon;
+    }
+#endif
+    (void)impl;
+    return NULL;
+}
+
 /* The bf16 GEMM of the same shape (levels with gemm_bf16), once per implementation
- * the CPU runs (AMX tiles, vdpbf16ps, AVX2 FMAs): the GEMM alone, then the rounding of its input
+ * the CPU runs (AMX tiles, vdpbf16ps, AVX2 / NEON FMAs): the GEMM alone, then the rounding of its input
  * rows to bf16 that kz_conv_run adds per call. */
 static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
                             const gemm_shape *g, const kz_packed *w, const float *x, float *y,
@@ -213,15 +233,14 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
-    // The avx2 GEMM reads the rounded rows as fp32 (round_bf16_f32), as kz_conv_run gives
-    // them on the levels that hold it.
-    float *xf = NULL;
-#ifdef KZ_HAVE_X86
-    if (strcmp(impl->name, "avx2") == 0 && !(xf = malloc(x_rows * ldb * sizeof *xf))) {
+    // The FMA GEMMs (avx2, neon) read the rounded rows as fp32 (round_bf16_f32), as
+    // kz_conv_run gives them.
+    const round_f32_fn round_f32 = round_f32_for(impl);
+    float *xf = round_f32 ? malloc(x_rows * ldb * sizeof *xf) : NULL;
+    if (round_f32 && !xf) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
-#endif
     const kz_gemm_bf16_args a = {.y = y, .ldy = g->n, .x = xf ? NULL : xb, .xf = xf,
                                  .ldx = ldb, .tap_stride = g->tap_stride, .w = &wb,
                                  .bias = bias, .mode = KZ_GEMM_ACCUMULATE, .n_rows = g->rows};
@@ -229,13 +248,11 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
     int reps = 0;
     do {
         const double t0 = now();
-#ifdef KZ_HAVE_X86
         if (xf) {
-            kz_round_bf16_f32_avx2(xf, ldb, x, g->k_in, x_rows, g->k_in);
-        } else
-#endif
-        {
-            k->round_bf16(xb, ldb, x, g->k_in, x_rows, g->k_in);
+            round_f32(xf, ldb, x, g->k_in, x_rows, g->k_in);
+        } else {
+            (k->round_bf16 ? k->round_bf16 : kz_round_bf16_ref)(xb, ldb, x, g->k_in, x_rows,
+                                                               g->k_in);
         }
         const double t1 = now();
         impl->gemm(&a, 0, g->rows, 0, wb.n_panels);

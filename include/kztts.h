@@ -106,8 +106,8 @@ typedef enum kz_precision {
                               40 dB SNR of f32: on CPUs with AMX-BF16
                               (decoder ~2x faster) or AVX512_BF16 (~1.4x measured on Zen 5;
                               slower than f32 on Intel cores without AMX), or AVX2 (fp32
-                              FMAs on widened bf16: f32's speed, half its weight bytes);
-                              with the scalar or NEON kernels the same as
+                              FMAs on widened bf16: f32's speed, half its weight bytes; NEON
+                              the same way); with the scalar kernels the same as
                               KZ_PRECISION_F32 */
     KZ_PRECISION_WINOGRAD = 2, /* fp32, the residual units' k = 7 convolutions (~70 % of the
                               decoder's work) by Winograd F(6, 7) or F(4, 7): 12 instead
@@ -129,7 +129,7 @@ typedef enum kz_precision {
        vocoder) and the first decoder block's transposed convolution in bf16 as
        KZ_PRECISION_BF16: waveform within 40 dB SNR of f32 and no further from it than
        KZ_PRECISION_BF16 (42.9 against 42.4 dB on a random 0.6B checkpoint); with the
-       scalar or NEON kernels the same as KZ_PRECISION_WINOGRAD. */
+       scalar kernels the same as KZ_PRECISION_WINOGRAD. */
     KZ_PRECISION_WINOGRAD_BF16 = 4,
 } kz_precision;
 

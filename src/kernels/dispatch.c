@@ -54,16 +54,18 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static kz_isa probe_best = KZ_ISA_SCALAR;
 static int quant_prefetch = KZ_QPF_L1; /* kz_quant_set_prefetch; atomic loads and stores */
 static char probe_features[192];
-#ifdef KZ_HAVE_X86
-static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
 static kz_gemm_bf16_impl probe_bf16_impls[3]; /* every bf16 gemm the CPU runs, best first */
 static size_t probe_n_bf16_impls;
+#ifdef KZ_HAVE_X86
+static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
 #endif
 #ifdef KZ_HAVE_ARM
 static kz_kernels probe_neon; /* kz_kernels_neon, prompts on the int8 path with i8mm */
 #endif
 
+#ifdef KZ_HAVE_X86
 static int probe_intel; /* the CPU is Intel's (kz_kernels_bf16_faster) */
+#endif
 
 static void features_add(const char *name) {
     const size_t used = strlen(probe_features);
@@ -202,6 +204,7 @@ static void probe(void) {
 static void probe(void) {
     features_add("neon");
     probe_neon = kz_kernels_neon;
+    probe_bf16_impls[probe_n_bf16_impls++] = (kz_gemm_bf16_impl){"neon", kz_gemm_bf16_neon};
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
     const unsigned long hw = getauxval(AT_HWCAP);
     const struct {
@@ -263,13 +266,8 @@ const char *kz_cpu_features(void) {
 
 size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out) {
     pthread_once(&probe_once, probe);
-#ifdef KZ_HAVE_X86
     *out = probe_bf16_impls;
     return probe_n_bf16_impls;
-#else
-    *out = NULL;
-    return 0;
-#endif
 }
 
 bool kz_kernels_bf16_on_amx(const kz_kernels *k) {

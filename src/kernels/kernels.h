@@ -206,15 +206,16 @@ typedef struct kz_kernels {
 
     /* Rows [t0, t1) and panels [p0, p1) of the bf16 conv-GEMM above, and the
      * rounding of fp32 rows to its bf16 input: y[r * ldy + c] = bf16(x[r * ldx + c])
-     * for c < n_cols, 0 for n_cols <= c < ldy. NULL on the scalar and NEON levels
-     * (the codec then keeps fp32 weights); every x86 level from AVX2 has one. */
+     * for c < n_cols, 0 for n_cols <= c < ldy. NULL on the scalar level (the codec
+     * then keeps fp32 weights); every x86 level from AVX2 and NEON have a gemm_bf16
+     * (round_bf16 may be NULL where round_bf16_f32 feeds it: the scalar one then). */
     void (*gemm_bf16)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
     void (*round_bf16)(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                        size_t n_cols);
     /* The same rounding with the bf16 values kept as fp32 (y = kz_bf16_to_f32(bf16(x)),
      * 0 in the padding): the input kz_gemm_bf16_args.xf, which this level's gemm_bf16
-     * reads without widening x per tile (AVX2: no bf16 instructions). NULL on levels
-     * whose gemm_bf16 reads the bf16 rows. */
+     * reads without widening x per tile (AVX2, NEON: FMAs on widened bf16). NULL on
+     * levels whose gemm_bf16 reads the bf16 rows. */
     void (*round_bf16_f32)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                            size_t n_cols);
 
@@ -348,8 +349,8 @@ bool kz_kernels_bf16_on_amx(const kz_kernels *k);
  * CPU that is not Intel's (Zen 4/5: vdpbf16ps at twice the fp32 FMA rate; on Intel
  * cores without AMX it measured slower than the fp32 FMAs, docs/PERF.md), or the AVX2
  * level's (its FMAs on widened bf16 keep the fp32 GEMM's rate and read half the
- * weight bytes: the codec as fast or faster at every chunk size on Zen 3).
- * KZ_PRECISION_FAST asks this too. */
+ * weight bytes: the codec as fast or faster at every chunk size on Zen 3). Not NEON's
+ * FMA one until it is timed on ARM hardware. KZ_PRECISION_FAST asks this too. */
 bool kz_kernels_bf16_faster(const kz_kernels *k);
 
 /* Table for exactly this level, or NULL if the CPU cannot run it (tests). */
@@ -418,6 +419,11 @@ void kz_round_bf16_avx2(uint16_t *y, size_t ldy, const float *x, size_t ldx, siz
                         size_t n_cols);
 void kz_round_bf16_f32_avx2(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                             size_t n_cols);
+/* arm/gemm_bf16_neon.c (NEON FMAs on widened bf16, the definition's bits), in the neon
+ * table; its input comes from kz_round_bf16_f32_neon (round_bf16 there is the scalar one). */
+void kz_gemm_bf16_neon(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+void kz_round_bf16_f32_neon(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                            size_t n_cols);
 
 /* LDTILECFG's 64-byte operand (AMX palette 1): kz_amx_tile_config_set fills tiles
  * 0..7 with rows[t] rows of colsb[t] bytes (and makes the stores visible to the
@@ -447,7 +453,7 @@ static inline void kz_amx_tile_config_set(kz_amx_tile_config *c, const uint8_t r
  * the first (on an AVX2-only CPU the avx2 table holds the only one). Tests check each
  * against the definition, the bench compares them. */
 typedef struct kz_gemm_bf16_impl {
-    const char *name; /* "amx", "avx512bf16", "avx2" */
+    const char *name; /* "amx", "avx512bf16", "avx2", "neon" */
     void (*gemm)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 } kz_gemm_bf16_impl;
 size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out);

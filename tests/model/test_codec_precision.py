@@ -2,9 +2,9 @@
 
 Checks: bf16 audio is within SNR >= 40 dB of the f32 audio (the requirement
 for the fast precision); it is deterministic: --threads 1 and 2, --chunk 1 and
-17 and --official-chunking give the same bytes; with x86 kernels (a bf16 GEMM on
-every level from AVX2: AMX, AVX512_BF16 or FMAs on widened bf16) it differs from f32
-(the bf16 path ran), with the scalar kernels (KZ_ISA=scalar, and NEON) it equals f32
+17 and --official-chunking give the same bytes; with x86 or NEON kernels (a bf16 GEMM
+on every level from AVX2: AMX, AVX512_BF16 or FMAs on widened bf16) it differs from f32
+(the bf16 path ran), with the scalar kernels (KZ_ISA=scalar) it equals f32
 (silent fallback); `kztts info` names the precision in use; a bad value fails with a
 message; `kztts bench` accepts the option.
 winograd (Winograd F(m, 7) for the residual units' k7 convs and F(m, 2) for the last
@@ -12,7 +12,7 @@ decoder blocks' transposed convs, in fp32, any CPU): SNR >= 60 dB of f32 (fp32 r
 far stricter than the 40 dB requirement, so a wrong transform cannot hide), not
 the f32 bytes (the path ran), and the same determinism checks as bf16.
 winograd-bf16 (winograd's k7 convs, bf16 pointwise convs and projections): SNR >= 40
-dB of f32, with x86 kernels not the winograd bytes (its bf16 part ran), with the
+dB of f32, with x86 or NEON kernels not the winograd bytes (its bf16 part ran), with the
 scalar ones exactly winograd's; the same determinism checks.
 fast: the bytes of bf16 on a CPU whose bf16 GEMM runs on AMX tiles, of winograd-bf16
 where AVX512_BF16 runs on a CPU that is not Intel's and on the AVX2 level, of winograd
@@ -75,11 +75,11 @@ def main():
 
     r = run([a.kztts, "info", "-m", a.tiny])
     info = r.stdout.decode()
-    has_bf16 = "kernels: avx2\n" in info or "kernels: avx512\n" in info
+    has_bf16 = any(f"kernels: {k}\n" in info for k in ("avx2", "avx512", "neon"))
     has_dot = "avx512bf16" in info and "kernels: avx512\n" in info
     check("codec precision: f32" in info, f"info: {info}")
     if has_bf16:
-        check(bf16 != f32, "bf16 gives the f32 bytes with x86 kernels")
+        check(bf16 != f32, "bf16 gives the f32 bytes with x86 or NEON kernels")
     else:
         print("note: no bf16 GEMM at this kernel level: bf16 must fall back to f32")
         check(bf16 == f32, "bf16 without a bf16 GEMM differs from f32")
@@ -103,7 +103,7 @@ def main():
     print(f"winograd-bf16 vs f32: SNR {s:.1f} dB")
     check(len(wbf) == len(f32) and s >= 40, f"winograd-bf16 vs f32: SNR {s:.1f} dB < 40")
     if has_bf16:
-        check(wbf != wino, "winograd-bf16 gives the winograd bytes with x86 kernels")
+        check(wbf != wino, "winograd-bf16 gives the winograd bytes with x86 or NEON kernels")
     else:
         check(wbf == wino, "winograd-bf16 without a bf16 GEMM differs from winograd")
     check(decode(a, out, "--codec-precision", "winograd-bf16", env=scalar) ==

@@ -1,17 +1,17 @@
 /*
  * test_gemm_bf16.c - the bf16 conv-GEMM (codec fast precision): scalar
- * definition, packing, and the x86 levels (AVX2 FMA, AVX512_BF16, AMX) against them.
+ * definition, packing, and the levels (AVX2 / NEON FMAs, AVX512_BF16, AMX) against them.
  *
  * Data flow: seeded random inputs (xorshift, fixed seed) ->
  *   rounding  kz_bf16_round on hand-made cases (ties to even, denormals to signed
- *             zero, NaN quieted, overflow to infinity); round_bf16 of each level
- *             (avx2, avx512) vs the scalar definition bit for bit (ragged widths,
- *             zeroed padding);
+ *             zero, NaN quieted, overflow to infinity); round_bf16 and round_bf16_f32
+ *             of each level (avx2, avx512, neon) vs the scalar definition bit for bit
+ *             (ragged widths, zeroed padding);
  *   packing   kz_packed_bf16_init vs the unpacked weights element by element,
  *             odd-k_in pair and columns >= n zero;
  *   gemm      scalar definition vs a naive loop written here from the contract in
- *             kernels.h: bit-identical. The AVX2 one (FMA on widened bf16: the
- *             definition's own roundings) vs scalar: bit-identical. The others within
+ *             kernels.h: bit-identical. The AVX2 and NEON ones (FMAs on widened bf16:
+ *             the definition's own roundings) vs scalar: bit-identical. The others within
  *                 |y - y_ref| <= 2 (K + 2) 2^-24 (S + |bias| + |y0|) + K 2^-126
  *             with K the number of pairs and S the sum of |products| (bf16 values):
  *             vdpbf16ps may flush denormal sums and round the pair's two adds as
@@ -25,8 +25,9 @@
  *   splits    random row x panel splits over many calls vs one call: identical bits
  *             (scalar and level).
  * "Level" is every bf16 GEMM the CPU runs (kz_gemm_bf16_impls: AMX tiles and
- * AVX512_BF16's vdpbf16ps where present, AVX2 on every x86-64 with AVX2), each checked
- * on its own. Without AVX2 the level checks are skipped with a note; the scalar checks
+ * AVX512_BF16's vdpbf16ps where present, FMAs on widened bf16 on every x86-64 with AVX2
+ * and on NEON), each checked on its own; the FMA ones also from fp32 x (xf), bit for bit.
+ * Without AVX2 or NEON the level checks are skipped with a note; the scalar checks
  * still run.
  */
 #include "kernels/kernels.h"
@@ -75,9 +76,9 @@ static float from_bits(uint32_t u) {
     return v;
 }
 
-/* The levels whose round_bf16 is under test (avx2, avx512 where the CPU runs them), and
+/* The levels whose rounding is under test (avx2, avx512, neon where the CPU runs them), and
  * every bf16 GEMM implementation the CPU runs. */
-static const kz_kernels *levels[2];
+static const kz_kernels *levels[3];
 static size_t n_levels;
 static const kz_gemm_bf16_impl *impls;
 static size_t n_impls;
@@ -121,10 +122,25 @@ static void round_level(const kz_kernels *level) {
         memset(y_ref, 0xab, rows * ldy * sizeof(uint16_t));
         memset(y, 0xcd, rows * ldy * sizeof(uint16_t));
         kz_round_bf16_ref(y_ref, ldy, x, ldx, rows, cols);
-        level->round_bf16(y, ldy, x, ldx, rows, cols);
-        CHECK_MSG(memcmp(y, y_ref, rows * ldy * sizeof(uint16_t)) == 0,
-                  "%s round_bf16 differs from the definition (rows %zu cols %zu)", level->name,
-                  rows, cols);
+        if (level->round_bf16) {
+            level->round_bf16(y, ldy, x, ldx, rows, cols);
+            CHECK_MSG(memcmp(y, y_ref, rows * ldy * sizeof(uint16_t)) == 0,
+                      "%s round_bf16 differs from the definition (rows %zu cols %zu)",
+                      level->name, rows, cols);
+        }
+        if (level->round_bf16_f32) { // the same values as fp32, padding 0.0f
+            float *yf = malloc((rows * ldy + 1) * sizeof(float));
+            memset(yf, 0xcd, rows * ldy * sizeof(float));
+            level->round_bf16_f32(yf, ldy, x, ldx, rows, cols);
+            int same = 1;
+            for (size_t i = 0; i < rows * ldy; i++) {
+                const float want = kz_bf16_to_f32(y_ref[i]);
+                same &= memcmp(&yf[i], &want, sizeof want) == 0;
+            }
+            CHECK_MSG(same, "%s round_bf16_f32 differs from the definition (rows %zu cols %zu)",
+                      level->name, rows, cols);
+            free(yf);
+        }
         free(x);
         free(y_ref);
         free(y);
@@ -330,6 +346,21 @@ static void test_pack(void) {
 
 /* --- gemm --------------------------------------------------------------------- */
 
+/* The GEMMs made of FMAs on widened bf16 (AVX2, NEON): the definition bit for bit. */
+static int fma_impl(const kz_gemm_bf16_impl *impl) {
+    return strcmp(impl->name, "avx2") == 0 || strcmp(impl->name, "neon") == 0;
+}
+
+/* d's bf16 x rows as fp32 values (kz_gemm_bf16_args.xf). */
+static float *widened_x(const gemm_data *d) {
+    const size_t n = d->x_rows * d->ldx;
+    float *xf = malloc((n ? n : 1) * sizeof *xf);
+    for (size_t i = 0; i < n; i++) {
+        xf[i] = kz_bf16_to_f32(d->x[i]);
+    }
+    return xf;
+}
+
 static size_t n_checked[4], n_exact[4];
 
 static void gemm_parity(gemm_case c) {
@@ -368,10 +399,22 @@ static void gemm_parity(gemm_case c) {
         }
         CHECK_MSG(ok, "%s bf16 gemm differs from the definition beyond the bound (worst %.3g x)",
                   impls[v].name, worst);
-        if (strcmp(impls[v].name, "avx2") == 0) { // the definition's own FMAs: every bit
+        if (fma_impl(&impls[v])) { // the definition's own FMAs: every bit, from x or xf
             const int same = memcmp(y, y_ref, ny * sizeof(float)) == 0;
-            CHECK_MSG(same, "avx2 bf16 gemm differs from the definition");
+            CHECK_MSG(same, "%s bf16 gemm differs from the definition", impls[v].name);
             ok &= same;
+            float *xf = widened_x(&d);
+            memcpy(y, d.y_init, ny * sizeof(float));
+            kz_gemm_bf16_args af = a;
+            af.x = NULL;
+            af.xf = xf;
+            af.y = y;
+            impls[v].gemm(&af, 0, c.rows, 0, d.wb.n_panels);
+            const int same_xf = memcmp(y, y_ref, ny * sizeof(float)) == 0;
+            CHECK_MSG(same_xf, "%s bf16 gemm from xf differs from the definition",
+                      impls[v].name);
+            ok &= same_xf;
+            free(xf);
         }
         if (!ok) {
             print_case("case", &c);
@@ -460,24 +503,25 @@ static void test_gemm(void) {
 }
 
 int main(void) {
-    const kz_isa isas[] = {KZ_ISA_AVX2, KZ_ISA_AVX512};
-    for (size_t i = 0; i < 2; i++) {
+    const kz_isa isas[] = {KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
+    for (size_t i = 0; i < 3; i++) {
         const kz_kernels *k = kz_kernels_for(isas[i]);
-        if (k) {
-            CHECK_MSG(k->gemm_bf16 && k->round_bf16, "%s: no bf16 gemm in the table", k->name);
+        if (k && k->isa == isas[i]) {
+            CHECK_MSG(k->gemm_bf16 && (k->round_bf16 || k->round_bf16_f32),
+                      "%s: no bf16 gemm in the table", k->name);
             levels[n_levels++] = k;
         }
     }
     n_impls = kz_gemm_bf16_impls(&impls);
     CHECK(n_impls <= 4);
-    CHECK(n_impls == 0 || strcmp(impls[n_impls - 1].name, "avx2") == 0);
+    CHECK(n_impls == 0 || fma_impl(&impls[n_impls - 1])); // the FMA one comes last
     // The best level's table holds the best implementation.
     CHECK(n_levels == 0 || (n_impls > 0 && levels[n_levels - 1]->gemm_bf16 == impls[0].gemm));
     for (size_t v = 0; v < n_impls; v++) {
         printf("bf16 gemm implementation: %s\n", impls[v].name);
     }
     if (n_levels == 0) {
-        printf("note: no AVX2 on this CPU (or build): only the scalar definition is tested\n");
+        printf("note: no AVX2 or NEON here: only the scalar definition is tested\n");
     }
     CHECK(kz_kernels_scalar.gemm_bf16 == NULL); // the scalar level keeps the codec in fp32
     test_round();

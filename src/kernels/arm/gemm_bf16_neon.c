@@ -1,0 +1,262 @@
+/*
+ * gemm_bf16_neon.c - the bf16 conv-GEMM on NEON FMAs (no bf16 instructions needed):
+ * bit-identical to its scalar definition ref/gemm_bf16_ref.c, and the rounding of
+ * activations to bf16 values kept in fp32. The NEON twin of x86/gemm_bf16_avx2.c.
+ *
+ * Why: the bf16 panels are half the bytes of the fp32 ones, which on a phone is
+ * memory (the codec's projections, pointwise convs and first transposed conv:
+ * ~135 MB less at 0.6B) and weight traffic at small chunks, for the FMAs of the
+ * fp32 GEMM plus two TRNs per weight vector.
+ *
+ * Data flow: layers/conv.c rounds the conv input once per call with
+ * kz_round_bf16_f32_neon (bf16 values as fp32, args.xf); given only bf16 rows
+ * (args.x: tests, other callers) each tile widens its rows per tap segment (SHLL).
+ * Then, for rows [t0, t1) x panels [p0, p1), the blocking of gemm_neon.c:
+ *
+ *   for each row block of up to mc rows        (its x rows, all taps, stay in L2)
+ *     for each 16-column panel p
+ *       for each k block of up to KC pair rows  (KC x 64 B of the panel, L1)
+ *         for each tile of MR = 4 rows: 16 q-register accumulators [4, 16]
+ *           per pair row r = j * k_pairs + q: four loads of W (one 64-byte row),
+ *           each widened to its odd channel (TRN2 with zero: the high halves) and
+ *           even one (TRN1 with zero: the low halves moved up); per row LD1R
+ *           broadcasts of x1 and x0, then
+ *             acc = fma(x1, w1, acc); acc = fma(x0, w0, acc)   (four vectors)
+ *           partial sums parked in part[] between k blocks; after the last:
+ *           + bias, + y (accumulate mode), store of the valid columns
+ *
+ * Exactness: a product of two bf16 values is exact in fp32 and vfmaq_f32 rounds
+ * once like fmaf (AArch64 keeps denormals unless FPCR.FZ is set; the library never
+ * sets it), so every element equals the definition bit for bit, from x or xf,
+ * whatever the split (tests/unit/test_gemm_bf16.c, run under qemu-aarch64).
+ * Registers: 16 accumulators + 8 widened W + zero + 2 broadcasts of the 32 q
+ * registers. Not measured on ARM hardware; `fast` keeps `winograd` on NEON
+ * (kz_kernels_bf16_faster) until it is.
+ */
+#include "kernels/kernels.h"
+
+#include "runtime/error.h"
+
+#include <arm_neon.h>
+
+enum {
+    MR = 4,       // output rows per micro-tile
+    KC = 128,     // pair rows per k block (8 KB of panel)
+    MC_MAX = 192, // most rows per row block (a multiple of MR); part[] is 12 KB of stack
+    PREFETCH_ROWS = 16, // pair rows (64 B each) prefetched ahead (gemm_neon.c)
+};
+// Budget for the x rows (all taps) of one row block, reused by every panel from L2.
+#define X_BLOCK_BYTES (192u * 1024u)
+_Static_assert(MC_MAX % MR == 0, "row blocks of whole tiles must fit part[]");
+
+typedef struct tile_job {
+    const uint16_t *x;     // x row of the tile's first output row (bf16), or
+    const float *xf;       // the same as fp32 values (kz_gemm_bf16_args.xf) when given
+    size_t ldx;            // x row stride in elements
+    size_t tap_step;       // tap_stride * ldx
+    size_t k_pairs;        // input channel pairs per tap
+    const uint16_t *panel; // [taps * k_pairs, 16, 2]
+    size_t r0;             // k block: pair rows [r0, r1), r = j * k_pairs + q
+    size_t r1;
+    float *part;           // [MR, 16] partial sums carried between k blocks
+    int first;             // r0 == 0: start from zero
+    int last;              // r1 == taps * k_pairs: run the epilogue
+    float *y;              // y row of the tile's first row, at the panel's first column
+    size_t ldy;            // y row stride
+    const float *bias;     // bias at the panel's first column, or NULL
+    int accumulate;        // KZ_GEMM_ACCUMULATE
+    size_t width;          // valid columns of this panel, 1..16
+} tile_job;
+
+/* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
+static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
+                                                                 const float32x4_t v[4]) {
+    float acc[KZ_PANEL];
+    for (int i = 0; i < 4; i++) {
+        vst1q_f32(acc + 4 * i, v[i]);
+    }
+    kz_gemm_store_ref(yr, acc, jb->width, jb->bias,
+                      jb->accumulate ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE);
+}
+
+/* x bf16 values [0, n) widened to fp32 (exact: the bits move to the high half). */
+static inline __attribute__((always_inline)) void widen(float *dst, const uint16_t *src,
+                                                        size_t n) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(src + i), 16)));
+    }
+    for (; i < n; i++) {
+        dst[i] = kz_bf16_to_f32(src[i]);
+    }
+}
+
+/* One micro-tile of `rows` (1..MR, a constant after inlining) over one k block; the
+ * accumulators are named so that GCC keeps them in registers. */
+#define TILE_ROWS(X) X(0) X(1) X(2) X(3)
+static inline __attribute__((always_inline)) void tile(const tile_job *jb, const int rows) {
+    float xw[MR][2 * KC];
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    const uint16x8_t zero16 = vdupq_n_u16(0);
+#define TILE_INIT(q)                                                                           \
+    float32x4_t a##q##_0 = zero, a##q##_1 = zero, a##q##_2 = zero, a##q##_3 = zero;            \
+    if (rows > q && !jb->first) {                                                              \
+        a##q##_0 = vld1q_f32(jb->part + q * KZ_PANEL);                                         \
+        a##q##_1 = vld1q_f32(jb->part + q * KZ_PANEL + 4);                                     \
+        a##q##_2 = vld1q_f32(jb->part + q * KZ_PANEL + 8);                                     \
+        a##q##_3 = vld1q_f32(jb->part + q * KZ_PANEL + 12);                                    \
+    }
+    TILE_ROWS(TILE_INIT)
+    size_t r = jb->r0;
+    while (r < jb->r1) {
+        // One segment per tap inside the k block: x moves to the tap's rows.
+        const size_t j = r / jb->k_pairs;
+        const size_t q0 = r - j * jb->k_pairs;
+        const size_t end = (j + 1) * jb->k_pairs < jb->r1 ? (j + 1) * jb->k_pairs : jb->r1;
+        const uint16_t *wp = jb->panel + r * KZ_PANEL * 2;
+        const size_t count = end - r;
+        const float *xs = jb->xf ? jb->xf + j * jb->tap_step + 2 * q0 : xw[0];
+        const size_t xstride = jb->xf ? jb->ldx : 2 * KC;
+        if (!jb->xf) {
+            const uint16_t *xp = jb->x + j * jb->tap_step + 2 * q0;
+            for (int q = 0; q < rows; q++) {
+                widen(xw[q], xp + (size_t)q * jb->ldx, 2 * count);
+            }
+        }
+        for (size_t k = 0; k < count; k++) {
+            __builtin_prefetch(wp + (k + PREFETCH_ROWS) * KZ_PANEL * 2);
+            const uint16_t *wk = wp + k * KZ_PANEL * 2;
+            float32x4_t w1[4], w0[4];
+            for (int i = 0; i < 4; i++) {
+                const uint16x8_t v = vld1q_u16(wk + 8 * i);
+                w1[i] = vreinterpretq_f32_u16(vtrn2q_u16(zero16, v));
+                w0[i] = vreinterpretq_f32_u16(vtrn1q_u16(zero16, v));
+            }
+#define TILE_FMA(q)                                                                            \
+    if (rows > q) {                                                                            \
+        const float32x4_t x1 = vld1q_dup_f32(xs + q * xstride + 2 * k + 1);                    \
+        const float32x4_t x0 = vld1q_dup_f32(xs + q * xstride + 2 * k);                        \
+        a##q##_0 = vfmaq_f32(vfmaq_f32(a##q##_0, x1, w1[0]), x0, w0[0]);                       \
+        a##q##_1 = vfmaq_f32(vfmaq_f32(a##q##_1, x1, w1[1]), x0, w0[1]);                       \
+        a##q##_2 = vfmaq_f32(vfmaq_f32(a##q##_2, x1, w1[2]), x0, w0[2]);                       \
+        a##q##_3 = vfmaq_f32(vfmaq_f32(a##q##_3, x1, w1[3]), x0, w0[3]);                       \
+    }
+            TILE_ROWS(TILE_FMA)
+        }
+        r = end;
+    }
+#define TILE_DONE(q)                                                                           \
+    if (rows > q) {                                                                            \
+        const float32x4_t v##q[4] = {a##q##_0, a##q##_1, a##q##_2, a##q##_3};                  \
+        if (!jb->last) {                                                                       \
+            for (int i = 0; i < 4; i++) {                                                      \
+                vst1q_f32(jb->part + q * KZ_PANEL + 4 * i, v##q[i]);                           \
+            }                                                                                  \
+        } else {                                                                               \
+            tile_store_row(jb, jb->y + q * jb->ldy, v##q);                                     \
+        }                                                                                      \
+    }
+    TILE_ROWS(TILE_DONE)
+}
+#undef TILE_INIT
+#undef TILE_FMA
+#undef TILE_DONE
+
+static void tile_rows(const tile_job *jb, size_t rows) {
+    switch (rows) {
+    case 1: tile(jb, 1); break;
+    case 2: tile(jb, 2); break;
+    case 3: tile(jb, 3); break;
+    default: tile(jb, MR); break;
+    }
+}
+
+/* Rows per row block, as gemm_neon.c's row_block: whole tiles whose x rows (all taps)
+ * fit X_BLOCK_BYTES, at most MC_MAX, evened out over the call's rows. */
+static size_t row_block(size_t rows, size_t row_elems, size_t span) {
+    const size_t row_bytes = (row_elems ? row_elems : 1) * sizeof(float);
+    const size_t fit = X_BLOCK_BYTES / row_bytes;
+    size_t mc = fit > span ? (fit - span) / MR * MR : 0;
+    mc = mc < MR ? MR : mc;
+    mc = mc > MC_MAX ? MC_MAX : mc;
+    const size_t n_blocks = (rows + mc - 1) / mc;
+    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
+    return (even + MR - 1) / MR * MR;
+}
+
+void kz_gemm_bf16_neon(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
+    const kz_packed_bf16 *w = a->w;
+    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
+    KZ_ASSERT(a->ldy >= w->n && a->ldx >= 2 * w->k_pairs && a->ldx % 2 == 0);
+    const size_t pair_rows = w->taps * w->k_pairs;
+    const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
+    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, 2 * w->k_pairs, span);
+    float part[MC_MAX * KZ_PANEL];
+    tile_job jb = {
+        .ldx = a->ldx,
+        .tap_step = a->tap_stride * a->ldx,
+        .k_pairs = w->k_pairs,
+        .ldy = a->ldy,
+        .accumulate = a->mode == KZ_GEMM_ACCUMULATE,
+    };
+    for (size_t tb = t0; tb < t1; tb += mc) {
+        const size_t te = t1 - tb < mc ? t1 : tb + mc;
+        for (size_t p = p0; p < p1; p++) {
+            const size_t o0 = p * KZ_PANEL;
+            jb.panel = w->data + p * pair_rows * KZ_PANEL * 2;
+            jb.width = w->n - o0 < KZ_PANEL ? w->n - o0 : KZ_PANEL;
+            jb.bias = a->bias ? a->bias + o0 : NULL;
+            size_t r0 = 0;
+            do {
+                const size_t r1 = pair_rows - r0 < KC ? pair_rows : r0 + KC;
+                jb.r0 = r0;
+                jb.r1 = r1;
+                jb.first = r0 == 0;
+                jb.last = r1 == pair_rows;
+                for (size_t t = tb; t < te; t += MR) {
+                    jb.x = a->x ? a->x + t * a->ldx : NULL;
+                    jb.xf = a->xf ? a->xf + t * a->ldx : NULL;
+                    jb.y = a->y + t * a->ldy + o0;
+                    jb.part = part + (t - tb) * KZ_PANEL;
+                    tile_rows(&jb, te - t < MR ? te - t : MR);
+                }
+                r0 = r1;
+            } while (r0 < pair_rows);
+        }
+    }
+}
+
+/* kz_bf16_round on 4 lanes, as bf16 bits in the low halves. */
+static inline uint32x4_t round4(float32x4_t v) {
+    const uint32x4_t u = vreinterpretq_u32_f32(v);
+    const uint32x4_t top = vshrq_n_u32(u, 16);
+    const uint32x4_t near = vshrq_n_u32(
+        vaddq_u32(vaddq_u32(u, vdupq_n_u32(0x7fffu)), vandq_u32(top, vdupq_n_u32(1u))), 16);
+    const uint32x4_t zero = vandq_u32(top, vdupq_n_u32(0x8000u));
+    const uint32x4_t nan = vorrq_u32(top, vdupq_n_u32(0x40u));
+    const uint32x4_t is_denormal = vceqq_u32(vandq_u32(u, vdupq_n_u32(0x7f800000u)),
+                                             vdupq_n_u32(0));
+    const uint32x4_t is_nan = vcgtq_u32(vandq_u32(u, vdupq_n_u32(0x7fffffffu)),
+                                        vdupq_n_u32(0x7f800000u));
+    return vbslq_u32(is_nan, nan, vbslq_u32(is_denormal, zero, near));
+}
+
+void kz_round_bf16_f32_neon(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                            size_t n_cols) {
+    KZ_ASSERT(ldy >= n_cols);
+    for (size_t r = 0; r < n_rows; r++) {
+        float *yr = y + r * ldy;
+        const float *xr = x + r * ldx;
+        size_t c = 0;
+        for (; c + 4 <= n_cols; c += 4) {
+            const uint32x4_t b = vshlq_n_u32(round4(vld1q_f32(xr + c)), 16);
+            vst1q_f32(yr + c, vreinterpretq_f32_u32(b));
+        }
+        for (; c < n_cols; c++) {
+            yr[c] = kz_bf16_to_f32(kz_bf16_round(xr[c]));
+        }
+        for (c = n_cols; c < ldy; c++) {
+            yr[c] = 0.0f;
+        }
+    }
+}
