@@ -11,11 +11,9 @@
  * Data flow: layers/conv.c rounds the conv input once per call with
  * kz_round_bf16_f32_neon (bf16 values as fp32, args.xf); given only bf16 rows
  * (args.x: tests, other callers) each tile widens its rows per tap segment (SHLL).
- * Then, for rows [t0, t1) x panels [p0, p1), the blocking of gemm_neon.c:
+ * Then the blocking of gemm_bf16_fma.h (shared with AVX2: row blocks, 16-column
+ * panels, k blocks of up to KC pair rows of 64 bytes) runs this file's micro-tile:
  *
- *   for each row block of up to mc rows        (its x rows, all taps, stay in L2)
- *     for each 16-column panel p
- *       for each k block of up to KC pair rows  (KC x 64 B of the panel, L1)
  *         for each tile of MR = 4 rows: 16 q-register accumulators [4, 16]
  *           per pair row r = j * k_pairs + q: four loads of W (one 64-byte row),
  *           each widened to its odd channel (TRN2 with zero: the high halves) and
@@ -47,26 +45,8 @@ enum {
 };
 // Budget for the x rows (all taps) of one row block, reused by every panel from L2.
 #define X_BLOCK_BYTES (192u * 1024u)
-_Static_assert(MC_MAX % MR == 0, "row blocks of whole tiles must fit part[]");
 
-typedef struct tile_job {
-    const uint16_t *x;     // x row of the tile's first output row (bf16), or
-    const float *xf;       // the same as fp32 values (kz_gemm_bf16_args.xf) when given
-    size_t ldx;            // x row stride in elements
-    size_t tap_step;       // tap_stride * ldx
-    size_t k_pairs;        // input channel pairs per tap
-    const uint16_t *panel; // [taps * k_pairs, 16, 2]
-    size_t r0;             // k block: pair rows [r0, r1), r = j * k_pairs + q
-    size_t r1;
-    float *part;           // [MR, 16] partial sums carried between k blocks
-    int first;             // r0 == 0: start from zero
-    int last;              // r1 == taps * k_pairs: run the epilogue
-    float *y;              // y row of the tile's first row, at the panel's first column
-    size_t ldy;            // y row stride
-    const float *bias;     // bias at the panel's first column, or NULL
-    int accumulate;        // KZ_GEMM_ACCUMULATE
-    size_t width;          // valid columns of this panel, 1..16
-} tile_job;
+#include "kernels/gemm_bf16_fma.h"
 
 /* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
 static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
@@ -75,8 +55,7 @@ static inline __attribute__((always_inline)) void tile_store_row(const tile_job 
     for (int i = 0; i < 4; i++) {
         vst1q_f32(acc + 4 * i, v[i]);
     }
-    kz_gemm_store_ref(yr, acc, jb->width, jb->bias,
-                      jb->accumulate ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE);
+    bf16_fma_store_row(jb, yr, acc);
 }
 
 /* x bf16 values [0, n) widened to fp32 (exact: the bits move to the high half). */
@@ -171,59 +150,8 @@ static void tile_rows(const tile_job *jb, size_t rows) {
     }
 }
 
-/* Rows per row block, as gemm_neon.c's row_block: whole tiles whose x rows (all taps)
- * fit X_BLOCK_BYTES, at most MC_MAX, evened out over the call's rows. */
-static size_t row_block(size_t rows, size_t row_elems, size_t span) {
-    const size_t row_bytes = (row_elems ? row_elems : 1) * sizeof(float);
-    const size_t fit = X_BLOCK_BYTES / row_bytes;
-    size_t mc = fit > span ? (fit - span) / MR * MR : 0;
-    mc = mc < MR ? MR : mc;
-    mc = mc > MC_MAX ? MC_MAX : mc;
-    const size_t n_blocks = (rows + mc - 1) / mc;
-    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
-    return (even + MR - 1) / MR * MR;
-}
-
 void kz_gemm_bf16_neon(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
-    const kz_packed_bf16 *w = a->w;
-    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
-    KZ_ASSERT(a->ldy >= w->n && a->ldx >= 2 * w->k_pairs && a->ldx % 2 == 0);
-    const size_t pair_rows = w->taps * w->k_pairs;
-    const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
-    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, 2 * w->k_pairs, span);
-    float part[MC_MAX * KZ_PANEL];
-    tile_job jb = {
-        .ldx = a->ldx,
-        .tap_step = a->tap_stride * a->ldx,
-        .k_pairs = w->k_pairs,
-        .ldy = a->ldy,
-        .accumulate = a->mode == KZ_GEMM_ACCUMULATE,
-    };
-    for (size_t tb = t0; tb < t1; tb += mc) {
-        const size_t te = t1 - tb < mc ? t1 : tb + mc;
-        for (size_t p = p0; p < p1; p++) {
-            const size_t o0 = p * KZ_PANEL;
-            jb.panel = w->data + p * pair_rows * KZ_PANEL * 2;
-            jb.width = w->n - o0 < KZ_PANEL ? w->n - o0 : KZ_PANEL;
-            jb.bias = a->bias ? a->bias + o0 : NULL;
-            size_t r0 = 0;
-            do {
-                const size_t r1 = pair_rows - r0 < KC ? pair_rows : r0 + KC;
-                jb.r0 = r0;
-                jb.r1 = r1;
-                jb.first = r0 == 0;
-                jb.last = r1 == pair_rows;
-                for (size_t t = tb; t < te; t += MR) {
-                    jb.x = a->x ? a->x + t * a->ldx : NULL;
-                    jb.xf = a->xf ? a->xf + t * a->ldx : NULL;
-                    jb.y = a->y + t * a->ldy + o0;
-                    jb.part = part + (t - tb) * KZ_PANEL;
-                    tile_rows(&jb, te - t < MR ? te - t : MR);
-                }
-                r0 = r1;
-            } while (r0 < pair_rows);
-        }
-    }
+    bf16_fma_drive(a, t0, t1, p0, p1);
 }
 
 /* kz_bf16_round on 4 lanes, as bf16 bits in the low halves. */

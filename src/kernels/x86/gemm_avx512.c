@@ -24,6 +24,7 @@
  * load-port headroom.
  */
 #include "kernels/kernels.h"
+#include "kernels/gemm_blocking.h"
 
 #include "runtime/error.h"
 
@@ -172,21 +173,6 @@ static void tile_rows_one(const tile_job *jb, size_t rows) {
 }
 #undef TILE_CASES
 
-/* Rows per row block: as many whole tiles as keep the block's x rows (all
- * taps) within X_BLOCK_BYTES, at least one tile, at most MC_MAX, then evened
- * out over the call's rows: each row block streams the whole packed weight
- * once more, so a small remainder block would cost a full weight pass. */
-static size_t row_block(size_t rows, size_t k_in, size_t span) {
-    const size_t row_bytes = (k_in ? k_in : 1) * sizeof(float);
-    const size_t fit = X_BLOCK_BYTES / row_bytes;
-    size_t mc = fit > span ? (fit - span) / MR * MR : 0;
-    mc = mc < MR ? MR : mc;
-    mc = mc > MC_MAX ? MC_MAX : mc;
-    const size_t n_blocks = (rows + mc - 1) / mc;
-    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
-    return (even + MR - 1) / MR * MR;
-}
-
 static __mmask16 panel_mask(size_t n, size_t p) {
     const size_t width = n - p * KZ_PANEL;
     return width >= KZ_PANEL ? (__mmask16)0xffff : (__mmask16)((1u << width) - 1u);
@@ -198,7 +184,9 @@ void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size
     KZ_ASSERT(a->ldy >= w->n && a->ldx >= w->k_in);
     const size_t k_rows = w->taps * w->k_in;
     const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
-    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, w->k_in, span);
+    const size_t x_row_bytes = (w->k_in ? w->k_in : 1) * sizeof(float);
+    const size_t mc = kz_gemm_row_block(t1 > t0 ? t1 - t0 : 0, x_row_bytes, span, MR, MC_MAX,
+                                        X_BLOCK_BYTES);
     _Alignas(64) float part[MC_MAX * NP * KZ_PANEL];
     tile_job jb = {
         .ldx = a->ldx,

@@ -11,12 +11,10 @@
  * Data flow: layers/conv.c rounds the conv input once per call with
  * kz_round_bf16_f32_avx2 (bf16 values kept as fp32, args.xf); given only bf16 rows
  * (args.x: tests, other callers) each tile widens its rows per tap segment first.
- * Then, for rows [t0, t1) x panels [p0, p1), the blocking of gemm_avx2.c with one
- * 64-byte panel row holding a pair of input channels:
+ * Then the blocking of gemm_bf16_fma.h (shared with NEON: row blocks, 16-column
+ * panels, k blocks of up to KC pair rows, one 64-byte panel row holding a pair of
+ * input channels) runs this file's micro-tile:
  *
- *   for each row block of up to mc rows        (its x rows, all taps, stay in L2)
- *     for each 16-column panel p
- *       for each k block of up to KC pair rows  (KC x 64 B of the panel)
  *         for each tile of MR = 4 rows: 8 ymm accumulators [4, 16]
  *           per pair row r = j * k_pairs + q: two ymm loads of W, each widened
  *           to its odd elements (w & 0xffff0000) and even ones (w << 16); per
@@ -46,28 +44,10 @@ enum {
     MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
     PREFETCH_ROWS = 128, // pair rows (64 B each) prefetched ahead into L2 (gemm_avx2.c)
 };
-// Budget for the bf16 x rows (all taps) of one row block, reused by every panel from L2.
+// Budget for the fp32 x rows (all taps) of one row block, reused by every panel from L2.
 #define X_BLOCK_BYTES (320u * 1024u)
-_Static_assert(MC_MAX % MR == 0, "row blocks of whole tiles must fit part[]");
 
-typedef struct tile_job {
-    const uint16_t *x;     // x row of the tile's first output row (bf16), or
-    const float *xf;       // the same as fp32 values (kz_gemm_bf16_args.xf) when given
-    size_t ldx;            // x row stride in bf16 elements
-    size_t tap_step;       // tap_stride * ldx
-    size_t k_pairs;        // input channel pairs per tap
-    const uint16_t *panel; // [taps * k_pairs, 16, 2]
-    size_t r0;             // k block: pair rows [r0, r1), r = j * k_pairs + q
-    size_t r1;
-    float *part;           // [MR, 16] partial sums carried between k blocks
-    int first;             // r0 == 0: start from zero
-    int last;              // r1 == taps * k_pairs: run the epilogue
-    float *y;              // y row of the tile's first row, at the panel's first column
-    size_t ldy;            // y row stride
-    const float *bias;     // bias at the panel's first column, or NULL
-    int accumulate;        // KZ_GEMM_ACCUMULATE
-    size_t width;          // valid columns of this panel, 1..16
-} tile_job;
+#include "kernels/gemm_bf16_fma.h"
 
 /* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
 static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
@@ -88,8 +68,7 @@ static inline __attribute__((always_inline)) void tile_store_row(const tile_job 
     _Alignas(32) float acc[KZ_PANEL];
     _mm256_store_ps(acc, lo);
     _mm256_store_ps(acc + 8, hi);
-    kz_gemm_store_ref(yr, acc, jb->width, jb->bias, jb->accumulate ? KZ_GEMM_ACCUMULATE
-                                                                  : KZ_GEMM_STORE);
+    bf16_fma_store_row(jb, yr, acc);
 }
 
 /* The odd (high) and even (low) bf16 halves of 32-bit pairs as fp32, exactly. */
@@ -196,59 +175,8 @@ static void tile_rows(const tile_job *jb, size_t rows) {
     }
 }
 
-/* Rows per row block, as gemm_avx2.c's row_block: whole tiles whose bf16 x rows (all
- * taps) fit X_BLOCK_BYTES, at most MC_MAX, evened out over the call's rows. */
-static size_t row_block(size_t rows, size_t ldx_used, size_t span) {
-    const size_t row_bytes = (ldx_used ? ldx_used : 1) * sizeof(uint16_t);
-    const size_t fit = X_BLOCK_BYTES / row_bytes;
-    size_t mc = fit > span ? (fit - span) / MR * MR : 0;
-    mc = mc < MR ? MR : mc;
-    mc = mc > MC_MAX ? MC_MAX : mc;
-    const size_t n_blocks = (rows + mc - 1) / mc;
-    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
-    return (even + MR - 1) / MR * MR;
-}
-
 void kz_gemm_bf16_avx2(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
-    const kz_packed_bf16 *w = a->w;
-    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
-    KZ_ASSERT(a->ldy >= w->n && a->ldx >= 2 * w->k_pairs && a->ldx % 2 == 0);
-    const size_t pair_rows = w->taps * w->k_pairs;
-    const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
-    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, 2 * w->k_pairs, span);
-    _Alignas(32) float part[MC_MAX * KZ_PANEL];
-    tile_job jb = {
-        .ldx = a->ldx,
-        .tap_step = a->tap_stride * a->ldx,
-        .k_pairs = w->k_pairs,
-        .ldy = a->ldy,
-        .accumulate = a->mode == KZ_GEMM_ACCUMULATE,
-    };
-    for (size_t tb = t0; tb < t1; tb += mc) {
-        const size_t te = t1 - tb < mc ? t1 : tb + mc;
-        for (size_t p = p0; p < p1; p++) {
-            const size_t o0 = p * KZ_PANEL;
-            jb.panel = w->data + p * pair_rows * KZ_PANEL * 2;
-            jb.width = w->n - o0 < KZ_PANEL ? w->n - o0 : KZ_PANEL;
-            jb.bias = a->bias ? a->bias + o0 : NULL;
-            size_t r0 = 0;
-            do {
-                const size_t r1 = pair_rows - r0 < KC ? pair_rows : r0 + KC;
-                jb.r0 = r0;
-                jb.r1 = r1;
-                jb.first = r0 == 0;
-                jb.last = r1 == pair_rows;
-                for (size_t t = tb; t < te; t += MR) {
-                    jb.x = a->x ? a->x + t * a->ldx : NULL;
-                    jb.xf = a->xf ? a->xf + t * a->ldx : NULL;
-                    jb.y = a->y + t * a->ldy + o0;
-                    jb.part = part + (t - tb) * KZ_PANEL;
-                    tile_rows(&jb, te - t < MR ? te - t : MR);
-                }
-                r0 = r1;
-            } while (r0 < pair_rows);
-        }
-    }
+    bf16_fma_drive(a, t0, t1, p0, p1);
 }
 
 /* kz_bf16_round on 8 lanes: RNE, denormals to signed zero, NaN quieted. */

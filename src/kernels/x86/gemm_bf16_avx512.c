@@ -23,6 +23,7 @@
  * tests/unit/test_gemm_bf16.c.
  */
 #include "kernels/kernels.h"
+#include "kernels/gemm_blocking.h"
 
 #include "runtime/error.h"
 
@@ -172,18 +173,6 @@ static void tile_rows_one(const tile_job *jb, size_t rows) {
 }
 #undef TILE_CASES
 
-/* Rows per row block, as gemm_avx512.c's row_block with bf16 x rows. */
-static size_t row_block(size_t rows, size_t ldx, size_t span) {
-    const size_t row_bytes = (ldx ? ldx : 1) * sizeof(uint16_t);
-    const size_t fit = X_BLOCK_BYTES / row_bytes;
-    size_t mc = fit > span ? (fit - span) / MR * MR : 0;
-    mc = mc < MR ? MR : mc;
-    mc = mc > MC_MAX ? MC_MAX : mc;
-    const size_t n_blocks = (rows + mc - 1) / mc;
-    const size_t even = n_blocks ? (rows + n_blocks - 1) / n_blocks : mc;
-    return (even + MR - 1) / MR * MR;
-}
-
 static __mmask16 panel_mask(size_t n, size_t p) {
     const size_t width = n - p * KZ_PANEL;
     return width >= KZ_PANEL ? (__mmask16)0xffff : (__mmask16)((1u << width) - 1u);
@@ -196,7 +185,9 @@ void kz_gemm_bf16_avx512(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_
     KZ_ASSERT(a->ldy >= w->n && a->ldx >= 2 * w->k_pairs && a->ldx % 2 == 0);
     const size_t pair_rows = w->taps * w->k_pairs;
     const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
-    const size_t mc = row_block(t1 > t0 ? t1 - t0 : 0, 2 * w->k_pairs, span);
+    const size_t x_row_bytes = (w->k_pairs ? 2 * w->k_pairs : 1) * sizeof(uint16_t);
+    const size_t mc = kz_gemm_row_block(t1 > t0 ? t1 - t0 : 0, x_row_bytes, span, MR, MC_MAX,
+                                        X_BLOCK_BYTES);
     _Alignas(64) float part[MC_MAX * NP * KZ_PANEL];
     tile_job jb = {
         .ldx = a->ldx,
