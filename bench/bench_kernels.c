@@ -220,8 +220,8 @@ static round_f32_fn round_f32_for(const kz_gemm_bf16_impl *impl) {
 }
 
 /* The bf16 GEMM of the same shape (levels with gemm_bf16), once per implementation
- * the CPU runs (AMX tiles, vdpbf16ps, AVX2 / NEON FMAs): the GEMM alone, then the rounding of its input
- * rows to bf16 that kz_conv_run adds per call. */
+ * the CPU runs (AMX tiles, vdpbf16ps, AVX2 / NEON FMAs): the GEMM alone, then the
+ * rounding of its input rows to bf16 that kz_conv_run adds per call. */
 static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
                             const gemm_shape *g, const kz_packed *w, const float *x, float *y,
                             const float *bias) {
