@@ -90,10 +90,4 @@ static void bf16_fma_drive(const kz_gemm_bf16_args *a, size_t t0, size_t t1, siz
     }
 }
 
-/* The epilogue's scalar form for one row: r = acc (+ bias) (y + r) in the valid columns. */
-static inline void bf16_fma_store_row(const tile_job *jb, float *yr, const float *acc) {
-    kz_gemm_store_ref(yr, acc, jb->width, jb->bias,
-                      jb->accumulate ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE);
-}
-
 #endif

@@ -33,6 +33,7 @@
  */
 #include "kernels/kernels.h"
 
+#include "kernels/arm/gemm_store_neon.h"
 #include "runtime/error.h"
 
 #include <arm_neon.h>
@@ -47,16 +48,6 @@ enum {
 #define X_BLOCK_BYTES (192u * 1024u)
 
 #include "kernels/gemm_bf16_fma.h"
-
-/* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
-static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
-                                                                 const float32x4_t v[4]) {
-    float acc[KZ_PANEL];
-    for (int i = 0; i < 4; i++) {
-        vst1q_f32(acc + 4 * i, v[i]);
-    }
-    bf16_fma_store_row(jb, yr, acc);
-}
 
 /* x bf16 values [0, n) widened to fp32 (exact: the bits move to the high half). */
 static inline __attribute__((always_inline)) void widen(float *dst, const uint16_t *src,
@@ -132,7 +123,8 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
                 vst1q_f32(jb->part + q * KZ_PANEL + 4 * i, v##q[i]);                           \
             }                                                                                  \
         } else {                                                                               \
-            tile_store_row(jb, jb->y + q * jb->ldy, v##q);                                     \
+            gemm_store_row_neon(jb->y + q * jb->ldy, v##q, jb->width, jb->bias,            \
+                                jb->accumulate);                                           \
         }                                                                                      \
     }
     TILE_ROWS(TILE_DONE)

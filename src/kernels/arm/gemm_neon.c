@@ -35,6 +35,7 @@
 #include "kernels/kernels.h"
 #include "kernels/gemm_blocking.h"
 
+#include "kernels/arm/gemm_store_neon.h"
 #include "runtime/error.h"
 
 #include <arm_neon.h>
@@ -65,47 +66,6 @@ typedef struct tile_job {
     int accumulate;     // KZ_GEMM_ACCUMULATE
     size_t width;       // valid columns of this panel, 1..16
 } tile_job;
-
-/* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
-static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
-                                                                 float32x4_t v0, float32x4_t v1,
-                                                                 float32x4_t v2, float32x4_t v3) {
-    if (jb->width == KZ_PANEL) {
-        if (jb->bias) {
-            v0 = vaddq_f32(v0, vld1q_f32(jb->bias));
-            v1 = vaddq_f32(v1, vld1q_f32(jb->bias + 4));
-            v2 = vaddq_f32(v2, vld1q_f32(jb->bias + 8));
-            v3 = vaddq_f32(v3, vld1q_f32(jb->bias + 12));
-        }
-        if (jb->accumulate) {
-            v0 = vaddq_f32(vld1q_f32(yr), v0);
-            v1 = vaddq_f32(vld1q_f32(yr + 4), v1);
-            v2 = vaddq_f32(vld1q_f32(yr + 8), v2);
-            v3 = vaddq_f32(vld1q_f32(yr + 12), v3);
-        }
-        vst1q_f32(yr, v0);
-        vst1q_f32(yr + 4, v1);
-        vst1q_f32(yr + 8, v2);
-        vst1q_f32(yr + 12, v3);
-        return;
-    }
-    // Ragged last panel: the same two adds per element, done one lane at a time.
-    float acc[KZ_PANEL];
-    vst1q_f32(acc, v0);
-    vst1q_f32(acc + 4, v1);
-    vst1q_f32(acc + 8, v2);
-    vst1q_f32(acc + 12, v3);
-    for (size_t c = 0; c < jb->width; c++) {
-        float r = acc[c];
-        if (jb->bias) {
-            r = r + jb->bias[c];
-        }
-        if (jb->accumulate) {
-            r = yr[c] + r;
-        }
-        yr[c] = r;
-    }
-}
 
 /* One micro-tile of `rows` (1..MR, a constant after inlining) over one k block.
  * The accumulators are named variables, not an array, so that GCC keeps all
@@ -168,7 +128,8 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
     }
 #define TILE_EPILOGUE(q)                                                                       \
     if (rows > q) {                                                                            \
-        tile_store_row(jb, jb->y + q * jb->ldy, a##q##_0, a##q##_1, a##q##_2, a##q##_3);       \
+        const float32x4_t v##q[4] = {a##q##_0, a##q##_1, a##q##_2, a##q##_3};                  \
+        gemm_store_row_neon(jb->y + q * jb->ldy, v##q, jb->width, jb->bias, jb->accumulate);   \
     }
     TILE_ROWS(TILE_EPILOGUE)
 }

@@ -34,6 +34,7 @@
 #include "kernels/kernels.h"
 #include "kernels/gemm_blocking.h"
 
+#include "kernels/x86/gemm_store_avx2.h"
 #include "runtime/error.h"
 
 #include <immintrin.h>
@@ -65,38 +66,6 @@ typedef struct tile_job {
     int accumulate;     // KZ_GEMM_ACCUMULATE
     size_t width;       // valid columns of this panel, 1..16
 } tile_job;
-
-/* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
-static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
-                                                                 __m256 lo, __m256 hi) {
-    if (jb->width == KZ_PANEL) {
-        if (jb->bias) {
-            lo = _mm256_add_ps(lo, _mm256_loadu_ps(jb->bias));
-            hi = _mm256_add_ps(hi, _mm256_loadu_ps(jb->bias + 8));
-        }
-        if (jb->accumulate) {
-            lo = _mm256_add_ps(_mm256_loadu_ps(yr), lo);
-            hi = _mm256_add_ps(_mm256_loadu_ps(yr + 8), hi);
-        }
-        _mm256_storeu_ps(yr, lo);
-        _mm256_storeu_ps(yr + 8, hi);
-        return;
-    }
-    // Ragged last panel: the same two adds per element, done one lane at a time.
-    _Alignas(32) float acc[KZ_PANEL];
-    _mm256_store_ps(acc, lo);
-    _mm256_store_ps(acc + 8, hi);
-    for (size_t c = 0; c < jb->width; c++) {
-        float r = acc[c];
-        if (jb->bias) {
-            r = r + jb->bias[c];
-        }
-        if (jb->accumulate) {
-            r = yr[c] + r;
-        }
-        yr[c] = r;
-    }
-}
 
 /* One micro-tile of `rows` (1..MR, a constant after inlining) over one k block.
  * The accumulators are named variables, not an array, so that GCC keeps all
@@ -148,7 +117,8 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
     }
 #define TILE_EPILOGUE(q)                                                                       \
     if (rows > q) {                                                                            \
-        tile_store_row(jb, jb->y + q * jb->ldy, lo##q, hi##q);                                 \
+        gemm_store_row_avx2(jb->y + q * jb->ldy, lo##q, hi##q, jb->width, jb->bias,           \
+                            jb->accumulate);                                                   \
     }
     TILE_ROWS(TILE_EPILOGUE)
 }

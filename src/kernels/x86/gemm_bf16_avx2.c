@@ -33,6 +33,7 @@
  */
 #include "kernels/kernels.h"
 
+#include "kernels/x86/gemm_store_avx2.h"
 #include "runtime/error.h"
 
 #include <immintrin.h>
@@ -48,28 +49,6 @@ enum {
 #define X_BLOCK_BYTES (320u * 1024u)
 
 #include "kernels/gemm_bf16_fma.h"
-
-/* Epilogue for one row: r = acc (+ bias) (y + r), stored to the valid columns. */
-static inline __attribute__((always_inline)) void tile_store_row(const tile_job *jb, float *yr,
-                                                                 __m256 lo, __m256 hi) {
-    if (jb->width == KZ_PANEL) {
-        if (jb->bias) {
-            lo = _mm256_add_ps(lo, _mm256_loadu_ps(jb->bias));
-            hi = _mm256_add_ps(hi, _mm256_loadu_ps(jb->bias + 8));
-        }
-        if (jb->accumulate) {
-            lo = _mm256_add_ps(_mm256_loadu_ps(yr), lo);
-            hi = _mm256_add_ps(_mm256_loadu_ps(yr + 8), hi);
-        }
-        _mm256_storeu_ps(yr, lo);
-        _mm256_storeu_ps(yr + 8, hi);
-        return;
-    }
-    _Alignas(32) float acc[KZ_PANEL];
-    _mm256_store_ps(acc, lo);
-    _mm256_store_ps(acc + 8, hi);
-    bf16_fma_store_row(jb, yr, acc);
-}
 
 /* The odd (high) and even (low) bf16 halves of 32-bit pairs as fp32, exactly. */
 static inline __attribute__((always_inline)) __m256 odd_f32(__m256i v, __m256i mask) {
@@ -157,7 +136,8 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
     }
 #define TILE_EPILOGUE(q)                                                                       \
     if (rows > q) {                                                                            \
-        tile_store_row(jb, jb->y + q * jb->ldy, lo##q, hi##q);                                 \
+        gemm_store_row_avx2(jb->y + q * jb->ldy, lo##q, hi##q, jb->width, jb->bias,           \
+                            jb->accumulate);                                                   \
     }
     TILE_ROWS(TILE_EPILOGUE)
 }
