@@ -199,26 +199,6 @@ static float pack_get(const void *ctx, size_t j, size_t i, size_t o) {
     return sinf((float)(j * 131 + i * 7 + o * 3)) * 0.05f;
 }
 
-typedef void (*round_f32_fn)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
-                             size_t n_cols);
-
-/* The rounding to fp32 bf16 values that feeds an FMA bf16 GEMM (kz_gemm_bf16_args.xf), or
- * NULL for one that reads bf16 rows. */
-static round_f32_fn round_f32_for(const kz_gemm_bf16_impl *impl) {
-#ifdef KZ_HAVE_X86
-    if (impl->gemm == kz_gemm_bf16_avx2) {
-        return kz_round_bf16_f32_avx2;
-    }
-#endif
-#ifdef KZ_HAVE_ARM
-    if (impl->gemm == kz_gemm_bf16_neon) {
-        return kz_round_bf16_f32_neon;
-    }
-#endif
-    (void)impl;
-    return NULL;
-}
-
 /* The bf16 GEMM of the same shape (levels with gemm_bf16), once per implementation
  * the CPU runs (AMX tiles, vdpbf16ps, AVX2 / NEON FMAs): the GEMM alone, then the
  * rounding of its input rows to bf16 that kz_conv_run adds per call. */
@@ -235,9 +215,8 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
     }
     // The FMA GEMMs (avx2, neon) read the rounded rows as fp32 (round_bf16_f32), as
     // kz_conv_run gives them.
-    const round_f32_fn round_f32 = round_f32_for(impl);
-    float *xf = round_f32 ? malloc(x_rows * ldb * sizeof *xf) : NULL;
-    if (round_f32 && !xf) {
+    float *xf = impl->round_f32 ? malloc(x_rows * ldb * sizeof *xf) : NULL;
+    if (impl->round_f32 && !xf) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
@@ -249,7 +228,7 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
     do {
         const double t0 = now();
         if (xf) {
-            round_f32(xf, ldb, x, g->k_in, x_rows, g->k_in);
+            impl->round_f32(xf, ldb, x, g->k_in, x_rows, g->k_in);
         } else {
             (k->round_bf16 ? k->round_bf16 : kz_round_bf16_ref)(xb, ldb, x, g->k_in, x_rows,
                                                                g->k_in);

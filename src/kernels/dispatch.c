@@ -185,10 +185,10 @@ static void probe(void) {
     if (probe_best == KZ_ISA_AVX512 && avx512bf16) {
         if (amx && amx_bf16) {
             probe_bf16_impls[probe_n_bf16_impls++] =
-                (kz_gemm_bf16_impl){"amx", kz_gemm_bf16_amx};
+                (kz_gemm_bf16_impl){"amx", kz_gemm_bf16_amx, NULL};
         }
         probe_bf16_impls[probe_n_bf16_impls++] =
-            (kz_gemm_bf16_impl){"avx512bf16", kz_gemm_bf16_avx512};
+            (kz_gemm_bf16_impl){"avx512bf16", kz_gemm_bf16_avx512, NULL};
         probe_avx512.gemm_bf16 = probe_bf16_impls[0].gemm;
         probe_avx512.round_bf16 = kz_round_bf16_avx512;
     } else if (probe_best == KZ_ISA_AVX512) {
@@ -197,14 +197,16 @@ static void probe(void) {
         probe_avx512.round_bf16_f32 = kz_round_bf16_f32_avx2;
     }
     if (probe_best >= KZ_ISA_AVX2) {
-        probe_bf16_impls[probe_n_bf16_impls++] = (kz_gemm_bf16_impl){"avx2", kz_gemm_bf16_avx2};
+        probe_bf16_impls[probe_n_bf16_impls++] =
+            (kz_gemm_bf16_impl){"avx2", kz_gemm_bf16_avx2, kz_round_bf16_f32_avx2};
     }
 }
 #elif defined(KZ_HAVE_ARM)
 static void probe(void) {
     features_add("neon");
     probe_neon = kz_kernels_neon;
-    probe_bf16_impls[probe_n_bf16_impls++] = (kz_gemm_bf16_impl){"neon", kz_gemm_bf16_neon};
+    probe_bf16_impls[probe_n_bf16_impls++] =
+        (kz_gemm_bf16_impl){"neon", kz_gemm_bf16_neon, kz_round_bf16_f32_neon};
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
     const unsigned long hw = getauxval(AT_HWCAP);
     const struct {

@@ -455,6 +455,11 @@ static inline void kz_amx_tile_config_set(kz_amx_tile_config *c, const uint8_t r
 typedef struct kz_gemm_bf16_impl {
     const char *name; /* "amx", "avx512bf16", "avx2", "neon" */
     void (*gemm)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+    /* The FMA ones on widened bf16 (avx2, neon; bit-identical to the definition): the
+     * rounding that writes their fp32 input (kz_gemm_bf16_args.xf). NULL for the others,
+     * which read bf16 rows. */
+    void (*round_f32)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
+                      size_t n_cols);
 } kz_gemm_bf16_impl;
 size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out);
 void kz_round_bf16_avx512(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,

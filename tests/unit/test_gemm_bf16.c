@@ -346,11 +346,6 @@ static void test_pack(void) {
 
 /* --- gemm --------------------------------------------------------------------- */
 
-/* The GEMMs made of FMAs on widened bf16 (AVX2, NEON): the definition bit for bit. */
-static int fma_impl(const kz_gemm_bf16_impl *impl) {
-    return strcmp(impl->name, "avx2") == 0 || strcmp(impl->name, "neon") == 0;
-}
-
 /* d's bf16 x rows as fp32 values (kz_gemm_bf16_args.xf). */
 static float *widened_x(const gemm_data *d) {
     const size_t n = d->x_rows * d->ldx;
@@ -399,7 +394,7 @@ static void gemm_parity(gemm_case c) {
         }
         CHECK_MSG(ok, "%s bf16 gemm differs from the definition beyond the bound (worst %.3g x)",
                   impls[v].name, worst);
-        if (fma_impl(&impls[v])) { // the definition's own FMAs: every bit, from x or xf
+        if (impls[v].round_f32) { // FMAs on widened bf16: every bit, from x or from xf
             const int same = memcmp(y, y_ref, ny * sizeof(float)) == 0;
             CHECK_MSG(same, "%s bf16 gemm differs from the definition", impls[v].name);
             ok &= same;
@@ -514,7 +509,12 @@ int main(void) {
     }
     n_impls = kz_gemm_bf16_impls(&impls);
     CHECK(n_impls <= 4);
-    CHECK(n_impls == 0 || fma_impl(&impls[n_impls - 1])); // the FMA one comes last
+    CHECK(n_impls == 0 || impls[n_impls - 1].round_f32); // the FMA one comes last
+    for (size_t v = 0; v < n_impls; v++) { // ... and only it reads fp32 x
+        const int fma = strcmp(impls[v].name, "avx2") == 0 || strcmp(impls[v].name, "neon") == 0;
+        CHECK_MSG(fma == (impls[v].round_f32 != NULL), "%s: round_f32 %s", impls[v].name,
+                  impls[v].round_f32 ? "set" : "missing");
+    }
     // The best level's table holds the best implementation.
     CHECK(n_levels == 0 || (n_impls > 0 && levels[n_levels - 1]->gemm_bf16 == impls[0].gemm));
     for (size_t v = 0; v < n_impls; v++) {
