@@ -9,11 +9,11 @@
  *     q8_0: 32 int8 w --(|w|, x * sign w) maddubs, madd--> int32 x 8 per block
  *     q4_0: blocks in pairs, 16 bytes each in one 256-bit vector: masked low nibbles
  *           (elements 0..15 of both) and shifted high ones (16..31) against the
- *           activations stored in the same pair layout (quant_act) --maddubs, add,
- *           madd--> int32 x 8, four partial sums per block
- *     the group's 8 (q4_0: 4) vectors --unpack/add transpose-->
- *       int32 x 8, lane k = block k's exact sum (q4_0: + its -8 sum q)
- *     d_w: the 8 fp16 scales (integer loads, F16C); acc = fma(float(sums), d_w d_x, acc)
+ *           activations stored in the same pair layout (quant_act) --maddubs, add-->
+ *           int16 x 16, eight partial sums per block
+ *     the group's 8 (q4_0: 4) vectors --unpack/add transpose (q4_0: in int16, then
+ *       shuffle, madd)--> int32 x 8, lane k = block k's exact sum (q4_0: + its -8 sum q)
+ *     d_w: the 8 fp16 scales (16-bit inserts, F16C); acc = fma(float(sums), d_w d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 2 KB ahead, one prefetch per 64 bytes (from DRAM
  * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md), or on Intel CPUs
@@ -151,23 +151,30 @@ ALWAYS_INLINE __m256i reduce8(const __m256i p[GROUP]) {
                             _mm256_permute2x128_si256(q[0], q[1], 0x31));
 }
 
-/* q4_0: four block pairs' partial sums (int32 x 8, [block 2i: 4 | block 2i+1: 4]) ->
- * int32 x 8, lane k = block k's sum: two transpose levels leave blocks 0 2 4 6 in the
- * low half and 1 3 5 7 in the high one, one permute restores the order. */
+/* q4_0: four block pairs' int16 partial sums (16 lanes, [block 2i: 8 | block 2i+1: 8], each
+ * at most 7620) -> int32 x 8, lane k = block k's sum. Two transpose levels in int16 add
+ * four partials a lane (at most 30480, no overflow) and leave, per 128-bit half, blocks
+ * 0 4 2 6 (1 5 3 7 in the high half) in lanes i and i + 4; a byte shuffle puts each
+ * block's two lanes side by side, one madd widens and adds them, one permute restores
+ * the order: 12 operations where a madd per pair and an int32 transpose took 14 (with
+ * the scales below, q4_0 +6-10 % on one Zen 3 core, docs/PERF.md 2026-12-05 (later)). */
 ALWAYS_INLINE __m256i reduce4_pairs(const __m256i p[GROUP / 2]) {
-    __m256i h[2];
-    for (int k = 0; k < 2; k++) {
-        h[k] = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2 * k], p[2 * k + 1]),
-                                _mm256_unpackhi_epi32(p[2 * k], p[2 * k + 1]));
-    }
-    const __m256i u =
-        _mm256_add_epi32(_mm256_unpacklo_epi64(h[0], h[1]), _mm256_unpackhi_epi64(h[0], h[1]));
-    return _mm256_permutevar8x32_epi32(u, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i a =
+        _mm256_add_epi16(_mm256_unpacklo_epi16(p[0], p[1]), _mm256_unpackhi_epi16(p[0], p[1]));
+    const __m256i b =
+        _mm256_add_epi16(_mm256_unpacklo_epi16(p[2], p[3]), _mm256_unpackhi_epi16(p[2], p[3]));
+    const __m256i c = _mm256_add_epi16(_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
+    const __m256i side_by_side = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7,
+                                                  14, 15, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12,
+                                                  13, 6, 7, 14, 15);
+    const __m256i w =
+        _mm256_madd_epi16(_mm256_shuffle_epi8(c, side_by_side), _mm256_set1_epi16(1));
+    return _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 2, 6, 1, 5, 3, 7));
 }
 
 /* q4_0 blocks b and b + 1 (b even) of one row, weight blocks w0 and w1 (w1 == w0 when
- * block b + 1 is past the chunk: its codes are zeros then), against nt tokens: int32 x 8
- * per token, [block b: 4 partial sums | block b + 1: 4] of nibble x q (0..15 nibbles,
+ * block b + 1 is past the chunk: its codes are zeros then), against nt tokens: int16 x 16
+ * per token, [block b: 8 partial sums | block b + 1: 8] of nibble x q (0..15 nibbles,
  * maddubs pairs at most 3810, two of them added in int16: 7620, no overflow). */
 ALWAYS_INLINE void pair_dots_q4(__m256i p[2], const uint8_t *w0, const uint8_t *w1, const act *a,
                                 size_t b, int nt) {
@@ -182,22 +189,29 @@ ALWAYS_INLINE void pair_dots_q4(__m256i p[2], const uint8_t *w0, const uint8_t *
         const __m256i m = _mm256_add_epi16(
             _mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)(const void *)xq)),
             _mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)(const void *)(xq + 32))));
-        p[t] = _mm256_madd_epi16(m, _mm256_set1_epi16(1));
+        p[t] = m;
     }
 }
 
-/* The fp16 scales of blocks b .. b+7 of a row (blocks of bsize bytes), as floats:
- * eight 16-bit loads packed into two 64-bit words on the integer units (a gather
- * was 8-25 % slower on Zen 3), F16C. */
+/* The fp16 scales of blocks b .. b+7 of a row (blocks of bsize bytes), as floats: eight
+ * 16-bit loads inserted into one vector, F16C. A gather was 8-25 % slower on Zen 3; the
+ * inserts take 8 fewer instructions than packing the halves into two 64-bit words on
+ * the integer units (a compute-bound q4_0 row counts them). */
 ALWAYS_INLINE __m256 group_scales(const uint8_t *row, size_t b, int bsize) {
     const uint8_t *p = row + b * (size_t)bsize;
-    uint64_t q[2] = {0, 0};
+    uint16_t h[GROUP];
     for (int k = 0; k < GROUP; k++) {
-        uint16_t h;
-        memcpy(&h, p + k * bsize, sizeof h);
-        q[k >> 2] |= (uint64_t)h << (16 * (k & 3));
+        memcpy(&h[k], p + k * bsize, sizeof h[k]);
     }
-    return _mm256_cvtph_ps(_mm_set_epi64x((long long)q[1], (long long)q[0]));
+    __m128i v = _mm_cvtsi32_si128(h[0]);
+    v = _mm_insert_epi16(v, h[1], 1);
+    v = _mm_insert_epi16(v, h[2], 2);
+    v = _mm_insert_epi16(v, h[3], 3);
+    v = _mm_insert_epi16(v, h[4], 4);
+    v = _mm_insert_epi16(v, h[5], 5);
+    v = _mm_insert_epi16(v, h[6], 6);
+    v = _mm_insert_epi16(v, h[7], 7);
+    return _mm256_cvtph_ps(v);
 }
 
 /* The same for the last n < 8 blocks of a chunk; lanes n.. are 0. */
