@@ -203,6 +203,10 @@ typedef struct kz_kernels {
     /* Rows [t0, t1) and column panels [p0, p1) of the conv-GEMM above. Any
      * split of rows and panels over calls gives identical bits. */
     void (*gemm)(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
+    /* Output rows of gemm's register tile: a call's rows in multiples of it run in full
+     * tiles (the rest in a narrower, slower one); callers that choose their row counts
+     * (the Winograd groups, layers/winograd.c) take multiples of it. */
+    size_t gemm_mr;
 
     /* Rows [t0, t1) and panels [p0, p1) of the bf16 conv-GEMM above, and the
      * rounding of fp32 rows to its bf16 input: y[r * ldy + c] = bf16(x[r * ldx + c])

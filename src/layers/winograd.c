@@ -17,12 +17,13 @@
  *   GEMMs     M[k] = V[k] U_k                             (kz_conv_run x m + r - 1)
  *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias, i < count
  *                                                                (pool over tiles, mix_rows)
- * Grouped path (kz_wino.group tiles per group, set at load where U is small enough to
- * stay in cache): each pool chunk is one group of consecutive tiles run start to end on
- * one worker (input -> the m + r - 1 GEMMs on the kernel table directly -> output) on its
- * own slice of the scratch, so V and M never leave its L2 (the whole-call path writes and
- * reads them through L3 or DRAM: 19 MB each for a 16-frame chunk of the 0.6B codec's
- * 96-channel convs).
+ * Grouped path (up to kz_wino.group tiles per group, set at load where U is small enough
+ * to stay in cache, a multiple of the GEMM's register tile rows at run time): each pool
+ * chunk is one group of consecutive tiles run start to end on one worker (input -> the
+ * m + r - 1 GEMMs on the kernel table directly -> output) on its own slice of the
+ * scratch, so V and M never leave its L2 (the whole-call path writes and reads them
+ * through L3 or DRAM: 19 MB each for a 16-frame chunk of the 0.6B codec's 96-channel
+ * convs).
  * Each output row is written by one tile in a fixed sequence of mix_rows / GEMM steps
  * that depends only on its place in its frame (the GEMM's bits do not depend on its row
  * blocking), so neither the chunk, the pool's split nor the path changes bits. The
@@ -193,9 +194,9 @@ size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max
 
 /* The grouped path for convs whose U fits in L2 / a core's share of L3 (the 0.6B codec's
  * 96- and 192-channel k7 convs and block 4's transposed conv): groups of tiles whose V and
- * M take about GROUP_BYTES, at least 8 tiles (one GEMM micro-tile of rows). Larger U would
- * be re-read per group; those convs keep the whole-call path (docs/PERF.md, 2026-12-03
- * (codec in cache)). */
+ * M take about GROUP_BYTES, at least 8 tiles. Larger U would be re-read per group; those
+ * convs keep the whole-call path (docs/PERF.md, 2026-12-03 (codec in cache)). A run
+ * rounds the group down to a multiple of the GEMM's register tile (group_rows). */
 #define GROUP_U_BYTES (2560u * 1024u)
 #define GROUP_BYTES (128u * 1024u)
 
@@ -204,8 +205,18 @@ static size_t group_for(const kz_wino *w) {
     if (u_bytes > GROUP_U_BYTES) {
         return 0;
     }
-    const size_t g = GROUP_BYTES / (w->n_pts * (w->k_in + w->n) * sizeof(float)) / 8 * 8;
+    const size_t g = GROUP_BYTES / (w->n_pts * (w->k_in + w->n) * sizeof(float));
     return g < 8 ? 8 : g;
+}
+
+/* Tiles per group of a run on kernels k: w->group rounded down to a multiple of the GEMM's
+ * register tile rows, whose GEMMs then run in full tiles only (8 tiles on a 6-row tile
+ * left 2 rows to a narrow tile: the 96- and 192-channel k7 convs of the 0.6B codec took
+ * 15-20 % longer on one Zen 3 core, docs/PERF.md 2026-12-05 (later)). Groups smaller
+ * than one tile (tests) stay as they are. */
+static size_t group_rows(const kz_wino *w, const kz_kernels *k) {
+    const size_t mr = k->gemm_mr ? k->gemm_mr : 1;
+    return w->group >= mr ? w->group / mr * mr : w->group;
 }
 
 /* w's shape for conv c and tiles of m outputs, no weights yet. */
@@ -301,6 +312,7 @@ typedef struct wino_job {
     float *v;          /* [n_pts][n_tiles][k_in] (whole-call path) or the groups' scratch */
     float *m;          /* [n_pts][n_tiles][n] (whole-call path) */
     const float *zero; /* [k_in] zeros: the inputs of a partial tile past its frame */
+    size_t group;      /* tiles per group of the grouped path (group_rows) */
 } wino_job;
 
 /* V_l of tile t into v + (l * slots + slot) * k_in: the whole call's V (slots = n_tiles,
@@ -358,7 +370,7 @@ static size_t group_floats(const kz_wino *w, size_t group) {
 static void group_run(void *arg, size_t chunk, int worker) {
     const wino_job *j = arg;
     const kz_wino *w = j->w;
-    const size_t g = w->group, t0 = chunk * g, rows = j->n_tiles - t0 < g ? j->n_tiles - t0 : g;
+    const size_t g = j->group, t0 = chunk * g, rows = j->n_tiles - t0 < g ? j->n_tiles - t0 : g;
     float *v = j->v + (size_t)worker * group_floats(w, g), *m = v + w->n_pts * g * w->k_in;
     for (size_t t = 0; t < rows; t++) {
         input_tile(j, t0 + t, v, g, t);
@@ -426,7 +438,8 @@ void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *
     float *zero = j.m + np * n_tiles * n;
     memset(zero, 0, k_in * sizeof *zero);
     j.zero = zero;
-    const size_t threads = (size_t)kz_pool_threads(e->pool), g = w->group;
+    const size_t threads = (size_t)kz_pool_threads(e->pool), g = group_rows(w, e->k);
+    j.group = g;
     if (g && n_tiles >= 2 * threads * g) { // scratch: threads groups fit in V
         kz_pool_run(e->pool, (n_tiles + g - 1) / g, group_run, &j);
         e->flop += 2.0 * (double)n_tiles * (double)k_in * (double)n * (double)np;

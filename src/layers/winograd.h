@@ -45,7 +45,8 @@ typedef struct kz_wino {
     size_t r;     /* taps: 2 or 7 */
     size_t m;     /* outputs per tile: 4, 6 or 10 */
     size_t n_pts; /* m + r - 1: transformed rows per tile */
-    size_t group; /* tiles per group of the grouped path, 0: whole-call path (kz_wino_run);
+    size_t group; /* most tiles per group of the grouped path (a run rounds it down to a
+                     multiple of the kernels' gemm_mr), 0: whole-call path (kz_wino_run);
                      set by kz_wino_init, tests may change it */
 } kz_wino;
 

@@ -41,7 +41,7 @@
 #include <arm_neon.h>
 
 enum {
-    MR = 6,       // output rows per micro-tile
+    MR = 6,       // output rows per micro-tile (the table's gemm_mr)
     KC = 256,     // panel rows per k block (16 KB)
     MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
     PREFETCH_ROWS = 16, // panel rows (64 B each) prefetched ahead

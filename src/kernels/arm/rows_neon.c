@@ -282,6 +282,7 @@ const kz_kernels kz_kernels_neon = {
     .isa = KZ_ISA_NEON,
     .name = "neon",
     .gemm = kz_gemm_neon,
+    .gemm_mr = 6,
     .gemm_bf16 = kz_gemm_bf16_neon,
     .round_bf16_f32 = kz_round_bf16_f32_neon,
     .snake_beta = snake_beta_neon,

@@ -117,6 +117,7 @@ const kz_kernels kz_kernels_scalar = {
     .isa = KZ_ISA_SCALAR,
     .name = "scalar",
     .gemm = kz_gemm_ref,
+    .gemm_mr = 1,
     .snake_beta = snake_beta_ref,
     .rms_norm = rms_norm_ref,
     .layer_norm = layer_norm_ref,

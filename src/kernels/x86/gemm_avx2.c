@@ -40,7 +40,7 @@
 #include <immintrin.h>
 
 enum {
-    MR = 6,       // output rows per micro-tile
+    MR = 6,       // output rows per micro-tile (the table's gemm_mr)
     KC = 512,     // panel rows per k block (32 KB); see the measurements above
     MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
     PREFETCH_ROWS = 128, // panel rows (64 B each) prefetched ahead into L2 (gemm_avx512.c)

@@ -31,7 +31,7 @@
 #include <immintrin.h>
 
 enum {
-    MR = 8,       // output rows per micro-tile
+    MR = 8,       // output rows per micro-tile (the table's gemm_mr)
     NP = 2,       // panels per micro-tile
     KC = 256,     // panel rows per k block: 2 panels x 256 x 64 B = 32 KB
     MC_MAX = 192, // most rows per row block; bounds part[] to 24 KB of stack

@@ -257,6 +257,7 @@ const kz_kernels kz_kernels_avx2 = {
     .isa = KZ_ISA_AVX2,
     .name = "avx2",
     .gemm = kz_gemm_avx2,
+    .gemm_mr = 6,
     .gemm_bf16 = kz_gemm_bf16_avx2,
     .round_bf16 = kz_round_bf16_avx2,
     .round_bf16_f32 = kz_round_bf16_f32_avx2,

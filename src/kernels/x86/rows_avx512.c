@@ -242,6 +242,7 @@ const kz_kernels kz_kernels_avx512 = {
     .isa = KZ_ISA_AVX512,
     .name = "avx512",
     .gemm = kz_gemm_avx512,
+    .gemm_mr = 8,
     .snake_beta = snake_beta_avx512,
     .rms_norm = rms_norm_avx512,
     .layer_norm = layer_norm_avx512,
