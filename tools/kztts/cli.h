@@ -36,6 +36,12 @@ typedef struct cli_engine {
  * -1 after printing "kztts CMD: --schedule must be ..." for any other name. */
 int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out);
 
+/* The --codec-precision option's help text (synth, decode, bench). */
+#define CLI_CODEC_PRECISION_HELP                                                               \
+    "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd "   \
+    "(any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on AVX2-only CPUs and "    \
+    "Zen 4/5, else winograd)"
+
 /* The codec precision named name ("f32", "bf16", "winograd", "winograd-bf16", "fast";
  * NULL means f32) into *out; -1 after printing "kztts CMD: --codec-precision must be ..."
  * for any other name. */

@@ -94,7 +94,7 @@ int cmd_decode(int argc, char **argv) {
         {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"},
         {"--official-chunking", NULL, ARG_FLAG, &o.official, 0, 0, "decode in 300-frame windows with 25 frames of context, as the official package"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd)"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, CLI_CODEC_PRECISION_HELP},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);

@@ -226,7 +226,7 @@ int cmd_synth(int argc, char **argv) {
         {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default all)"},
         {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage (default all; half with overlap)"},
         {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd (any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on Zen 4/5, else winograd)"},
+        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, CLI_CODEC_PRECISION_HELP},
         {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
         {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
     };
