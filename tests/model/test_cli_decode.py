@@ -226,7 +226,7 @@ def check_acceptance_script(a):
         j = json.loads(r.stdout)
     except ValueError:
         j = {}
-    check(r.returncode == 0 and len(j.get("rounds", [])) == 2 and len(j.get("targets", [])) == 15,
+    check(r.returncode == 0 and len(j.get("rounds", [])) == 2 and len(j.get("targets", [])) == 16,
           f"acceptance.py: {r.returncode} {r.stderr.decode()}")
     if not j:
         return
@@ -237,6 +237,10 @@ def check_acceptance_script(a):
     codec = rows.get(("q8", "codec ms/frame (one pass)"), {})
     check(codec.get("values") == [rd["q8"]["offline"]["codec_ms_per_frame"] for rd in j["rounds"]]
           and "met" not in codec, f"acceptance.py: the one-pass codec, shown only: {codec}")
+    cached = rows.get(("q8", "first audio ms (streaming text, voice cached)"), {})
+    check(cached.get("values") == [rd["q8"]["first_audio_streaming_layout_cached_ms"]
+                                   for rd in j["rounds"]] and "met" not in cached,
+          f"acceptance.py: the cached streaming-layout first audio, shown only: {cached}")
     forms = rows.get(("q8", "codec forms stored (1 = yes)"), {})
     check(forms.get("values") == [0, 0] and [rd["q8"]["codec_forms_stored"] for rd in j["rounds"]]
           == [False, False], f"acceptance.py: a directory has no stored codec forms: {forms}")
