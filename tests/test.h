@@ -1,5 +1,6 @@
 /*
- * test.h - minimal assertion and tolerance macros for kztts tests.
+ * test.h - minimal assertion and tolerance macros for kztts tests, and the seeded
+ * generators of their data (xorshift64, and xorshift64* for the kernel tests).
  *
  * A test program calls CHECK* macros; each failure prints file:line and the
  * values, and bumps a counter. test_main_result() prints the plain
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Deterministic test data: xorshift64 over a state each test seeds itself. */
@@ -30,6 +32,41 @@ static inline float test_rng_float(uint64_t *state) {
 /* Uniform in [0, n). */
 static inline size_t test_rng_below(uint64_t *state, size_t n) {
     return (size_t)(test_rng_u64(state) >> 11) % n;
+}
+
+/* The kernel tests' data: xorshift64* (12, 25, 27), 32 bits a draw, over a state each
+ * test seeds itself. */
+static inline uint32_t test_xs_u32(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (uint32_t)((*state * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* Uniform in [lo, hi), 24 random bits. */
+static inline float test_xs_float(uint64_t *state, float lo, float hi) {
+    return lo + (hi - lo) * (float)(test_xs_u32(state) >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Uniform integer in [lo, hi]. */
+static inline size_t test_xs_size(uint64_t *state, size_t lo, size_t hi) {
+    return lo + test_xs_u32(state) % (hi - lo + 1);
+}
+
+/* malloc'ed [n] (at least one element) uniform in [lo, hi). */
+static inline float *test_xs_array(uint64_t *state, size_t n, float lo, float hi) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        p[i] = test_xs_float(state, lo, hi);
+    }
+    return p;
+}
+
+/* malloc'ed copy of x[n] (at least one element). */
+static inline float *test_copy_floats(const float *x, size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    memcpy(p, x, n * sizeof(float));
+    return p;
 }
 
 static int test_passed_count;

@@ -41,35 +41,6 @@
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
-static uint32_t rng_u32(void) {
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
-}
-
-static float rng_float(float lo, float hi) {
-    return lo + (hi - lo) * (float)(rng_u32() >> 8) * (1.0f / 16777216.0f);
-}
-
-static size_t rng_size(size_t lo, size_t hi) {
-    return lo + rng_u32() % (hi - lo + 1);
-}
-
-static float *rand_array(size_t n, float lo, float hi) {
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    for (size_t i = 0; i < n; i++) {
-        p[i] = rng_float(lo, hi);
-    }
-    return p;
-}
-
-static float *copy_array(const float *x, size_t n) {
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    memcpy(p, x, n * sizeof(float));
-    return p;
-}
-
 static float from_bits(uint32_t u) {
     float v;
     memcpy(&v, &u, sizeof v);
@@ -108,13 +79,13 @@ static const round_case round_cases[] = {
 static void round_level(const kz_kernels *level) {
     // Level vs definition: random values of every magnitude and the cases above.
     for (int trial = 0; trial < 50; trial++) {
-        const size_t rows = rng_size(1, 5);
-        const size_t cols = rng_size(0, 70);
-        const size_t ldx = cols + rng_size(0, 3);
-        const size_t ldy = cols + rng_size(0, 3);
+        const size_t rows = test_xs_size(&rng, 1, 5);
+        const size_t cols = test_xs_size(&rng, 0, 70);
+        const size_t ldx = cols + test_xs_size(&rng, 0, 3);
+        const size_t ldy = cols + test_xs_size(&rng, 0, 3);
         float *x = malloc((rows * ldx + 1) * sizeof(float));
         for (size_t i = 0; i < rows * ldx; i++) {
-            const uint32_t u = rng_u32();
+            const uint32_t u = test_xs_u32(&rng);
             x[i] = i % 7 == 0 ? from_bits(round_cases[u % 12].in) : from_bits(u);
         }
         uint16_t *y_ref = malloc((rows * ldy + 1) * sizeof(uint16_t));
@@ -181,12 +152,12 @@ typedef struct gemm_data {
 
 static gemm_data gemm_data_new(gemm_case c) {
     gemm_data d = {.c = c};
-    d.w = rand_array(c.taps * c.k_in * c.n, -1.0f, 1.0f);
+    d.w = test_xs_array(&rng, c.taps * c.k_in * c.n, -1.0f, 1.0f);
     CHECK(kz_packed_init_rows(&d.packed, c.taps, c.k_in, c.n, d.w) == 0);
     CHECK(kz_packed_bf16_init(&d.wb, &d.packed) == 0);
     d.ldx = 2 * d.wb.k_pairs + 2 * c.ldx_pad;
     d.x_rows = (c.rows - 1) + (c.taps - 1) * c.tap_stride + 1;
-    float *xf = rand_array(d.x_rows * d.ldx, -1.0f, 1.0f);
+    float *xf = test_xs_array(&rng, d.x_rows * d.ldx, -1.0f, 1.0f);
     d.x = malloc((d.x_rows * d.ldx + 1) * sizeof(uint16_t));
     kz_round_bf16_ref(d.x, d.ldx, xf, d.ldx, d.x_rows, c.k_in);
     for (size_t t = 0; t < d.x_rows; t++) { // beyond the pairs: NaN, must never be read
@@ -195,8 +166,8 @@ static gemm_data gemm_data_new(gemm_case c) {
         }
     }
     free(xf);
-    d.bias = c.has_bias ? rand_array(c.n, -0.5f, 0.5f) : NULL;
-    d.y_init = rand_array(c.rows * c.ldy, -2.0f, 2.0f);
+    d.bias = c.has_bias ? test_xs_array(&rng, c.n, -0.5f, 0.5f) : NULL;
+    d.y_init = test_xs_array(&rng, c.rows * c.ldy, -2.0f, 2.0f);
     return d;
 }
 
@@ -275,15 +246,15 @@ static gemm_case gemm_case_rand(size_t max_rows, size_t max_k_in, size_t max_n) 
     static const size_t taps_choice[] = {1, 2, 7};
     static const size_t stride_choice[] = {1, 3, 9};
     gemm_case c;
-    c.rows = rng_size(1, max_rows);
-    c.k_in = rng_size(1, max_k_in);
-    c.taps = taps_choice[rng_u32() % 3];
-    c.tap_stride = stride_choice[rng_u32() % 3];
-    c.n = rng_size(1, max_n);
-    c.ldx_pad = rng_u32() % 2 ? rng_size(1, 3) : 0;
-    c.ldy = c.n + (rng_u32() % 2 ? rng_size(1, 9) : 0);
-    c.mode = rng_u32() % 2 ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE;
-    c.has_bias = (int)(rng_u32() % 2);
+    c.rows = test_xs_size(&rng, 1, max_rows);
+    c.k_in = test_xs_size(&rng, 1, max_k_in);
+    c.taps = taps_choice[test_xs_u32(&rng) % 3];
+    c.tap_stride = stride_choice[test_xs_u32(&rng) % 3];
+    c.n = test_xs_size(&rng, 1, max_n);
+    c.ldx_pad = test_xs_u32(&rng) % 2 ? test_xs_size(&rng, 1, 3) : 0;
+    c.ldy = c.n + (test_xs_u32(&rng) % 2 ? test_xs_size(&rng, 1, 9) : 0);
+    c.mode = test_xs_u32(&rng) % 2 ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE;
+    c.has_bias = (int)(test_xs_u32(&rng) % 2);
     return c;
 }
 
@@ -296,7 +267,7 @@ static void use_any_bits(gemm_data *d) {
                                        0x7f7fffffu, 0xff800000u, 0x7f800001u, 0xffc12345u};
     const size_t n = d->c.taps * d->c.k_in * d->c.n;
     for (size_t i = 0; i < n; i++) {
-        const uint32_t u = rng_u32();
+        const uint32_t u = test_xs_u32(&rng);
         d->w[i] = i % 5 == 0 ? from_bits(special[u % 8]) : from_bits(u);
     }
     kz_packed_free(&d->packed);
@@ -361,8 +332,8 @@ static size_t n_checked[4], n_exact[4];
 static void gemm_parity(gemm_case c) {
     gemm_data d = gemm_data_new(c);
     const size_t ny = c.rows * c.ldy;
-    float *y_naive = copy_array(d.y_init, ny);
-    float *y_ref = copy_array(d.y_init, ny);
+    float *y_naive = test_copy_floats(d.y_init, ny);
+    float *y_ref = test_copy_floats(d.y_init, ny);
     gemm_naive(&d, y_naive);
     kz_gemm_bf16_args a = gemm_args(&d, y_ref);
     kz_gemm_bf16_ref(&a, 0, c.rows, 0, d.wb.n_panels);
@@ -372,7 +343,7 @@ static void gemm_parity(gemm_case c) {
         print_case("case", &c);
     }
     for (size_t v = 0; v < n_impls; v++) {
-        float *y = copy_array(d.y_init, ny);
+        float *y = test_copy_floats(d.y_init, ny);
         a.y = y;
         impls[v].gemm(&a, 0, c.rows, 0, d.wb.n_panels);
         int ok = 1;
@@ -424,9 +395,9 @@ static void gemm_parity(gemm_case c) {
 static size_t random_cuts(size_t n, size_t *bounds, size_t max_cuts) {
     size_t m = 0;
     bounds[m++] = 0;
-    const size_t cuts = n > 1 ? rng_size(0, max_cuts) : 0;
+    const size_t cuts = n > 1 ? test_xs_size(&rng, 0, max_cuts) : 0;
     for (size_t k = 0; k < cuts; k++) {
-        bounds[m++] = rng_size(1, n - 1);
+        bounds[m++] = test_xs_size(&rng, 1, n - 1);
     }
     bounds[m++] = n;
     for (size_t i = 1; i < m; i++) {
@@ -445,8 +416,8 @@ typedef void (*gemm_bf16_fn)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, s
 static void gemm_split(const char *name, gemm_bf16_fn gemm, gemm_case c) {
     gemm_data d = gemm_data_new(c);
     const size_t ny = c.rows * c.ldy;
-    float *y_one = copy_array(d.y_init, ny);
-    float *y_split = copy_array(d.y_init, ny);
+    float *y_one = test_copy_floats(d.y_init, ny);
+    float *y_split = test_copy_floats(d.y_init, ny);
     kz_gemm_bf16_args a = gemm_args(&d, y_one);
     gemm(&a, 0, c.rows, 0, d.wb.n_panels);
     size_t rb[16];

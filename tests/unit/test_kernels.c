@@ -33,37 +33,6 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static uint32_t rng_u32(void) {
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
-}
-
-/* Uniform in [lo, hi). */
-static float rng_float(float lo, float hi) {
-    return lo + (hi - lo) * (float)(rng_u32() >> 8) * (1.0f / 16777216.0f);
-}
-
-/* Uniform integer in [lo, hi]. */
-static size_t rng_size(size_t lo, size_t hi) {
-    return lo + rng_u32() % (hi - lo + 1);
-}
-
-static float *rand_array(size_t n, float lo, float hi) {
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    for (size_t i = 0; i < n; i++) {
-        p[i] = rng_float(lo, hi);
-    }
-    return p;
-}
-
-static float *copy_array(const float *src, size_t n) {
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    memcpy(p, src, n * sizeof(float));
-    return p;
-}
-
 static const kz_isa all_levels[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
 #define N_LEVELS (sizeof all_levels / sizeof all_levels[0])
 
@@ -222,7 +191,7 @@ static float weights_get(const void *ctx, size_t j, size_t i, size_t o) {
 }
 
 static weights weights_rand(size_t taps, size_t k_in, size_t n) {
-    weights w = {taps, k_in, n, rand_array(taps * k_in * n, -1.0f, 1.0f)};
+    weights w = {taps, k_in, n, test_xs_array(&rng, taps * k_in * n, -1.0f, 1.0f)};
     // A few exact zeros and negative zeros: their signs must survive too.
     for (size_t i = 0; i < taps * k_in * n; i += 17) {
         w.w[i] = (i & 1) ? -0.0f : 0.0f;
@@ -232,9 +201,9 @@ static weights weights_rand(size_t taps, size_t k_in, size_t n) {
 
 static void test_packing(void) {
     for (int trial = 0; trial < 40; trial++) {
-        const size_t taps = rng_size(1, 7);
-        const size_t k_in = rng_size(1, 40);
-        const size_t n = rng_size(1, 70);
+        const size_t taps = test_xs_size(&rng, 1, 7);
+        const size_t k_in = test_xs_size(&rng, 1, 40);
+        const size_t n = test_xs_size(&rng, 1, 70);
         weights w = weights_rand(taps, k_in, n);
         kz_packed p;
         CHECK(kz_packed_init(&p, taps, k_in, n, weights_get, &w) == 0);
@@ -288,14 +257,14 @@ static gemm_data gemm_data_new(gemm_case c) {
     d.w = weights_rand(c.taps, c.k_in, c.n);
     CHECK(kz_packed_init(&d.packed, c.taps, c.k_in, c.n, weights_get, &d.w) == 0);
     d.x_rows = (c.rows - 1) + (c.taps - 1) * c.tap_stride + 1;
-    d.x = rand_array(d.x_rows * c.ldx, -1.0f, 1.0f);
+    d.x = test_xs_array(&rng, d.x_rows * c.ldx, -1.0f, 1.0f);
     for (size_t t = 0; t < d.x_rows; t++) {
         for (size_t i = c.k_in; i < c.ldx; i++) {
             d.x[t * c.ldx + i] = NAN;
         }
     }
-    d.bias = c.has_bias ? rand_array(c.n, -0.5f, 0.5f) : NULL;
-    d.y_init = rand_array(c.rows * c.ldy, -2.0f, 2.0f);
+    d.bias = c.has_bias ? test_xs_array(&rng, c.n, -0.5f, 0.5f) : NULL;
+    d.y_init = test_xs_array(&rng, c.rows * c.ldy, -2.0f, 2.0f);
     return d;
 }
 
@@ -357,15 +326,15 @@ static gemm_case gemm_case_rand(size_t max_rows, size_t max_k_in, size_t max_n) 
     static const size_t taps_choice[] = {1, 2, 7};
     static const size_t stride_choice[] = {1, 3, 9};
     gemm_case c;
-    c.rows = rng_size(1, max_rows);
-    c.k_in = rng_size(1, max_k_in) | 1; // odd
-    c.taps = taps_choice[rng_u32() % 3];
-    c.tap_stride = stride_choice[rng_u32() % 3];
-    c.n = rng_size(1, max_n);
-    c.ldx = c.k_in + (rng_u32() % 2 ? rng_size(1, 5) : 0);
-    c.ldy = c.n + (rng_u32() % 2 ? rng_size(1, 9) : 0);
-    c.mode = rng_u32() % 2 ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE;
-    c.has_bias = (int)(rng_u32() % 2);
+    c.rows = test_xs_size(&rng, 1, max_rows);
+    c.k_in = test_xs_size(&rng, 1, max_k_in) | 1; // odd
+    c.taps = taps_choice[test_xs_u32(&rng) % 3];
+    c.tap_stride = stride_choice[test_xs_u32(&rng) % 3];
+    c.n = test_xs_size(&rng, 1, max_n);
+    c.ldx = c.k_in + (test_xs_u32(&rng) % 2 ? test_xs_size(&rng, 1, 5) : 0);
+    c.ldy = c.n + (test_xs_u32(&rng) % 2 ? test_xs_size(&rng, 1, 9) : 0);
+    c.mode = test_xs_u32(&rng) % 2 ? KZ_GEMM_ACCUMULATE : KZ_GEMM_STORE;
+    c.has_bias = (int)(test_xs_u32(&rng) % 2);
     return c;
 }
 
@@ -373,8 +342,8 @@ static gemm_case gemm_case_rand(size_t max_rows, size_t max_k_in, size_t max_n) 
 static void gemm_parity(gemm_case c) {
     gemm_data d = gemm_data_new(c);
     const size_t ny = c.rows * c.ldy;
-    float *y_naive = copy_array(d.y_init, ny);
-    float *y_ref = copy_array(d.y_init, ny);
+    float *y_naive = test_copy_floats(d.y_init, ny);
+    float *y_ref = test_copy_floats(d.y_init, ny);
     gemm_naive(&d, y_naive);
     kz_gemm_args a = gemm_args(&d, y_ref);
     kz_kernels_scalar.gemm(&a, 0, c.rows, 0, d.packed.n_panels);
@@ -384,7 +353,7 @@ static void gemm_parity(gemm_case c) {
         print_case("scalar != naive", &c);
     }
     for (size_t l = 0; l < n_simd_levels; l++) {
-        float *y = copy_array(d.y_init, ny);
+        float *y = test_copy_floats(d.y_init, ny);
         a.y = y;
         simd_levels[l]->gemm(&a, 0, c.rows, 0, d.packed.n_panels);
         const int ok = memcmp(y, y_ref, ny * sizeof(float)) == 0;
@@ -403,9 +372,9 @@ static void gemm_parity(gemm_case c) {
 static size_t random_cuts(size_t n, size_t *bounds, size_t max_cuts) {
     size_t m = 0;
     bounds[m++] = 0;
-    const size_t cuts = n > 1 ? rng_size(0, max_cuts) : 0;
+    const size_t cuts = n > 1 ? test_xs_size(&rng, 0, max_cuts) : 0;
     for (size_t k = 0; k < cuts; k++) {
-        bounds[m++] = rng_size(1, n - 1);
+        bounds[m++] = test_xs_size(&rng, 1, n - 1);
     }
     bounds[m++] = n;
     for (size_t i = 1; i < m; i++) { // insertion sort, duplicates allowed (empty parts)
@@ -422,8 +391,8 @@ static size_t random_cuts(size_t n, size_t *bounds, size_t max_cuts) {
 static void gemm_split(const kz_kernels *k, gemm_case c) {
     gemm_data d = gemm_data_new(c);
     const size_t ny = c.rows * c.ldy;
-    float *y_one = copy_array(d.y_init, ny);
-    float *y_split = copy_array(d.y_init, ny);
+    float *y_one = test_copy_floats(d.y_init, ny);
+    float *y_split = test_copy_floats(d.y_init, ny);
     kz_gemm_args a = gemm_args(&d, y_one);
     k->gemm(&a, 0, c.rows, 0, d.packed.n_panels);
     size_t rb[16];
@@ -498,14 +467,14 @@ static void snake_at(const kz_kernels *k, float *y, const float *x, size_t rows,
 
 static void test_snake(void) {
     for (int trial = 0; trial < 60; trial++) {
-        const size_t rows = rng_size(1, 5);
-        const size_t ch = rng_size(1, 70);
+        const size_t rows = test_xs_size(&rng, 1, 5);
+        const size_t ch = test_xs_size(&rng, 1, 70);
         const size_t n = rows * ch;
         // Realistic activations; every 7th trial adds huge arguments (libm fallback lanes).
         const float span = trial % 7 == 6 ? 1e6f : 10.0f;
-        float *x = rand_array(n, -span, span);
-        float *alpha = rand_array(ch, -2.0f, 2.0f);
-        float *ib = rand_array(ch, -2.0f, 2.0f);
+        float *x = test_xs_array(&rng, n, -span, span);
+        float *alpha = test_xs_array(&rng, ch, -2.0f, 2.0f);
+        float *ib = test_xs_array(&rng, ch, -2.0f, 2.0f);
         for (size_t c = 0; c < ch; c++) {
             alpha[c] = expf(alpha[c]);
             ib[c] = 1.0f / (expf(ib[c]) + 1e-9f);
@@ -525,7 +494,7 @@ static void test_snake(void) {
             CHECK_MSG(memcmp(y, y1, n * sizeof(float)) == 0, "%s snake depends on alignment",
                       k->name);
             // In place.
-            float *yi = copy_array(x, n);
+            float *yi = test_copy_floats(x, n);
             k->snake_beta(yi, yi, rows, ch, alpha, ib);
             CHECK_MSG(memcmp(y, yi, n * sizeof(float)) == 0, "%s snake in place differs",
                       k->name);
@@ -570,9 +539,10 @@ static void test_sin_accuracy(void) {
     float *ib = malloc(N * sizeof(float));
     float *y = malloc(N * sizeof(float));
     for (size_t i = 0; i < N; i++) {
-        float a = i < N / 2 ? rng_float(-1e4f, 1e4f) : rng_float(-4.0f, 4.0f);
+        float a = i < N / 2 ? test_xs_float(&rng, -1e4f, 1e4f) : test_xs_float(&rng, -4.0f, 4.0f);
         if (i % 5 == 0) { // near multiples of pi / 2, where the reduction works hardest
-            a = (float)(rng_size(0, 6000) * 1.5707963267948966) + rng_float(-1e-3f, 1e-3f);
+            a = (float)(test_xs_size(&rng, 0, 6000) * 1.5707963267948966) +
+                test_xs_float(&rng, -1e-3f, 1e-3f);
         }
         x[i] = ldexpf(1.0f, -100);
         alpha[i] = ldexpf(a, 100);
@@ -608,15 +578,15 @@ static void test_sin_accuracy(void) {
 
 static void test_norms(void) {
     for (int trial = 0; trial < 60; trial++) {
-        const size_t rows = rng_size(1, 4);
-        const size_t ch = trial < 50 ? rng_size(1, 140) : rng_size(1000, 3000);
+        const size_t rows = test_xs_size(&rng, 1, 4);
+        const size_t ch = trial < 50 ? test_xs_size(&rng, 1, 140) : test_xs_size(&rng, 1000, 3000);
         const size_t n = rows * ch;
-        float *x = rand_array(n, -3.0f, 3.0f);
+        float *x = test_xs_array(&rng, n, -3.0f, 3.0f);
         for (size_t i = 0; i < n; i++) {
             x[i] += 0.5f; // a non-zero mean for layer_norm
         }
-        float *w = rand_array(ch, 0.5f, 1.5f);
-        float *b = rand_array(ch, -0.5f, 0.5f);
+        float *w = test_xs_array(&rng, ch, 0.5f, 1.5f);
+        float *b = test_xs_array(&rng, ch, -0.5f, 0.5f);
         const float eps = 1e-5f;
         float *rms_ref = malloc(n * sizeof(float));
         float *ln_ref = malloc(n * sizeof(float));
@@ -625,7 +595,7 @@ static void test_norms(void) {
         for (size_t l = 0; l < n_simd_levels; l++) {
             const kz_kernels *k = simd_levels[l];
             float *y = malloc(n * sizeof(float));
-            float *yi = copy_array(x, n);
+            float *yi = test_copy_floats(x, n);
             // Tolerance: a sum of squares in another order scales a whole row by
             // 1 + d with |d| a few ulps times sqrt(n): 4e-6 relative per element.
             k->rms_norm(y, x, w, rows, ch, eps);
@@ -677,9 +647,9 @@ static int same_kind(float a, float b) {
 
 static void test_gelu_swiglu(void) {
     for (int trial = 0; trial < 40; trial++) {
-        const size_t n = trial == 0 ? N_SPECIALS : rng_size(1, 300);
-        float *x = rand_array(n, -8.0f, 8.0f);
-        float *up = rand_array(n, -2.0f, 2.0f);
+        const size_t n = trial == 0 ? N_SPECIALS : test_xs_size(&rng, 1, 300);
+        float *x = test_xs_array(&rng, n, -8.0f, 8.0f);
+        float *up = test_xs_array(&rng, n, -2.0f, 2.0f);
         if (trial == 0) {
             memcpy(x, specials, sizeof specials);
         } else {
@@ -694,7 +664,7 @@ static void test_gelu_swiglu(void) {
         for (size_t l = 0; l < n_simd_levels; l++) {
             const kz_kernels *k = simd_levels[l];
             float *y = malloc(n * sizeof(float));
-            float *yi = copy_array(x, n);
+            float *yi = test_copy_floats(x, n);
             // GELU tolerance: the vector erf is within 1.5e-7 absolute of erf, so
             // |y - y_ref| <= 2.5e-7 |x| + 1 ulp of y_ref.
             k->gelu(y, x, n);
@@ -768,17 +738,17 @@ static void test_gelu_accuracy(void) {
 
 static void test_dot_axpy(void) {
     for (int trial = 0; trial < 80; trial++) {
-        const size_t n = trial < 70 ? rng_size(0, 300) : rng_size(1000, 5000);
+        const size_t n = trial < 70 ? test_xs_size(&rng, 0, 300) : test_xs_size(&rng, 1000, 5000);
         // One extra element so the same data can be used at offset 1.
-        float *a = rand_array(n + 1, -1.0f, 1.0f);
-        float *b = rand_array(n + 1, -1.0f, 1.0f);
-        const float s = rng_float(-2.0f, 2.0f);
+        float *a = test_xs_array(&rng, n + 1, -1.0f, 1.0f);
+        float *b = test_xs_array(&rng, n + 1, -1.0f, 1.0f);
+        const float s = test_xs_float(&rng, -2.0f, 2.0f);
         double abs_sum = 0.0;
         for (size_t i = 0; i < n; i++) {
             abs_sum += fabs((double)a[i] * b[i]);
         }
         const float d_ref = kz_kernels_scalar.dot(a, b, n);
-        float *y_ref = copy_array(b, n + 1);
+        float *y_ref = test_copy_floats(b, n + 1);
         kz_kernels_scalar.axpy(y_ref, s, a, n);
         for (size_t l = 0; l < n_simd_levels; l++) {
             const kz_kernels *k = simd_levels[l];
@@ -792,7 +762,7 @@ static void test_dot_axpy(void) {
             const float d1 = k->dot(a1 + 1, b1 + 1, n);
             CHECK_MSG(memcmp(&d, &d1, sizeof d) == 0, "%s dot depends on alignment", k->name);
             // axpy: bit-identical to scalar (mul then add per element).
-            float *y = copy_array(b, n + 1);
+            float *y = test_copy_floats(b, n + 1);
             k->axpy(y, s, a, n);
             CHECK_MSG(memcmp(y, y_ref, (n + 1) * sizeof(float)) == 0, "%s axpy differs (n %zu)",
                       k->name, n);
@@ -823,19 +793,19 @@ static void test_mix_rows(void) {
     const int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
     for (int trial = 0; trial < 120 + 2 * n_fixed; trial++) {
         const int f = trial < 2 * n_fixed ? trial % n_fixed : -1;
-        const size_t n = trial < 100 ? rng_size(0, 70) : rng_size(200, 1100);
-        const size_t n_src = f >= 0 ? fixed[f][1] : rng_size(1, KZ_MIX_MAX_SRC);
-        const size_t n_dst = f >= 0 ? fixed[f][0] : rng_size(1, 16);
-        float *in = rand_array(n_src * (n + 3) + 1, -2.0f, 2.0f);
-        float *mat = rand_array(n_dst * n_src, -3.0f, 3.0f);
+        const size_t n = trial < 100 ? test_xs_size(&rng, 0, 70) : test_xs_size(&rng, 200, 1100);
+        const size_t n_src = f >= 0 ? fixed[f][1] : test_xs_size(&rng, 1, KZ_MIX_MAX_SRC);
+        const size_t n_dst = f >= 0 ? fixed[f][0] : test_xs_size(&rng, 1, 16);
+        float *in = test_xs_array(&rng, n_src * (n + 3) + 1, -2.0f, 2.0f);
+        float *mat = test_xs_array(&rng, n_dst * n_src, -3.0f, 3.0f);
         const float *src[KZ_MIX_MAX_SRC];
         for (size_t s = 0; s < n_src; s++) {
             src[s] = in + 1 + s * (n + 3);
         }
         const size_t stride = n + 2, ny = n_dst * stride;
-        float *y_naive = rand_array(ny, -1.0f, 1.0f);
-        float *y_ref = copy_array(y_naive, ny);
-        float *y = copy_array(y_naive, ny);
+        float *y_naive = test_xs_array(&rng, ny, -1.0f, 1.0f);
+        float *y_ref = test_copy_floats(y_naive, ny);
+        float *y = test_copy_floats(y_naive, ny);
         float *d_ref[16];
         float *d[16];
         for (size_t r = 0; r < n_dst; r++) {
