@@ -1,7 +1,8 @@
 /*
  * gemm_avx2.c - AVX2 + FMA conv-GEMM, bit-identical to ref/gemm_ref.c.
  *
- * Data flow for one call, rows [t0, t1) x panels [p0, p1):
+ * Data flow for one call, rows [t0, t1) x panels [p0, p1) (the blocking is
+ * kernels/gemm_panel_drive.h, shared with the bf16 FMA kernels; the tile is this file's):
  *
  *   for each row block of up to mc rows       (its x rows, all taps, stay in L2)
  *     for each 16-column panel p
@@ -32,7 +33,6 @@
  * shapes (few rows, large weights).
  */
 #include "kernels/kernels.h"
-#include "kernels/gemm_blocking.h"
 
 #include "kernels/x86/gemm_store_avx2.h"
 #include "runtime/error.h"
@@ -49,23 +49,7 @@ enum {
 // (512 KB on Zen 1, 1-2 MB on recent cores).
 #define X_BLOCK_BYTES (320u * 1024u)
 
-typedef struct tile_job {
-    const float *x;     // x row of the tile's first output row
-    size_t ldx;         // x row stride
-    size_t tap_step;    // tap_stride * ldx
-    size_t k_in;        // input channels per tap
-    const float *panel; // [taps * k_in, 16]
-    size_t r0;          // k block: flat panel rows [r0, r1), r = j * k_in + i
-    size_t r1;
-    float *part;        // [MR, 16] partial sums carried between k blocks
-    int first;          // r0 == 0: start from zero
-    int last;           // r1 == taps * k_in: run the epilogue
-    float *y;           // y row of the tile's first row, at the panel's first column
-    size_t ldy;         // y row stride
-    const float *bias;  // bias at the panel's first column, or NULL
-    int accumulate;     // KZ_GEMM_ACCUMULATE
-    size_t width;       // valid columns of this panel, 1..16
-} tile_job;
+#include "kernels/gemm_panel_drive.h"
 
 /* One micro-tile of `rows` (1..MR, a constant after inlining) over one k block.
  * The accumulators are named variables, not an array, so that GCC keeps all
@@ -85,11 +69,11 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
     size_t r = jb->r0;
     while (r < jb->r1) {
         // One segment per tap inside the k block: x moves to the tap's rows.
-        const size_t j = r / jb->k_in;
-        const size_t i = r - j * jb->k_in;
-        const size_t end = (j + 1) * jb->k_in < jb->r1 ? (j + 1) * jb->k_in : jb->r1;
+        const size_t j = r / jb->tap_rows;
+        const size_t i = r - j * jb->tap_rows;
+        const size_t end = (j + 1) * jb->tap_rows < jb->r1 ? (j + 1) * jb->tap_rows : jb->r1;
         const float *xp = jb->x + j * jb->tap_step + i;
-        const float *wp = jb->panel + r * KZ_PANEL;
+        const float *wp = (const float *)jb->panel + r * KZ_PANEL;
         const size_t count = end - r;
         for (size_t k = 0; k < count; k++) {
             // The first tile of a k block streams the panel from L2 or DRAM.
@@ -139,44 +123,6 @@ static void tile_rows(const tile_job *jb, size_t rows) {
 }
 
 void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
-    const kz_packed *w = a->w;
-    KZ_ASSERT(t0 <= t1 && t1 <= a->n_rows && p0 <= p1 && p1 <= w->n_panels);
-    KZ_ASSERT(a->ldy >= w->n && a->ldx >= w->k_in);
-    const size_t k_rows = w->taps * w->k_in;
-    const size_t span = w->taps ? (w->taps - 1) * a->tap_stride : 0;
-    const size_t x_row_bytes = (w->k_in ? w->k_in : 1) * sizeof(float);
-    const size_t mc = kz_gemm_row_block(t1 > t0 ? t1 - t0 : 0, x_row_bytes, span, MR, MC_MAX,
-                                        X_BLOCK_BYTES);
-    _Alignas(32) float part[MC_MAX * KZ_PANEL];
-    tile_job jb = {
-        .ldx = a->ldx,
-        .tap_step = a->tap_stride * a->ldx,
-        .k_in = w->k_in,
-        .ldy = a->ldy,
-        .accumulate = a->mode == KZ_GEMM_ACCUMULATE,
-    };
-    for (size_t tb = t0; tb < t1; tb += mc) {
-        const size_t te = t1 - tb < mc ? t1 : tb + mc;
-        for (size_t p = p0; p < p1; p++) {
-            const size_t o0 = p * KZ_PANEL;
-            jb.panel = w->data + p * k_rows * KZ_PANEL;
-            jb.width = w->n - o0 < KZ_PANEL ? w->n - o0 : KZ_PANEL;
-            jb.bias = a->bias ? a->bias + o0 : NULL;
-            size_t r0 = 0;
-            do {
-                const size_t r1 = k_rows - r0 < KC ? k_rows : r0 + KC;
-                jb.r0 = r0;
-                jb.r1 = r1;
-                jb.first = r0 == 0;
-                jb.last = r1 == k_rows;
-                for (size_t t = tb; t < te; t += MR) {
-                    jb.x = a->x + t * a->ldx;
-                    jb.y = a->y + t * a->ldy + o0;
-                    jb.part = part + (t - tb) * KZ_PANEL;
-                    tile_rows(&jb, te - t < MR ? te - t : MR);
-                }
-                r0 = r1;
-            } while (r0 < k_rows);
-        }
-    }
+    const panel_gemm g = panel_gemm_f32(a);
+    panel_drive(&g, t0, t1, p0, p1);
 }

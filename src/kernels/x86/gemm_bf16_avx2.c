@@ -11,7 +11,7 @@
  * Data flow: layers/conv.c rounds the conv input once per call with
  * kz_round_bf16_f32_avx2 (bf16 values kept as fp32, args.xf); given only bf16 rows
  * (args.x: tests, other callers) each tile widens its rows per tap segment first.
- * Then the blocking of gemm_bf16_fma.h (shared with NEON: row blocks, 16-column
+ * Then the blocking of gemm_panel_drive.h (shared with NEON: row blocks, 16-column
  * panels, k blocks of up to KC pair rows, one 64-byte panel row holding a pair of
  * input channels) runs this file's micro-tile:
  *
@@ -48,7 +48,7 @@ enum {
 // Budget for the fp32 x rows (all taps) of one row block, reused by every panel from L2.
 #define X_BLOCK_BYTES (320u * 1024u)
 
-#include "kernels/gemm_bf16_fma.h"
+#include "kernels/gemm_panel_drive.h"
 
 /* The odd (high) and even (low) bf16 halves of 32-bit pairs as fp32, exactly. */
 static inline __attribute__((always_inline)) __m256 odd_f32(__m256i v, __m256i mask) {
@@ -93,15 +93,15 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
     size_t r = jb->r0;
     while (r < jb->r1) {
         // One segment per tap inside the k block: x moves to the tap's rows.
-        const size_t j = r / jb->k_pairs;
-        const size_t q0 = r - j * jb->k_pairs;
-        const size_t end = (j + 1) * jb->k_pairs < jb->r1 ? (j + 1) * jb->k_pairs : jb->r1;
-        const uint16_t *wp = jb->panel + r * KZ_PANEL * 2;
+        const size_t j = r / jb->tap_rows;
+        const size_t q0 = r - j * jb->tap_rows;
+        const size_t end = (j + 1) * jb->tap_rows < jb->r1 ? (j + 1) * jb->tap_rows : jb->r1;
+        const uint16_t *wp = (const uint16_t *)jb->panel + r * KZ_PANEL * 2;
         const size_t count = end - r;
-        const float *xs = jb->xf ? jb->xf + j * jb->tap_step + 2 * q0 : xw[0];
-        const size_t xstride = jb->xf ? ldx : 2 * KC;
-        if (!jb->xf) {
-            const uint16_t *xp = jb->x + j * jb->tap_step + 2 * q0;
+        const float *xs = jb->x ? jb->x + j * jb->tap_step + 2 * q0 : xw[0];
+        const size_t xstride = jb->x ? ldx : 2 * KC;
+        if (!jb->x) {
+            const uint16_t *xp = jb->xh + j * jb->tap_step + 2 * q0;
             for (int q = 0; q < rows; q++) {
                 widen(xw[q], xp + (size_t)q * ldx, 2 * count);
             }
@@ -156,7 +156,8 @@ static void tile_rows(const tile_job *jb, size_t rows) {
 }
 
 void kz_gemm_bf16_avx2(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
-    bf16_fma_drive(a, t0, t1, p0, p1);
+    const panel_gemm g = panel_gemm_bf16(a);
+    panel_drive(&g, t0, t1, p0, p1);
 }
 
 /* kz_bf16_round on 8 lanes: RNE, denormals to signed zero, NaN quieted. */
