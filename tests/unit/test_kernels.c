@@ -789,7 +789,8 @@ static void test_mix_rows(void) {
                                       {3, 10}, {2, 10}, {1, 10}, {12, 12}, {6, 13}, {6, 12},
                                       {5, 13}, {4, 13}, {1, 13}, {5, 12}, {2, 12}, {7, 7},
                                       {6, 8},   {6, 7},  {5, 8},  {1, 8},  {5, 5},  {4, 6},
-                                      {16, 16}, {10, 17}, {10, 16}, {9, 17}, {5, 17}, {1, 16}};
+                                      {16, 16}, {10, 17}, {10, 16}, {9, 17}, {5, 17}, {1, 16},
+                                      {4, 5}};
     const int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
     for (int trial = 0; trial < 120 + 2 * n_fixed; trial++) {
         const int f = trial < 2 * n_fixed ? trial % n_fixed : -1;

@@ -271,6 +271,7 @@ static void axpy_neon(float *y, float a, const float *x, size_t n) {
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 4-float vectors (not timed on ARM). */
 #define MIX_COLS 4
+#define MIX_ACC 24 /* 32 q registers */
 #define MIX_VEC float32x4_t
 #define MIX_LOAD(p) vld1q_f32(p)
 #define MIX_ZERO() vdupq_n_f32(0.0f)

@@ -246,6 +246,7 @@ static void axpy_avx2(float *y, float a, const float *x, size_t n) {
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 8-float vectors. */
 #define MIX_COLS 8
+#define MIX_ACC 12 /* 16 ymm: 12 accumulators, two source vectors, a broadcast */
 #define MIX_VEC __m256
 #define MIX_LOAD(p) _mm256_loadu_ps(p)
 #define MIX_ZERO() _mm256_setzero_ps()

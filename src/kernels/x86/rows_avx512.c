@@ -231,6 +231,7 @@ static void axpy_avx512(float *y, float a, const float *x, size_t n) {
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 16-float vectors. */
 #define MIX_COLS 16
+#define MIX_ACC 24 /* 32 zmm */
 #define MIX_VEC __m512
 #define MIX_LOAD(p) _mm512_loadu_ps(p)
 #define MIX_ZERO() _mm512_setzero_ps()
