@@ -8,8 +8,9 @@
  * decoder blocks lives in a; residual units write conv1's output to c and add
  * conv2's output back into a (fused in the GEMM). Frames are processed in
  * internal steps of at most max_frames, so memory does not depend on the
- * number of frames; within a step the last block's input waits in d while the
- * last block and the final conv run on tails of KZ_CODEC_TAIL_FRAMES frames.
+ * number of frames; within a step the input of the last KZ_CODEC_TAIL_BLOCKS blocks
+ * waits in d while those blocks and the final conv run on tails of
+ * KZ_CODEC_TAIL_FRAMES frames.
  * With bf16 or winograd-bf16, x_bf16 holds the rounded input rows of the bf16
  * convs (kz_conv_run), lent to the exec for the call.
  */
@@ -38,12 +39,18 @@ static void tap(kz_codec_state *s, const char *stage, const float *rows, size_t 
 
 /* --- state ---------------------------------------------------------------- */
 
-/* Frames of the last block's tails in a step of max_frames frames. */
+/* Frames of the tails in a step of max_frames frames. */
 static size_t tail_frames(size_t max_frames) {
     return max_frames < KZ_CODEC_TAIL_FRAMES ? max_frames : KZ_CODEC_TAIL_FRAMES;
 }
 
-/* Largest [rows (+ history), ch] any stage needs for max_frames frames (the last block
+/* The first decoder block that runs in tails (KZ_CODEC_TAIL_BLOCKS from the end). */
+static int first_tail_block(const kz_codec_config *c) {
+    const int first = c->n_upsample_rates - KZ_CODEC_TAIL_BLOCKS;
+    return first > 0 ? first : 0;
+}
+
+/* Largest [rows (+ history), ch] any stage needs for max_frames frames (the tail blocks
  * and the final conv for a tail). */
 static size_t scratch_floats(const kz_codec_decoder *d, size_t max_frames) {
     const kz_codec_config *c = &d->cfg;
@@ -59,8 +66,8 @@ static size_t scratch_floats(const kz_codec_decoder *d, size_t max_frames) {
     KEEP(rows + 6, latent);
     for (int i = 0; i < c->n_upsample_rates; i++) {
         const kz_decoder_block *b = &d->blocks[i];
-        KEEP(rows + 1, (size_t)b->c_in);
-        if (i == c->n_upsample_rates - 1) {
+        KEEP(rows + 1, (size_t)b->c_in); // the first tail block's: its whole input waits in d
+        if (i == first_tail_block(c)) {
             rows = kz_block_in_rows(b) * tail_frames(max_frames);
         }
         rows *= (size_t)b->rate;
@@ -103,7 +110,8 @@ static void wino_need(const kz_wino *w, size_t frame_rows, size_t max_frames, si
     *n_idx = idx > *n_idx ? idx : *n_idx;
 }
 
-/* The largest Winograd scratch of any conv for max_frames frames (the last block's for a tail). */
+/* The largest Winograd scratch of any conv for max_frames frames (the tail blocks' for a
+ * tail). */
 static kz_status init_wino_scratch(kz_codec_state *s, const kz_codec_decoder *d,
                                    size_t max_frames) {
     size_t n_f = 0, n_idx = 0;
@@ -111,7 +119,7 @@ static kz_status init_wino_scratch(kz_codec_state *s, const kz_codec_decoder *d,
     for (int i = 0; i < d->cfg.n_upsample_rates; i++) {
         const kz_decoder_block *b = &d->blocks[i];
         const size_t frames =
-            i == d->cfg.n_upsample_rates - 1 ? tail_frames(max_frames) : max_frames;
+            i >= first_tail_block(&d->cfg) ? tail_frames(max_frames) : max_frames;
         wino_need(&b->up_wino, kz_block_in_rows(b), frames, &n_f, &n_idx);
         for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
             wino_need(&b->res[r].wino1, b->frame_rows, frames, &n_f, &n_idx);
@@ -360,22 +368,23 @@ static void final_conv(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
     }
 }
 
-/* Decoder blocks and the final conv: s->a -> pcm. The last block's input rows wait in
- * s->d; the last block and the final conv take them a tail of frames at a time. */
+/* Decoder blocks and the final conv: s->a -> pcm. The first tail block's input rows wait
+ * in s->d; the tail blocks and the final conv take them a tail of frames at a time. */
 static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, size_t rows,
                     float *pcm) {
     static const char *names[] = {"block.1", "block.2", "block.3", "block.4",
                                   "block.5", "block.6", "block.7", "block.8"};
-    const int last = d->cfg.n_upsample_rates - 1;
+    const int first = first_tail_block(&d->cfg), last = d->cfg.n_upsample_rates - 1;
     double t0 = now_ms();
-    for (int i = 0; i < last; i++) {
+    for (int i = 0; i < first; i++) {
         decoder_block(d, s, e, i, rows);
         rows *= (size_t)d->blocks[i].rate;
         tap(s, names[i], s->a, rows, (size_t)d->blocks[i].c_out);
     }
-    const kz_decoder_block *b = &d->blocks[last];
+    const kz_decoder_block *b = &d->blocks[first];
     const size_t in_rows = kz_block_in_rows(b), n_frames = rows / in_rows;
     const size_t tail = tail_frames(s->max_frames), row_floats = in_rows * (size_t)b->c_in;
+    const size_t pcm_rows = d->blocks[last].frame_rows;
     if (n_frames > tail) {
         memcpy(s->d, s->a, n_frames * row_floats * sizeof(float));
     }
@@ -384,9 +393,13 @@ static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, si
         if (n_frames > tail) {
             memcpy(s->a, s->d + f0 * row_floats, nf * row_floats * sizeof(float));
         }
-        decoder_block(d, s, e, last, nf * in_rows);
-        tap(s, names[last], s->a, nf * b->frame_rows, (size_t)b->c_out);
-        final_conv(d, s, e, nf * b->frame_rows, pcm + f0 * b->frame_rows);
+        size_t r = nf * in_rows;
+        for (int i = first; i <= last; i++) {
+            decoder_block(d, s, e, i, r);
+            r *= (size_t)d->blocks[i].rate;
+            tap(s, names[i], s->a, r, (size_t)d->blocks[i].c_out);
+        }
+        final_conv(d, s, e, r, pcm + f0 * pcm_rows);
     }
     s->ms[MS_VOCODER] += now_ms() - t0;
 }

@@ -18,8 +18,8 @@
 #include "synth/prompt_cache.h"
 
 /* Frames per internal codec step: bounds the codec's scratch memory
- * independently of request size (the last decoder block runs in tails of
- * KZ_CODEC_TAIL_FRAMES; at release dimensions the state holds 31.6 MB in f32, 67.8 MB
+ * independently of request size (the last two decoder blocks run in tails of
+ * KZ_CODEC_TAIL_FRAMES; at release dimensions the scratch holds 16.1 MB in f32, 34.3 MB
  * under winograd-bf16, docs/PERF.md).
  * The step re-reads the codec's weights (374 MB under winograd-bf16 at 0.6B), so it matches the
  * pacer's largest chunk (KZ_PACER_MAX_FRAMES). */
