@@ -5,7 +5,8 @@ One measurement of a shared host reads the host as much as the engine (docs/PERF
 DRAM bandwidth swings 31-60 GB/s within an hour), so this runs `kztts bench --json` on the
 8-bit and the 4-bit GGUF in alternation, `--rounds` times, and reports per target every
 round's value, the median and how many rounds met it, next to each round's DRAM probe and
-chunk count.
+chunk count, and the real-time factor this machine allows at all (`floor_rtf`: every stage
+at its floor, the measured DRAM rate or FMA peak, one after another).
 
 Data flow: for round r, for each recipe (order alternating by round):
     kztts bench -m GGUF --threads T --frames F --codec-precision fast --repeat R --json
@@ -43,9 +44,11 @@ METRICS = [
     ("q8", "codec forms stored (1 = yes)", lambda j: int(j["codec_forms_stored"]), None),
     ("q8", "chunks per run", lambda j: j["streaming"]["chunks_per_run"], None),
     ("q8", "DRAM probe GB/s", lambda j: j["machine"]["read_gbs"], None),
+    ("q8", "floor RTF (every stage at its limit)", lambda j: j.get("floor_rtf") or 0, None),
     ("q4", "streaming RTF", lambda j: j["streaming"]["rtf"], 0.55),
     ("q4", "offline RTF", lambda j: j["offline"]["rtf"], 0.55),
     ("q4", "DRAM probe GB/s", lambda j: j["machine"]["read_gbs"], None),
+    ("q4", "floor RTF (every stage at its limit)", lambda j: j.get("floor_rtf") or 0, None),
 ]
 
 

@@ -97,7 +97,7 @@ def main():
         check(run([a.kztts] + cmd).returncode == 0, f"{cmd} exits 0")
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1"])
     check(r.returncode == 0 and b"real-time factor" in r.stdout and b"% of floor" in r.stdout
-          and b"FMA peak" in r.stdout, f"bench: {r.stderr.decode()}")
+          and b"FMA peak" in r.stdout and b"floor RTF" in r.stdout, f"bench: {r.stderr.decode()}")
     # Adaptive chunks need a listener: the decoder-only bench refuses --chunk 0.
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--chunk", "0"])
     check(r.returncode == 2 and b"--chunk" in r.stderr and not r.stdout,
@@ -199,6 +199,10 @@ def check_bench_json(a):
               and (s.get("floor_ms_per_frame") or 0) > 0, f"bench --json: stage {name}: {s}")
     check(j["model_load_ms"] > 0 and j["peak_rss_mb"] > 0 and j["streaming"]["rtf"] > 0
           and j["offline"]["rtf"] > 0, "bench --json: load, RSS, real-time factors")
+    floors = sum(s["floor_ms_per_frame"] for s in j["stages"] if s.get("floor_ms_per_frame"))
+    check(floors > 0 and abs((j.get("floor_rtf") or 0) - floors / 80) <= 1e-5 * floors / 80,
+          f"bench --json: floor_rtf = the stage floors' sum / 80 ms: {j.get('floor_rtf')}, "
+          f"{floors / 80}")
     codec = stages.get("codec decoder", {}).get("ms_per_frame")
     check(j["streaming"].get("codec_ms_per_frame") == codec and codec
           and (j["offline"].get("codec_ms_per_frame") or 0) > 0,
@@ -226,7 +230,7 @@ def check_acceptance_script(a):
         j = json.loads(r.stdout)
     except ValueError:
         j = {}
-    check(r.returncode == 0 and len(j.get("rounds", [])) == 2 and len(j.get("targets", [])) == 16,
+    check(r.returncode == 0 and len(j.get("rounds", [])) == 2 and len(j.get("targets", [])) == 18,
           f"acceptance.py: {r.returncode} {r.stderr.decode()}")
     if not j:
         return
@@ -241,6 +245,10 @@ def check_acceptance_script(a):
     check(cached.get("values") == [rd["q8"]["first_audio_streaming_layout_cached_ms"]
                                    for rd in j["rounds"]] and "met" not in cached,
           f"acceptance.py: the cached streaming-layout first audio, shown only: {cached}")
+    floor = rows.get(("q4", "floor RTF (every stage at its limit)"), {})
+    check(floor.get("values") == [rd["q4"]["floor_rtf"] for rd in j["rounds"]]
+          and all(v > 0 for v in floor["values"]) and "met" not in floor,
+          f"acceptance.py: the floor RTF, shown only: {floor}")
     forms = rows.get(("q8", "codec forms stored (1 = yes)"), {})
     check(forms.get("values") == [0, 0] and [rd["q8"]["codec_forms_stored"] for rd in j["rounds"]]
           == [False, False], f"acceptance.py: a directory has no stored codec forms: {forms}")

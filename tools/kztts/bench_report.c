@@ -19,6 +19,27 @@ static double pct_of_floor(const bench_stage *s) {
     return s->floor_ms > 0 && s->compared_ms > 0 ? 100.0 * s->floor_ms / s->compared_ms : 0;
 }
 
+/* The real-time factor with every stage that has a rate at its floor, one after another
+ * (the fastest these runs could go on this machine at its measured limits; sampling and
+ * the rest count 0). 0 with the overlap schedule, whose stages share the cores, or when a
+ * stage with a rate has no floor. */
+static double floor_rtf(const bench_result *r) {
+    if (r->overlap) {
+        return 0;
+    }
+    double ms = 0;
+    for (int i = 0; i < r->n_stages; i++) {
+        const bench_stage *s = &r->stages[i];
+        if (s->unit != BENCH_UNIT_NONE) {
+            if (s->floor_ms <= 0) {
+                return 0;
+            }
+            ms += s->floor_ms;
+        }
+    }
+    return ms / 80;
+}
+
 /* --- text -------------------------------------------------------------------- */
 
 static const char *plural(int n) {
@@ -75,6 +96,11 @@ static void text_stages(const bench_result *r) {
             printf(" %14.2f %10.0f %%", s->floor_ms, pct_of_floor(s));
         }
         printf("%s%s\n", s->note ? "  " : "", s->note ? s->note : "");
+    }
+    const double f = floor_rtf(r);
+    if (f > 0) {
+        printf("floor RTF           %8.3f  (the stages above at their floors, one after another)\n",
+               f);
     }
 }
 
@@ -223,6 +249,7 @@ void bench_print_json(const bench_result *r) {
     json_num(&j, "prefill_ms", r->prefill_ms, !r->decoder_only);
     json_num(&j, "codec_gflop_per_frame", r->codec_gflop_per_frame, true);
     json_stages(&j, r);
+    json_num(&j, "floor_rtf", floor_rtf(r), floor_rtf(r) > 0);
     json_playback(&j, r->decoder_only ? "decode" : "streaming", &r->streaming);
     if (!r->decoder_only) {
         json_playback(&j, "offline", &r->offline);
