@@ -249,7 +249,8 @@ void bench_print_json(const bench_result *r) {
     json_num(&j, "prefill_ms", r->prefill_ms, !r->decoder_only);
     json_num(&j, "codec_gflop_per_frame", r->codec_gflop_per_frame, true);
     json_stages(&j, r);
-    json_num(&j, "floor_rtf", floor_rtf(r), floor_rtf(r) > 0);
+    const double f = floor_rtf(r);
+    json_num(&j, "floor_rtf", f, f > 0);
     json_playback(&j, r->decoder_only ? "decode" : "streaming", &r->streaming);
     if (!r->decoder_only) {
         json_playback(&j, "offline", &r->offline);
