@@ -140,6 +140,14 @@ def codes_cases(work):
         ("bad thread count", os.path.join(work, "c_ok.txt"), ["--threads", "-3"], "--threads"),
         ("bad chunk", os.path.join(work, "c_ok.txt"), ["--chunk", "0"], "--chunk"),
         ("unknown format", os.path.join(work, "c_ok.txt"), ["--format", "mp9"], "mp9"),
+        ("NUL byte in a codes file", write("c_nul.txt", row + "\n5 5\0 5\n"), [],
+         "c_nul.txt:2: NUL byte at column 4"),
+        ("line too long", write("c_long.txt", " ".join(["5"] * 3000) + "\n"), [],
+         "c_long.txt:1: line too long"),
+        ("code beyond long", write("c_huge.txt", " ".join(["99999999999999999999"] + ["1"] * 15)),
+         [], "outside [0, 2047]"),
+        ("control byte in a code", write("c_vt.txt", " ".join(["5\x0b"] + ["1"] * 15) + "\n"),
+         [], "'5?' is not an integer"),
     ]
 
 
