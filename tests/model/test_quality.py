@@ -174,7 +174,8 @@ def test_errors(kztts, tiny, tiny_1b7, work):
     expect_error("config mismatch", quality(kztts, tiny_1b7, tiny), 1, "hidden_size")
     expect_error("config mismatch, swapped", quality(kztts, tiny, tiny_1b7), 1, "differ")
     expect_error("missing model", quality(kztts, os.path.join(work, "nope"), tiny), 1, "nope")
-    expect_error("unknown speaker", quality(kztts, tiny, tiny, ["-s", "nobody"]), 1, "nobody")
+    # A command-line value the model refuses is a bad command line too.
+    expect_error("unknown speaker", quality(kztts, tiny, tiny, ["-s", "nobody"]), 2, "nobody")
     bad = [
         ("unknown option", ["--frobnicate"], "unknown option"),
         ("zero frames", ["--frames", "0"], "--frames"),

@@ -3,11 +3,13 @@
  */
 #include "args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const arg_spec *find(const arg_spec *specs, int n, const char *name) {
     for (int i = 0; i < n; i++) {
@@ -18,30 +20,108 @@ static const arg_spec *find(const arg_spec *specs, int n, const char *name) {
     return NULL;
 }
 
-static int set_value(const char *cmd, const arg_spec *s, const char *value) {
+int args_choice_value(const arg_choice *choices, const char *name) {
+    for (const arg_choice *c = choices; name && c->name; c++) {
+        if (strcasecmp(c->name, name) == 0) {
+            return c->value;
+        }
+    }
+    return -1;
+}
+
+void args_choice_error(const char *cmd, const char *option, const arg_choice *choices,
+                       const char *value) {
+    char names[256];
+    size_t w = 0;
+    names[0] = '\0';
+    for (const arg_choice *c = choices; c->name && w < sizeof names; c++) {
+        w += (size_t)snprintf(names + w, sizeof names - w, "%s%s", c == choices ? "" : ", ",
+                              c->name);
+    }
+    fprintf(stderr, "kztts %s: %s must be one of %s, got '%s'\n", cmd, option, names, value);
+}
+
+/* strtoll/strtod skip leading blanks and take a sign; a value must start with the number. */
+static bool starts_like_number(const char *value) {
+    return value[0] && !isspace((unsigned char)value[0]);
+}
+
+static int set_int(const char *cmd, const arg_spec *s, const char *value) {
     char *end = NULL;
     errno = 0;
-    if (s->kind == ARG_STRING) {
-        *(const char **)s->dest = value;
-        return 0;
+    long long v = starts_like_number(value) ? strtoll(value, &end, 10) : 0;
+    if (!end || errno || end == value || *end || (double)v < s->lo || (double)v > s->hi) {
+        fprintf(stderr, "kztts %s: %s expects an integer in [%.0f, %.0f], got '%s'\n", cmd,
+                s->name, s->lo, s->hi, value);
+        return -1;
     }
-    if (s->kind == ARG_INT) {
-        long long v = strtoll(value, &end, 10);
-        if (errno || end == value || *end || (double)v < s->lo || (double)v > s->hi) {
-            fprintf(stderr, "kztts %s: %s expects an integer in [%.0f, %.0f], got '%s'\n", cmd,
-                    s->name, s->lo, s->hi, value);
-            return -1;
-        }
-        *(int64_t *)s->dest = v;
-        return 0;
-    }
-    double v = strtod(value, &end);
-    if (errno || end == value || *end || !isfinite(v) || v < s->lo || v > s->hi) {
-        fprintf(stderr, "kztts %s: %s expects a number in [%g, %g], got '%s'\n", cmd, s->name,
-                s->lo, s->hi, value);
+    *(int64_t *)s->dest = v;
+    return 0;
+}
+
+static int set_double(const char *cmd, const arg_spec *s, const char *value) {
+    char *end = NULL;
+    errno = 0;
+    double v = starts_like_number(value) ? strtod(value, &end) : NAN;
+    bool above = (s->flags & ARG_ABOVE_LO) != 0;
+    if (!end || errno || end == value || *end || !isfinite(v) || v > s->hi ||
+        (above ? v <= s->lo : v < s->lo)) {
+        fprintf(stderr, "kztts %s: %s expects a number in %s%g, %g], got '%s'\n", cmd, s->name,
+                above ? "(" : "[", s->lo, s->hi, value);
         return -1;
     }
     *(double *)s->dest = v;
+    return 0;
+}
+
+/* One name, stored in the table's spelling; or a list of up to hi names, each checked. */
+static int set_choice(const char *cmd, const arg_spec *s, const char *value) {
+    const char **dest = s->dest;
+    if (s->hi <= 1) {
+        for (const arg_choice *c = s->choices; c->name; c++) {
+            if (strcasecmp(c->name, value) == 0) {
+                *dest = c->name;
+                return 0;
+            }
+        }
+        args_choice_error(cmd, s->name, s->choices, value);
+        return -1;
+    }
+    int n = 0;
+    for (const char *p = value; *p; p += *p == ',') {
+        size_t len = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        p += len;
+        if (len == 0) {
+            continue; // "a,,b" and "a," list a and b, and a: the user meant no empty name
+        }
+        if (len >= sizeof name || args_choice_value(s->choices, name) < 0) {
+            args_choice_error(cmd, s->name, s->choices, len >= sizeof name ? value : name);
+            return -1;
+        }
+        if (++n > (int)s->hi) {
+            fprintf(stderr, "kztts %s: %s takes at most %.0f names, got '%s'\n", cmd, s->name,
+                    s->hi, value);
+            return -1;
+        }
+    }
+    *dest = value;
+    return 0;
+}
+
+static int set_value(const char *cmd, const arg_spec *s, const char *value) {
+    if (s->kind != ARG_CHOICE && s->kind != ARG_STRING) {
+        return s->kind == ARG_INT ? set_int(cmd, s, value) : set_double(cmd, s, value);
+    }
+    if (!value[0]) {
+        fprintf(stderr, "kztts %s: %s needs a value, got an empty one\n", cmd, s->name);
+        return -1;
+    }
+    if (s->kind == ARG_CHOICE) {
+        return set_choice(cmd, s, value);
+    }
+    *(const char **)s->dest = value;
     return 0;
 }
 

@@ -1,13 +1,14 @@
 /*
- * cli.c - model/session opening (with the option names of ISA, schedule and codec
- * precision), error reporting, words of the model description, and text input
- * (--token-ids, stdin) shared by subcommands.
+ * cli.c - the names of the shared options, model/session opening, error reporting
+ * and exit statuses, the output format, words of the model description, and text
+ * input (--token-ids, stdin) shared by subcommands (see cli.h).
  */
 #include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hub.h"
 
@@ -16,17 +17,35 @@ void cli_report(const char *cmd, kz_status st) {
     fprintf(stderr, "kztts %s: %s%s%s\n", cmd, kz_status_str(st), msg[0] ? ": " : "", msg);
 }
 
-static int parse_isa(const char *isa, kz_isa_cap *cap) {
-    static const struct { const char *name; kz_isa_cap cap; } names[] = {
-        {"auto", KZ_ISA_CAP_AUTO}, {"scalar", KZ_ISA_CAP_SCALAR},
-        {"avx2", KZ_ISA_CAP_AVX2}, {"avx512", KZ_ISA_CAP_AVX512}, {"neon", KZ_ISA_CAP_NEON}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(isa, names[i].name) == 0) {
-            *cap = names[i].cap;
-            return 0;
-        }
+const arg_choice CLI_ISA_NAMES[] = {
+    {"auto", KZ_ISA_CAP_AUTO}, {"scalar", KZ_ISA_CAP_SCALAR}, {"avx2", KZ_ISA_CAP_AVX2},
+    {"avx512", KZ_ISA_CAP_AVX512}, {"neon", KZ_ISA_CAP_NEON}, {NULL, 0}};
+const arg_choice CLI_PRECISION_NAMES[] = {
+    {"f32", KZ_PRECISION_F32}, {"bf16", KZ_PRECISION_BF16}, {"winograd", KZ_PRECISION_WINOGRAD},
+    {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16}, {"fast", KZ_PRECISION_FAST}, {NULL, 0}};
+const arg_choice CLI_SCHEDULE_NAMES[] = {
+    {"auto", KZ_SCHEDULE_AUTO}, {"turns", KZ_SCHEDULE_TURNS}, {"overlap", KZ_SCHEDULE_OVERLAP},
+    {NULL, 0}};
+const arg_choice CLI_SPLIT_NAMES[] = {
+    {"qwen2", KZ_TEXT_SPLIT_QWEN2}, {"mistral", KZ_TEXT_SPLIT_MISTRAL}, {NULL, 0}};
+// The value is whether the format streams to stdout (a header that needs no seeking back).
+const arg_choice CLI_FORMAT_NAMES[] = {
+    {"wav", 1}, {"f32", 1}, {"s16", 1}, {"flac", 0}, {"ogg", 0}, {NULL, 0}};
+
+int cli_exit_status(kz_status st) {
+    return st == KZ_STATUS_INVALID_ARGUMENT ? 2 : 1;
+}
+
+/* name (NULL: keep *out) through choices into *out; -1 after the option's one-line error. */
+static int lookup(const char *cmd, const char *option, const arg_choice *choices,
+                  const char *name, int *out) {
+    int v = args_choice_value(choices, name);
+    if (name && v < 0) {
+        args_choice_error(cmd, option, choices, name);
+        return -1;
     }
-    return -1;
+    *out = name ? v : *out;
+    return 0;
 }
 
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
@@ -36,40 +55,52 @@ int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, 
 }
 
 int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out) {
-    *out = KZ_SCHEDULE_AUTO;
-    if (!name || strcmp(name, "auto") == 0) {
-        return 0;
-    }
-    if (strcmp(name, "turns") == 0 || strcmp(name, "overlap") == 0) {
-        *out = name[0] == 't' ? KZ_SCHEDULE_TURNS : KZ_SCHEDULE_OVERLAP;
-        return 0;
-    }
-    fprintf(stderr, "kztts %s: --schedule must be auto, turns or overlap, got '%s'\n", cmd, name);
-    return -1;
+    int v = KZ_SCHEDULE_AUTO;
+    int rc = lookup(cmd, "--schedule", CLI_SCHEDULE_NAMES, name, &v);
+    *out = (kz_schedule)v;
+    return rc;
 }
 
 int cli_parse_codec_precision(const char *cmd, const char *name, kz_precision *out) {
-    static const struct { const char *name; kz_precision p; } names[] = {
-        {"f32", KZ_PRECISION_F32},
-        {"bf16", KZ_PRECISION_BF16},
-        {"winograd", KZ_PRECISION_WINOGRAD},
-        {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16},
-        {"fast", KZ_PRECISION_FAST}};
-    *out = KZ_PRECISION_F32;
-    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(name, names[i].name) == 0) {
-            *out = names[i].p;
-            return 0;
+    int v = KZ_PRECISION_F32;
+    int rc = lookup(cmd, "--codec-precision", CLI_PRECISION_NAMES, name, &v);
+    *out = (kz_precision)v;
+    return rc;
+}
+
+/* The extension of path's last component ("" when it has none; "wav" of "a/out.wav"). */
+static const char *extension(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot && dot != base ? dot + 1 : "";
+}
+
+int cli_output_format(const char *cmd, const char *out, const char *format, const char **name) {
+    const char *ext = strcmp(out, "-") == 0 ? "" : extension(out);
+    const int ext_format = args_choice_value(CLI_FORMAT_NAMES, ext);
+    if (!format && ext[0] && ext_format < 0) {
+        fprintf(stderr, "kztts %s: cannot tell the audio format of '%s' from its extension; "
+                        "give --format (wav, f32, s16, flac, ogg)\n", cmd, out);
+        return -1;
+    }
+    if (format && ext_format >= 0 && strcasecmp(format, ext) != 0) {
+        fprintf(stderr, "kztts %s: --format %s contradicts the extension of '%s'\n", cmd,
+                format, out);
+        return -1;
+    }
+    *name = "wav";
+    for (const arg_choice *c = CLI_FORMAT_NAMES; c->name; c++) {
+        if (strcasecmp(c->name, format ? format : ext) == 0) {
+            *name = c->name;
         }
     }
-    if (!name) {
-        return 0;
+    if (strcmp(out, "-") == 0 && args_choice_value(CLI_FORMAT_NAMES, *name) == 0) {
+        fprintf(stderr, "kztts %s: --format %s cannot be written to stdout (wav, f32, s16)\n",
+                cmd, *name);
+        return -1;
     }
-    fprintf(stderr,
-            "kztts %s: --codec-precision must be f32, bf16, winograd, winograd-bf16 or fast, "
-            "got '%s'\n",
-            cmd, name);
-    return -1;
+    return 0;
 }
 
 const char *cli_model_word(const kz_model *m, const char *key, char *buf, size_t cap) {
@@ -86,22 +117,20 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
                     kz_session **session) {
     *model = NULL;
     *session = NULL;
-    const char *isa = e->isa ? e->isa : "auto", *codec_precision = e->codec_precision;
     kz_session_params sp;
     kz_session_default_params(&sp);
-    if (cli_parse_schedule(cmd, e->schedule, &sp.schedule) != 0) {
-        return -1;
-    }
     kz_model_params mp;
     kz_model_default_params(&mp);
-    if (parse_isa(isa, &mp.isa) != 0) {
-        fprintf(stderr, "kztts %s: --isa must be auto, scalar, avx2, avx512 or neon, got '%s'\n",
-                cmd, isa);
+    int isa = (int)mp.isa, precision = (int)mp.codec_precision, schedule = (int)sp.schedule;
+    if (lookup(cmd, "--isa", CLI_ISA_NAMES, e->isa, &isa) != 0 ||
+        lookup(cmd, "--codec-precision", CLI_PRECISION_NAMES, e->codec_precision,
+               &precision) != 0 ||
+        lookup(cmd, "--schedule", CLI_SCHEDULE_NAMES, e->schedule, &schedule) != 0) {
         return -1;
     }
-    if (cli_parse_codec_precision(cmd, codec_precision, &mp.codec_precision) != 0) {
-        return -1;
-    }
+    mp.isa = (kz_isa_cap)isa;
+    mp.codec_precision = (kz_precision)precision;
+    sp.schedule = (kz_schedule)schedule;
     char *dir;
     if (hub_resolve(cmd, path, &dir) != 0) {
         return -1;
@@ -158,13 +187,21 @@ int cli_parse_token_ids(const char *cmd, const char *s, int32_t **ids, size_t *n
 char *cli_read_stdin(const char *cmd) {
     char *buf = malloc(MAX_TEXT_BYTES + 1);
     size_t n = buf ? fread(buf, 1, MAX_TEXT_BYTES + 1, stdin) : 0;
-    if (!buf || n > MAX_TEXT_BYTES) {
-        fprintf(stderr, "kztts %s: text on stdin is larger than %u bytes\n", cmd, MAX_TEXT_BYTES);
-        free(buf);
-        return NULL;
+    const char *nul = buf ? memchr(buf, 0, n) : NULL;
+    if (!buf || ferror(stdin) || n > MAX_TEXT_BYTES) {
+        fprintf(stderr, "kztts %s: %s\n", cmd,
+                !buf             ? "out of memory for the text"
+                : ferror(stdin)  ? "cannot read standard input"
+                                 : "text on standard input is larger than 1 MB");
+    } else if (nul) {
+        fprintf(stderr, "kztts %s: bad input: NUL byte at byte %zu of standard input\n", cmd,
+                (size_t)(nul - buf));
+    } else {
+        buf[n] = '\0';
+        return buf;
     }
-    buf[n] = '\0';
-    return buf;
+    free(buf);
+    return NULL;
 }
 
 bool cli_discard_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {

@@ -1,12 +1,16 @@
 /*
  * cli.h - pieces shared by the kztts subcommands: the subcommand entry points,
- * loading a model and session with one-line error reporting, the ISA option, and
- * the text of a request (--token-ids, stdin).
- * Exit codes: 0 success, 1 failure at run time, 2 bad command line.
+ * the names the options take (ISA, codec precision, schedule, split, output
+ * format), loading a model and session with one-line error reporting, the
+ * output format from --format and -o, and the text of a request (--token-ids,
+ * stdin).
+ * Exit codes: 0 success, 1 failure at run time, 2 bad command line (a value
+ * args.c refuses, or one the library refuses as KZ_STATUS_INVALID_ARGUMENT).
  */
 #ifndef KZ_CLI_H
 #define KZ_CLI_H
 
+#include "args.h"
 #include "kztts.h"
 
 int cmd_decode(int argc, char **argv);
@@ -18,21 +22,28 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_quality(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 
-/* Loads the model at path with the given ISA name ("auto", "scalar", "avx2",
- * "avx512", "neon") and creates a session with n_threads. Prints "kztts CMD: message"
+/* Names of the options shared by several commands (any case on the command line). */
+extern const arg_choice CLI_ISA_NAMES[];       /* --isa: auto, scalar, avx2, avx512, neon */
+extern const arg_choice CLI_PRECISION_NAMES[]; /* --codec-precision: f32, bf16, winograd, ... */
+extern const arg_choice CLI_SCHEDULE_NAMES[];  /* --schedule: auto, turns, overlap */
+extern const arg_choice CLI_SPLIT_NAMES[];     /* --split: qwen2, mistral */
+extern const arg_choice CLI_FORMAT_NAMES[];    /* --format: wav, f32, s16, flac, ogg */
+
+/* Loads the model at path with the given ISA name (one of CLI_ISA_NAMES; NULL = auto)
+ * and creates a session with n_threads. Prints "kztts CMD: message"
  * and returns -1 on failure (both outputs NULL). */
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session);
 
-/* How a command runs the engine: ISA name, threads (0 = automatic), LM / codec stage
- * threads (0 = automatic), codec precision name ("f32", "bf16", "winograd", "winograd-bf16",
- * "fast"; NULL means f32) and stage schedule name ("turns", "overlap"; NULL means automatic). */
+/* How a command runs the engine: ISA name (NULL = auto), threads (0 = automatic), LM /
+ * codec stage threads (0 = automatic), codec precision name (NULL: the model's default)
+ * and stage schedule name (NULL = auto); names as args.c checked them. */
 typedef struct cli_engine {
     const char *isa, *codec_precision, *schedule;
     int threads, threads_lm, threads_codec;
 } cli_engine;
 
-/* The schedule named name ("auto", "turns", "overlap"; NULL means auto) into *out;
+/* The schedule named name (CLI_SCHEDULE_NAMES, any case; NULL means auto) into *out;
  * -1 after printing "kztts CMD: --schedule must be ..." for any other name. */
 int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out);
 
@@ -42,9 +53,8 @@ int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out);
     "(any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on AVX2-only CPUs and "    \
     "Zen 4/5, else winograd)"
 
-/* The codec precision named name ("f32", "bf16", "winograd", "winograd-bf16", "fast";
- * NULL means f32) into *out; -1 after printing "kztts CMD: --codec-precision must be ..."
- * for any other name. */
+/* The codec precision named name (CLI_PRECISION_NAMES, any case; NULL means f32) into
+ * *out; -1 after printing "kztts CMD: --codec-precision must be ..." for any other name. */
 int cli_parse_codec_precision(const char *cmd, const char *name, kz_precision *out);
 
 /* The first word after key in the model's description (kz_model_describe), e.g. key
@@ -62,12 +72,26 @@ bool cli_discard_audio(const float *pcm, size_t n, int64_t pos, bool last, void 
 /* Prints "kztts CMD: <status>: <last error>" to stderr. */
 void cli_report(const char *cmd, kz_status st);
 
+/* The exit status of a command whose library call failed with st: 2 for
+ * KZ_STATUS_INVALID_ARGUMENT (the request carries a command-line value the model
+ * refuses: a speaker, a language, top-k beyond the vocabulary), else 1. */
+int cli_exit_status(kz_status st);
+
+/* The audio format of output path out (decode, synth): format (already one of
+ * CLI_FORMAT_NAMES) when given, else the file name's extension when it names a format
+ * (any case), else wav when there is no extension (also for "-"). Into *name (the
+ * table's spelling). -1 after printing "kztts CMD: problem" when the extension names no
+ * format and --format is not given, when it names another format than --format, or when
+ * the format cannot stream to stdout (flac, ogg with "-"). */
+int cli_output_format(const char *cmd, const char *out, const char *format, const char **name);
+
 /* Parses --token-ids "i,j,k" (commas or spaces, at most 65536 ids). On success *ids is
  * malloc'ed [*n_ids] (caller frees); returns -1 after printing "kztts CMD: problem". */
 int cli_parse_token_ids(const char *cmd, const char *s, int32_t **ids, size_t *n_ids);
 
-/* Reads all of stdin as text (at most 1 MB). Returns a malloc'ed NUL-terminated
- * string (caller frees), or NULL after printing "kztts CMD: problem". */
+/* Reads all of stdin as text (at most 1 MB, no NUL byte: the text crosses the API as a
+ * C string). Returns a malloc'ed NUL-terminated string (caller frees), or NULL after
+ * printing "kztts CMD: problem" ("bad input: NUL byte at byte N of standard input"). */
 char *cli_read_stdin(const char *cmd);
 
 #endif

@@ -57,7 +57,7 @@ static double peak_rss_mb(void) {
 static void resolve_threads(const bench_opts *o, bench_result *r) {
     r->threads = o->threads > 0 ? (int)o->threads : kz_pool_default_threads();
     r->threads_lm = o->threads_lm > 0 ? (int)o->threads_lm : r->threads;
-    r->overlap = o->schedule && strcmp(o->schedule, "overlap") == 0;
+    r->overlap = args_choice_value(CLI_SCHEDULE_NAMES, o->schedule) == KZ_SCHEDULE_OVERLAP;
     r->threads_codec = o->threads_codec > 0 ? (int)o->threads_codec
                        : r->overlap             ? r->threads / 2
                                                 : r->threads;
@@ -364,22 +364,22 @@ static int run_full(const bench_opts *o, bench_result *r) {
 int cmd_bench(int argc, char **argv) {
     bench_opts o = {.isa = "auto", .frames = 100, .chunk = -1, .repeat = 3, .seed = 1};
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   checkpoint or codec directory"},
-        {"--decoder-only", NULL, ARG_FLAG, &o.decoder_only, 0, 0, "benchmark only the codec decoder, on random codes"},
-        {"--frames", NULL, ARG_INT, &o.frames, 1, 100000, "N     frames per run (default 100 = 8 s)"},
-        {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
-        {"--chunk", NULL, ARG_INT, &o.chunk, 0, 1024, "N     frames per streamed chunk; 0 = adaptive (default; 4 with --decoder-only)"},
-        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage"},
-        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage"},
-        {"--repeat", NULL, ARG_INT, &o.repeat, 1, 1000, "N     timed runs (default 3)"},
-        {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random codes seed (default 1)"},
-        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, CLI_CODEC_PRECISION_HELP},
-        {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
-        {"--peak-gbs", NULL, ARG_DOUBLE, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"},
-        {"--peak-gflops", NULL, ARG_DOUBLE, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"},
-        {"--json", NULL, ARG_FLAG, &o.json, 0, 0, "print one JSON object instead of text"},
-        {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &o.model, "DIR   checkpoint or codec directory"),
+        ARG_OPT_FLAG("--decoder-only", NULL, &o.decoder_only, "benchmark only the codec decoder, on random codes"),
+        ARG_OPT_INT("--frames", NULL, &o.frames, 1, 100000, "N     frames per run (default 100 = 8 s)"),
+        ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
+        ARG_OPT_INT("--chunk", NULL, &o.chunk, 0, 1024, "N     frames per streamed chunk; 0 = adaptive (default; 4 with --decoder-only)"),
+        ARG_OPT_INT("--threads-lm", NULL, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage"),
+        ARG_OPT_INT("--threads-codec", NULL, &o.threads_codec, 0, 256, "N     threads of the codec stage"),
+        ARG_OPT_INT("--repeat", NULL, &o.repeat, 1, 1000, "N     timed runs (default 3)"),
+        ARG_OPT_INT("--seed", NULL, &o.seed, 0, 1e15, "N     random codes seed (default 1)"),
+        ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
+        ARG_OPT_CHOICES("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, BENCH_COMPARE_MAX, CLI_CODEC_PRECISION_HELP),
+        ARG_OPT_CHOICES("--schedule", NULL, &o.schedule, CLI_SCHEDULE_NAMES, BENCH_COMPARE_MAX, "S     how the LM and codec stages share the cores: turns (default) or overlap"),
+        ARG_OPT_DOUBLE("--peak-gbs", NULL, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"),
+        ARG_OPT_DOUBLE("--peak-gflops", NULL, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"),
+        ARG_OPT_FLAG("--json", NULL, &o.json, "print one JSON object instead of text"),
+        ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];

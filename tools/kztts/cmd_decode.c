@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "args.h"
 #include "audio_out.h"
@@ -28,22 +27,9 @@ static bool write_chunk(const float *pcm, size_t n, int64_t pos_frame, bool is_l
     return audio_out_write(user, pcm, n) == 0;
 }
 
-/* Output format: --format, else the output's extension, else wav. */
-static const char *pick_format(const decode_opts *o) {
-    if (o->format) {
-        return o->format;
-    }
-    const char *dot = strrchr(o->out, '.');
-    if (dot && audio_format_check(dot + 1) == 0) {
-        return dot + 1;
-    }
-    return "wav";
-}
-
 static int run(const decode_opts *o) {
-    const char *format = pick_format(o);
-    if (audio_format_check(format) != 0) {
-        fprintf(stderr, "kztts decode: unknown format '%s' (wav, f32, s16, flac, ogg)\n", format);
+    const char *format;
+    if (cli_output_format("decode", o->out, o->format, &format) != 0) {
         return 2;
     }
     kz_model *model;
@@ -86,16 +72,16 @@ static int run(const decode_opts *o) {
 int cmd_decode(int argc, char **argv) {
     decode_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4};
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   checkpoint or codec directory"},
-        {"--codes", NULL, ARG_STRING, &o.codes, 0, 0, "FILE  codes, one frame of 16 per line (- = stdin)"},
-        {"--output", "-o", ARG_STRING, &o.out, 0, 0, "OUT   output file, - for stdout (default out.wav)"},
-        {"--format", NULL, ARG_STRING, &o.format, 0, 0, "FMT   wav|f32|s16|flac|ogg (default: from OUT, else wav)"},
-        {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
-        {"--chunk", NULL, ARG_INT, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"},
-        {"--official-chunking", NULL, ARG_FLAG, &o.official, 0, 0, "decode in 300-frame windows with 25 frames of context, as the official package"},
-        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, CLI_CODEC_PRECISION_HELP},
-        {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &o.model, "DIR   checkpoint or codec directory"),
+        ARG_OPT_STRING("--codes", NULL, &o.codes, "FILE  codes, one frame of 16 per line (- = stdin)"),
+        ARG_OPT_STRING("--output", "-o", &o.out, "OUT   output file, - for stdout (default out.wav)"),
+        ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg (default: from OUT's extension; wav when it has none)"),
+        ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
+        ARG_OPT_INT("--chunk", NULL, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"),
+        ARG_OPT_FLAG("--official-chunking", NULL, &o.official, "decode in 300-frame windows with 25 frames of context, as the official package"),
+        ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
+        ARG_OPT_CHOICE("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
+        ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];

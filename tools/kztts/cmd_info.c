@@ -12,10 +12,10 @@ int cmd_info(int argc, char **argv) {
     const char *model_path = NULL, *isa = "auto", *codec_precision = NULL;
     bool help = false;
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   checkpoint or codec directory"},
-        {"--isa", NULL, ARG_STRING, &isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &codec_precision, 0, 0, "P     f32|bf16|winograd|winograd-bf16|fast: load the codec so (the description names the precision in effect)"},
-        {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &model_path, "DIR   checkpoint or codec directory"),
+        ARG_OPT_CHOICE("--isa", NULL, &isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
+        ARG_OPT_CHOICE("--codec-precision", NULL, &codec_precision, CLI_PRECISION_NAMES, "P     f32|bf16|winograd|winograd-bf16|fast: load the codec so (the description names the precision in effect)"),
+        ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];

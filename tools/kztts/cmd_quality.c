@@ -255,7 +255,8 @@ static void fill_request(const quality_opts *o, const kz_model *ref, quality *q,
 
 /* --- measuring --------------------------------------------------------------- */
 
-/* One synthesis with the observer on; REF's (storing) or MODEL's (forced to REF's codes). */
+/* One synthesis with the observer on; REF's (storing) or MODEL's (forced to REF's codes).
+ * Returns 0 or the exit status after printing the problem. */
 static int run_one(kz_session *s, const kz_request *r, quality *q, bool storing,
                    const char *which, double *ms, double *lm_ms) {
     q->storing = storing;
@@ -283,16 +284,16 @@ static int run_one(kz_session *s, const kz_request *r, quality *q, bool storing,
     if (q->bad_frame || q->bad_observation) {
         fprintf(stderr, "kztts quality: %s: %s out of step after %lld frames\n", which,
                 q->bad_frame ? "codes" : "logits", (long long)q->frames_in);
-        return -1;
+        return 1;
     }
     if (st != KZ_OK) {
         cli_report("quality", st);
-        return -1;
+        return cli_exit_status(st);
     }
     if (!complete) {
         fprintf(stderr, "kztts quality: %s: logits of %lld of %lld frames observed\n", which,
                 (long long)q->talker.n_seen, (long long)q->n_frames);
-        return -1;
+        return 1;
     }
     return 0;
 }
@@ -417,9 +418,9 @@ static int measure(const quality_opts *o, kz_model *m, kz_session *ms, kz_model 
     r.text = text;
     r.token_ids = ids;
     r.n_token_ids = n_ids;
-    int rc = 1;
-    if (run_one(rs, &r, &q, true, "REF", &q.ref_ms, &q.ref_lm_ms) == 0 &&
-        run_one(ms, &r, &q, false, "MODEL", &q.model_ms, &q.model_lm_ms) == 0) {
+    int rc = run_one(rs, &r, &q, true, "REF", &q.ref_ms, &q.ref_lm_ms);
+    rc = rc ? rc : run_one(ms, &r, &q, false, "MODEL", &q.model_ms, &q.model_lm_ms);
+    if (rc == 0) {
         stage_finish(&q.talker);
         stage_finish(&q.cp);
         rc = o->json ? report_json(o, &q) : report_text(o, &q);
@@ -482,21 +483,16 @@ static int run(const quality_opts *o, const char *arg) {
 int cmd_quality(int argc, char **argv) {
     quality_opts o = {.isa = "auto", .frames = 100};
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   model to measure (e.g. quantized)"},
-        {"--ref", NULL, ARG_STRING, &o.ref, 0, 0, "DIR   reference model (e.g. the bf16 original)"},
-        {"--speaker", "-s", ARG_STRING, &o.speaker, 0, 0,
-         "NAME  CustomVoice speaker (default: REF's first)"},
-        {"--language", "-l", ARG_STRING, &o.language, 0, 0,
-         "LANG  auto (default) or a language name"},
-        {"--frames", NULL, ARG_INT, &o.frames, 1, MAX_FRAMES,
-         "N     frames to compare, at most 1024 (default 100)"},
-        {"--token-ids", NULL, ARG_STRING, &o.token_ids, 0, 0,
-         "IDS   comma-separated ids of the text instead of TEXT"},
-        {"--json", NULL, ARG_FLAG, &o.json, 0, 0, "print one JSON object"},
-        {"--threads", "-t", ARG_INT, &o.threads, 0, 256,
-         "N     threads (default: all cores, at most 8)"},
-        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &o.model, "DIR   model to measure (e.g. quantized)"),
+        ARG_OPT_STRING("--ref", NULL, &o.ref, "DIR   reference model (e.g. the bf16 original)"),
+        ARG_OPT_STRING("--speaker", "-s", &o.speaker, "NAME  CustomVoice speaker (default: REF's first)"),
+        ARG_OPT_STRING("--language", "-l", &o.language, "LANG  auto (default) or a language name"),
+        ARG_OPT_INT("--frames", NULL, &o.frames, 1, MAX_FRAMES, "N     frames to compare, at most 1024 (default 100)"),
+        ARG_OPT_STRING("--token-ids", NULL, &o.token_ids, "IDS   comma-separated ids of the text instead of TEXT"),
+        ARG_OPT_FLAG("--json", NULL, &o.json, "print one JSON object"),
+        ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
+        ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
+        ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *synopsis = "-m MODEL --ref REF [options] [TEXT | - | --token-ids IDS]";

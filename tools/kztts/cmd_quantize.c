@@ -4,7 +4,6 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "args.h"
 #include "cli.h"
@@ -32,36 +31,22 @@ static void print_report(const char *out, const kz_quantize_report *r) {
 }
 
 /* --codec-forms NAME: "none" (default), or a precision that converts the codec. */
-static int parse_forms(const char *name, kz_precision *out) {
-    static const struct { const char *name; kz_precision p; } names[] = {
-        {"none", KZ_PRECISION_F32},
-        {"fast", KZ_PRECISION_FAST},
-        {"bf16", KZ_PRECISION_BF16},
-        {"winograd", KZ_PRECISION_WINOGRAD},
-        {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(name, names[i].name) == 0) {
-            *out = names[i].p;
-            return 0;
-        }
-    }
-    fprintf(stderr, "kztts quantize: --codec-forms must be none, fast, bf16, winograd or "
-                    "winograd-bf16, got '%s'\n", name);
-    return -1;
-}
+static const arg_choice FORMS_NAMES[] = {
+    {"none", KZ_PRECISION_F32}, {"fast", KZ_PRECISION_FAST}, {"bf16", KZ_PRECISION_BF16},
+    {"winograd", KZ_PRECISION_WINOGRAD}, {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16},
+    {NULL, 0}};
 
 int cmd_quantize(int argc, char **argv) {
     const char *model_path = NULL, *out = NULL, *type = "q8_0", *forms_name = "none";
     bool help = false;
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   checkpoint directory (source)"},
-        {"--output", "-o", ARG_STRING, &out, 0, 0, "FILE  the .gguf file to write"},
-        {"--type", "-t", ARG_STRING, &type, 0, 0,
-         "TYPE  q8_0 (default) | q4_0 | q4_mlp (4-bit MLPs) | bf16 | f16 | f32"},
-        {"--codec-forms", NULL, ARG_STRING, &forms_name, 0, 0,
-         "P     also store the codec converted for precision P (none (default), fast = "
-         "this CPU's, bf16, winograd, winograd-bf16): loads in P map it"},
-        {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &model_path, "DIR   checkpoint directory (source)"),
+        ARG_OPT_STRING("--output", "-o", &out, "FILE  the .gguf file to write"),
+        ARG_OPT_STRING("--type", "-t", &type, "TYPE  q8_0 (default) | q4_0 | q4_mlp (4-bit MLPs) | bf16 | f16 | f32"),
+        ARG_OPT_CHOICE("--codec-forms", NULL, &forms_name, FORMS_NAMES,
+                       "P     also store the codec converted for precision P (none (default), "
+                       "fast = this CPU's, bf16, winograd, winograd-bf16): loads in P map it"),
+        ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];
@@ -84,10 +69,7 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "kztts quantize: unknown --type '%s' (q8_0, q4_0, q4_mlp, bf16, f16, f32)\n", type);
         return 2;
     }
-    kz_precision forms;
-    if (parse_forms(forms_name, &forms) != 0) {
-        return 2;
-    }
+    const kz_precision forms = (kz_precision)args_choice_value(FORMS_NAMES, forms_name);
     kz_quantize_report report;
     interrupt_guard(out);
     kz_status st = kz_quantize(model_path, out, recipe, forms, &report);

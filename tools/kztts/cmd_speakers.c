@@ -11,8 +11,8 @@ int cmd_speakers(int argc, char **argv) {
     const char *model_path = NULL;
     bool help = false;
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   model directory or repo id"},
-        {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &model_path, "DIR   model directory or repo id"),
+        ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];

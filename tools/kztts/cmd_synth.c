@@ -6,6 +6,7 @@
  * kz_synthesize streams audio chunks into it (and frames into --dump-codes)
  * -> rename on success; on any failure nothing is left behind.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -63,33 +64,63 @@ static bool write_chunk(const float *pcm, size_t n, int64_t pos, bool last, void
     return audio_out_write(s->out, pcm, n) == 0 && (!s->flush || audio_out_flush(s->out) == 0);
 }
 
-/* --stream-text: hands over whatever stdin has delivered so far (blocking until
- * something arrives); end of input ends the text. */
+/* --stream-text: standard input as it arrives, and why it stopped early. */
+typedef struct text_in {
+    size_t n_bytes;   /* bytes read so far */
+    long long nul_at; /* offset of a NUL byte, or -1 */
+    int read_errno;   /* errno of a failed read, or 0 */
+} text_in;
+
+/* Hands over whatever stdin has delivered so far (blocking until something arrives);
+ * end of input ends the text. A NUL byte cancels: the text is a C string to the
+ * tokenizer, so anything after it would silently vanish. */
 static bool pull_stdin(char *buf, size_t cap, size_t *n, bool *done, void *user) {
-    (void)user;
+    text_in *in = user;
     ssize_t got = read(STDIN_FILENO, buf, cap);
     if (got < 0) {
+        in->read_errno = errno;
         return false;
     }
+    const char *nul = memchr(buf, 0, (size_t)got);
+    if (nul) {
+        in->nul_at = (long long)(in->n_bytes + (size_t)(nul - buf));
+        return false;
+    }
+    in->n_bytes += (size_t)got;
     *n = (size_t)got;
     *done = got == 0;
     return true;
 }
 
-static const char *pick_format(const synth_opts *o) {
-    if (o->format) {
-        return o->format;
+/* Prints why kz_synthesize failed: the text input's own problem when it stopped the
+ * synthesis, else the library's message. Returns the exit status. */
+static int report_failure(kz_status st, const text_in *in) {
+    if (in->nul_at >= 0) {
+        fprintf(stderr, "kztts synth: bad input: NUL byte at byte %lld of standard input\n",
+                in->nul_at);
+        return 1;
     }
-    const char *dot = strrchr(o->out, '.');
-    return dot && audio_format_check(dot + 1) == 0 ? dot + 1 : "wav";
+    if (in->read_errno) {
+        fprintf(stderr, "kztts synth: cannot read standard input: %s\n",
+                strerror(in->read_errno));
+        return 1;
+    }
+    cli_report("synth", st);
+    return cli_exit_status(st);
 }
 
-static int fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
+static const arg_choice LAYOUT_NAMES[] = {
+    {"non-streaming", KZ_LAYOUT_NON_STREAMING}, {"streaming", KZ_LAYOUT_STREAMING}, {NULL, 0}};
+
+/* The request from the options, which args.c has range-checked; what only the model can
+ * judge (speaker, language, top-k against the vocabulary) kz_synthesize checks. */
+static void fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
     kz_request_default(m, r);
     r->speaker = o->speaker;
     r->language = o->language ? o->language : "auto";
     r->instruct = o->instruct;
-    r->greedy = o->greedy || r->greedy;
+    // --temperature 0 is greedy decoding, as in most sampling tools.
+    r->greedy = o->greedy || o->temperature == 0 || r->greedy;
     r->seed = (uint64_t)o->seed;
     r->frames = (int32_t)o->frames;
     r->max_frames = (int32_t)o->max_frames;
@@ -99,52 +130,43 @@ static int fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
     r->first_chunk_frames = (int32_t)o->first_chunk;
     r->max_utterance_bytes = o->max_utterance >= 0 ? (int32_t)o->max_utterance : r->max_utterance_bytes;
     // Options left unset (NAN, -1) keep the model's generation_config.json values.
-    r->temperature = isnan(o->temperature) ? r->temperature : (float)o->temperature;
+    r->temperature = isnan(o->temperature) || o->temperature == 0 ? r->temperature
+                                                                  : (float)o->temperature;
     r->top_k = o->top_k < 0 ? r->top_k : (int32_t)o->top_k;
     r->top_p = isnan(o->top_p) ? r->top_p : (float)o->top_p;
     r->repetition_penalty =
         isnan(o->repetition_penalty) ? r->repetition_penalty : (float)o->repetition_penalty;
-    if (o->layout && strcmp(o->layout, "streaming") != 0 && strcmp(o->layout, "non-streaming") != 0) {
-        fprintf(stderr, "kztts synth: --layout must be streaming or non-streaming\n");
-        return -1;
-    }
-    if (o->split && strcmp(o->split, "qwen2") != 0 && strcmp(o->split, "mistral") != 0) {
-        fprintf(stderr, "kztts synth: --split must be qwen2 or mistral\n");
-        return -1;
-    }
-    r->layout = !o->layout ? KZ_LAYOUT_DEFAULT
-                : strcmp(o->layout, "streaming") == 0 ? KZ_LAYOUT_STREAMING
-                                                      : KZ_LAYOUT_NON_STREAMING;
-    r->split = o->split && strcmp(o->split, "mistral") == 0 ? KZ_TEXT_SPLIT_MISTRAL
-                                                            : KZ_TEXT_SPLIT_QWEN2;
-    return 0;
+    r->layout = o->layout ? (kz_text_layout)args_choice_value(LAYOUT_NAMES, o->layout)
+                          : KZ_LAYOUT_DEFAULT;
+    r->split = o->split ? (kz_text_split)args_choice_value(CLI_SPLIT_NAMES, o->split)
+                        : KZ_TEXT_SPLIT_QWEN2;
 }
 
-static int synthesize(const synth_opts *o, kz_model *m, kz_session *s, const char *text,
-                      const int32_t *ids, size_t n_ids) {
+static int synthesize(const synth_opts *o, const char *format, kz_model *m, kz_session *s,
+                      const char *text, const int32_t *ids, size_t n_ids) {
     kz_request r;
-    if (fill_request(o, m, &r) != 0) {
-        return 2;
-    }
+    fill_request(o, m, &r);
     r.text = text;
     r.token_ids = ids;
     r.n_token_ids = n_ids;
+    text_in in = {.nul_at = -1};
     r.text_pull = o->stream_text ? pull_stdin : NULL;
+    r.text_user = &in;
     codes_log log = {0};
     if (o->dump_codes) {
         r.on_frame = log_frame;
         r.frame_user = &log;
     }
-    audio_out *out = audio_out_open(o->out, pick_format(o), kz_model_sample_rate(m), 0);
+    audio_out *out = audio_out_open(o->out, format, kz_model_sample_rate(m), 0);
     if (!out) {
         return 1;
     }
     sink snk = {.out = out, .flush = o->stream};
     kz_status st = kz_synthesize(s, &r, write_chunk, &snk);
-    if (st != KZ_OK) {
-        cli_report("synth", st);
+    int rc = st == KZ_OK ? 0 : report_failure(st, &in);
+    if (audio_out_finish(out, st == KZ_OK) != 0 && rc == 0) {
+        rc = 1;
     }
-    int rc = audio_out_finish(out, st == KZ_OK) == 0 && st == KZ_OK ? 0 : 1;
     if (rc == 0 && o->dump_codes &&
         codes_file_write(o->dump_codes, log.codes, log.n_frames, kz_model_num_codebooks(m)) != 0) {
         rc = 1;
@@ -153,25 +175,39 @@ static int synthesize(const synth_opts *o, kz_model *m, kz_session *s, const cha
     return rc;
 }
 
+/* Options that contradict each other, and the output format (see cli_output_format).
+ * Returns 0, or -1 after printing the problem. */
+static int check_options(const synth_opts *o, const char *text_arg, const char **format) {
+    if (o->stream_text && (text_arg || o->token_ids)) {
+        fprintf(stderr, "kztts synth: --stream-text reads the text from stdin; give no TEXT\n");
+        return -1;
+    }
+    if (o->token_ids && text_arg) {
+        fprintf(stderr, "kztts synth: give either TEXT or --token-ids, not both\n");
+        return -1;
+    }
+    if (o->frames > 0 && o->max_frames > 0 && o->frames > o->max_frames) {
+        fprintf(stderr, "kztts synth: --frames %lld is more than --max-frames %lld\n",
+                (long long)o->frames, (long long)o->max_frames);
+        return -1;
+    }
+    return cli_output_format("synth", o->out, o->format, format);
+}
+
 static int run(const synth_opts *o, const char *text_arg) {
+    const char *format;
+    if (check_options(o, text_arg, &format) != 0) {
+        return 2;
+    }
     int32_t *ids = NULL;
     size_t n_ids = 0;
     char *stdin_text = NULL;
     const char *text = NULL;
-    if (o->stream_text) {
-        if (text_arg || o->token_ids) {
-            fprintf(stderr, "kztts synth: --stream-text reads the text from stdin; give no TEXT\n");
-            return 2;
-        }
-    } else if (o->token_ids) {
-        if (text_arg) {
-            fprintf(stderr, "kztts synth: give either TEXT or --token-ids, not both\n");
-            return 2;
-        }
+    if (o->token_ids) {
         if (cli_parse_token_ids("synth", o->token_ids, &ids, &n_ids) != 0) {
             return 2;
         }
-    } else if (!text_arg || strcmp(text_arg, "-") == 0) {
+    } else if (!o->stream_text && (!text_arg || strcmp(text_arg, "-") == 0)) {
         text = stdin_text = cli_read_stdin("synth");
         if (!text) {
             return 1;
@@ -186,7 +222,7 @@ static int run(const synth_opts *o, const char *text_arg) {
                           .schedule = o->schedule, .threads = (int)o->threads,
                           .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
     if (cli_open_engine("synth", o->model, &e, &m, &s) == 0) {
-        rc = synthesize(o, m, s, text, ids, n_ids);
+        rc = synthesize(o, format, m, s, text, ids, n_ids);
         kz_session_free(s);
         kz_model_free(m);
     }
@@ -199,36 +235,36 @@ int cmd_synth(int argc, char **argv) {
     synth_opts o = {.model = KZ_DEFAULT_MODEL, .out = "out.wav", .isa = "auto", .chunk = -1, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
                     .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN};
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &o.model, 0, 0, "DIR   model directory or Hugging Face repo id (default " KZ_DEFAULT_MODEL ")"},
-        {"--output", "-o", ARG_STRING, &o.out, 0, 0, "OUT   output file, - for stdout (default out.wav)"},
-        {"--format", NULL, ARG_STRING, &o.format, 0, 0, "FMT   wav|f32|s16|flac|ogg (default: from OUT, else wav)"},
-        {"--speaker", "-s", ARG_STRING, &o.speaker, 0, 0, "NAME  CustomVoice speaker (see kztts speakers)"},
-        {"--language", "-l", ARG_STRING, &o.language, 0, 0, "LANG  auto (default) or a language name"},
-        {"--instruct", "-i", ARG_STRING, &o.instruct, 0, 0, "TEXT  style instruction (1.7B, VoiceDesign)"},
-        {"--seed", NULL, ARG_INT, &o.seed, 0, 1e15, "N     random seed (default 0)"},
-        {"--greedy", NULL, ARG_FLAG, &o.greedy, 0, 0, "argmax decoding (the repetition penalty still applies)"},
-        {"--temperature", NULL, ARG_DOUBLE, &o.temperature, 0, 100, "T     talker temperature > 0 (default from the model: 0.9)"},
-        {"--top-k", NULL, ARG_INT, &o.top_k, 0, 1 << 20, "K     talker top-k, 0 = off (default 50)"},
-        {"--top-p", NULL, ARG_DOUBLE, &o.top_p, 0, 1, "P     talker top-p in (0, 1] (default 1)"},
-        {"--repetition-penalty", NULL, ARG_DOUBLE, &o.repetition_penalty, 0, 100, "R     > 0 (default 1.05; 1 = off)"},
-        {"--frames", NULL, ARG_INT, &o.frames, 1, 100000, "N     generate exactly N frames (80 ms each)"},
-        {"--max-frames", NULL, ARG_INT, &o.max_frames, 1, 100000, "N     stop after N frames (default: 50 + 8 per text token)"},
-        {"--token-ids", NULL, ARG_STRING, &o.token_ids, 0, 0, "IDS   comma-separated ids of the text instead of TEXT"},
-        {"--dump-codes", NULL, ARG_STRING, &o.dump_codes, 0, 0, "FILE  write the generated codes (one frame per line)"},
-        {"--layout", NULL, ARG_STRING, &o.layout, 0, 0, "L     non-streaming (default) or streaming text layout"},
-        {"--split", NULL, ARG_STRING, &o.split, 0, 0, "S     tokenizer split: qwen2 (default) or mistral"},
-        {"--first-chunk", NULL, ARG_INT, &o.first_chunk, 1, 1024, "N     frames in the first audio chunk (default 1)"},
-        {"--chunk", NULL, ARG_INT, &o.chunk, 0, 1024, "N     frames per later audio chunk; 0 = adaptive, 1 to 16 by the audio buffered (default: 0 with --stream or --stream-text, else 16)"},
-        {"--max-utterance", NULL, ARG_INT, &o.max_utterance, 0, 1 << 20, "N     split longer text at sentence ends into utterances of <= N bytes (default 600, 0 = never)"},
-        {"--stream", NULL, ARG_FLAG, &o.stream, 0, 0, "write each chunk out as soon as it is decoded (for | aplay)"},
-        {"--stream-text", NULL, ARG_FLAG, &o.stream_text, 0, 0, "read the text from stdin as it arrives and speak while it comes"},
-        {"--threads", "-t", ARG_INT, &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"},
-        {"--threads-lm", NULL, ARG_INT, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default all)"},
-        {"--threads-codec", NULL, ARG_INT, &o.threads_codec, 0, 256, "N     threads of the codec stage (default all; half with overlap)"},
-        {"--isa", NULL, ARG_STRING, &o.isa, 0, 0, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"},
-        {"--codec-precision", NULL, ARG_STRING, &o.codec_precision, 0, 0, CLI_CODEC_PRECISION_HELP},
-        {"--schedule", NULL, ARG_STRING, &o.schedule, 0, 0, "S     how the LM and codec stages share the cores: turns (default) or overlap"},
-        {"--help", "-h", ARG_FLAG, &o.help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &o.model, "DIR   model directory or Hugging Face repo id (default " KZ_DEFAULT_MODEL ")"),
+        ARG_OPT_STRING("--output", "-o", &o.out, "OUT   output file, - for stdout (default out.wav)"),
+        ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg (default: from OUT's extension; wav when it has none)"),
+        ARG_OPT_STRING("--speaker", "-s", &o.speaker, "NAME  CustomVoice speaker (see kztts speakers)"),
+        ARG_OPT_STRING("--language", "-l", &o.language, "LANG  auto (default) or a language name"),
+        ARG_OPT_STRING("--instruct", "-i", &o.instruct, "TEXT  style instruction (1.7B, VoiceDesign)"),
+        ARG_OPT_INT("--seed", NULL, &o.seed, 0, 1e15, "N     random seed (default 0)"),
+        ARG_OPT_FLAG("--greedy", NULL, &o.greedy, "argmax decoding (the repetition penalty still applies)"),
+        ARG_OPT_DOUBLE("--temperature", NULL, &o.temperature, 0, 100, "T     talker temperature, 0 = --greedy (default from the model: 0.9)"),
+        ARG_OPT_INT("--top-k", NULL, &o.top_k, 0, 1 << 20, "K     talker top-k, 0 = off, at most the vocabulary (default 50)"),
+        ARG_OPT_ABOVE("--top-p", NULL, &o.top_p, 0, 1, "P     talker top-p in (0, 1] (default 1)"),
+        ARG_OPT_ABOVE("--repetition-penalty", NULL, &o.repetition_penalty, 0, 100, "R     in (0, 100] (default 1.05; 1 = off)"),
+        ARG_OPT_INT("--frames", NULL, &o.frames, 1, 100000, "N     generate exactly N frames (80 ms each; at most --max-frames)"),
+        ARG_OPT_INT("--max-frames", NULL, &o.max_frames, 1, 100000, "N     stop after N frames (default: 50 + 8 per text token)"),
+        ARG_OPT_STRING("--token-ids", NULL, &o.token_ids, "IDS   comma-separated ids of the text instead of TEXT"),
+        ARG_OPT_STRING("--dump-codes", NULL, &o.dump_codes, "FILE  write the generated codes (one frame per line)"),
+        ARG_OPT_CHOICE("--layout", NULL, &o.layout, LAYOUT_NAMES, "L     non-streaming (default) or streaming text layout"),
+        ARG_OPT_CHOICE("--split", NULL, &o.split, CLI_SPLIT_NAMES, "S     tokenizer split: qwen2 (default) or mistral"),
+        ARG_OPT_INT("--first-chunk", NULL, &o.first_chunk, 1, 1024, "N     frames in the first audio chunk (default 1)"),
+        ARG_OPT_INT("--chunk", NULL, &o.chunk, 0, 1024, "N     frames per later audio chunk; 0 = adaptive, 1 to 16 by the audio buffered (default: 0 with --stream or --stream-text, else 16)"),
+        ARG_OPT_INT("--max-utterance", NULL, &o.max_utterance, 0, 1 << 20, "N     split longer text at sentence ends into utterances of <= N bytes (default 600, 0 = never)"),
+        ARG_OPT_FLAG("--stream", NULL, &o.stream, "write each chunk out as soon as it is decoded (for | aplay)"),
+        ARG_OPT_FLAG("--stream-text", NULL, &o.stream_text, "read the text from stdin as it arrives and speak while it comes"),
+        ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
+        ARG_OPT_INT("--threads-lm", NULL, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default all)"),
+        ARG_OPT_INT("--threads-codec", NULL, &o.threads_codec, 0, 256, "N     threads of the codec stage (default all; half with overlap)"),
+        ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
+        ARG_OPT_CHOICE("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
+        ARG_OPT_CHOICE("--schedule", NULL, &o.schedule, CLI_SCHEDULE_NAMES, "S     how the LM and codec stages share the cores: turns (default) or overlap"),
+        ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1] = {NULL};

@@ -49,10 +49,9 @@ int cmd_tokenize(int argc, char **argv) {
     const char *model_path = NULL, *split_name = "qwen2";
     bool help = false;
     const arg_spec specs[] = {
-        {"--model", "-m", ARG_STRING, &model_path, 0, 0, "DIR   model directory or repo id"},
-        {"--split", NULL, ARG_STRING, &split_name, 0, 0,
-         "MODE  pre-tokenizer pattern: qwen2 (default) or mistral"},
-        {"--help", "-h", ARG_FLAG, &help, 0, 0, "show this help"},
+        ARG_OPT_STRING("--model", "-m", &model_path, "DIR   model directory or repo id"),
+        ARG_OPT_CHOICE("--split", NULL, &split_name, CLI_SPLIT_NAMES, "MODE  pre-tokenizer pattern: qwen2 (default) or mistral"),
+        ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];
@@ -64,15 +63,7 @@ int cmd_tokenize(int argc, char **argv) {
         args_usage("tokenize", "-m MODEL [--split qwen2|mistral] [TEXT | -]", specs, n_specs);
         return help ? 0 : 2;
     }
-    kz_text_split split;
-    if (strcmp(split_name, "qwen2") == 0) {
-        split = KZ_TEXT_SPLIT_QWEN2;
-    } else if (strcmp(split_name, "mistral") == 0) {
-        split = KZ_TEXT_SPLIT_MISTRAL;
-    } else {
-        fprintf(stderr, "kztts tokenize: --split must be qwen2 or mistral, got '%s'\n", split_name);
-        return 2;
-    }
+    const kz_text_split split = (kz_text_split)args_choice_value(CLI_SPLIT_NAMES, split_name);
     char *owned = NULL;
     const char *text = n_pos == 1 ? pos[0] : "-";
     if (strcmp(text, "-") == 0) {

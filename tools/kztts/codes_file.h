@@ -8,6 +8,7 @@
 #define KZ_CODES_FILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Reads path ("-" = stdin) expecting n_codebooks values per line, each in
@@ -15,6 +16,12 @@
  * Returns 0, or -1 after printing one line "kztts: FILE:LINE: problem". */
 int codes_file_read(const char *path, int n_codebooks, int codebook_size, int32_t **codes,
                     size_t *n_frames);
+
+/* codes_file_read on an open stream f, named name in messages. On failure *codes is
+ * NULL, *n_frames 0, and err (err_cap bytes) holds one line without a newline,
+ * "NAME:LINE: problem" (or "NAME: problem"); nothing is printed. */
+int codes_file_parse(FILE *f, const char *name, int n_codebooks, int codebook_size,
+                     int32_t **codes, size_t *n_frames, char *err, size_t err_cap);
 
 /* Writes codes to path, one frame per line. Returns 0 or -1. */
 int codes_file_write(const char *path, const int32_t *codes, size_t n_frames, int n_codebooks);
