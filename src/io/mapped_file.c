@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/regular_file.h"
 #include "runtime/error.h"
 
 #if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MAP_FIXED)
@@ -79,30 +80,22 @@ static void *map_aligned(int fd, size_t size) {
 kz_status kz_map_open(const char *path, const uint8_t **map, size_t *n_bytes) {
     *map = NULL;
     *n_bytes = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    uint64_t file_bytes;
+    kz_status st = kz_regular_file_open(path, &fd, &file_bytes);
+    if (st != KZ_OK) {
+        return st;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot stat: %s", path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: not a regular file", path);
-    }
-    if (st.st_size == 0) {
+    if (file_bytes == 0) {
         close(fd);
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: file is empty", path);
     }
-    if ((uintmax_t)st.st_size > SIZE_MAX) {
+    if (file_bytes > SIZE_MAX) {
         close(fd);
-        return kz_error_set(KZ_STATUS_IO, "%s: file of %lld bytes is too large to map", path,
-                            (long long)st.st_size);
+        return kz_error_set(KZ_STATUS_IO, "%s: file of %llu bytes is too large to map", path,
+                            (unsigned long long)file_bytes);
     }
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)file_bytes;
     void *m = map_aligned(fd, size);
     int err = errno;
     close(fd); // the mapping keeps the file referenced

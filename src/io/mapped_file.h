@@ -2,9 +2,9 @@
  * mapped_file.h - whole files mapped read-only, shared by the model file readers
  * (safetensors, GGUF).
  *
- *   path -> open + fstat (regular, non-empty, fits in size_t) -> mmap(PROT_READ,
- *   MAP_PRIVATE; on Linux at a 2 MB boundary, mapped_file.c) -> close (the mapping keeps
- *   the file referenced)
+ *   path -> kz_regular_file_open (a regular file, else refused without blocking)
+ *   -> non-empty, fits in size_t -> mmap(PROT_READ, MAP_PRIVATE; on Linux at a 2 MB
+ *   boundary, mapped_file.c) -> close (the mapping keeps the file referenced)
  * Every error names the path. kz_map_release_range drops the resident pages that
  * lie wholly inside a byte range (after its data was converted), never touching
  * pages shared with neighbouring data. kz_map_populate_range maps the pages of a

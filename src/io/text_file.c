@@ -1,9 +1,10 @@
 /*
- * text_file.c - whole-file reads with a bound: fopen -> fread into a buffer
- * that doubles from 64 KB up to the bound -> NUL-terminate.
+ * text_file.c - whole-file reads with a bound: kz_regular_file_open (a FIFO or
+ * device is refused, not waited on) -> fread into a buffer that doubles from
+ * 64 KB up to the bound -> NUL-terminate.
  *
- * Growing instead of asking the file's size keeps pipes and /proc files
- * working and never allocates the bound for a small file.
+ * Growing instead of trusting the file's size keeps files whose size reads as 0
+ * (/proc) working and never allocates the bound for a small file.
  */
 #include "io/text_file.h"
 
@@ -11,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "io/regular_file.h"
 #include "runtime/error.h"
 
 #define FIRST_CAP (64u << 10)
@@ -44,9 +47,17 @@ static char *read_bounded(FILE *f, size_t max_bytes, size_t *n_bytes) {
 kz_status kz_text_file_read(const char *path, size_t max_bytes, char **text, size_t *n_bytes) {
     *text = NULL;
     *n_bytes = 0;
-    FILE *f = fopen(path, "rb");
+    int fd;
+    uint64_t file_bytes;
+    kz_status st = kz_regular_file_open(path, &fd, &file_bytes);
+    if (st != KZ_OK) {
+        return st;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+        int err = errno;
+        close(fd);
+        return kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", path, strerror(err));
     }
     size_t n = 0;
     char *buf = read_bounded(f, max_bytes, &n);

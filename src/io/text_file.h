@@ -14,11 +14,11 @@
 
 #include "kztts.h"
 
-/* Reads the file at path, or its first max_bytes bytes when it is longer, into
- * *text, malloc'ed with a NUL after the last byte read (caller frees; the file
- * may itself contain NUL bytes), and its length into *n_bytes. On failure
- * *text is NULL and the message names path: KZ_STATUS_IO (cannot open, read
- * error) or KZ_STATUS_OUT_OF_MEMORY. */
+/* Reads the regular file at path, or its first max_bytes bytes when it is longer,
+ * into *text, malloc'ed with a NUL after the last byte read (caller frees; the
+ * file may itself contain NUL bytes), and its length into *n_bytes. On failure
+ * *text is NULL and the message names path: KZ_STATUS_IO (cannot open, not a
+ * regular file, read error) or KZ_STATUS_OUT_OF_MEMORY. */
 kz_status kz_text_file_read(const char *path, size_t max_bytes, char **text, size_t *n_bytes);
 
 #endif

@@ -23,6 +23,9 @@ every request when left out):
   --ignore-range               answer Range requests with 200 and the whole file
   --slow BYTES_PER_S           throttle every body
   --page-size N                split the listing into pages of N entries
+  --loop-link                  the last page links back to the first (no pages: to itself)
+  --patch-entry PATH:JSON      merge the JSON object into PATH's listing entry, e.g.
+                               'config.json:{"size": -5}'
   --token T                    require "Authorization: Bearer T" on the API and resolve URLs
 
 Once listening it prints "PORT n" on stdout. Every request is appended to --log as
@@ -111,6 +114,11 @@ class Repo:
             else:
                 e["oid"] = blob_sha1(data) if path not in self.a.wrong_sha else "0" * 40
             out.append(e)
+        for spec in self.a.patch_entry:
+            path, patch = spec.split(":", 1)
+            for e in out:
+                if e["path"] == path:
+                    e.update(json.loads(patch))
         for d in sorted(dirs):
             out.append({"type": "directory", "path": d, "size": 0, "oid": "1" * 40})
         return out
@@ -206,11 +214,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        host = "http://%s:%d" % self.server.server_address[:2]
+        base = "%s/api/models/%s/%s/tree/%s?recursive=true" % (host, owner, name,
+                                                              quote(revision, safe=""))
         if start + size < len(entries):
-            host = "http://%s:%d" % self.server.server_address[:2]
-            nxt = "%s/api/models/%s/%s/tree/%s?recursive=true&cursor=%d" % (
-                host, owner, name, quote(revision, safe=""), start + size)
-            self.send_header("Link", '<%s>; rel="next"' % nxt)
+            self.send_header("Link", '<%s&cursor=%d>; rel="next"' % (base, start + size))
+        elif self.repo.a.loop_link:
+            self.send_header("Link", '<%s>; rel="next"' % base)
         self.end_headers()
         self.wfile.write(body)
 
@@ -311,6 +321,8 @@ def main():
     ap.add_argument("--ignore-range", action="store_true")
     ap.add_argument("--slow", type=int, default=0)
     ap.add_argument("--page-size", type=int, default=0)
+    ap.add_argument("--loop-link", action="store_true")
+    ap.add_argument("--patch-entry", action="append", default=[])
     ap.add_argument("--token")
     a = ap.parse_args()
     server = Server(("127.0.0.1", a.port), Handler)

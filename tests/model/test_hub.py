@@ -1,8 +1,11 @@
 """`kztts info -m owner/tiny` against tests/hub/fake_hub.py serving the tiny checkpoint:
 download into an empty cache, reuse of the cache, offline use, resume after a dropped
 or stalled connection, and every failure a user can meet (lying endpoint, wrong size,
-404, 401, 500, unreachable endpoint, truncated transfer, write error). A failure must
-exit non-zero with one line on stderr and leave no file at its final place in the cache.
+404, 401, 500, unreachable endpoint, truncated transfer, a server that restarts every
+resumed transfer and drops it, malformed listing entries, a looping pagination link,
+write error). A failure must exit non-zero with one line on stderr and leave no file at
+its final place in the cache. Retries wait 20 ms (KZTTS_HUB_RETRY_MS) except where a
+case says otherwise.
 
 Each case starts its own fake hub (its own port and request log) and, unless it builds
 on an earlier case, its own cache. Every process runs under a timeout.
@@ -116,20 +119,28 @@ def snapshot(cache):
 
 
 def env_for(endpoint, cache, **extra):
+    """The environment of one run; retries wait 20 ms instead of 1 s unless extra says
+    otherwise (KZTTS_HUB_RETRY_MS=None: the default)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("HF_", "KZTTS_", "XDG_CACHE"))}
+    env["KZTTS_HUB_RETRY_MS"] = "20"
     if endpoint:
         env["KZTTS_HF_ENDPOINT"] = endpoint
     if cache:
         env["KZTTS_CACHE"] = cache
     env.update(extra)
-    return env
+    return {k: v for k, v in env.items() if v is not None}
 
 
 def run(env, model=REPO, timeout=120, **kw):
+    """Runs `kztts info -m model`; a run past the timeout is killed and reported as exit
+    status None with "timed out" on stderr (a hang is a failure, not a crash of the test)."""
     cmd = [A.kztts, "info", "-m", model]
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, **kw)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        r = subprocess.CompletedProcess(cmd, None, "", f"timed out after {timeout} s")
     r.seconds = time.monotonic() - t0
     return r
 
@@ -237,7 +248,11 @@ def case_truncated_then_resume():
     cache = new_cache("truncated")
     with Hub("truncated", "--drop", f"model.safetensors:{CUT}") as hub:
         r = run(env_for(hub.url, cache))
-        expect_fail("truncated transfer", r, "model.safetensors", "cut off", "run again")
+        expect_fail("truncated transfer", r, "model.safetensors", "cut off",
+                    "gave up after 5 attempts", "run again")
+        n = len([q for q in hub.file_requests("model.safetensors")
+                 if q["path"].startswith("/cdn/")])
+        check(n == 5, f"truncated transfer: {n} attempts, want 5")
     expect_absent("truncated transfer", cache, "model.safetensors", partial_too=False)
     part = os.path.join(snapshot(cache), "model.safetensors.incomplete")
     check(os.path.exists(part) and os.path.getsize(part) == CUT,
@@ -308,10 +323,12 @@ def case_http_errors():
     cache = new_cache("tree500")
     with Hub("tree500", "--status", "tree:500") as hub:
         expect_fail("listing answers 500", run(env_for(hub.url, cache)), "HTTP 500")
-        check(len(hub.tree_requests()) == 4, "listing answers 500: expected 3 retries")
+        n = len(hub.tree_requests())
+        check(n == 5, f"listing answers 500: {n} attempts, want 5")
     cache = new_cache("file500")
-    with Hub("file500", "--status", "model.safetensors:503:1") as hub:
-        expect_ok("file answers 503 once", run(env_for(hub.url, cache)))
+    with Hub("file500", "--status", "model.safetensors:503:1") as hub:  # the default wait
+        expect_ok("file answers 503 once",
+                  run(env_for(hub.url, cache, KZTTS_HUB_RETRY_MS=None)))
         check(same_as_source(cache), "file answers 503 once: files differ from the source")
     print("ok   file answers 503 once: retried", flush=True)
     cache = new_cache("auth")
@@ -323,6 +340,52 @@ def case_http_errors():
         expect_ok("private repo, HF_TOKEN", run(env_for(hub.url, cache, HF_TOKEN="s3cret")))
         check(same_as_source(cache), "private repo: files differ from the source")
     print("ok   private repo with HF_TOKEN", flush=True)
+
+
+def case_restart_and_drop():
+    """B5: a server that answers every Range request with the whole file and drops at the
+    same byte makes no progress; kztts stops after 5 attempts instead of looping."""
+    cache = new_cache("restart_drop")
+    with Hub("restart_drop", "--ignore-range", "--drop", f"model.safetensors:{CUT}") as hub:
+        r = run(env_for(hub.url, cache), timeout=60)
+        expect_fail("Range ignored, then dropped", r, "model.safetensors", "cut off",
+                    "gave up after 5 attempts", "ignores Range")
+        got = [q for q in hub.file_requests("model.safetensors") if q["path"].startswith("/cdn/")]
+        check(len(got) == 5, f"Range ignored, then dropped: {len(got)} attempts, want 5")
+        check(all(q["status"] == 200 for q in got),
+              "Range ignored, then dropped: the fake hub answered a Range request with 206")
+    expect_absent("Range ignored, then dropped", cache, "model.safetensors", partial_too=False)
+
+
+def case_bad_listing():
+    """B1 and the pagination loop: a malformed entry or a looping "next" link is one line
+    naming the problem, at once, and leaves nothing in the cache."""
+    zeros = "0" * 40
+    bad = [("negative size", 'config.json:{"size": -5, "oid": "%s"}' % zeros,
+            "malformed entry for config.json"),
+           ("fractional size", 'config.json:{"size": 1.5}', "malformed entry for config.json"),
+           ("size as a string", 'config.json:{"size": "12"}', "malformed entry for config.json"),
+           ("huge size", 'config.json:{"size": 1e300}', "malformed entry for config.json"),
+           ("LFS entry without sha256", 'model.safetensors:{"lfs": {"size": 5}}',
+            "malformed entry for model.safetensors"),
+           ("LFS entry with a short sha256", 'model.safetensors:{"lfs": {"size": 5, "oid": "ab"}}',
+            "malformed entry for model.safetensors")]
+    for i, (name, patch, needle) in enumerate(bad):
+        cache = new_cache("bad_entry")
+        with Hub(f"bad_entry{i}", "--patch-entry", patch) as hub:
+            expect_fail(name, run(env_for(hub.url, cache), timeout=60), needle, hub.url)
+            check(hub.file_requests() == [], f"{name}: files were fetched")
+        check(not os.path.exists(os.path.join(cache, "models")), f"{name}: cache touched")
+    for name, opts, pages, needle in (("next link to itself", ["--loop-link"], 1,
+                                       "page 1 links to itself"),
+                                      ("next links in a cycle", ["--loop-link", "--page-size", "2"],
+                                       4, "page 4 links back to page 1")):
+        cache = new_cache("loop")
+        with Hub(f"loop{pages}", *opts) as hub:
+            expect_fail(name, run(env_for(hub.url, cache), timeout=60), "loops", needle)
+            n = len(hub.tree_requests())
+            check(n == pages, f"{name}: {n} listing requests, want {pages}")
+        check(not os.path.exists(os.path.join(cache, "models")), f"{name}: cache touched")
 
 
 def case_stall():
@@ -474,6 +537,8 @@ def main():
     case_truncated_then_resume()
     case_lying()
     case_http_errors()
+    case_restart_and_drop()
+    case_bad_listing()
     case_stall()
     case_write_error()
     case_concurrent()

@@ -9,7 +9,10 @@
  *   -> at the expected size: sha256 (or git blob sha1) of the whole file, fsync,
  *      rename to DEST.
  * The hash is computed from the file on disk once it is complete, so resumed and
- * restarted transfers need no saved hash state.
+ * restarted transfers need no saved hash state. A file gets at most MAX_ATTEMPTS
+ * attempts per call, whether or not they made progress: a server that answers Range
+ * with the whole file and then drops makes "progress" on every attempt without ever
+ * getting further. The partial file stays for the next run.
  *
  * Traps: with redirects followed, the header callback sees every response of the
  * chain, so its state resets on each status line; bodies of error responses are
@@ -33,7 +36,8 @@
 
 #include "kztts.h"
 
-enum { MAX_RETRIES = 3, CONNECT_TIMEOUT_S = 15, LOW_SPEED_BYTES = 1024 };
+enum { MAX_ATTEMPTS = 5, CONNECT_TIMEOUT_S = 15, LOW_SPEED_BYTES = 1024 };
+#define DEFAULT_RETRY_WAIT_MS 1000L
 
 struct downloader {
     CURL *curl;
@@ -77,8 +81,11 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void sleep_s(int seconds) {
-    struct timespec ts = {.tv_sec = seconds};
+/* Waits before retry number `retry` (1, 2, ...): the base wait, doubled each time. */
+static void retry_wait(const downloader *d, int retry) {
+    long ms = d->opts.retry_wait_ms > 0 ? d->opts.retry_wait_ms : DEFAULT_RETRY_WAIT_MS;
+    ms <<= retry - 1;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
@@ -287,7 +294,7 @@ static size_t on_text(char *data, size_t size, size_t n_items, void *user) {
 }
 
 static download_status text_once(downloader *d, const char *url, size_t max_bytes, char **body,
-                                 char **next_url, download_result *r) {
+                                 size_t *n_body, char **next_url, download_result *r) {
     response h;
     text_sink s = {.max_bytes = max_bytes};
     struct curl_slist *headers = make_headers(d, 0, true);
@@ -317,21 +324,23 @@ static download_status text_once(downloader *d, const char *url, size_t max_byte
         return st;
     }
     *body = s.data;
+    *n_body = s.n_bytes;
     *next_url = h.next_url[0] ? strdup(h.next_url) : NULL;
     return DOWNLOAD_OK;
 }
 
 download_status download_text(downloader *d, const char *url, size_t max_bytes, char **body,
-                              char **next_url, download_result *r) {
+                              size_t *n_body, char **next_url, download_result *r) {
     *body = NULL;
+    *n_body = 0;
     *next_url = NULL;
-    for (int failures = 0;;) {
+    for (int n_attempts = 1;; n_attempts++) {
         memset(r, 0, sizeof *r);
-        download_status st = text_once(d, url, max_bytes, body, next_url, r);
-        if (st == DOWNLOAD_OK || !retryable(r) || failures == MAX_RETRIES) {
+        download_status st = text_once(d, url, max_bytes, body, n_body, next_url, r);
+        if (st == DOWNLOAD_OK || !retryable(r) || n_attempts == MAX_ATTEMPTS) {
             return st;
         }
-        sleep_s(1 << failures++);
+        retry_wait(d, n_attempts);
     }
 }
 
@@ -408,6 +417,7 @@ typedef struct xfer {
     uint64_t got_now;     /* bytes received by this call of download_file */
     uint64_t served_size; /* size the server claims when it disagrees with size */
     bool started;         /* the first body byte of a 2xx response was seen */
+    bool restarted;       /* a Range request was answered with the whole file */
     bool size_bad;        /* the server's total differs from size */
     bool range_bad;       /* a 206 that does not start where the file ends */
     int write_errno;
@@ -456,6 +466,7 @@ static bool begin_body(xfer *x) {
         return true;
     }
     if (x->have > 0) { // the server ignored Range: start the file over
+        x->restarted = true;
         if (ftruncate(x->fd, 0) != 0) {
             x->write_errno = errno;
             return false;
@@ -623,6 +634,21 @@ static download_status finish(xfer *x, const char *dest, const download_expect *
     return DOWNLOAD_OK;
 }
 
+/* Ends r's message with why no further attempt is made. */
+static void give_up(const xfer *x, int n_attempts, download_result *r) {
+    char why[sizeof r->message];
+    snprintf(why, sizeof why, "%s", r->message);
+    if (x->restarted) {
+        snprintf(r->message, sizeof r->message,
+                 "%.600s; gave up after %d attempts (the server ignores Range requests, so "
+                 "every attempt started over at byte 0)",
+                 why, n_attempts);
+    } else {
+        snprintf(r->message, sizeof r->message,
+                 "%.600s; gave up after %d attempts; run again to resume", why, n_attempts);
+    }
+}
+
 download_status download_file(downloader *d, const char *url, const char *dest, const char *label,
                               const download_expect *want, download_result *r) {
     size_t n_tmp = strlen(dest) + sizeof ".incomplete";
@@ -637,14 +663,13 @@ download_status download_file(downloader *d, const char *url, const char *dest, 
     // check it is discarded once and the file fetched from the start.
     bool old_partial = file_size(tmp_path) > 0;
     download_status st;
-    for (int failures = 0;;) {
+    for (int n_attempts = 0;;) {
         memset(r, 0, sizeof *r);
-        uint64_t got_before = x.got_now;
         if (file_size(tmp_path) > want->size) {
             unlink(tmp_path);
         }
-        st = file_size(tmp_path) == want->size && access(tmp_path, F_OK) == 0 ? DOWNLOAD_OK
-                                                                              : attempt(&x, url, r);
+        bool complete = file_size(tmp_path) == want->size && access(tmp_path, F_OK) == 0;
+        st = complete ? DOWNLOAD_OK : (n_attempts++, attempt(&x, url, r));
         if (st == DOWNLOAD_OK) {
             x.have = file_size(tmp_path);
             st = finish(&x, dest, want, r);
@@ -657,18 +682,11 @@ download_status download_file(downloader *d, const char *url, const char *dest, 
         if (!retryable(r)) {
             break;
         }
-        failures = x.got_now > got_before ? 0 : failures + 1;
-        if (failures > MAX_RETRIES) {
-            char why[sizeof r->message];
-            snprintf(why, sizeof why, "%s", r->message);
-            snprintf(r->message, sizeof r->message,
-                     "%.640s; gave up after %d tries without progress; run again to resume", why,
-                     failures);
+        if (n_attempts == MAX_ATTEMPTS) {
+            give_up(&x, n_attempts, r);
             break;
         }
-        if (failures > 0) {
-            sleep_s(1 << (failures - 1));
-        }
+        retry_wait(d, n_attempts);
     }
     if (st != DOWNLOAD_OK) {
         progress_clear(d);

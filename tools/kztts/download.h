@@ -5,9 +5,10 @@
  * DEST. DEST therefore only ever holds a complete, verified file.
  *
  * Transient failures (connection dropped or stalled mid-transfer, HTTP 5xx,
- * 408, 429) are retried up to 3 times in a row after 1, 2 and 4 s; an attempt
- * that received data resets that count and resumes with a Range request. A
- * server that ignores Range is handled by starting the file over.
+ * 408, 429) are retried: at most 5 attempts per document or file, the retries
+ * after 1, 2, 4 and 8 s (opts.retry_wait_ms doubled each time). A retry of a file
+ * resumes with a Range request; a server that ignores Range is handled by starting
+ * the file over.
  * One downloader is used by one thread at a time.
  */
 #ifndef KZ_DOWNLOAD_H
@@ -20,10 +21,12 @@
 typedef struct downloader downloader;
 
 typedef struct download_opts {
-    const char *token; /* sent as "Authorization: Bearer TOKEN" (libcurl drops it when a
-                          redirect leaves the host), or NULL */
-    long stall_s;      /* a transfer slower than 1 KB/s for this many seconds fails */
-    bool progress;     /* draw a progress bar on stderr (only when it is a terminal) */
+    const char *token;  /* sent as "Authorization: Bearer TOKEN" (libcurl drops it when a
+                           redirect leaves the host), or NULL */
+    long stall_s;       /* a transfer slower than 1 KB/s for this many seconds fails */
+    bool progress;      /* draw a progress bar on stderr (only when it is a terminal) */
+    long retry_wait_ms; /* wait before the first retry, doubled for each further one;
+                           0 means 1000 */
 } download_opts;
 
 typedef enum download_status {
@@ -55,10 +58,10 @@ downloader *download_new(const download_opts *opts);
 void download_free(downloader *d);
 
 /* GETs url into memory, at most max_bytes, compressed transfer allowed. On success
- * *body is NUL-terminated and owned (free()), and *next_url, when the response carries
- * a Link header with rel="next", is its target (owned), else NULL. */
+ * *body holds *n_body bytes and a NUL after them, owned (free()), and *next_url, when
+ * the response carries a Link header with rel="next", is its target (owned), else NULL. */
 download_status download_text(downloader *d, const char *url, size_t max_bytes, char **body,
-                              char **next_url, download_result *r);
+                              size_t *n_body, char **next_url, download_result *r);
 
 /* Brings the file at url (redirects followed) to dest, resuming dest.incomplete when it
  * exists, checking it against want and renaming it to dest. label names the file in the

@@ -5,17 +5,15 @@
  *   validate the id -> cache paths
  *   -> HF_HUB_OFFLINE: the cached copy if its manifest says complete, else fail
  *   -> GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true, following
- *      Link rel="next" pages; unreachable or 5xx: the cached copy if complete
- *   -> keep the files kztts reads; config.json and the weights must be there
+ *      Link rel="next" pages (same server, no page twice, at most MAX_PAGES);
+ *      unreachable or 5xx: the cached copy if complete
+ *   -> keep the files kztts reads (hub_files.c); config.json and the weights must be there
  *   -> flock CACHE/models/OWNER--NAME/.lock, read REVISION.manifest (files verified
  *      earlier: path, size, hash)
  *   -> skip files on disk whose size and hash match (manifest entry, else re-hashed)
  *   -> check free space -> download.c fetches the rest, manifest saved after each
  *   -> delete files of the previous manifest the repo no longer has -> complete.
  *
- * The tree API lists entries {type: "file"|"directory", path, size, oid, lfs: {oid,
- * size, pointerSize}}: oid is the git blob sha1 of what git stores, so for an LFS
- * file it hashes the pointer, and lfs.oid is the sha256 of the real content.
  * Files come from {endpoint}/{repo}/resolve/{revision}/{path}, which redirects LFS
  * files to a CDN. Only names from a fixed list are fetched, so a listing cannot
  * steer writes outside the snapshot directory.
@@ -39,43 +37,13 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "download.h"
+#include "hub_files.h"
 
-enum { MAX_FILES = 64, MAX_PAGES = 1000, DEFAULT_STALL_S = 30 };
+enum { MAX_PAGES = 1000, DEFAULT_STALL_S = 30 };
 #define TREE_MAX_BYTES ((size_t)64 << 20)
 #define MANIFEST_MAX_BYTES ((long)1 << 20)
 #define DEFAULT_ENDPOINT "https://huggingface.co"
-
-/* The files kztts reads from a checkpoint; shards match is_shard(). */
-static const char *const wanted_names[] = {
-    "config.json",
-    "generation_config.json",
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "vocab.json",
-    "merges.txt",
-    "tokenizer_config.json",
-    "preprocessor_config.json",
-    "speech_tokenizer/config.json",
-    "speech_tokenizer/model.safetensors",
-    "speech_tokenizer/model.safetensors.index.json",
-    "speech_tokenizer/preprocessor_config.json",
-};
-
-typedef struct hub_file {
-    char path[128]; /* path inside the repo */
-    uint64_t size;  /* bytes */
-    char oid[72];   /* lfs: sha256 of the content; else git blob sha1 (may be "") */
-    bool lfs;
-} hub_file;
-
-typedef struct hub_files {
-    hub_file items[MAX_FILES];
-    int n;
-    bool complete; /* every file of the listing is present and verified */
-} hub_files;
 
 typedef struct hub {
     const char *cmd;
@@ -84,7 +52,8 @@ typedef struct hub {
     bool offline;        /* HF_HUB_OFFLINE */
     bool tty;            /* stderr is a terminal: progress and notes */
     long stall_s;
-    char repo[256]; /* owner/name */
+    long retry_wait_ms; /* KZTTS_HUB_RETRY_MS, or 0 for download.c's default */
+    char repo[256];     /* owner/name */
     char revision[256];
     char repo_dir[PATH_MAX];
     char snapshot[PATH_MAX];
@@ -168,33 +137,6 @@ static int parse_ref(const char *arg, char *repo, size_t n_repo, char *revision,
     return 0;
 }
 
-/* model-00001-of-00002.safetensors, at the top or under speech_tokenizer/. */
-static bool is_shard(const char *path) {
-    static const char pattern[] = "model-#####-of-#####.safetensors";
-    if (strncmp(path, "speech_tokenizer/", 17) == 0) {
-        path += 17;
-    }
-    if (strlen(path) != sizeof pattern - 1) {
-        return false;
-    }
-    for (size_t i = 0; pattern[i]; i++) {
-        bool ok = pattern[i] == '#' ? path[i] >= '0' && path[i] <= '9' : path[i] == pattern[i];
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool wanted(const char *path) {
-    for (size_t i = 0; i < sizeof wanted_names / sizeof wanted_names[0]; i++) {
-        if (strcmp(path, wanted_names[i]) == 0) {
-            return true;
-        }
-    }
-    return is_shard(path);
-}
-
 /* --- environment and cache paths ------------------------------------------------- */
 
 static const char *env_set(const char *name) {
@@ -206,6 +148,23 @@ static bool env_true(const char *name) {
     const char *v = env_set(name);
     return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
                  strcasecmp(v, "on") == 0);
+}
+
+/* The number in [lo, hi] that environment variable name holds, fraction dropped;
+ * else fallback (with a warning when it is set to something else). */
+static long env_long(const char *cmd, const char *name, long lo, long hi, long fallback) {
+    const char *v = env_set(name);
+    if (!v) {
+        return fallback;
+    }
+    char *end;
+    double x = strtod(v, &end);
+    if (*end == '\0' && x >= (double)lo && x <= (double)hi) {
+        return (long)x;
+    }
+    fprintf(stderr, "kztts %s: warning: ignoring %s='%s' (want a number in [%ld, %ld])\n", cmd,
+            name, v, lo, hi);
+    return fallback;
 }
 
 static int cache_root(char *out, size_t n) {
@@ -244,20 +203,8 @@ static int hub_init(hub *h, const char *cmd, const char *repo, const char *revis
     h->token = env_set("HF_TOKEN");
     h->offline = env_true("HF_HUB_OFFLINE");
     h->tty = isatty(STDERR_FILENO);
-    h->stall_s = DEFAULT_STALL_S;
-    const char *timeout = env_set("HF_HUB_DOWNLOAD_TIMEOUT");
-    if (timeout) {
-        char *end;
-        double s = strtod(timeout, &end);
-        if (*end == '\0' && s >= 1 && s <= 3600) {
-            h->stall_s = (long)s;
-        } else {
-            fprintf(stderr,
-                    "kztts %s: warning: ignoring HF_HUB_DOWNLOAD_TIMEOUT='%s' (want "
-                    "seconds in [1, 3600])\n",
-                    cmd, timeout);
-        }
-    }
+    h->stall_s = env_long(cmd, "HF_HUB_DOWNLOAD_TIMEOUT", 1, 3600, DEFAULT_STALL_S);
+    h->retry_wait_ms = env_long(cmd, "KZTTS_HUB_RETRY_MS", 1, 60000, 0);
     char root[PATH_MAX - 512];
     if (cache_root(root, sizeof root) != 0) {
         return fail(h, "no cache directory: set KZTTS_CACHE (or HOME)");
@@ -341,46 +288,6 @@ static int lock_repo(const hub *h) {
 
 /* --- the manifest --------------------------------------------------------------- */
 
-static const hub_file *find_file(const hub_files *f, const char *path) {
-    for (int i = 0; i < f->n; i++) {
-        if (strcmp(f->items[i].path, path) == 0) {
-            return &f->items[i];
-        }
-    }
-    return NULL;
-}
-
-/* Reads one {path, size, oid, lfs} object (a manifest or tree entry) into out.
- * Returns false when a field is missing or malformed. */
-static bool read_entry(const cJSON *e, hub_file *out) {
-    const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "path");
-    const cJSON *size = cJSON_GetObjectItemCaseSensitive(e, "size");
-    const cJSON *oid = cJSON_GetObjectItemCaseSensitive(e, "oid");
-    const cJSON *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
-    if (cJSON_IsObject(lfs)) { // tree entry of an LFS file: size and sha256 of the content
-        size = cJSON_GetObjectItemCaseSensitive(lfs, "size");
-        oid = cJSON_GetObjectItemCaseSensitive(lfs, "oid");
-    }
-    if (!cJSON_IsString(path) || strlen(path->valuestring) >= sizeof out->path ||
-        !cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble > 9.0e15 ||
-        size->valuedouble != (double)(uint64_t)size->valuedouble) {
-        return false;
-    }
-    memset(out, 0, sizeof *out);
-    snprintf(out->path, sizeof out->path, "%s", path->valuestring);
-    out->size = (uint64_t)size->valuedouble;
-    out->lfs = cJSON_IsObject(lfs) || cJSON_IsTrue(lfs);
-    const char *hex = cJSON_IsString(oid) ? oid->valuestring : "";
-    size_t n_hex = strspn(hex, "0123456789abcdefABCDEF");
-    size_t want = out->lfs ? 64 : 40;
-    if (n_hex == want && hex[n_hex] == '\0') {
-        snprintf(out->oid, sizeof out->oid, "%s", hex);
-    } else if (out->lfs) {
-        return false; // an LFS entry without its sha256 cannot be verified
-    }
-    return true;
-}
-
 static void manifest_load(hub *h) {
     memset(&h->cached, 0, sizeof h->cached);
     FILE *f = fopen(h->manifest, "rb");
@@ -390,49 +297,19 @@ static void manifest_load(hub *h) {
     char *text = malloc((size_t)MANIFEST_MAX_BYTES + 1);
     size_t n = text ? fread(text, 1, (size_t)MANIFEST_MAX_BYTES, f) : 0;
     fclose(f);
-    if (!text) {
-        return;
+    if (text) {
+        text[n] = '\0';
+        hub_manifest_parse(text, h->repo, h->revision, &h->cached);
+        free(text);
     }
-    text[n] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    const cJSON *repo = cJSON_GetObjectItemCaseSensitive(root, "repo");
-    const cJSON *rev = cJSON_GetObjectItemCaseSensitive(root, "revision");
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
-    if (cJSON_IsString(repo) && strcmp(repo->valuestring, h->repo) == 0 && cJSON_IsString(rev) &&
-        strcmp(rev->valuestring, h->revision) == 0 && cJSON_IsArray(files)) {
-        const cJSON *e;
-        cJSON_ArrayForEach(e, files) {
-            hub_file file;
-            if (h->cached.n < MAX_FILES && read_entry(e, &file) && wanted(file.path)) {
-                h->cached.items[h->cached.n++] = file;
-            }
-        }
-        h->cached.complete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "complete"));
-    }
-    cJSON_Delete(root);
 }
 
 /* Writes h->cached atomically (temporary file + rename). Returns 0 or -1. */
 static int manifest_save(const hub *h) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "repo", h->repo);
-    cJSON_AddStringToObject(root, "revision", h->revision);
-    cJSON_AddBoolToObject(root, "complete", h->cached.complete);
-    cJSON *files = cJSON_AddArrayToObject(root, "files");
-    for (int i = 0; i < h->cached.n && files; i++) {
-        const hub_file *f = &h->cached.items[i];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "path", f->path);
-        cJSON_AddNumberToObject(e, "size", (double)f->size);
-        cJSON_AddStringToObject(e, "oid", f->oid);
-        cJSON_AddBoolToObject(e, "lfs", f->lfs);
-        cJSON_AddItemToArray(files, e);
-    }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
+    char *text = hub_manifest_print(&h->cached, h->repo, h->revision);
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", h->manifest, (long)getpid());
+    errno = text ? 0 : ENOMEM;
     FILE *f = text ? fopen(tmp, "wb") : NULL;
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     ok = f && fclose(f) == 0 && ok;
@@ -476,71 +353,77 @@ static void encode_revision(char *out, size_t n, const char *revision) {
 }
 
 /* Adds the wanted files of one page of the tree listing. Returns 0 or -1 (printed). */
-static int add_page(hub *h, const char *body) {
-    cJSON *root = cJSON_Parse(body);
-    if (!cJSON_IsArray(root)) {
-        cJSON_Delete(root);
-        return fail(h, "%s: unexpected answer from %s when listing files (not a JSON array)",
-                    h->repo, h->endpoint);
+static int add_page(hub *h, const char *body, size_t n_body) {
+    char err[256];
+    if (hub_listing_add_page(&h->listed, body, n_body, err, sizeof err) != 0) {
+        return fail(h, "%s: unexpected listing from %s: %s", h->repo, h->endpoint, err);
     }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, root) {
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type");
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "path");
-        if (!cJSON_IsString(type) || strcmp(type->valuestring, "file") != 0 ||
-            !cJSON_IsString(path) || !wanted(path->valuestring) ||
-            find_file(&h->listed, path->valuestring)) {
-            continue;
-        }
-        hub_file f;
-        if (!read_entry(e, &f)) {
-            cJSON_Delete(root);
-            return fail(h, "%s: malformed entry for %s in the listing from %s", h->repo,
-                        path->valuestring, h->endpoint);
-        }
-        if (h->listed.n == MAX_FILES) {
-            cJSON_Delete(root);
-            return fail(h, "%s: more than %d weight files in the listing", h->repo, MAX_FILES);
-        }
-        h->listed.items[h->listed.n++] = f;
-    }
-    cJSON_Delete(root);
     return 0;
 }
 
-/* Lists the repo into h->listed. Returns 0, -1 for a download failure described by r,
- * or -2 for a failure already printed. */
+/* Checks the next-page link of page n_seen: it must stay on the endpoint (the token
+ * goes with every page) and lead to a page not seen yet, within MAX_PAGES. Returns 0
+ * or -1 (printed). */
+static int check_next(const hub *h, const char *next, char *const *seen, int n_seen) {
+    size_t n_endpoint = strlen(h->endpoint);
+    if (strncmp(next, h->endpoint, n_endpoint) != 0 || next[n_endpoint] != '/') {
+        return fail(h, "%s: the listing from %s links to a page on another server", h->repo,
+                    h->endpoint);
+    }
+    for (int i = 0; i < n_seen; i++) {
+        if (strcmp(next, seen[i]) == 0 && i + 1 == n_seen) {
+            return fail(h, "%s: the listing from %s loops: page %d links to itself", h->repo,
+                        h->endpoint, n_seen);
+        }
+        if (strcmp(next, seen[i]) == 0) {
+            return fail(h, "%s: the listing from %s loops: page %d links back to page %d", h->repo,
+                        h->endpoint, n_seen, i + 1);
+        }
+    }
+    if (n_seen == MAX_PAGES) {
+        return fail(h, "%s: the listing from %s has more than %d pages", h->repo, h->endpoint,
+                    MAX_PAGES);
+    }
+    return 0;
+}
+
+/* Lists the repo into h->listed, page by page. Returns 0, -1 for a download failure
+ * described by r, or -2 for a failure already printed. */
 static int list_repo(hub *h, download_result *r) {
     char rev[768], first[4096];
     encode_revision(rev, sizeof rev, h->revision);
     snprintf(first, sizeof first, "%s/api/models/%s/tree/%s?recursive=true", h->endpoint, h->repo,
              rev);
-    char *url = strdup(first);
     memset(&h->listed, 0, sizeof h->listed);
-    for (int page = 0; url; page++) {
+    char *seen[MAX_PAGES]; // the URLs fetched so far, owned
+    int n_seen = 0, rc = 0;
+    char *url = strdup(first);
+    if (!url) {
+        fail(h, "out of memory");
+        return -2;
+    }
+    while (url) {
+        seen[n_seen++] = url;
         char *body = NULL, *next = NULL;
-        download_status st = download_text(h->dl, url, TREE_MAX_BYTES, &body, &next, r);
-        free(url);
-        url = NULL;
-        if (st != DOWNLOAD_OK) {
-            return -1;
+        size_t n_body = 0;
+        if (download_text(h->dl, url, TREE_MAX_BYTES, &body, &n_body, &next, r) != DOWNLOAD_OK) {
+            rc = -1;
+            break;
         }
-        int rc = add_page(h, body);
+        bool ok =
+            add_page(h, body, n_body) == 0 && (!next || check_next(h, next, seen, n_seen) == 0);
         free(body);
-        size_t n_endpoint = strlen(h->endpoint);
-        if (rc == 0 && next &&
-            (strncmp(next, h->endpoint, n_endpoint) != 0 || next[n_endpoint] != '/' ||
-             page + 1 == MAX_PAGES)) {
-            // The token goes with every page: never follow a link to another host.
-            rc = fail(h, "%s: unexpected pagination link from %s", h->repo, h->endpoint);
-        }
-        if (rc != 0) {
+        if (!ok) {
             free(next);
-            return -2;
+            rc = -2;
+            break;
         }
         url = next;
     }
-    return 0;
+    for (int i = 0; i < n_seen; i++) {
+        free(seen[i]);
+    }
+    return rc;
 }
 
 static int fail_auth(const hub *h, long status, const char *what) {
@@ -626,7 +509,7 @@ static bool up_to_date(const hub *h, const hub_files *cached, const hub_file *f)
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != f->size) {
         return false;
     }
-    const hub_file *c = find_file(cached, f->path);
+    const hub_file *c = hub_files_find(cached, f->path);
     if (c && c->size == f->size && c->lfs == f->lfs && strcasecmp(c->oid, f->oid) == 0) {
         return true;
     }
@@ -641,7 +524,7 @@ static void record(hub *h, const hub_file *f) {
     while (i < h->cached.n && strcmp(h->cached.items[i].path, f->path) != 0) {
         i++;
     }
-    if (i < MAX_FILES) {
+    if (i < HUB_MAX_FILES) {
         h->cached.items[i] = *f;
         h->cached.n += i == h->cached.n;
     }
@@ -650,15 +533,16 @@ static void record(hub *h, const hub_file *f) {
 static int check_required(const hub *h) {
     bool shards = false;
     for (int i = 0; i < h->listed.n; i++) {
-        shards |= strchr(h->listed.items[i].path, '/') == NULL && is_shard(h->listed.items[i].path);
+        shards |=
+            strchr(h->listed.items[i].path, '/') == NULL && hub_is_shard(h->listed.items[i].path);
     }
     const hub_files *listed = &h->listed;
-    if (!find_file(listed, "config.json")) {
+    if (!hub_files_find(listed, "config.json")) {
         return fail(h, "%s@%s has no config.json: not a Qwen3-TTS checkpoint", h->repo,
                     h->revision);
     }
-    if (!find_file(listed, "model.safetensors") &&
-        !(shards && find_file(listed, "model.safetensors.index.json"))) {
+    if (!hub_files_find(listed, "model.safetensors") &&
+        !(shards && hub_files_find(listed, "model.safetensors.index.json"))) {
         return fail(h, "%s@%s has no model.safetensors: not a Qwen3-TTS checkpoint", h->repo,
                     h->revision);
     }
@@ -694,7 +578,7 @@ static int check_space(const hub *h, uint64_t need) {
 static void remove_stale(const hub *h) {
     for (int i = 0; i < h->cached.n; i++) {
         const hub_file *c = &h->cached.items[i];
-        if (!find_file(&h->listed, c->path)) {
+        if (!hub_files_find(&h->listed, c->path)) {
             char path[PATH_MAX + 256];
             snprintf(path, sizeof path, "%s/%s", h->snapshot, c->path);
             unlink(path);
@@ -727,7 +611,7 @@ static int fetch_one(hub *h, const hub_file *f, const char *label) {
 }
 
 static int fetch_files(hub *h) {
-    bool todo[MAX_FILES] = {false};
+    bool todo[HUB_MAX_FILES] = {false};
     int n_todo = 0, width = 0; // width: the longest name, to align the progress bars
     uint64_t need = 0, total = 0;
     for (int i = 0; i < h->listed.n; i++) {
@@ -753,7 +637,7 @@ static int fetch_files(hub *h) {
     for (int i = 0; i < h->listed.n; i++) {
         const hub_file *f = &h->listed.items[i];
         if (!todo[i]) {
-            const hub_file *c = find_file(&h->cached, f->path);
+            const hub_file *c = hub_files_find(&h->cached, f->path);
             changed |= !c || strcasecmp(c->oid, f->oid) != 0;
             continue;
         }
@@ -813,7 +697,10 @@ static int use_cache_after(hub *h, const download_result *r) {
  * cache is only touched once the listing has succeeded, so a mistyped id leaves no
  * trace in it. */
 static int sync_online(hub *h) {
-    download_opts opts = {.token = h->token, .stall_s = h->stall_s, .progress = h->tty};
+    download_opts opts = {.token = h->token,
+                          .stall_s = h->stall_s,
+                          .progress = h->tty,
+                          .retry_wait_ms = h->retry_wait_ms};
     h->dl = download_new(&opts);
     if (!h->dl) {
         return fail(h, "cannot start libcurl");

@@ -8,6 +8,8 @@
  *   KZTTS_CACHE, else $XDG_CACHE_HOME/kztts, else ~/.cache/kztts
  *   HF_HUB_OFFLINE=1         no network: use the cached copy or fail
  *   HF_HUB_DOWNLOAD_TIMEOUT  seconds below 1 KB/s before a transfer fails (default 30)
+ *   KZTTS_HUB_RETRY_MS       milliseconds before the first retry of a failed request,
+ *                            doubled for each further one (default 1000; tests shorten it)
  *
  * Cache layout: CACHE/models/OWNER--NAME/REVISION/ holds the checkpoint files as
  * the repo has them (config.json, model.safetensors, speech_tokenizer/...);
