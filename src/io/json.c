@@ -108,6 +108,16 @@ int64_t kz_json_int(kz_json_ctx *c, const cJSON *obj, const char *key, int64_t d
     return x;
 }
 
+int64_t kz_json_int_req(kz_json_ctx *c, const cJSON *obj, const char *key, int64_t lo,
+                        int64_t hi) {
+    const cJSON *v = item(obj, key);
+    if (!v || cJSON_IsNull(v)) {
+        fail(c, key, "missing (it has no default)");
+        return lo;
+    }
+    return kz_json_int(c, obj, key, lo, lo, hi);
+}
+
 double kz_json_num(kz_json_ctx *c, const cJSON *obj, const char *key, double def, double lo,
                    double hi) {
     const cJSON *v = item(obj, key);

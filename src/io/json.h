@@ -45,6 +45,11 @@ kz_status kz_json_load(const char *path, cJSON **root);
 int64_t kz_json_int(kz_json_ctx *c, const cJSON *obj, const char *key, int64_t def, int64_t lo,
                     int64_t hi);
 
+/* As kz_json_int for a key without a default: missing or null is an error
+ * ("...: missing (it has no default)") and gives lo. */
+int64_t kz_json_int_req(kz_json_ctx *c, const cJSON *obj, const char *key, int64_t lo,
+                        int64_t hi);
+
 /* Finite number in [lo, hi]. */
 double kz_json_num(kz_json_ctx *c, const cJSON *obj, const char *key, double def, double lo,
                    double hi);

@@ -4,8 +4,10 @@
  * Flow: text (read from the file by kz_codec_config_load, or given by the
  * caller, e.g. from GGUF metadata) -> parse JSON (io/json.c), read the
  * top-level keys, then the nested "decoder_config" object with the official
- * class defaults, then check the cross-field relations. "encoder_config" is
- * read by the encoder (voice cloning) when that lands.
+ * class defaults (codebook_dim has none: required), then check the cross-field
+ * relations. num_semantic_quantizers is not read: the official decoder splits
+ * its quantizers as 1 + (num_quantizers - 1) whatever the key says.
+ * "encoder_config" is read by the encoder (voice cloning) when that lands.
  */
 #include "model/codec_config.h"
 
@@ -32,7 +34,7 @@ static void read_decoder(kz_json_ctx *j, const cJSON *d, kz_codec_config *c) {
     static const int64_t ratios_def[] = {2, 2};
     int64_t v[KZ_CODEC_MAX_RATES];
     c->codebook_size = (int32_t)kz_json_int(j, d, "codebook_size", 2048, 1, 1 << 20);
-    c->codebook_dim = (int32_t)kz_json_int(j, d, "codebook_dim", 512, 2, 1 << 16);
+    c->codebook_dim = (int32_t)kz_json_int_req(j, d, "codebook_dim", 2, 1 << 16);
     c->latent_dim = (int32_t)kz_json_int(j, d, "latent_dim", 1024, 1, 1 << 16);
     c->hidden_size = (int32_t)kz_json_int(j, d, "hidden_size", 1024, 1, 1 << 16);
     c->num_hidden_layers = (int32_t)kz_json_int(j, d, "num_hidden_layers", 8, 0, 256);
@@ -45,7 +47,6 @@ static void read_decoder(kz_json_ctx *j, const cJSON *d, kz_codec_config *c) {
     c->max_position_embeddings =
         (int32_t)kz_json_int(j, d, "max_position_embeddings", 8000, 1, 1 << 30);
     c->num_quantizers = (int32_t)kz_json_int(j, d, "num_quantizers", 16, 2, 64);
-    c->num_semantic_quantizers = (int32_t)kz_json_int(j, d, "num_semantic_quantizers", 1, 1, 64);
     c->decoder_dim = (int32_t)kz_json_int(j, d, "decoder_dim", 1536, 1, 1 << 16);
     c->rms_norm_eps = (float)kz_json_num(j, d, "rms_norm_eps", 1e-5, 0.0, 1.0);
     c->rope_theta = (float)kz_json_num(j, d, "rope_theta", 10000.0, 1.0, 1e12);
@@ -75,11 +76,11 @@ static void read_decoder(kz_json_ctx *j, const cJSON *d, kz_codec_config *c) {
 }
 
 static kz_status check_relations(const char *label, const kz_codec_config *c) {
-    int64_t total = 1;
-    for (int i = 0; i < c->n_upsample_rates; i++) {
+    int64_t total = 1; // stops growing past the largest rate, so it cannot overflow
+    for (int i = 0; i < c->n_upsample_rates && total <= c->decode_upsample_rate; i++) {
         total *= c->upsample_rates[i];
     }
-    for (int i = 0; i < c->n_upsampling_ratios; i++) {
+    for (int i = 0; i < c->n_upsampling_ratios && total <= c->decode_upsample_rate; i++) {
         total *= c->upsampling_ratios[i];
     }
     if (total != c->decode_upsample_rate) {
@@ -88,17 +89,12 @@ static kz_status check_relations(const char *label, const kz_codec_config *c) {
                             "upsampling_ratios (%lld)",
                             label, c->decode_upsample_rate, (long long)total);
     }
-    if (c->num_semantic_quantizers != 1 || c->num_quantizers < 2) {
-        return kz_error_set(KZ_STATUS_UNSUPPORTED,
-                            "%s: decoder_config: only 1 semantic quantizer of >= 2 is supported "
-                            "(got %d of %d)",
-                            label, c->num_semantic_quantizers, c->num_quantizers);
-    }
     if (c->codebook_dim % 2 != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: decoder_config.codebook_dim %d is odd", label,
                             c->codebook_dim);
     }
-    if (c->num_attention_heads % c->num_key_value_heads != 0 || c->head_dim % 2 != 0) {
+    if (c->num_attention_heads % c->num_key_value_heads != 0 || c->head_dim < 2 ||
+        c->head_dim % 2 != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: decoder_config: %d attention heads not a multiple of %d key/value "
                             "heads, or odd head_dim %d",
@@ -136,7 +132,11 @@ kz_status kz_codec_config_parse(const char *label, const char *text, size_t n_by
         memset(out, 0, sizeof *out);
         return j.status;
     }
-    return check_relations(label, out);
+    st = check_relations(label, out);
+    if (st != KZ_OK) {
+        memset(out, 0, sizeof *out);
+    }
+    return st;
 }
 
 kz_status kz_codec_config_load(const char *path, kz_codec_config *out) {

@@ -5,7 +5,8 @@
  * Field names are the checkpoint's keys. Missing keys take the defaults of the
  * official configuration class (Qwen3TTSTokenizerV2DecoderConfig), which are
  * NOT the released values for every key (e.g. hidden_size defaults to 1024, the
- * release says 512), exactly as Hugging Face would load the file.
+ * release says 512), exactly as Hugging Face would load the file; codebook_dim
+ * has no default there and is required.
  */
 #ifndef KZ_CODEC_CONFIG_H
 #define KZ_CODEC_CONFIG_H
@@ -26,7 +27,7 @@ typedef struct kz_codec_config {
     int32_t encoder_valid_num_quantizers; /* 16 */
     /* decoder_config */
     int32_t codebook_size;           /* 2048 entries per codebook */
-    int32_t codebook_dim;            /* 512; the RVQ tables are codebook_dim / 2 wide */
+    int32_t codebook_dim;            /* 512; the RVQ tables are codebook_dim / 2 wide; required */
     int32_t latent_dim;              /* 1024 */
     int32_t hidden_size;             /* 512, pre-transformer width */
     int32_t num_hidden_layers;       /* 8 */
@@ -36,8 +37,7 @@ typedef struct kz_codec_config {
     int32_t intermediate_size;       /* 1024 */
     int32_t sliding_window;          /* 72 frames */
     int32_t max_position_embeddings; /* 8000 (informational; RoPE is computed for any position) */
-    int32_t num_quantizers;          /* 16 */
-    int32_t num_semantic_quantizers; /* 1 */
+    int32_t num_quantizers;          /* 16 = codebooks per frame: 1 semantic + the rest */
     int32_t decoder_dim;             /* 1536 */
     float rms_norm_eps;              /* 1e-5 */
     float rope_theta;                /* 10000 */

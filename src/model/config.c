@@ -6,7 +6,10 @@
  * talker_config with its name tables (codec_language_id, spk_id whose values
  * may be an int or a one-element list, spk_is_dialect whose values are a
  * dialect name or false); the nested code_predictor_config;
- * speaker_encoder_config. Then cross-field checks.
+ * speaker_encoder_config. Then cross-field checks: every id against the table
+ * it indexes (defaults included: the class defaults of the codec ids lie
+ * outside the default vocabulary), derived sizes, the architecture switches
+ * the engine does not implement.
  * generation_config.json is a flat list of sampling defaults over fallbacks.
  */
 #include "model/config.h"
@@ -24,6 +27,26 @@ static void copy_str(char *dst, size_t n, const char *src) {
     snprintf(dst, n, "%s", src ? src : "");
 }
 
+/* The switches of a Qwen3 stack the engine does not implement: another activation,
+ * attention biases, sliding windows, a RoPE variant other than the default (the
+ * talker's M-RoPE sections are plain RoPE in TTS, where all position rows agree). */
+static void check_arch(kz_json_ctx *j, const cJSON *o) {
+    const char *act = kz_json_str(j, o, "hidden_act", "silu");
+    bool bias = kz_json_bool(j, o, "attention_bias", false);
+    bool window = kz_json_bool(j, o, "use_sliding_window", false);
+    const cJSON *rope = kz_json_obj(j, o, "rope_scaling");
+    const char *type = kz_json_str(j, rope, "rope_type", kz_json_str(j, rope, "type", "default"));
+    const char *what = strcmp(act, "silu") != 0            ? "hidden_act (only silu)"
+                       : bias                              ? "attention_bias (only false)"
+                       : window                            ? "use_sliding_window (only false)"
+                       : strcmp(type, "default") != 0      ? "rope_scaling.rope_type (only default)"
+                                                           : NULL;
+    if (what && j->status == KZ_OK) {
+        j->status = kz_error_set(KZ_STATUS_UNSUPPORTED, "%s: %s.%s is not supported", j->path,
+                                 j->scope, what);
+    }
+}
+
 static void read_cp(kz_json_ctx *j, const cJSON *o, kz_code_predictor_config *c) {
     c->vocab_size = (int32_t)kz_json_int(j, o, "vocab_size", 2048, 1, 1 << 20);
     c->hidden_size = (int32_t)kz_json_int(j, o, "hidden_size", 1024, 1, 1 << 16);
@@ -37,6 +60,7 @@ static void read_cp(kz_json_ctx *j, const cJSON *o, kz_code_predictor_config *c)
     c->num_code_groups = (int32_t)kz_json_int(j, o, "num_code_groups", 32, 2, 64);
     c->rms_norm_eps = (float)kz_json_num(j, o, "rms_norm_eps", 1e-6, 0.0, 1.0);
     c->rope_theta = (float)kz_json_num(j, o, "rope_theta", 10000.0, 1.0, 1e12);
+    check_arch(j, o);
 }
 
 /* Reads a {name: id} table; ids may be written as n or [n]. */
@@ -85,7 +109,9 @@ static void read_talker_ids(kz_json_ctx *j, const cJSON *o, kz_talker_config *t)
 }
 
 static void read_talker(kz_json_ctx *j, const cJSON *o, kz_talker_config *t) {
-    t->vocab_size = (int32_t)kz_json_int(j, o, "vocab_size", 3072, 1, 1 << 20);
+    // More than the control ids the official generate suppresses (config.h).
+    t->vocab_size =
+        (int32_t)kz_json_int(j, o, "vocab_size", 3072, KZ_TALKER_CONTROL_IDS + 1, 1 << 20);
     t->hidden_size = (int32_t)kz_json_int(j, o, "hidden_size", 1024, 1, 1 << 16);
     t->intermediate_size = (int32_t)kz_json_int(j, o, "intermediate_size", 2048, 1, 1 << 20);
     t->num_hidden_layers = (int32_t)kz_json_int(j, o, "num_hidden_layers", 20, 1, 256);
@@ -97,9 +123,11 @@ static void read_talker(kz_json_ctx *j, const cJSON *o, kz_talker_config *t) {
         (int32_t)kz_json_int(j, o, "max_position_embeddings", 32768, 1, 1 << 30);
     t->num_code_groups = (int32_t)kz_json_int(j, o, "num_code_groups", 32, 2, 64);
     t->text_hidden_size = (int32_t)kz_json_int(j, o, "text_hidden_size", 2048, 1, 1 << 16);
-    t->text_vocab_size = (int32_t)kz_json_int(j, o, "text_vocab_size", 151936, 1, 1 << 24);
+    t->text_vocab_size = (int32_t)kz_json_int_req(j, o, "text_vocab_size", 1, 1 << 24);
     t->rms_norm_eps = (float)kz_json_num(j, o, "rms_norm_eps", 1e-6, 0.0, 1.0);
     t->rope_theta = (float)kz_json_num(j, o, "rope_theta", 10000.0, 1.0, 1e12);
+    t->first_control_id = t->vocab_size - KZ_TALKER_CONTROL_IDS;
+    check_arch(j, o);
     read_talker_ids(j, o, t);
     const cJSON *langs = kz_json_obj(j, o, "codec_language_id");
     t->n_languages = langs ? read_name_ids(j, langs, "codec_language_id", t->languages,
@@ -129,27 +157,90 @@ static void read_top(kz_json_ctx *j, const cJSON *root, kz_tts_config *c) {
     c->tts_pad_token_id = (int32_t)kz_json_int(j, root, "tts_pad_token_id", 151671, 0, 1 << 24);
     c->tts_bos_token_id = (int32_t)kz_json_int(j, root, "tts_bos_token_id", 151672, 0, 1 << 24);
     c->tts_eos_token_id = (int32_t)kz_json_int(j, root, "tts_eos_token_id", 151673, 0, 1 << 24);
+    c->assistant_token_id = (int32_t)kz_json_int(j, root, "assistant_token_id", -1, 0, 1 << 24);
+}
+
+/* Text token ids of the top level against the text embedding's rows. */
+static kz_status check_text_ids(const char *label, const kz_tts_config *c) {
+    const struct { const char *key; int32_t id; } ids[] = {
+        {"im_start_token_id", c->im_start_token_id}, {"im_end_token_id", c->im_end_token_id},
+        {"tts_pad_token_id", c->tts_pad_token_id},   {"tts_bos_token_id", c->tts_bos_token_id},
+        {"tts_eos_token_id", c->tts_eos_token_id},   {"assistant_token_id", c->assistant_token_id}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        bool absent = ids[i].id < 0; // only assistant_token_id may be absent
+        if (!absent && ids[i].id >= c->talker.text_vocab_size) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "%s: %s %d is outside the text embedding "
+                                "(talker_config.text_vocab_size %d)",
+                                label, ids[i].key, ids[i].id, c->talker.text_vocab_size);
+        }
+    }
+    return KZ_OK;
+}
+
+/* Codec ids of talker_config (defaults included) against the codec embedding's rows. */
+static kz_status check_codec_ids(const char *label, const kz_talker_config *t) {
+    const struct { const char *key; int32_t id; } ids[] = {
+        {"codec_eos_token_id", t->codec_eos_token_id}, {"codec_think_id", t->codec_think_id},
+        {"codec_nothink_id", t->codec_nothink_id},     {"codec_think_bos_id", t->codec_think_bos_id},
+        {"codec_think_eos_id", t->codec_think_eos_id}, {"codec_pad_id", t->codec_pad_id},
+        {"codec_bos_id", t->codec_bos_id}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        if (ids[i].id < 0 || ids[i].id >= t->vocab_size) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "%s: talker_config.%s %d is outside the codec embedding "
+                                "(talker_config.vocab_size %d)",
+                                label, ids[i].key, ids[i].id, t->vocab_size);
+        }
+    }
+    for (int i = 0; i < t->n_speakers; i++) {
+        const char *d = t->speakers[i].dialect;
+        bool known = !d[0];
+        for (int k = 0; k < t->n_languages && !known; k++) {
+            known = strcmp(t->languages[k].name, d) == 0;
+        }
+        if (!known) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "%s: talker_config.spk_is_dialect.%s: '%s' is not in "
+                                "codec_language_id",
+                                label, t->speakers[i].name, d);
+        }
+    }
+    return KZ_OK;
+}
+
+/* Sizes the tensors are bound with, including derived defaults (head_dim). */
+static kz_status check_sizes(const char *label, const kz_talker_config *t) {
+    const kz_code_predictor_config *p = &t->code_predictor;
+    if (t->num_attention_heads % t->num_key_value_heads != 0 ||
+        p->num_attention_heads % p->num_key_value_heads != 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: attention heads are not a multiple of key/value heads", label);
+    }
+    if (t->head_dim < 2 || t->head_dim % 2 != 0 || p->head_dim % 2 != 0) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: talker_config.head_dim %d / code_predictor_config.head_dim %d: "
+                            "RoPE needs an even head_dim >= 2",
+                            label, t->head_dim, p->head_dim);
+    }
+    if (p->num_code_groups != t->num_code_groups) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: talker num_code_groups %d != code predictor's %d", label,
+                            t->num_code_groups, p->num_code_groups);
+    }
+    return KZ_OK;
 }
 
 static kz_status check(const char *label, const kz_tts_config *c) {
-    const kz_talker_config *t = &c->talker;
     if (strcmp(c->tts_model_type, "custom_voice") != 0 &&
         strcmp(c->tts_model_type, "voice_design") != 0 && strcmp(c->tts_model_type, "base") != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tts_model_type '%s' is not custom_voice, voice_design or base",
                             label, c->tts_model_type);
     }
-    if (t->num_attention_heads % t->num_key_value_heads != 0 ||
-        t->code_predictor.num_attention_heads % t->code_predictor.num_key_value_heads != 0) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: attention heads are not a multiple of key/value heads", label);
-    }
-    if (t->code_predictor.num_code_groups != t->num_code_groups) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: talker num_code_groups %d != code predictor's %d", label,
-                            t->num_code_groups, t->code_predictor.num_code_groups);
-    }
-    return KZ_OK;
+    kz_status st = check_sizes(label, &c->talker);
+    st = st ? st : check_text_ids(label, c);
+    return st ? st : check_codec_ids(label, &c->talker);
 }
 
 kz_status kz_tts_config_parse(const char *label, const char *text, size_t n_bytes,
@@ -174,11 +265,11 @@ kz_status kz_tts_config_parse(const char *label, const char *text, size_t n_byte
     out->speaker_enc_dim = (int32_t)kz_json_int(&j, spk, "enc_dim", 1024, 1, 1 << 16);
     out->speaker_sample_rate = (int32_t)kz_json_int(&j, spk, "sample_rate", 24000, 1, 384000);
     cJSON_Delete(root);
-    if (j.status != KZ_OK) {
+    st = j.status ? j.status : check(label, out);
+    if (st != KZ_OK) {
         memset(out, 0, sizeof *out);
-        return j.status;
     }
-    return check(label, out);
+    return st;
 }
 
 kz_status kz_tts_config_load(const char *path, kz_tts_config *out) {

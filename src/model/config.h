@@ -9,9 +9,18 @@
  *
  * Field names are the checkpoint's keys. Missing keys take the official
  * configuration classes' defaults (configuration_qwen3_tts.py), which differ
- * from the released values for several keys, as Hugging Face would load them.
+ * from the released values for several keys, as Hugging Face would load them;
+ * a key those classes have no default for (talker_config.text_vocab_size) is
+ * an error when missing, as the official model cannot be built without it.
  * Name tables (speakers, languages) keep the checkpoint's spelling; lookups
  * lower-case the query as the official wrapper does.
+ *
+ * Every id is checked against the table it indexes once the file is read:
+ * text token ids against text_vocab_size (the text embedding's rows), codec
+ * ids, languages and speakers against the talker's vocab_size (the codec
+ * embedding's rows); the tensors' shapes are checked against these sizes when
+ * the weights are bound, and the codec's and tokenizer's sizes against them
+ * in model.c, so no id read from a file can index past its table.
  */
 #ifndef KZ_CONFIG_H
 #define KZ_CONFIG_H
@@ -31,6 +40,10 @@ typedef struct kz_name_id {
     char dialect[KZ_NAME_LEN]; /* spk_is_dialect value for speakers ("" if none) */
 } kz_name_id;
 
+/* The official generate suppresses the last 1024 ids of the talker's codec
+ * vocabulary (all but EOS): a fixed count in its code, not a config key. */
+#define KZ_TALKER_CONTROL_IDS 1024
+
 typedef struct kz_code_predictor_config {
     int32_t vocab_size;              /* 2048 per codebook */
     int32_t hidden_size;             /* 1024 */
@@ -46,7 +59,9 @@ typedef struct kz_code_predictor_config {
 } kz_code_predictor_config;
 
 typedef struct kz_talker_config {
-    int32_t vocab_size;              /* 3072 codec ids */
+    int32_t vocab_size;              /* 3072 codec ids, > KZ_TALKER_CONTROL_IDS */
+    int32_t first_control_id;        /* vocab_size - KZ_TALKER_CONTROL_IDS: codebook-0 codes
+                                        are the ids below it (derived, not a key) */
     int32_t hidden_size;             /* D: 1024 (0.6B) or 2048 (1.7B) */
     int32_t intermediate_size;       /* 3072 / 6144 */
     int32_t num_hidden_layers;       /* 28 */
@@ -56,7 +71,7 @@ typedef struct kz_talker_config {
     int32_t max_position_embeddings; /* 32768 */
     int32_t num_code_groups;         /* 16 */
     int32_t text_hidden_size;        /* 2048 */
-    int32_t text_vocab_size;         /* 151936 */
+    int32_t text_vocab_size;         /* 151936; required (no default upstream) */
     float rms_norm_eps;              /* 1e-6 */
     float rope_theta;                /* 1e6 */
     int32_t codec_eos_token_id;      /* 2150 */
@@ -75,6 +90,8 @@ typedef struct kz_tts_config {
     char tokenizer_type[48]; /* "qwen3_tts_tokenizer_12hz" */
     int32_t im_start_token_id, im_end_token_id;                  /* 151644, 151645 */
     int32_t tts_pad_token_id, tts_bos_token_id, tts_eos_token_id; /* 151671..151673 */
+    int32_t assistant_token_id;  /* 77091; not read by the official code (it tokenizes the
+                                    role), used to wrap token-id input; -1 when absent */
     int32_t speaker_enc_dim;     /* speaker_encoder_config.enc_dim */
     int32_t speaker_sample_rate; /* speaker_encoder_config.sample_rate */
     kz_talker_config talker;

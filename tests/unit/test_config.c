@@ -11,7 +11,11 @@
  * Covers: parse == load for the three configs; generation_config fallbacks
  * (missing file, NULL text); truncated JSON, wrong model_type, a NUL byte, a
  * non-object top level, the 16 MB limit; kz_json_parse directly; and
- * kz_text_file_read (bounded read, missing file).
+ * kz_text_file_read (bounded read, missing file). The defaults of missing keys
+ * against the official configuration classes' (configuration_qwen3_tts.py,
+ * configuration_qwen3_tts_tokenizer_v2.py); keys without a default there
+ * (text_vocab_size, codebook_dim) are errors; every id outside the table it
+ * indexes, defaults included, is a BAD_MODEL error naming the key.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,10 +37,12 @@ static const char *TTS_CONFIG =
     " \"tts_model_size\": \"0b6\", \"tokenizer_type\": \"qwen3_tts_tokenizer_12hz\",\n"
     " \"im_start_token_id\": 151644, \"im_end_token_id\": 151645,\n"
     " \"tts_pad_token_id\": 151671, \"tts_bos_token_id\": 151672, \"tts_eos_token_id\": 151673,\n"
+    " \"assistant_token_id\": 77091,\n"
     " \"speaker_encoder_config\": {\"enc_dim\": 32, \"sample_rate\": 24000},\n"
     " \"talker_config\": {\"vocab_size\": 3072, \"hidden_size\": 32, \"intermediate_size\": 96,\n"
     "  \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,\n"
     "  \"head_dim\": 16, \"num_code_groups\": 16, \"text_hidden_size\": 64,\n"
+    "  \"text_vocab_size\": 151936,\n"
     "  \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000, \"codec_bos_id\": 2149,\n"
     "  \"codec_eos_token_id\": 2150, \"codec_pad_id\": 2148, \"codec_think_id\": 2154,\n"
     "  \"codec_nothink_id\": 2155, \"codec_think_bos_id\": 2156, \"codec_think_eos_id\": 2157,\n"
@@ -141,6 +147,127 @@ static void test_tts_config(void) {
     check_message(kz_tts_config_load(path, &from_file), KZ_STATUS_IO, path, "cannot open");
 }
 
+/* TTS_CONFIG with the first `from` replaced by `to`; parsed; the status must be `want`
+ * and the message must name `what`. */
+static void tts_edited(const char *from, const char *to, kz_status want, const char *what) {
+    const char *at = strstr(TTS_CONFIG, from);
+    CHECK_MSG(at != NULL, "\"%s\" not in the test config", from);
+    if (!at) {
+        return;
+    }
+    size_t n_from = strlen(from), n_to = strlen(to), n = strlen(TTS_CONFIG) - n_from + n_to;
+    char *text = malloc(n + 1);
+    size_t head = (size_t)(at - TTS_CONFIG);
+    memcpy(text, TTS_CONFIG, head);
+    memcpy(text + head, to, n_to);
+    strcpy(text + head + n_to, at + n_from);
+    static kz_tts_config c, zero;
+    kz_status st = tts_parse(text, n, &c);
+    if (want == KZ_OK) {
+        CHECK_MSG(st == KZ_OK, "%s -> %s: %s", from, to, kz_error_get());
+    } else {
+        check_message(st, want, LABEL, what);
+        CHECK(memcmp(&c, &zero, sizeof zero) == 0);
+    }
+    free(text);
+}
+
+/* Every id against its table; keys without an upstream default; unsupported switches. */
+static void test_tts_ids(void) {
+    tts_edited("\"text_vocab_size\": 151936,", "", KZ_STATUS_BAD_MODEL,
+               "talker_config.text_vocab_size: missing");
+    tts_edited("\"text_vocab_size\": 151936", "\"text_vocab_size\": 151673", KZ_STATUS_BAD_MODEL,
+               "tts_eos_token_id 151673 is outside the text embedding");
+    tts_edited("\"im_start_token_id\": 151644", "\"im_start_token_id\": 151936",
+               KZ_STATUS_BAD_MODEL, "im_start_token_id 151936 is outside the text embedding");
+    tts_edited("\"assistant_token_id\": 77091", "\"assistant_token_id\": 200000",
+               KZ_STATUS_BAD_MODEL, "assistant_token_id 200000 is outside");
+    tts_edited("\"assistant_token_id\": 77091,", "", KZ_OK, ""); // informational upstream
+    tts_edited("\"codec_pad_id\": 2148", "\"codec_pad_id\": 3072", KZ_STATUS_BAD_MODEL,
+               "talker_config.codec_pad_id: expected an integer in [0, 3071]");
+    // A missing codec id takes the class default (4196..4205), outside a 3072-row table.
+    tts_edited("\"codec_bos_id\": 2149,", "", KZ_STATUS_BAD_MODEL,
+               "talker_config.codec_bos_id 4197 is outside the codec embedding");
+    tts_edited("\"vocab_size\": 3072", "\"vocab_size\": 1024", KZ_STATUS_BAD_MODEL,
+               "talker_config.vocab_size: expected an integer in [1025, ");
+    tts_edited("\"ryan\": [3061]", "\"ryan\": [3072]", KZ_STATUS_BAD_MODEL,
+               "talker_config.spk_id.ryan: expected a codec id in [0, 3072)");
+    tts_edited("\"english\": 2050", "\"english\": -1", KZ_STATUS_BAD_MODEL,
+               "talker_config.codec_language_id.english: expected a codec id");
+    tts_edited("\"dylan\": \"beijing_dialect\"", "\"dylan\": \"klingon_dialect\"",
+               KZ_STATUS_BAD_MODEL, "spk_is_dialect.dylan: 'klingon_dialect' is not in");
+    tts_edited("\"head_dim\": 16, \"num_code_groups\": 16, \"text_hidden_size\"",
+               "\"num_code_groups\": 16, \"text_hidden_size\"", KZ_OK, ""); // 32 / 4 heads
+    tts_edited("\"hidden_size\": 32, \"intermediate_size\": 96,\n  \"num_hidden_layers\": 2, "
+               "\"num_attention_heads\": 4, \"num_key_value_heads\": 2,\n  \"head_dim\": 16,",
+               "\"hidden_size\": 8, \"num_attention_heads\": 16, \"num_key_value_heads\": 2,",
+               KZ_STATUS_BAD_MODEL, "RoPE needs an even head_dim >= 2");
+    tts_edited("\"num_code_groups\": 16, \"text_hidden_size\"",
+               "\"num_code_groups\": 8, \"text_hidden_size\"", KZ_STATUS_BAD_MODEL,
+               "talker num_code_groups 8 != code predictor's 16");
+    tts_edited("\"rope_theta\": 1000000, \"codec_bos_id\"",
+               "\"hidden_act\": \"gelu\", \"codec_bos_id\"", KZ_STATUS_UNSUPPORTED,
+               "talker_config.hidden_act (only silu) is not supported");
+    tts_edited("\"max_position_embeddings\": 65536",
+               "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}", KZ_STATUS_UNSUPPORTED,
+               "code_predictor_config.rope_scaling.rope_type (only default)");
+    tts_edited("\"rope_theta\": 1000000, \"codec_bos_id\"",
+               "\"rope_scaling\": {\"mrope_section\": [3, 3, 2], \"interleaved\": true, "
+               "\"rope_type\": \"default\"}, \"rope_theta\": 1000000, \"codec_bos_id\"",
+               KZ_OK, "");
+}
+
+/* Missing keys take exactly the official classes' defaults (Qwen3TTSConfig,
+ * Qwen3TTSTalkerConfig, Qwen3TTSTalkerCodePredictorConfig, speaker encoder). */
+static void test_tts_defaults(void) {
+    // vocab_size 5000 so the default codec ids (4196..4205) are rows of the table.
+    const char *text = "{\"model_type\": \"qwen3_tts\", \"tts_model_type\": \"voice_design\",\n"
+                       " \"talker_config\": {\"vocab_size\": 5000, \"text_vocab_size\": 151936}}";
+    static kz_tts_config c;
+    CHECK_MSG(tts_parse(text, strlen(text), &c) == KZ_OK, "%s", kz_error_get());
+    CHECK_EQ_INT(c.im_start_token_id, 151644);
+    CHECK_EQ_INT(c.im_end_token_id, 151645);
+    CHECK_EQ_INT(c.tts_pad_token_id, 151671);
+    CHECK_EQ_INT(c.tts_bos_token_id, 151672);
+    CHECK_EQ_INT(c.tts_eos_token_id, 151673);
+    CHECK_EQ_INT(c.assistant_token_id, -1);
+    CHECK_EQ_INT(c.speaker_enc_dim, 1024);
+    CHECK_EQ_INT(c.speaker_sample_rate, 24000);
+    const kz_talker_config *t = &c.talker;
+    CHECK_EQ_INT(t->hidden_size, 1024);
+    CHECK_EQ_INT(t->intermediate_size, 2048);
+    CHECK_EQ_INT(t->num_hidden_layers, 20);
+    CHECK_EQ_INT(t->num_attention_heads, 16);
+    CHECK_EQ_INT(t->num_key_value_heads, 2);
+    CHECK_EQ_INT(t->head_dim, 64); // hidden_size / num_attention_heads
+    CHECK_EQ_INT(t->max_position_embeddings, 32768);
+    CHECK_EQ_INT(t->num_code_groups, 32);
+    CHECK_EQ_INT(t->text_hidden_size, 2048);
+    CHECK_NEAR(t->rms_norm_eps, 1e-6, 1e-12);
+    CHECK_NEAR(t->rope_theta, 10000, 0);
+    CHECK_EQ_INT(t->codec_eos_token_id, 4198);
+    CHECK_EQ_INT(t->codec_think_id, 4202);
+    CHECK_EQ_INT(t->codec_nothink_id, 4203);
+    CHECK_EQ_INT(t->codec_think_bos_id, 4204);
+    CHECK_EQ_INT(t->codec_think_eos_id, 4205);
+    CHECK_EQ_INT(t->codec_pad_id, 4196);
+    CHECK_EQ_INT(t->codec_bos_id, 4197);
+    CHECK_EQ_INT(t->first_control_id, 5000 - 1024);
+    CHECK_EQ_INT(t->n_languages + t->n_speakers, 0);
+    const kz_code_predictor_config *p = &t->code_predictor;
+    CHECK_EQ_INT(p->vocab_size, 2048);
+    CHECK_EQ_INT(p->hidden_size, 1024);
+    CHECK_EQ_INT(p->intermediate_size, 3072);
+    CHECK_EQ_INT(p->num_hidden_layers, 5);
+    CHECK_EQ_INT(p->num_attention_heads, 16);
+    CHECK_EQ_INT(p->num_key_value_heads, 8);
+    CHECK_EQ_INT(p->head_dim, 128);
+    CHECK_EQ_INT(p->max_position_embeddings, 32768);
+    CHECK_EQ_INT(p->num_code_groups, 32);
+    CHECK_NEAR(p->rms_norm_eps, 1e-6, 1e-12);
+    CHECK_NEAR(p->rope_theta, 10000, 0);
+}
+
 /* ---- generation_config.json --------------------------------------------- */
 
 /* Field by field: the struct has padding after its bools. */
@@ -198,6 +325,35 @@ static void test_codec_config(void) {
     CHECK(memcmp(&from_file, &from_text, sizeof from_file) == 0);
     CHECK_EQ_INT(from_text.decoder_dim, 64);
     CHECK_EQ_INT(from_text.n_upsample_rates, 4);
+    // Defaults of Qwen3TTSTokenizerV2Config / ...DecoderConfig; codebook_dim has none.
+    const char *bare = "{\"model_type\": \"qwen3_tts_tokenizer_12hz\", "
+                       "\"decoder_config\": {\"codebook_dim\": 512}}";
+    CHECK_EQ_INT(kz_codec_config_parse(label, bare, strlen(bare), &from_text), KZ_OK);
+    const kz_codec_config *d = &from_text;
+    CHECK(d->input_sample_rate == 24000 && d->output_sample_rate == 24000);
+    CHECK(d->decode_upsample_rate == 1920 && d->encode_downsample_rate == 1920);
+    CHECK_EQ_INT(d->encoder_valid_num_quantizers, 16);
+    CHECK(d->codebook_size == 2048 && d->hidden_size == 1024 && d->latent_dim == 1024);
+    CHECK(d->max_position_embeddings == 8000 && d->num_attention_heads == 16);
+    CHECK(d->num_key_value_heads == 16 && d->head_dim == 64 && d->sliding_window == 72);
+    CHECK(d->intermediate_size == 3072 && d->num_hidden_layers == 8 && d->num_quantizers == 16);
+    CHECK(d->decoder_dim == 1536 && d->n_upsample_rates == 4 && d->upsample_rates[0] == 8 &&
+          d->upsample_rates[3] == 3 && d->n_upsampling_ratios == 2);
+    CHECK_NEAR(d->rms_norm_eps, 1e-5, 1e-12);
+    CHECK_NEAR(d->rope_theta, 10000, 0);
+    const char *no_dim = "{\"model_type\": \"qwen3_tts_tokenizer_12hz\", \"decoder_config\": {}}";
+    check_message(kz_codec_config_parse(label, no_dim, strlen(no_dim), &from_text),
+                  KZ_STATUS_BAD_MODEL, label, "decoder_config.codebook_dim: missing");
+    // Rates whose product overflows 64 bits: an error, not undefined arithmetic.
+    const char *huge = "{\"model_type\": \"qwen3_tts_tokenizer_12hz\", \"decoder_config\": "
+                       "{\"codebook_dim\": 8, \"upsample_rates\": [64, 64, 64, 64, 64, 64, 64, 64],"
+                       " \"upsampling_ratios\": [64, 64, 64, 64, 64, 64, 64, 64]}}";
+    check_message(kz_codec_config_parse(label, huge, strlen(huge), &from_text),
+                  KZ_STATUS_BAD_MODEL, label, "decode_upsample_rate 1920 != product");
+    const char *heads = "{\"model_type\": \"qwen3_tts_tokenizer_12hz\", \"decoder_config\": "
+                        "{\"codebook_dim\": 8, \"hidden_size\": 8}}";
+    check_message(kz_codec_config_parse(label, heads, strlen(heads), &from_text),
+                  KZ_STATUS_BAD_MODEL, label, "odd head_dim 0");
     check_message(kz_codec_config_parse(label, copy, n - 2, &from_text), KZ_STATUS_BAD_MODEL, label,
                   "malformed JSON");
     check_message(kz_codec_config_parse(label, TTS_CONFIG, strlen(TTS_CONFIG), &from_text),
@@ -265,6 +421,8 @@ int main(void) {
         return 1;
     }
     test_tts_config();
+    test_tts_ids();
+    test_tts_defaults();
     test_generation_config();
     test_codec_config();
     test_json_parse();
