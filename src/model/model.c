@@ -9,7 +9,8 @@
  *   FILE.gguf (model/gguf_layout.h)                            either, one file:
  *                                                              model_gguf.c
  * Both paths end in kz_model_bind_tts / kz_model_bind_codec, which build the
- * talker, code predictor and codec decoder from whichever kz_weights they got.
+ * talker, code predictor and codec decoder from whichever kz_weights they got,
+ * then kz_model_check_tts checks the parts against each other.
  * Each file is validated as it is read; the first failure is returned with a
  * message naming the file. The text tokenizer is built on a thread of its own
  * while the weights are bound (text/tokenizer_job.h).
@@ -195,6 +196,80 @@ kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
     return kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg);
 }
 
+/* The codes the LM side produces must index the codec's tables: codebook 0 is
+ * sampled below first_control_id (the rest of the talker vocabulary is
+ * suppressed, EOS ends the utterance), codebooks 1.. below the code predictor's
+ * vocab_size. */
+static kz_status check_codes(const kz_model *m) {
+    const kz_talker_config *t = &m->cfg.talker;
+    const kz_codec_config *c = &m->codec_cfg;
+    if (t->num_code_groups != c->num_quantizers) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: talker_config.num_code_groups %d != the codec's "
+                            "decoder_config.num_quantizers %d",
+                            m->path, t->num_code_groups, c->num_quantizers);
+    }
+    if (t->code_predictor.vocab_size > c->codebook_size || t->first_control_id > c->codebook_size) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: the codec's decoder_config.codebook_size %d is smaller than "
+                            "code_predictor_config.vocab_size %d or talker_config.vocab_size - "
+                            "%d = %d (the codes they produce)",
+                            m->path, c->codebook_size, t->code_predictor.vocab_size,
+                            KZ_TALKER_CONTROL_IDS, t->first_control_id);
+    }
+    return KZ_OK;
+}
+
+/* Whether the tokenizer encodes text to exactly the ids want[0, n). */
+static bool encodes_to(const kz_tokenizer *tok, const char *text, const int32_t *want, size_t n) {
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    bool same = kz_tokenizer_encode(tok, text, strlen(text), KZ_SPLIT_QWEN2, &ids, &n_ids) ==
+                    KZ_OK &&
+                n_ids == n && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0);
+    free(ids);
+    return same;
+}
+
+/* The newline id, and the tokenizer's ids against the text embedding. Token-id
+ * input wraps its ids with config ids and this newline id; a tokenizer that
+ * spells "<|im_start|>assistant\n" otherwise would make it differ from text
+ * input, which the log is told. */
+static kz_status check_tokenizer(kz_model *m) {
+    const kz_tts_config *c = &m->cfg;
+    m->newline_id = -1;
+    if (!m->tokenizer) {
+        return KZ_OK;
+    }
+    size_t n_ids = kz_tokenizer_size(m->tokenizer);
+    if (n_ids > (size_t)c->talker.text_vocab_size) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "%s: the tokenizer has ids up to %zu, outside the text embedding "
+                            "(talker_config.text_vocab_size %d)",
+                            m->path, n_ids - 1, c->talker.text_vocab_size);
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (kz_tokenizer_encode(m->tokenizer, "\n", 1, KZ_SPLIT_QWEN2, &ids, &n) == KZ_OK && n == 1) {
+        m->newline_id = ids[0];
+    }
+    free(ids);
+    int32_t role[3] = {c->im_start_token_id, c->assistant_token_id, m->newline_id};
+    if (!encodes_to(m->tokenizer, "<|im_start|>assistant\n", role, 3)) {
+        kz_log(KZ_LOG_WARN,
+               "%s: the tokenizer does not spell \"<|im_start|>assistant\\n\" as config.json's "
+               "im_start_token_id %d, assistant_token_id %d and \"\\n\" (%d): token-id input "
+               "gets those, text input the tokenizer's",
+               m->path, role[0], role[1], role[2]);
+    }
+    return KZ_OK;
+}
+
+kz_status kz_model_check_tts(kz_model *m) {
+    kz_status st = check_codes(m);
+    return st ? st : check_tokenizer(m);
+}
+
 /* Loads a checkpoint directory (full or codec-only). */
 static kz_status load_dir(kz_model *m, const char *path, const kz_load_opts *o) {
     kz_status st = check_dir(path);
@@ -316,6 +391,7 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
+    st = st == KZ_OK && m->has_tts ? kz_model_check_tts(m) : st;
     st = st == KZ_OK ? use_codec_precision(m, params->codec_precision) : st;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;

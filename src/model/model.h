@@ -36,6 +36,8 @@ struct kz_model {
     kz_code_predictor cp;     /* when has_tts */
     kz_generation_config gen; /* when has_tts */
     kz_tokenizer *tokenizer;  /* NULL when the directory has no vocab.json */
+    int32_t newline_id;       /* the tokenizer's one id for "\n", the third role token of
+                                 token-id input (-1: no tokenizer, or "\n" is not one token) */
     const kz_kernels *kernels;
     double load_ms;
     bool codec_forms_mapped;  /* the codec's converted forms came from the GGUF (stored by
@@ -70,6 +72,11 @@ const char *kz_precision_name(kz_precision p);
 /* Switches m's codec to p, a precision kz_model_codec_precision returned, with forms
  * (codec_decoder.h kz_codec_forms, may be NULL). */
 kz_status kz_model_use_codec_precision(kz_model *m, kz_precision p, const kz_codec_forms *forms);
+
+/* Checks, once a TTS model's parts are loaded, what no single file can: the
+ * codec's codebooks against the codes the talker and code predictor produce,
+ * the tokenizer's ids against the text embedding; finds the newline id. */
+kz_status kz_model_check_tts(kz_model *m);
 
 /* model_gguf.c: fills m from a kztts GGUF file (model/gguf_layout.h). */
 kz_status kz_model_load_gguf(kz_model *m, const char *path);

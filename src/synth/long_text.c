@@ -19,6 +19,7 @@ typedef struct joiner {
     int64_t frame_offset;    /* frames of the utterances already spoken */
     int64_t frames_here;     /* frames of the current utterance delivered */
     size_t samples_here;     /* samples of the current utterance delivered */
+    size_t samples_per_frame; /* the codec's decode_upsample_rate */
     bool first_utterance, last_utterance;
     float *buf;              /* [cap] faded copy of a callback buffer */
     size_t cap;
@@ -51,7 +52,7 @@ static bool join_audio(const float *pcm, size_t n, int64_t pos, bool last, void 
         }
     }
     j->samples_here += n;
-    j->frames_here = pos + (int64_t)(n / 1920);
+    j->frames_here = pos + (int64_t)(n / j->samples_per_frame);
     return j->on_audio(j->buf, n, j->frame_offset + pos, last && j->last_utterance,
                        j->audio_user);
 }
@@ -99,7 +100,8 @@ kz_status kz_long_text_run(kz_session *s, const kz_request *r, kz_audio_fn on_au
     kz_span *spans = malloc(n_spans * sizeof *spans);
     char *piece = malloc(n_bytes + 1);
     joiner j = {.on_audio = on_audio, .audio_user = user, .on_frame = r->on_frame,
-                .frame_user = r->frame_user, .first_utterance = true};
+                .frame_user = r->frame_user, .first_utterance = true,
+                .samples_per_frame = (size_t)s->model->codec_cfg.decode_upsample_rate};
     kz_status st = spans && piece ? KZ_OK
                                   : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
     if (st == KZ_OK) {

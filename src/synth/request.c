@@ -4,8 +4,12 @@
  * Text: the wrapper's string "<|im_start|>assistant\n{text}<|im_end|>\n
  * <|im_start|>assistant\n" is tokenized whole and sliced like the model code:
  * role = ids[0:3], text = ids[3:len-5] (so a leading newline merges into the
- * role exactly as upstream). Token ids given directly skip the tokenizer.
- * Instruction: "<|im_start|>user\n{instruct}<|im_end|>\n", all ids are rows.
+ * role exactly as upstream); streamed text is sliced the same way as it arrives
+ * (text_feed.c). Token ids given directly skip the tokenizer: their role is
+ * config.json's im_start_token_id and assistant_token_id and the tokenizer's
+ * id for "\n", what the wrapper's string gives for a text that does not start
+ * with a newline; without tokenizer files that id is unknown and token ids are
+ * refused. Instruction: "<|im_start|>user\n{instruct}<|im_end|>\n", all ids are rows.
  */
 #include "synth/request.h"
 
@@ -62,6 +66,27 @@ static kz_status tokenize_wrapped(const kz_model *m, const char *prefix, const c
     return st;
 }
 
+/* Role ids for token-id input: <|im_start|> assistant \n, from the model's files. */
+static kz_status token_role(const kz_model *m, int32_t role[3]) {
+    if (!m->tokenizer) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s has no tokenizer files (vocab.json, merges.txt): the id of \"\\n\" "
+                            "that wraps token ids is unknown",
+                            m->path);
+    }
+    if (m->newline_id < 0 || m->cfg.assistant_token_id < 0) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s: %s, so token ids cannot be wrapped as \"<|im_start|>assistant\\n\"",
+                            m->path,
+                            m->newline_id < 0 ? "the tokenizer has no single token for \"\\n\""
+                                              : "config.json has no assistant_token_id");
+    }
+    role[0] = m->cfg.im_start_token_id;
+    role[1] = m->cfg.assistant_token_id;
+    role[2] = m->newline_id;
+    return KZ_OK;
+}
+
 static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p,
                               kz_plan_ids *ids) {
     const kz_tts_config *c = &m->cfg;
@@ -74,8 +99,7 @@ static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p
             return kz_error_set(KZ_STATUS_UNSUPPORTED,
                                 "%s has no tokenizer files (vocab.json, merges.txt)", m->path);
         }
-        ids->role[0] = c->im_start_token_id, ids->role[1] = 77091, ids->role[2] = 198;
-        p->prompt.role_ids = ids->role;
+        p->prompt.role_ids = NULL; // the streamed text's own (synth.c, text_feed.c)
         p->text_pull = r->text_pull;
         p->text_user = r->text_user;
         return KZ_OK;
@@ -90,12 +114,15 @@ static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p
                                     r->token_ids[i], i, c->talker.text_vocab_size);
             }
         }
+        kz_status st = token_role(m, ids->role);
+        if (st != KZ_OK) {
+            return st;
+        }
         ids->text = malloc(r->n_token_ids * sizeof(int32_t));
         if (!ids->text) {
             return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
         }
         memcpy(ids->text, r->token_ids, r->n_token_ids * sizeof(int32_t));
-        ids->role[0] = c->im_start_token_id, ids->role[1] = 77091, ids->role[2] = 198;
         p->prompt.n_text = r->n_token_ids;
     } else {
         if (is_blank(r->text)) {

@@ -5,11 +5,12 @@
  *   PREFILL  prompt rows -> talker            POP     frames from the queue; on_frame
  *            (voice prefix cached: prefill.h)
  *   TALKER   logits -> c0; EOS / cap -> end   DECODE  first_chunk_frames, then chunk_frames
- *   PREDICT  code predictor -> c1..c15                (or the session pacer's sizes) at a
+ *   PREDICT  code predictor -> c1..c{G-1}             (or the session pacer's sizes) at a
  *                                                     time, with the codec's carried state
- *   FEEDBACK sum of 16 embeddings + text      EMIT    PCM -> on_audio (is_last on the final one)
+ *   FEEDBACK sum of G embeddings + text       EMIT    PCM -> on_audio (is_last on the final one)
  *   PUSH     frame -> bounded queue  ------>
  *
+ * G is the model's num_code_groups (16 in the released models).
  * The queue holds 64 frames (or the largest chunk + 1, if that is more, so that a
  * chunk can always be completed); the LM thread blocks when it is full and
  * the caller when it is empty. Cancellation (a callback returns false) sets a
@@ -174,12 +175,14 @@ static void teardown(synth *y) {
 
 /* --- LM stage ------------------------------------------------------------------ */
 
-/* Streaming text: wait for the first token; the prompt holds only t0. */
+/* Streaming text: wait for the first token; the prompt holds the role the text
+ * tokenized to and only t0. */
 static kz_status first_text(synth *y) {
     kz_status st = kz_text_feed_need(&y->feed, 1);
     if (st == KZ_OK && y->feed.n_ids == 0) {
         st = kz_error_set(KZ_STATUS_BAD_INPUT, "the streamed text gives no tokens to speak");
     }
+    y->spec.role_ids = y->feed.role;
     y->spec.text_ids = y->feed.ids;
     y->spec.n_text = 1;
     return st;
@@ -217,7 +220,7 @@ static int32_t pick_c0(synth *y) {
     bool mask_eos = y->plan->frames > 0 || y->n_frames < 2 ||
                     (y->streaming_text && !y->feed.done);
     kz_logits_talker(y->logits, V, y->seen, y->plan->repetition_penalty, mask_eos,
-                     c->codec_eos_token_id, y->m->cp.cfg.vocab_size);
+                     c->codec_eos_token_id, c->first_control_id);
     int32_t c0 = forced(y, 0);
     c0 = c0 >= 0 ? c0 : kz_sample(y->logits, V, &y->plan->talker, &y->rng, y->scratch);
     y->seen[c0] = 1;
@@ -254,7 +257,7 @@ static kz_status streamed_text_vector(synth *y, const float **out) {
     return KZ_OK;
 }
 
-/* Next talker input: sum of the frame's 16 embeddings + trailing text vector. */
+/* Next talker input: sum of the frame's num_code_groups embeddings + trailing text vector. */
 static kz_status feedback(synth *y) {
     const kz_model *m = y->m;
     size_t D = (size_t)m->talker.cfg.hidden_size;

@@ -1,5 +1,6 @@
 /*
- * text_feed.c - streaming text input (see text_feed.h).
+ * text_feed.c - streaming text input (see text_feed.h). The wrapping strings are
+ * the official wrapper's; the ids come from the model's tokenizer.
  */
 #include "synth/text_feed.h"
 
@@ -52,6 +53,11 @@ static kz_status commit(kz_text_feed *f) {
         return st;
     }
     size_t n_user = n_ids >= 3 + drop_tail ? n_ids - 3 - drop_tail : 0;
+    if (n_user > 0 && f->n_ids == 0) {
+        // Final from here on: the stable prefix ends after a complete pre-token, so
+        // the piece holding the role's "\n" cannot change.
+        memcpy(f->role, ids, sizeof f->role);
+    }
     if (n_user > f->n_ids) {
         memcpy(f->ids, ids + 3, n_user * sizeof *ids);
         f->n_ids = n_user;

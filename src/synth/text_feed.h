@@ -3,10 +3,12 @@
  * from the caller's kz_text_pull_fn and turns them into committed token ids.
  *
  *   pull -> text buffer (16 KB) -> stable prefix (kz_tokenizer_stable_prefix)
- *        -> tokenize "<|im_start|>assistant\n" + prefix, drop the 3 role ids
+ *        -> tokenize "<|im_start|>assistant\n" + prefix, keep the first 3 ids as
+ *           the role (as the official model slices them), the rest
  *        -> committed ids (only ever extended)
  * When the text is done, the whole wrapped string is tokenized and sliced as
- * for text given at once, so the ids are exactly those of the complete text.
+ * for text given at once, so the role and the ids are exactly those of the
+ * complete text (a leading newline of the text merges into the role's).
  */
 #ifndef KZ_TEXT_FEED_H
 #define KZ_TEXT_FEED_H
@@ -25,6 +27,7 @@ typedef struct kz_text_feed {
     void *user;
     char *text;      /* [KZ_TEXT_FEED_BYTES + 1] */
     size_t n_bytes;
+    int32_t role[3]; /* ids[0:3] of the wrapped string, set with the first committed id */
     int32_t *ids;    /* committed ids of the user text */
     size_t n_ids;
     bool done;       /* no more text will come */
