@@ -22,10 +22,26 @@ Data flow:
          streamed to disk one at a time.
 
 Output directory:
-    config.json, generation_config.json, preprocessor_config.json, model.safetensors
+    config.json, generation_config.json, preprocessor_config.json, model.safetensors,
+    vocab.json, merges.txt, tokenizer_config.json (a small stand-in text tokenizer)
     speech_tokenizer/config.json, speech_tokenizer/preprocessor_config.json,
     speech_tokenizer/model.safetensors
-(No vocab.json / merges.txt: the text tokenizer files are not random data.)
+
+Two id layouts (--ids):
+    released   every id, size and special token where the released checkpoints have
+               them (text vocabulary 151936, 16 codebooks of 2048, codec vocabulary
+               3072, 24 kHz, 1920 samples per frame). The stand-in tokenizer has
+               the 256 byte tokens at Qwen2's ids (so "\n" is 198), "assistant"
+               (77091), "user" (872) and the special tokens at their released ids,
+               and nothing else: real text needs the real files, copied in.
+    remapped   (tiny only) nothing where the released ones have it, so an engine
+               that assumes a released value fails: its own small BPE vocabulary
+               (bytes, role words and the words of REMAP_SENTENCES, special tokens
+               at low ids), text_vocab_size a few rows above its largest id,
+               every codec control, language and speaker id moved, 8 codebooks of
+               1000 codes, codec vocabulary 1900 (so codebook-0 codes, below
+               1900 - 1024 = 876, and the code predictor's 1000 differ), 16 kHz
+               output with 1280 samples per frame.
 
 Random weights keep activations finite and non-trivial: linear and conv
 weights ~ N(0, 1/fan_in), norm weights 1 +- 0.1, layer scales 0.01..0.1 (0.1..0.5
@@ -35,7 +51,7 @@ with cluster_usage uniform in [0.5, 2]. `--check` decodes random codes with
 tools/reference/codec_decoder.py and prints every stage's RMS.
 
 Usage:
-    make_checkpoint.py --preset tiny|full --out DIR [--seed N]
+    make_checkpoint.py --preset tiny|full --out DIR [--seed N] [--ids released|remapped]
                        [--variant custom_voice|voice_design|base] [--size 0b6|1b7] [--check]
 """
 
@@ -43,6 +59,7 @@ import argparse
 import json
 import math
 import os
+import random
 import sys
 import time
 import zlib
@@ -50,20 +67,23 @@ import zlib
 import torch
 
 from reference import safetensors_io as st
+from reference import tokenizer as reftok
 
-TEXT_VOCAB_SIZE = 151936
-CODEC_VOCAB_SIZE = 3072          # talker codec vocabulary (codes 0..2047 + control ids)
-CODEBOOK_SIZE = 2048
-NUM_CODE_GROUPS = 16             # codebooks per frame
+TRANSFORMERS_VERSION = "4.57.3"  # the version qwen-tts 0.1.1 pins
 
-TOKEN_IDS = {
-    "assistant_token_id": 77091,
-    "im_start_token_id": 151644,
-    "im_end_token_id": 151645,
-    "tts_pad_token_id": 151671,
-    "tts_bos_token_id": 151672,
-    "tts_eos_token_id": 151673,
+# Added tokens of the text tokenizer (the ones the TTS model names), with their released ids.
+SPECIAL_TOKENS = {
+    "<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645,
+    "<|audio_start|>": 151669, "<|audio_end|>": 151670, "<tts_pad>": 151671,
+    "<tts_text_bos>": 151672, "<tts_text_eod>": 151673, "<tts_text_bos_single>": 151674,
+    "<|audio_pad|>": 151675,
 }
+TOKEN_ID_KEYS = {  # config.json key -> token
+    "im_start_token_id": "<|im_start|>", "im_end_token_id": "<|im_end|>",
+    "tts_pad_token_id": "<tts_pad>", "tts_bos_token_id": "<tts_text_bos>",
+    "tts_eos_token_id": "<tts_text_eod>", "assistant_token_id": "assistant",
+}
+ROLE_WORDS = {"assistant": 77091, "user": 872}   # released ids of the role words
 
 CODEC_IDS = {
     "codec_pad_id": 2148,
@@ -87,6 +107,129 @@ SPEAKER_IDS = {
 }
 SPEAKER_DIALECTS = {"eric": "sichuan_dialect", "dylan": "beijing_dialect"}
 
+# The remapped layout: every id moved, every size changed (see the module docstring).
+REMAP_SENTENCES = [  # texts the remapped tokenizer spells with whole words
+    "Hello world, this is a test.",
+    "How are you today? Fine.",
+    "Speak slowly and calmly.",
+]
+REMAP_CODEC_IDS = {
+    "codec_pad_id": 1613, "codec_bos_id": 1777, "codec_eos_token_id": 1042,
+    "codec_think_id": 1210, "codec_nothink_id": 1211, "codec_think_bos_id": 1405,
+    "codec_think_eos_id": 1406,
+}
+REMAP_LANGUAGE_IDS = {
+    "english": 1100, "chinese": 1101, "german": 1102, "japanese": 1103,
+    "beijing_dialect": 1150, "sichuan_dialect": 1151,
+}
+REMAP_SPEAKER_IDS = {"serena": 1880, "vivian": 1300, "ryan": 1002, "eric": 1820, "dylan": 1555}
+
+
+def released_layout():
+    """Ids and sizes of the released checkpoints."""
+    return dict(name="released", text_vocab_size=151936, codec_vocab_size=3072,
+                codebook_size=2048, num_code_groups=16, sample_rate=24000,
+                upsample_rates=[8, 5, 4, 3], upsampling_ratios=[2, 2],
+                encoder_ratios=[8, 6, 5, 4], codec_ids=dict(CODEC_IDS),
+                language_ids=dict(LANGUAGE_IDS), speaker_ids=dict(SPEAKER_IDS),
+                tokenizer=standin_tokenizer())
+
+
+def remapped_layout():
+    """Nothing where the released checkpoints have it; the tokenizer is the model's own."""
+    tok = remapped_tokenizer()
+    n_ids = max(list(tok["vocab"].values()) + list(tok["added"].values())) + 1
+    return dict(name="remapped", text_vocab_size=n_ids + 37, codec_vocab_size=1900,
+                codebook_size=1000, num_code_groups=8, sample_rate=16000,
+                upsample_rates=[8, 5, 4, 2], upsampling_ratios=[2, 2],
+                encoder_ratios=[8, 5, 4, 4], codec_ids=dict(REMAP_CODEC_IDS),
+                language_ids=dict(REMAP_LANGUAGE_IDS), speaker_ids=dict(REMAP_SPEAKER_IDS),
+                tokenizer=tok)
+
+
+def token_ids(layout):
+    """config.json's text token ids, from the layout's tokenizer."""
+    tok = layout["tokenizer"]
+    return {key: tok["added"].get(token, tok["vocab"].get(token))
+            for key, token in TOKEN_ID_KEYS.items()}
+
+
+# ---------------------------------------------------------------- text tokenizers
+
+def spelling(text):
+    """A text's spelling in the byte-level alphabet ("Hello world" -> "HelloĠworld")."""
+    return "".join(reftok.BYTE_TO_CHAR[b] for b in text.encode("utf-8"))
+
+
+def chain_merges(word, vocab, merges, next_id):
+    """Merges that build `word` (a spelling) left to right: w[0] w[1], w[:2] w[2], ...;
+    adds the missing intermediate tokens to vocab from next_id on; returns next_id."""
+    for k in range(2, len(word) + 1):
+        pair = (word[:k - 1], word[k - 1])
+        if pair not in merges:
+            merges.append(pair)
+        if word[:k] not in vocab:
+            vocab[word[:k]] = next_id
+            next_id += 1
+    return next_id
+
+
+def standin_tokenizer():
+    """Bytes at Qwen2's ids, the role words and the special tokens at their released ids;
+    intermediate merge tokens at 150000.. (unused there)."""
+    vocab = {c: i for i, (_, c) in enumerate(reftok.byte_alphabet())}
+    merges, next_id = [], 150000
+    for word, wid in ROLE_WORDS.items():
+        next_id = chain_merges(word, vocab, merges, next_id)
+        vocab[word] = wid
+    return dict(vocab=vocab, merges=merges, added=dict(SPECIAL_TOKENS), words=list(ROLE_WORDS))
+
+
+def remapped_tokenizer():
+    """Special tokens at 0..9 (shuffled), the 256 bytes at 10..265 in a shuffled order, then
+    the role words and the words of REMAP_SENTENCES with their merge chains."""
+    rng = random.Random(20260317)
+    specials = list(SPECIAL_TOKENS)
+    rng.shuffle(specials)
+    added = {t: i for i, t in enumerate(specials)}
+    chars = [c for _, c in reftok.byte_alphabet()]
+    rng.shuffle(chars)
+    vocab = {c: 10 + i for i, c in enumerate(chars)}
+    words = list(ROLE_WORDS)
+    for sentence in REMAP_SENTENCES:
+        for piece in reftok.QWEN2_ASCII_SPLIT.findall(sentence):
+            if len(piece) > 1 and spelling(piece) not in words:
+                words.append(spelling(piece))
+    merges, next_id = [], 10 + len(chars)
+    for word in words:
+        next_id = chain_merges(word, vocab, merges, next_id)
+    return dict(vocab=vocab, merges=merges, added=added, words=words)
+
+
+def write_tokenizer(out, tok):
+    """vocab.json, merges.txt and tokenizer_config.json as the Qwen2 tokenizer saves them."""
+    write_json(os.path.join(out, "vocab.json"), dict(sorted(tok["vocab"].items(),
+                                                            key=lambda kv: kv[1])),
+               sort_keys=False, newline=False)
+    with open(os.path.join(out, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in tok["merges"]))
+    decoder = {str(i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
+                        "single_word": False, "special": True}
+               for t, i in sorted(tok["added"].items(), key=lambda kv: kv[1])}
+    write_json(os.path.join(out, "tokenizer_config.json"), {
+        "add_bos_token": False, "add_prefix_space": False, "added_tokens_decoder": decoder,
+        "bos_token": None, "clean_up_tokenization_spaces": False, "eos_token": "<|im_end|>",
+        "errors": "replace", "model_max_length": 131072, "pad_token": "<|endoftext|>",
+        "split_special_tokens": False, "tokenizer_class": "Qwen2Tokenizer", "unk_token": None})
+    # The role string must come out as three tokens and every word whole.
+    check = reftok.load(out)
+    role = [check.token_id(t) for t in ("<|im_start|>", "assistant", spelling("\n"))]
+    assert check.encode("<|im_start|>assistant\n") == role, "the role is not 3 tokens"
+    for word in tok["words"]:
+        text = bytes(b for ch in word for b, c in reftok.byte_alphabet() if c == ch).decode()
+        assert check.encode(text) == [tok["vocab"][word]], f"{word!r} does not tokenize whole"
+
+
 GENERATION_CONFIG = {
     "do_sample": True,
     "temperature": 0.9,
@@ -99,8 +242,6 @@ GENERATION_CONFIG = {
     "subtalker_top_p": 1.0,
     "max_new_tokens": 8192,
 }
-
-TRANSFORMERS_VERSION = "4.57.3"  # the version qwen-tts 0.1.1 pins
 
 
 # ---------------------------------------------------------------- dimensions
@@ -137,11 +278,12 @@ def speaker_dims(preset, enc_dim):
                 enc_attention_channels=16, enc_se_channels=16)
 
 
-def codec_decoder_dims(preset):
-    """decoder_config; structural constants (16 x 2048 codes, rates) identical in tiny."""
-    fixed = dict(codebook_size=CODEBOOK_SIZE, num_quantizers=NUM_CODE_GROUPS,
-                 num_semantic_quantizers=1, upsample_rates=[8, 5, 4, 3],
-                 upsampling_ratios=[2, 2], rms_norm_eps=1e-5, rope_theta=10000,
+def codec_decoder_dims(preset, layout):
+    """decoder_config; structural constants (codes, rates) from the id layout."""
+    fixed = dict(codebook_size=layout["codebook_size"], num_quantizers=layout["num_code_groups"],
+                 num_semantic_quantizers=1, upsample_rates=list(layout["upsample_rates"]),
+                 upsampling_ratios=list(layout["upsampling_ratios"]), rms_norm_eps=1e-5,
+                 rope_theta=10000,
                  layer_scale_initial_scale=0.01, max_position_embeddings=8000,
                  attention_bias=False, attention_dropout=0.0, hidden_act="silu",
                  semantic_codebook_size=4096)
@@ -157,15 +299,17 @@ def codec_decoder_dims(preset):
     return dict(fixed, **sizes)
 
 
-def codec_encoder_dims(preset):
-    """encoder_config (a Mimi config); strides 4,5,6,8 and 32 quantizers kept in tiny."""
-    fixed = dict(model_type="mimi", audio_channels=1, sampling_rate=24000,
-                 upsampling_ratios=[8, 6, 5, 4], kernel_size=7, residual_kernel_size=3,
+def codec_encoder_dims(preset, layout):
+    """encoder_config (a Mimi config); strides and 32 quantizers kept in tiny."""
+    fixed = dict(model_type="mimi", audio_channels=1, sampling_rate=layout["sample_rate"],
+                 upsampling_ratios=list(layout["encoder_ratios"]), kernel_size=7,
+                 residual_kernel_size=3,
                  last_kernel_size=3, num_residual_layers=1, dilation_growth_rate=2,
                  compress=2, use_causal_conv=True, pad_mode="constant", trim_right_ratio=1.0,
                  hidden_act="gelu", norm_eps=1e-5, layer_scale_initial_scale=0.01,
                  rope_theta=10000, max_position_embeddings=8000, sliding_window=250,
-                 num_quantizers=32, num_semantic_quantizers=1, codebook_size=CODEBOOK_SIZE,
+                 num_quantizers=32, num_semantic_quantizers=1,
+                 codebook_size=layout["codebook_size"],
                  use_conv_shortcut=False, attention_bias=False, attention_dropout=0.0,
                  _frame_rate=12.5)
     if preset == "full":
@@ -182,12 +326,13 @@ def codec_encoder_dims(preset):
 
 # ---------------------------------------------------------------- config files
 
-def talker_config(td, cd, variant):
+def talker_config(td, cd, variant, layout):
     """talker_config with its nested code_predictor_config; speakers only for custom_voice."""
     custom = variant == "custom_voice"
-    dialects = {s: SPEAKER_DIALECTS.get(s, False) for s in SPEAKER_IDS}
-    cp = dict(cd, model_type="qwen3_tts_talker_code_predictor", vocab_size=CODEBOOK_SIZE,
-              num_code_groups=NUM_CODE_GROUPS, hidden_act="silu", rms_norm_eps=1e-6,
+    dialects = {s: SPEAKER_DIALECTS.get(s, False) for s in layout["speaker_ids"]}
+    cp = dict(cd, model_type="qwen3_tts_talker_code_predictor",
+              vocab_size=layout["codebook_size"], num_code_groups=layout["num_code_groups"],
+              hidden_act="silu", rms_norm_eps=1e-6,
               rope_theta=1000000, rope_scaling=None, max_position_embeddings=65536,
               attention_bias=False, attention_dropout=0, use_sliding_window=False,
               sliding_window=None, max_window_layers=28, initializer_range=0.02,
@@ -195,40 +340,43 @@ def talker_config(td, cd, variant):
               layer_types=["full_attention"] * cd["num_hidden_layers"])
     td = dict(td)
     section = td.pop("mrope_section")
-    return dict(td, **CODEC_IDS, model_type="qwen3_tts_talker", code_predictor_config=cp,
-                vocab_size=CODEC_VOCAB_SIZE, text_vocab_size=TEXT_VOCAB_SIZE,
-                num_code_groups=NUM_CODE_GROUPS, hidden_act="silu", rms_norm_eps=1e-6,
+    return dict(td, **layout["codec_ids"], model_type="qwen3_tts_talker",
+                code_predictor_config=cp, vocab_size=layout["codec_vocab_size"],
+                text_vocab_size=layout["text_vocab_size"],
+                num_code_groups=layout["num_code_groups"], hidden_act="silu", rms_norm_eps=1e-6,
                 rope_theta=1000000, max_position_embeddings=32768,
                 rope_scaling={"interleaved": True, "mrope_section": section,
                               "rope_type": "default"},
                 attention_bias=False, attention_dropout=0, use_sliding_window=False,
                 sliding_window=None, position_id_per_seconds=13, initializer_range=0.02,
-                use_cache=True, tie_word_embeddings=False, codec_language_id=dict(LANGUAGE_IDS),
-                spk_id=dict(SPEAKER_IDS) if custom else {},
+                use_cache=True, tie_word_embeddings=False,
+                codec_language_id=dict(layout["language_ids"]),
+                spk_id=dict(layout["speaker_ids"]) if custom else {},
                 spk_is_dialect=dialects if custom else {})
 
 
-def main_config(preset, size, variant, td, cd, sd):
+def main_config(preset, size, variant, td, cd, sd, layout):
     """config.json. The full preset writes only enc_dim/sample_rate for the speaker
     encoder, as the released files do; tiny must also write the sizes it changes."""
     speaker = sd
     if preset == "full":
         speaker = {"enc_dim": sd["enc_dim"], "sample_rate": sd["sample_rate"]}
-    return dict(TOKEN_IDS, architectures=["Qwen3TTSForConditionalGeneration"],
+    return dict(token_ids(layout), architectures=["Qwen3TTSForConditionalGeneration"],
                 model_type="qwen3_tts", tokenizer_type="qwen3_tts_tokenizer_12hz",
                 tts_model_size=size, tts_model_type=variant, dtype="bfloat16",
                 transformers_version=TRANSFORMERS_VERSION,
-                talker_config=talker_config(td, cd, variant), speaker_encoder_config=speaker)
+                talker_config=talker_config(td, cd, variant, layout),
+                speaker_encoder_config=speaker)
 
 
-def codec_config(dd, ed):
+def codec_config(dd, ed, layout):
     samples_per_frame = math.prod(dd["upsample_rates"] + dd["upsampling_ratios"])
     return {
         "architectures": ["Qwen3TTSTokenizerV2Model"],
         "model_type": "qwen3_tts_tokenizer_12hz",
-        "encoder_valid_num_quantizers": NUM_CODE_GROUPS,
-        "input_sample_rate": 24000,
-        "output_sample_rate": 24000,
+        "encoder_valid_num_quantizers": layout["num_code_groups"],
+        "input_sample_rate": layout["sample_rate"],
+        "output_sample_rate": layout["sample_rate"],
         "decode_upsample_rate": samples_per_frame,
         "encode_downsample_rate": samples_per_frame,
         "decoder_config": dd,
@@ -312,31 +460,33 @@ def plan_qwen3_layers(plan, prefix, d):
         add_linear(plan, p + "mlp.down_proj", hidden, d["intermediate_size"])
 
 
-def plan_talker(td, cd):
+def plan_talker(td, cd, layout):
     plan, hidden, th = [], td["hidden_size"], td["text_hidden_size"]
-    add(plan, "talker.model.text_embedding.weight", (TEXT_VOCAB_SIZE, th), normal(1.0))
+    vocab = layout["codec_vocab_size"]
+    add(plan, "talker.model.text_embedding.weight", (layout["text_vocab_size"], th), normal(1.0))
     add_linear(plan, "talker.text_projection.linear_fc1", th, th, bias=True)
     add_linear(plan, "talker.text_projection.linear_fc2", hidden, th, bias=True)
-    add(plan, "talker.model.codec_embedding.weight", (CODEC_VOCAB_SIZE, hidden), normal(1.0))
+    add(plan, "talker.model.codec_embedding.weight", (vocab, hidden), normal(1.0))
     plan_qwen3_layers(plan, "talker.model", td)
     add_norm(plan, "talker.model.norm", hidden)
-    add_linear(plan, "talker.codec_head", CODEC_VOCAB_SIZE, hidden)
-    plan += plan_code_predictor(cd, hidden)
+    add_linear(plan, "talker.codec_head", vocab, hidden)
+    plan += plan_code_predictor(cd, hidden, layout)
     return plan
 
 
-def plan_code_predictor(cd, talker_hidden):
+def plan_code_predictor(cd, talker_hidden, layout):
     """Code predictor; small_to_mtp_projection only when its width differs from the talker's."""
     plan, hidden, p = [], cd["hidden_size"], "talker.code_predictor"
-    for i in range(NUM_CODE_GROUPS - 1):
-        add(plan, f"{p}.model.codec_embedding.{i}.weight", (CODEBOOK_SIZE, talker_hidden),
+    groups, codebook = layout["num_code_groups"], layout["codebook_size"]
+    for i in range(groups - 1):
+        add(plan, f"{p}.model.codec_embedding.{i}.weight", (codebook, talker_hidden),
             normal(1.0))
     if hidden != talker_hidden:
         add_linear(plan, f"{p}.small_to_mtp_projection", hidden, talker_hidden, bias=True)
     plan_qwen3_layers(plan, f"{p}.model", cd)
     add_norm(plan, f"{p}.model.norm", hidden)
-    for j in range(NUM_CODE_GROUPS - 1):
-        add_linear(plan, f"{p}.lm_head.{j}", CODEBOOK_SIZE, hidden)
+    for j in range(groups - 1):
+        add_linear(plan, f"{p}.lm_head.{j}", codebook, hidden)
     return plan
 
 
@@ -557,23 +707,27 @@ def write_json(path, obj, sort_keys=True, newline=True):
 
 
 def write_checkpoint(args):
+    layout = remapped_layout() if args.ids == "remapped" else released_layout()
     td = talker_dims(args.preset, args.size)
     cd = code_predictor_dims(args.preset)
     sd = speaker_dims(args.preset, td["hidden_size"])
-    dd, ed = codec_decoder_dims(args.preset), codec_encoder_dims(args.preset)
+    dd, ed = codec_decoder_dims(args.preset, layout), codec_encoder_dims(args.preset, layout)
     codec_out = os.path.join(args.out, "speech_tokenizer")
     os.makedirs(codec_out, exist_ok=True)
 
     write_json(os.path.join(args.out, "config.json"),
-               main_config(args.preset, args.size, args.variant, td, cd, sd))
+               main_config(args.preset, args.size, args.variant, td, cd, sd, layout))
+    write_tokenizer(args.out, layout["tokenizer"])
     # Spec order, no final newline: 245 bytes, the size of the released file.
     write_json(os.path.join(args.out, "generation_config.json"), GENERATION_CONFIG,
                sort_keys=False, newline=False)
     write_json(os.path.join(args.out, "preprocessor_config.json"), PREPROCESSOR_CONFIG)
-    write_json(os.path.join(codec_out, "config.json"), codec_config(dd, ed))
-    write_json(os.path.join(codec_out, "preprocessor_config.json"), CODEC_PREPROCESSOR_CONFIG)
+    write_json(os.path.join(codec_out, "config.json"), codec_config(dd, ed, layout))
+    write_json(os.path.join(codec_out, "preprocessor_config.json"),
+               dict(CODEC_PREPROCESSOR_CONFIG, sampling_rate=layout["sample_rate"]))
 
-    main_plan = plan_talker(td, cd) + (plan_speaker_encoder(sd) if args.variant == "base" else [])
+    main_plan = (plan_talker(td, cd, layout) +
+                 (plan_speaker_encoder(sd) if args.variant == "base" else []))
     files = [(os.path.join(args.out, "model.safetensors"), main_plan, "BF16"),
              (os.path.join(codec_out, "model.safetensors"),
               plan_codec_decoder(dd) + plan_codec_encoder(ed), "F32")]
@@ -602,12 +756,16 @@ def parse_args(argv):
     ap.add_argument("--variant", choices=["custom_voice", "voice_design", "base"],
                     default="custom_voice")
     ap.add_argument("--size", choices=["0b6", "1b7"], default="0b6")
+    ap.add_argument("--ids", choices=["released", "remapped"], default="released",
+                    help="where ids and sizes lie: as released, or all moved (tiny only)")
     ap.add_argument("--check", action="store_true", help="decode random codes and print stage RMS")
     ap.add_argument("--check-frames", type=int, default=0,
                     help="frames for --check (default 40 tiny, 20 full)")
     args = ap.parse_args(argv)
     if not 0 <= args.seed < 2 ** 31:
         ap.error("--seed must be in [0, 2^31)")
+    if args.ids == "remapped" and args.preset != "tiny":
+        ap.error("--ids remapped is for --preset tiny")
     return args
 
 

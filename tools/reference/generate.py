@@ -19,7 +19,7 @@ Talker logits processing (HF order; steps 1-3 run in greedy mode too):
     1. repetition penalty over the SET of c0 tokens sampled so far:
        l = l * p if l < 0 else l / p        (fp32; skipped when p == 1.0)
     2. EOS -> -inf while fewer than min_new_tokens (2) tokens were sampled
-    3. ids vocab_size-1024 .. vocab_size-1 except EOS -> -inf   (2048..3071 \\ {2150})
+    3. ids vocab_size-1024 .. vocab_size-1 except EOS -> -inf   (released: 2048..3071 \\ {2150})
     greedy: the first index of the maximum
 Code predictor: plain argmax of the raw logits, exactly 15 codes per frame.
 
@@ -229,10 +229,11 @@ def _spec_rows(model, text, instr, tags, spk_vec, non_streaming):
     C = lambda i: t.codec_vectors([i])[0]
     cfg, tc = model.cfg, model.talker_cfg
     PAD, BOS, EOS = T(cfg["tts_pad_token_id"]), T(cfg["tts_bos_token_id"]), T(cfg["tts_eos_token_id"])
+    ti = model.text_ids
     rows = []
     if instr:
-        rows += [T(i) for i in [151644, 872, 198] + instr + [151645, 198]]
-    rows += [T(151644), T(77091), T(198)]
+        rows += [T(i) for i in [ti.im_start, ti.user, ti.newline] + instr + [ti.im_end, ti.newline]]
+    rows += [T(ti.im_start), T(ti.assistant), T(ti.newline)]
     ctrack = [C(g) for g in tags] + ([spk_vec] if spk_vec is not None else [])
     rows += [PAD + c for c in ctrack]
     rows.append(BOS + C(tc["codec_pad_id"]))
@@ -313,7 +314,7 @@ def _check_prompts(model, c):
     # empty text: ids[3:4] is <|im_end|> (literal slicing)
     p = pr.build_prompt(model, text_ids=[], speaker=spk if model.variant == "custom_voice" else None,
                         non_streaming=False)
-    c.check(p.rows[-1].startswith("T(151645)") and p.trailing_rows == ["EOS_T"],
+    c.check(p.rows[-1].startswith(f"T({model.text_ids.im_end})") and p.trailing_rows == ["EOS_T"],
             "empty text, streaming: first body row is T(<|im_end|>), TR = [EOS_T]")
 
 
@@ -328,13 +329,15 @@ def _check_cache(model, c):
                      [t.stack.forward(rows[i:i + 1], cache) for i in range(4, 7)])
     d = float((full - part).abs().max())
     c.check(d < 1e-4, f"talker: prefill 4 + 3 single steps equals one pass of 7 (max diff {d:.2e})")
-    x = torch.randn(16, cp.cfg["hidden_size"], generator=g)
+    n = model.n_groups
+    x = torch.randn(n, cp.cfg["hidden_size"], generator=g)
     full = cp.stack.forward(x, cp.stack.new_cache())
     cache = cp.stack.new_cache()
     part = torch.cat([cp.stack.forward(x[:2], cache)] +
-                     [cp.stack.forward(x[i:i + 1], cache) for i in range(2, 16)])
+                     [cp.stack.forward(x[i:i + 1], cache) for i in range(2, n)])
     d = float((full - part).abs().max())
-    c.check(d < 1e-4, f"code predictor: 2-row prefill + 14 steps equals one pass (max diff {d:.2e})")
+    c.check(d < 1e-4, f"code predictor: 2-row prefill + {n - 2} steps equals one pass "
+            f"(max diff {d:.2e})")
 
 
 def _check_rope(model, c):
@@ -371,9 +374,10 @@ def _check_generation(model, c, n_frames=30):
         codes = r.codes
         c.check(codes.shape == (n_frames, model.n_groups),
                 f"[{name}] --frames {n_frames}: codes {list(codes.shape)}")
-        c.check(bool((codes >= 0).all()) and bool((codes[:, 0] < 2048).all())
+        first_control = model.vocab_size - 1024
+        c.check(bool((codes >= 0).all()) and bool((codes[:, 0] < first_control).all())
                 and bool((codes[:, 1:] < model.code_predictor.cfg["vocab_size"]).all()),
-                f"[{name}] codes in range (c0 < 2048)")
+                f"[{name}] codes in range (c0 < {first_control})")
         fin = all(bool(torch.isfinite(x).all()) for x in (p.embeds, r.talker_logits,
                                                            r.talker_hidden, r.cp_logits))
         c.check(fin, f"[{name}] prompt, talker logits/hidden and CP logits finite")
@@ -386,8 +390,9 @@ def _check_generation(model, c, n_frames=30):
         c.check(n_c0 > 1, f"[{name}] {n_c0} distinct c0 codes over {n_frames} frames "
                 f"(distinct per codebook: {n_cb})")
         eos = tc["codec_eos_token_id"]
-        ranks = [int((tl[f, :2048] > tl[f, eos]).sum()) for f in range(n_frames)]
-        c.info(f"[{name}] EOS raw-logit rank among the 2048 codes per frame: min {min(ranks)}, "
+        n_codes = model.vocab_size - 1024
+        ranks = [int((tl[f, :n_codes] > tl[f, eos]).sum()) for f in range(n_frames)]
+        c.info(f"[{name}] EOS raw-logit rank among the {n_codes} codes per frame: min {min(ranks)}, "
                f"median {sorted(ranks)[len(ranks) // 2]}; min c0 margin {min(r.margins):.3g}")
         c.info(f"[{name}] c0: {codes[:, 0].tolist()}")
     # natural stop

@@ -4,16 +4,20 @@ Mirrors the prompt half of `Qwen3TTSForConditionalGeneration.generate` and
 `generate_icl_prompt` in the official qwen_tts/core/models/modeling_qwen3_tts.py,
 plus the argument handling of the wrapper `Qwen3TTSModel.generate_custom_voice` /
 `generate_voice_design` / `generate_voice_clone` in qwen_tts/inference/qwen3_tts_model.py.
-Input is token ids (no tokenizer here). The C twin is src/synth/prompt.c.
+Input is token ids: tokenized by the caller (talker.py --text uses tokenizer.py on
+the checkpoint's files) or given as ids and wrapped here. The C twin is
+src/synth/prompt.c.
 
 Notation: T(id) = text_projection(text_embedding[id]); C(id) = talker
 codec_embedding[id]; PAD_T, BOS_T, EOS_T = T(tts_pad), T(tts_bos), T(tts_eos)
-(151671, 151672, 151673); S = speaker row; "+" sums a text-track and a
-codec-track vector into one row.
+(151671, 151672, 151673 in the released files); S = speaker row; "+" sums a
+text-track and a codec-track vector into one row. Every id comes from the
+checkpoint (TextIds): im_start/im_end/assistant from config.json, "\\n" and "user"
+from its tokenizer (151644, 151645, 77091, 198 and 872 in the released files).
 
-    ids    = [151644, 77091, 198] + text ids + [151645, 198, 151644, 77091, 198]
+    ids    = [im_start, assistant, nl] + text ids + [im_end, nl, im_start, assistant, nl]
              (the wrapper's "<|im_start|>assistant\\n{text}<|im_end|>\\n<|im_start|>assistant\\n")
-    instr  = [151644, 872, 198] + instruction ids + [151645, 198]
+    instr  = [im_start, user, nl] + instruction ids + [im_end, nl]
              ("<|im_start|>user\\n{instruct}<|im_end|>\\n")
     G      = [nothink, think_bos, think_eos]              language auto (no dialect)
            | [think, think_bos, lang_id, think_eos]       otherwise
@@ -44,27 +48,52 @@ from typing import List, Optional
 
 import torch
 
-IM_START = 151644
-IM_END = 151645
-ASSISTANT = 77091
-USER = 872
-NEWLINE = 198
+@dataclass
+class TextIds:
+    """The ids that wrap text, from a checkpoint's files (None where they cannot be known)."""
+    im_start: int
+    im_end: int
+    assistant: Optional[int]   # config.json assistant_token_id
+    newline: Optional[int]     # the tokenizer's single id for "\\n"
+    user: Optional[int]        # the tokenizer's id of "user"
+
+    def need(self, *names):
+        missing = [n for n in names if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"the checkpoint does not state the ids of {missing} "
+                             "(no tokenizer files, or no assistant_token_id in config.json)")
 
 
-def wrap_text_ids(text_ids):
+def text_ids_of(cfg, tok):
+    """TextIds from config.json (dict) and the checkpoint's tokenizer (tokenizer.py, or None)."""
+    newline = user = None
+    if tok is not None:
+        nl = tok.encode("\n")
+        newline = nl[0] if len(nl) == 1 else None
+        user = tok.vocab.get("user")
+    return TextIds(im_start=cfg.get("im_start_token_id", 151644),
+                   im_end=cfg.get("im_end_token_id", 151645),
+                   assistant=cfg.get("assistant_token_id"), newline=newline, user=user)
+
+
+def wrap_text_ids(ids, text_ids):
     """Token ids of "<|im_start|>assistant\\n{text}<|im_end|>\\n<|im_start|>assistant\\n"."""
-    return [IM_START, ASSISTANT, NEWLINE] + list(text_ids) + [IM_END, NEWLINE, IM_START,
-                                                             ASSISTANT, NEWLINE]
+    ids.need("assistant", "newline")
+    role = [ids.im_start, ids.assistant, ids.newline]
+    return role + list(text_ids) + [ids.im_end, ids.newline] + role
 
 
-def wrap_ref_text_ids(ref_text_ids):
+def wrap_ref_text_ids(ids, ref_text_ids):
     """Token ids of "<|im_start|>assistant\\n{ref_text}<|im_end|>\\n" (ICL transcript)."""
-    return [IM_START, ASSISTANT, NEWLINE] + list(ref_text_ids) + [IM_END, NEWLINE]
+    ids.need("assistant", "newline")
+    return [ids.im_start, ids.assistant, ids.newline] + list(ref_text_ids) + [ids.im_end,
+                                                                            ids.newline]
 
 
-def wrap_instruct_ids(instruct_ids):
+def wrap_instruct_ids(ids, instruct_ids):
     """Token ids of "<|im_start|>user\\n{instruct}<|im_end|>\\n"."""
-    return [IM_START, USER, NEWLINE] + list(instruct_ids) + [IM_END, NEWLINE]
+    ids.need("user", "newline")
+    return [ids.im_start, ids.user, ids.newline] + list(instruct_ids) + [ids.im_end, ids.newline]
 
 
 @dataclass
@@ -143,8 +172,9 @@ def speaker_id(talker_cfg, speaker):
     return int(sid)
 
 
-def resolve_instruction(model, instruct_ids, notes):
-    """Wrapped instruction ids or None, applying the wrapper's per-variant rules."""
+def resolve_instruction(model, instruct_ids, notes, wrapped=False):
+    """Wrapped instruction ids or None, applying the wrapper's per-variant rules.
+    wrapped: instruct_ids are already the whole wrapped string's ids."""
     if instruct_ids is None or len(instruct_ids) == 0:
         return None
     if model.variant == "base":
@@ -153,19 +183,20 @@ def resolve_instruction(model, instruct_ids, notes):
     if model.variant == "custom_voice" and size in "0b6":
         notes.append(f"instruction dropped: CustomVoice with tts_model_size {model.size!r}")
         return None
-    return wrap_instruct_ids(instruct_ids)
+    return list(instruct_ids) if wrapped else wrap_instruct_ids(model.text_ids, instruct_ids)
 
 
 def build_prompt(model, text_ids=None, input_ids=None, instruct_ids=None, speaker=None,
                  language="auto", non_streaming=None, speaker_embed=None,
-                 ref_text_ids=None, ref_codes=None):
+                 ref_text_ids=None, ref_codes=None, instruct_wrapped=False):
     """Prefill rows and trailing text rows for one request.
 
     text_ids:      token ids of the user text only; wrapped with wrap_text_ids. Exact
                    when the wrapped string tokenizes as the concatenation (not so for
                    a text starting with a newline, which merges with the "\\n" before it).
     input_ids:     alternatively the whole wrapped assistant ids, sliced literally.
-    instruct_ids:  token ids of the instruction only (None or [] = no instruction).
+    instruct_ids:  token ids of the instruction only (None or [] = no instruction), or
+                   with instruct_wrapped those of the whole wrapped instruction string.
     speaker:       CustomVoice speaker name (None or "" = no speaker row).
     language:      "auto" or a language name, case-insensitive.
     non_streaming: body layout; None = the wrapper's default for the variant.
@@ -178,12 +209,12 @@ def build_prompt(model, text_ids=None, input_ids=None, instruct_ids=None, speake
     notes = []
     if (text_ids is None) == (input_ids is None):
         raise ValueError("give exactly one of text_ids and input_ids")
-    ids = wrap_text_ids(text_ids) if input_ids is None else list(input_ids)
+    ids = wrap_text_ids(model.text_ids, text_ids) if input_ids is None else list(input_ids)
     if len(ids) < 8:
         raise ValueError("input_ids must hold the 3 role ids and the 5 closing ids")
     if non_streaming is None:
         non_streaming = default_layout(model) == "non_streaming"
-    instr = resolve_instruction(model, instruct_ids, notes)
+    instr = resolve_instruction(model, instruct_ids, notes, instruct_wrapped)
 
     spk_name, spk_vec, spk_label = None, None, None
     if model.variant == "base":
@@ -236,7 +267,7 @@ def build_prompt(model, text_ids=None, input_ids=None, instruct_ids=None, speake
     if ref_codes is not None:
         if ref_text_ids is None:
             raise ValueError("ICL needs ref_text_ids with ref_codes")
-        ref_body = wrap_ref_text_ids(ref_text_ids)
+        ref_body = wrap_ref_text_ids(model.text_ids, ref_text_ids)
         ref_body = ref_body[3:len(ref_body) - 2]
         icl_vecs, icl_labels, trailing, trailing_labels = build_icl_rows(
             model, ref_body, body, ref_codes, pad_t, eos_t, non_streaming)

@@ -9,8 +9,9 @@ weight upcast from BF16 to float32. prompt.py builds the prefill rows,
 generate.py runs the frame loop; this file holds the networks and the CLI
 that writes a golden for the C engine (src/model/talker.c, code_predictor.c).
 
-Dataflow (D = talker hidden_size, Dc = code-predictor hidden_size,
-V = talker vocab_size 3072, Vc = code-predictor vocab_size 2048, G = 16 groups):
+Dataflow (D = talker hidden_size, Dc = code-predictor hidden_size, V = talker
+vocab_size, Vc = code-predictor vocab_size, G = num_code_groups; 3072, 2048 and 16
+in the released files, read from config.json like every other size and id):
 
     prompt rows [P, D]  (prompt.py: text track T(id) = fc2(silu(fc1(text_embedding[id])))
                          plus codec track C(id) = codec_embedding[id], summed per row)
@@ -24,7 +25,7 @@ V = talker vocab_size 3072, Vc = code-predictor vocab_size 2048, G = 16 groups):
                         prefill [x0, x1] at positions 0,1 -> CP norm -> lm_head[0] -> c1
                         k = 1..14: P(E_k[c_k]) at position k+1 -> lm_head[k] -> c_{k+1}
                                                                     "cp_logits" [15, Vc]
-    feedback            next talker row = sum_{i<16} E_i[c_i] + trailing text row
+    feedback            next talker row = sum_{i<G} E_i[c_i] + trailing text row
                         (E_0 = talker codec_embedding, E_i = CP codec_embedding[i-1], all D wide)
 
 One decoder layer (talker and code predictor alike, no biases):
@@ -59,7 +60,8 @@ Traps, all taken from the official code:
     the final norm.
 
 Command line:
-    talker.py --model DIR --text-ids "1,2,3" [--instruct-ids "4,5"] [--speaker NAME]
+    talker.py --model DIR (--text TEXT | --text-ids "1,2,3") [--instruct TEXT |
+              --instruct-ids "4,5"] [--speaker NAME]
               [--language auto|english|...] [--layout non_streaming|streaming]
               [--frames N | --max-new-tokens N] [--repetition-penalty 1.05]
               --out GOLDEN.safetensors
@@ -81,8 +83,10 @@ import torch.nn.functional as F
 
 try:
     from . import safetensors_io as st
+    from . import tokenizer as reftok
 except ImportError:
     import safetensors_io as st
+    import tokenizer as reftok
 
 
 # ---------------------------------------------------------------- building blocks
@@ -281,11 +285,14 @@ class CodePredictor:
 
 
 class LanguageModel:
-    """Config, talker and code predictor of one checkpoint directory."""
+    """Config, talker, code predictor and text tokenizer (tokenizer.py, None without the
+    files) of one checkpoint directory; text_ids are the ids that wrap text (prompt.py)."""
 
-    def __init__(self, path, cfg, generation_config, w):
+    def __init__(self, path, cfg, generation_config, w, tokenizer=None):
         self.path = path
         self.cfg = cfg
+        self.tokenizer = tokenizer
+        self.text_ids = _helpers()[0].text_ids_of(cfg, tokenizer)
         self.talker_cfg = cfg["talker_config"]
         self.cp_cfg = self.talker_cfg["code_predictor_config"]
         self.generation_config = generation_config
@@ -327,7 +334,7 @@ def load_model(path):
     w = {}
     for name, t in raw.items():
         w[name] = t if name == "talker.model.text_embedding.weight" else t.float()
-    return LanguageModel(path, cfg, generation_config, w)
+    return LanguageModel(path, cfg, generation_config, w, reftok.load(path))
 
 
 # ---------------------------------------------------------------- API shortcuts
@@ -362,9 +369,12 @@ def parse_ids(text):
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="checkpoint directory")
+    ap.add_argument("--text", help="user text, wrapped as the official wrapper does and "
+                    "tokenized with the checkpoint's tokenizer files (ASCII only)")
     ap.add_argument("--text-ids", help="token ids of the user text only (wrapped here)")
     ap.add_argument("--input-ids", help="token ids of the whole wrapped assistant string, "
                     "used verbatim instead of --text-ids")
+    ap.add_argument("--instruct", help="instruction text, wrapped and tokenized as --text")
     ap.add_argument("--instruct-ids", help="token ids of the instruction only (wrapped here)")
     ap.add_argument("--speaker", help="CustomVoice speaker name (case-insensitive)")
     ap.add_argument("--language", default="auto", help="auto or a language name")
@@ -392,8 +402,10 @@ def parse_args(argv):
     if not args.self_test:
         if not args.out:
             ap.error("--out is required (or --self-test)")
-        if (args.text_ids is None) == (args.input_ids is None):
-            ap.error("give exactly one of --text-ids and --input-ids")
+        if sum(x is not None for x in (args.text, args.text_ids, args.input_ids)) != 1:
+            ap.error("give exactly one of --text, --text-ids and --input-ids")
+        if args.instruct is not None and args.instruct_ids is not None:
+            ap.error("give at most one of --instruct and --instruct-ids")
     if args.frames is not None and args.frames < 1:
         ap.error("--frames must be >= 1")
     if args.max_new_tokens is not None and args.max_new_tokens < 1:
@@ -426,11 +438,21 @@ def run_golden(args):
     t0 = time.time()
     model = load_model(args.model)
     layout = args.layout or pr.default_layout(model)
+    input_ids = parse_ids(args.input_ids) if args.input_ids is not None else None
+    instruct_ids = parse_ids(args.instruct_ids) if args.instruct_ids is not None else None
+    if args.text is not None or args.instruct:
+        if model.tokenizer is None:
+            raise ValueError(f"{args.model} has no tokenizer files for --text / --instruct")
+    if args.text is not None:   # the wrapper's string, tokenized whole (qwen3_tts_model.py)
+        input_ids = model.tokenizer.encode(
+            f"<|im_start|>assistant\n{args.text}<|im_end|>\n<|im_start|>assistant\n")
+    if args.instruct:
+        instruct_ids = model.tokenizer.encode(f"<|im_start|>user\n{args.instruct}<|im_end|>\n")
     p = pr.build_prompt(
         model,
         text_ids=parse_ids(args.text_ids) if args.text_ids is not None else None,
-        input_ids=parse_ids(args.input_ids) if args.input_ids is not None else None,
-        instruct_ids=parse_ids(args.instruct_ids) if args.instruct_ids is not None else None,
+        input_ids=input_ids, instruct_ids=instruct_ids,
+        instruct_wrapped=bool(args.instruct),
         speaker=args.speaker, language=args.language,
         non_streaming=(layout == "non_streaming"),
         speaker_embed=read_speaker_embed(args.speaker_embed) if args.speaker_embed else None,
