@@ -259,7 +259,12 @@ def bad_inputs(k, a, model, work):
     expect_error(k, "bad schedule", base + ["--schedule", "parallel", "hi"], "--schedule", work)
     expect_error(k, "bad token ids", base + ["--token-ids", "1,x"], "--token-ids", work)
     expect_error(k, "text and token ids", base + ["--token-ids", "1", "hi"], "not both", work)
-    expect_error(k, "no tokenizer files", ["-m", a.tiny, "-s", "ryan", "hi"], "tokenizer", work)
+    no_tok = link_copy(a.tiny, os.path.join(work, "no_tokenizer"))
+    for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
+        os.unlink(os.path.join(no_tok, f))
+    expect_error(k, "no tokenizer files", ["-m", no_tok, "-s", "ryan", "hi"], "tokenizer", work)
+    expect_error(k, "token ids without tokenizer files", ["-m", no_tok, "-s", "ryan",
+                                                         "--token-ids", "5"], "tokenizer", work)
     expect_error(k, "speaker on voice design", ["-m", a.tiny_vd, "-s", "ryan", "--token-ids", "5"],
                  "no speakers", work)
     expect_error(k, "instruction on base", ["-m", a.tiny_base, "-i", "happy", "--token-ids", "5"],

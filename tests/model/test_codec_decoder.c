@@ -2,9 +2,10 @@
  * test_codec_decoder.c - the codec decoder against the PyTorch reference, and
  * the streaming guarantees.
  *
- * Inputs: argv[1] the tiny checkpoint, argv[2] the golden folder written by
- * make_fixture.py (codes_N.txt, golden_N.safetensors with every stage
- * time-major, official_330.safetensors). For every kernel level this CPU runs:
+ * Inputs: argv[1] the tiny checkpoint (or the remapped one: 8 codebooks of 1000,
+ * 1280 samples per frame), argv[2] the golden folder written by make_fixture.py
+ * for it (codes_N.txt, golden_N.safetensors with every stage time-major,
+ * official_330.safetensors). For every kernel level this CPU runs:
  *   - each stage of a whole decode of 1, 7 and 40 frames matches the reference
  *     (relative RMS error <= STAGE_TOL) and the waveform has SNR >= 60 dB;
  *   - chunks of 1, 3, 17 frames, 1 vs 2 threads, and codec states with internal steps
@@ -50,6 +51,7 @@ typedef struct capture {
 } capture;
 
 static const char *tiny_dir, *golden_dir;
+static size_t n_groups = 16; /* codebooks per frame: the model's, set when it is opened */
 
 static void on_tap(void *user, const char *name, const float *rows, size_t n_rows, size_t n_ch) {
     capture *c = user;
@@ -82,15 +84,15 @@ static int32_t *read_codes(size_t n_frames) {
     char path[512];
     snprintf(path, sizeof path, "%s/codes_%zu.txt", golden_dir, n_frames);
     FILE *f = fopen(path, "r");
-    int32_t *codes = malloc(n_frames * 16 * sizeof *codes);
+    int32_t *codes = malloc(n_frames * n_groups * sizeof *codes);
     size_t n = 0;
-    while (f && n < n_frames * 16 && fscanf(f, "%d", &codes[n]) == 1) {
+    while (f && n < n_frames * n_groups && fscanf(f, "%d", &codes[n]) == 1) {
         n++;
     }
     if (f) {
         fclose(f);
     }
-    CHECK_MSG(n == n_frames * 16, "%s: read %zu codes", path, n);
+    CHECK_MSG(n == n_frames * n_groups, "%s: read %zu codes", path, n);
     return codes;
 }
 
@@ -263,6 +265,7 @@ static bool open_tiny(kz_isa_cap cap, kz_precision p, kz_model **m, kz_session *
     if (st != KZ_OK) {
         return false;
     }
+    n_groups = (size_t)kz_model_num_codebooks(*m);
     kz_session_params sp;
     kz_session_default_params(&sp);
     sp.n_threads = 2;

@@ -1,7 +1,9 @@
 /*
  * test_streaming.c - the pipelined synthesis engine on the tiny checkpoint.
  *
- * argv[1]: the tiny checkpoint. With a fixed seed and text (token ids):
+ * argv[1]: the tiny checkpoint; argv[2] (optional): a file holding the text's
+ * token ids for it, comma-separated (default: Qwen2 ids, for released ids). The
+ * codebook count and samples per frame are the model's. With a fixed seed and text:
  *   - the streamed audio equals the offline decode (kz_decode_all, one pass) of
  *     the same codes, bit for bit;
  *   - first/steady chunk sizes 1, 2, 4, 25 and adaptive chunks (first 1, then 1 to
@@ -15,7 +17,10 @@
  *     plus one frame generated after k), and the session then synthesizes the
  *     same audio again (ASan checks that nothing leaks);
  *   - out-of-range session parameters (schedule, thread counts) and chunk sizes are
- *     refused.
+ *     refused;
+ *   - long text split into utterances (model with a tokenizer): the audio and frame
+ *     callbacks' positions run on without a gap or overlap across the joins, counted
+ *     in the model's samples per frame.
  */
 #include <stdlib.h>
 
@@ -23,12 +28,16 @@
 #include "test.h"
 
 #define N_FRAMES 40
-static const int32_t TEXT[] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13};
+#define MAX_GROUPS 64
+static int32_t TEXT[64] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13};
+static size_t n_text = 9;
+static size_t spf = 1920;  /* samples per frame, the model's */
+static int32_t groups = 16; /* codebooks per frame, the model's */
 
 typedef struct run {
     float *pcm;
     size_t n_samples;
-    int32_t codes[N_FRAMES * 16];
+    int32_t codes[N_FRAMES * MAX_GROUPS];
     int64_t n_codes;
     int64_t next_pos;
     int n_last;
@@ -41,7 +50,7 @@ typedef struct run {
 static bool on_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
     run *r = user;
     r->order_ok = r->order_ok && pos == r->next_pos && r->n_last == 0;
-    r->next_pos = pos + (int64_t)(n / 1920);
+    r->next_pos = pos + (int64_t)(n / spf);
     r->n_last += last;
     r->max_chunk = n > r->max_chunk ? n : r->max_chunk;
     r->pcm = realloc(r->pcm, (r->n_samples + n + 1) * sizeof(float));
@@ -52,8 +61,8 @@ static bool on_audio(const float *pcm, size_t n, int64_t pos, bool last, void *u
 
 static bool on_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) {
     run *r = user;
-    if (pos < N_FRAMES && n == 16) {
-        memcpy(r->codes + pos * 16, codes, 16 * sizeof(int32_t));
+    if (pos < N_FRAMES && n == groups) {
+        memcpy(r->codes + pos * n, codes, (size_t)n * sizeof(int32_t));
         r->n_codes = pos + 1;
     }
     return pos != r->cancel_frame_at;
@@ -79,7 +88,7 @@ static kz_status synth(const kz_model *m, kz_schedule schedule, int lm, int code
     kz_request q;
     kz_request_default(m, &q);
     q.token_ids = TEXT;
-    q.n_token_ids = sizeof TEXT / sizeof TEXT[0];
+    q.n_token_ids = n_text;
     q.speaker = "ryan";
     q.frames = N_FRAMES;
     q.seed = 5;
@@ -99,7 +108,7 @@ static kz_status synth(const kz_model *m, kz_schedule schedule, int lm, int code
         run again = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
         q.frame_user = &again;
         CHECK(kz_synthesize(s, &q, on_audio, &again) == KZ_OK);
-        CHECK_EQ_INT(again.n_samples, N_FRAMES * 1920);
+        CHECK_EQ_INT(again.n_samples, N_FRAMES * spf);
         r->n_codes = again.n_codes;
         free(r->pcm);
         r->pcm = again.pcm;
@@ -135,16 +144,86 @@ static void check_same(const run *a, const run *b, const char *what) {
     CHECK_MSG(b->order_ok && b->n_last == 1, "%s: callback order or is_last wrong", what);
 }
 
+/* Positions across the utterances of long text: each callback starts where the last
+ * ended (audio in frames of spf samples), frames numbered 0, 1, 2, ... */
+typedef struct joined {
+    int64_t next_pos, next_frame;
+    size_t n_samples;
+    bool ok;
+} joined;
+
+static bool joined_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    joined *j = user;
+    (void)pcm;
+    (void)last;
+    j->ok = j->ok && pos == j->next_pos && n % spf == 0;
+    j->next_pos = pos + (int64_t)(n / spf);
+    j->n_samples += n;
+    return true;
+}
+
+static bool joined_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) {
+    joined *j = user;
+    (void)codes;
+    j->ok = j->ok && n == groups && pos == j->next_frame;
+    j->next_frame = pos + 1;
+    return true;
+}
+
+static void test_long_text(const kz_model *m) {
+    kz_session *s;
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    kz_request q;
+    kz_request_default(m, &q);
+    joined j = {.ok = true};
+    q.text = "Hello world, this is a test. How are you today? Fine. Speak slowly and calmly.";
+    q.max_utterance_bytes = 30;
+    q.max_frames = 6;
+    q.speaker = "ryan";
+    q.seed = 3;
+    q.on_frame = joined_frame;
+    q.frame_user = &j;
+    kz_status st = kz_synthesize(s, &q, joined_audio, &j);
+    CHECK_MSG(st == KZ_OK, "long text: %s", kz_last_error());
+    CHECK_MSG(j.ok && j.next_pos == j.next_frame && (size_t)j.next_pos * spf == j.n_samples,
+              "long text: positions do not run on across the joins (audio to frame %lld, "
+              "frames to %lld, %zu samples)",
+              (long long)j.next_pos, (long long)j.next_frame, j.n_samples);
+    kz_session_free(s);
+}
+
+/* Comma-separated ids from the file at path into TEXT. */
+static void read_text_ids(const char *path) {
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "cannot open %s", path);
+    n_text = 0;
+    while (f && n_text < 64 && fscanf(f, "%d", &TEXT[n_text]) == 1) {
+        n_text++;
+        if (fgetc(f) != ',') {
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    CHECK_MSG(n_text > 0, "%s: no ids", path);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_streaming TINY_DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: test_streaming TINY_DIR [TEXT_IDS_FILE]\n");
         return 2;
+    }
+    if (argc == 3) {
+        read_text_ids(argv[2]);
     }
     kz_model *m;
     CHECK(kz_model_load(argv[1], NULL, &m) == KZ_OK);
+    spf = (size_t)kz_model_samples_per_frame(m);
+    groups = kz_model_num_codebooks(m);
     run ref, r;
     CHECK(synth(m, KZ_SCHEDULE_OVERLAP, 1, 1, 1, 4, &ref, -1, -1) == KZ_OK);
-    CHECK_EQ_INT(ref.n_samples, N_FRAMES * 1920);
+    CHECK_EQ_INT(ref.n_samples, N_FRAMES * spf);
     CHECK(ref.order_ok && ref.n_last == 1);
     check_offline(m, &ref);
     static const int chunks[] = {1, 2, 4, 25, 0}; /* 0: adaptive */
@@ -160,7 +239,7 @@ int main(int argc, char **argv) {
                 CHECK(synth(m, schedules[k], splits[sp][0], splits[sp][1], first, chunks[c], &r, -1,
                             -1) == KZ_OK);
                 check_same(&ref, &r, what);
-                CHECK_MSG(r.max_chunk <= (size_t)(chunks[c] ? chunks[c] : 16) * 1920,
+                CHECK_MSG(r.max_chunk <= (size_t)(chunks[c] ? chunks[c] : 16) * spf,
                           "%s: a callback of %zu samples", what, r.max_chunk);
                 free(r.pcm);
             }
@@ -201,7 +280,7 @@ int main(int argc, char **argv) {
         kz_request q;
         kz_request_default(m, &q);
         q.token_ids = TEXT;
-        q.n_token_ids = sizeof TEXT / sizeof TEXT[0];
+        q.n_token_ids = n_text;
         q.speaker = "ryan";
         q.first_chunk_frames = bad_chunks[i][0];
         q.chunk_frames = bad_chunks[i][1];
@@ -213,6 +292,7 @@ int main(int argc, char **argv) {
     }
     kz_session_free(s);
     kz_session_clear_prompt_cache(NULL); // allowed, does nothing
+    test_long_text(m);
     free(ref.pcm);
     kz_model_free(m);
     return test_main_result("test_streaming");

@@ -22,9 +22,10 @@ def finish(name):
     sys.exit(1 if _counts["failed"] or not _counts["passed"] else 0)
 
 
-def link_copy(src, dst, copy_suffixes=(".json",)):
-    """Copy of a checkpoint folder: files with the given suffixes are copied (so a test can
-    edit them), everything else is a symlink to the original."""
+def link_copy(src, dst, copy_suffixes=(".json", ".txt")):
+    """Copy of a checkpoint folder: files with the given suffixes (the configs and the
+    tokenizer files) are copied, so a test can edit or replace them without writing
+    through a link into the original; everything else is a symlink to the original."""
     shutil.rmtree(dst, ignore_errors=True)
     for root, _, files in os.walk(src):
         rel = os.path.relpath(root, src)

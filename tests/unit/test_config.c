@@ -15,7 +15,8 @@
  * against the official configuration classes' (configuration_qwen3_tts.py,
  * configuration_qwen3_tts_tokenizer_v2.py); keys without a default there
  * (text_vocab_size, codebook_dim) are errors; every id outside the table it
- * indexes, defaults included, is a BAD_MODEL error naming the key.
+ * indexes, defaults included, is a BAD_MODEL error naming the key; and
+ * kz_model_check_tts, the checks across config.json and the codec's config.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "io/text_file.h"
 #include "model/codec_config.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "runtime/error.h"
 #include "test.h"
 
@@ -362,6 +364,32 @@ static void test_codec_config(void) {
     free(copy);
 }
 
+/* ---- across the two configs (model.c) ----------------------------------- */
+
+/* A model with the two test configs and no weights: what kz_model_check_tts reads. */
+static void test_cross_checks(void) {
+    static kz_model m;
+    memset(&m, 0, sizeof m);
+    m.path = "tiny";
+    CHECK_EQ_INT(tts_parse(TTS_CONFIG, strlen(TTS_CONFIG), &m.cfg), KZ_OK);
+    CHECK_EQ_INT(kz_codec_config_parse("c", CODEC_CONFIG, strlen(CODEC_CONFIG), &m.codec_cfg),
+                 KZ_OK);
+    CHECK_EQ_INT(kz_model_check_tts(&m), KZ_OK);
+    CHECK_EQ_INT(m.newline_id, -1); // no tokenizer
+    m.codec_cfg.num_quantizers = 8;
+    check_message(kz_model_check_tts(&m), KZ_STATUS_BAD_MODEL, "tiny",
+                  "talker_config.num_code_groups 16 != the codec's decoder_config.num_quantizers 8");
+    m.codec_cfg.num_quantizers = 16;
+    m.codec_cfg.codebook_size = 2047; // the code predictor makes codes up to 2047
+    check_message(kz_model_check_tts(&m), KZ_STATUS_BAD_MODEL, "tiny",
+                  "decoder_config.codebook_size 2047 is smaller than");
+    m.codec_cfg.codebook_size = 2048;
+    m.cfg.talker.vocab_size = 3073; // codebook 0 then reaches 2048
+    m.cfg.talker.first_control_id = 3073 - KZ_TALKER_CONTROL_IDS;
+    check_message(kz_model_check_tts(&m), KZ_STATUS_BAD_MODEL, "tiny",
+                  "talker_config.vocab_size - 1024 = 2049");
+}
+
 /* ---- kz_json_parse and kz_text_file_read -------------------------------- */
 
 static void test_json_parse(void) {
@@ -425,6 +453,7 @@ int main(void) {
     test_tts_defaults();
     test_generation_config();
     test_codec_config();
+    test_cross_checks();
     test_json_parse();
     test_text_file();
     char cmd[128];
