@@ -5,7 +5,8 @@
  * Inputs: argv[1] the tiny checkpoint (or the remapped one: 8 codebooks of 1000,
  * 1280 samples per frame), argv[2] the golden folder written by make_fixture.py
  * for it (codes_N.txt, golden_N.safetensors with every stage time-major,
- * official_330.safetensors). For every kernel level this CPU runs:
+ * official_330.safetensors); argv[3] --one-level: only the CPU's best kernel level
+ * and no winograd. For every kernel level this CPU runs:
  *   - each stage of a whole decode of 1, 7 and 40 frames matches the reference
  *     (relative RMS error <= STAGE_TOL) and the waveform has SNR >= 60 dB;
  *   - chunks of 1, 3, 17 frames, 1 vs 2 threads, and codec states with internal steps
@@ -325,12 +326,17 @@ static void test_winograd(kz_isa_cap cap, const char *level) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_codec_decoder TINY_DIR GOLDEN_DIR\n");
+    bool one_level = argc == 4 && strcmp(argv[3], "--one-level") == 0;
+    if (argc != 3 && !one_level) {
+        fprintf(stderr, "usage: test_codec_decoder TINY_DIR GOLDEN_DIR [--one-level]\n");
         return 2;
     }
     tiny_dir = argv[1];
     golden_dir = argv[2];
+    if (one_level) { // the model's sizes, not the kernels, are under test: the CPU's best level
+        test_level(KZ_ISA_CAP_AUTO, "auto");
+        return test_main_result("test_codec_decoder");
+    }
     static const struct { kz_isa_cap cap; kz_isa isa; const char *name; } levels[] = {
         {KZ_ISA_CAP_SCALAR, KZ_ISA_SCALAR, "scalar"},
         {KZ_ISA_CAP_AVX2, KZ_ISA_AVX2, "avx2"},

@@ -8,7 +8,7 @@ the text with tools/reference/tokenizer.py from the checkpoint's own files): for
 case in GOLDEN/remap_cases.json the codes of `synth` from text, from --token-ids
 (the golden's text ids) and, for the streaming-text layout, from text streamed
 piece by piece on stdin (--stream-text) equal the reference's codes; the same from a
-GGUF of the checkpoint. `tokenize` gives the reference tokenizer's ids. Output: a
+GGUF of the checkpoint; a text starting with newlines streams as it speaks at once. `tokenize` gives the reference tokenizer's ids. Output: a
 16 kHz WAV of frames * 1280 samples; --format f32 to stdout equals the file. Codes:
 `decode` of the golden codes equals the reference waveform (SNR >= 60 dB), a codes
 file with 16 columns or a code >= 1000 is refused. Long text: every utterance is
@@ -77,15 +77,16 @@ def synth_codes(k, model, args, work, name, stdin=None):
     return (read_codes(codes) if r.returncode == 0 else None), r.stdout
 
 
-def streamed_codes(k, model, args, text, work, name):
-    """--stream-text: the text arrives word by word on stdin, with pauses."""
+def streamed_codes(k, model, args, text, work, name, pieces=None):
+    """--stream-text: the text (or the given pieces) arrives word by word on stdin, with
+    pauses."""
     codes = os.path.join(work, name + ".codes")
     p = subprocess.Popen([k, "synth", "-m", model] + args +
                          ["--stream-text", "--dump-codes", codes, "-o", "-", "--format", "f32"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     words = text.split(" ")
-    for i, word in enumerate(words):
-        p.stdin.write(((" " if i else "") + word).encode())
+    for piece in pieces or [(" " if i else "") + w for i, w in enumerate(words)]:
+        p.stdin.write(piece.encode())
         p.stdin.flush()
         time.sleep(0.03)
     out, err = p.communicate(timeout=300)
@@ -111,6 +112,19 @@ def parity(k, model, cases, work, label):
             check(got_s == want, f"{label} {c['name']}: --stream-text codes differ")
         print(f"ok   {label} {c['name']}: text, --token-ids"
               f"{', --stream-text' if c['layout'] == 'streaming' else ''} == reference")
+
+
+def leading_newline(k, model, cases, work):
+    """A text that starts with newlines: they merge into the role's "\\n" token (the
+    official slicing); streamed, the role comes from the same tokenization."""
+    c = next(c for c in cases if c["layout"] == "streaming")
+    text = "\n\n" + c["text"]
+    whole, audio = synth_codes(k, model, case_args(c) + [text], work, "nl_whole")
+    pieces = ["\n", "\n"] + [(" " if i else "") + w for i, w in enumerate(c["text"].split(" "))]
+    streamed, audio_s = streamed_codes(k, model, case_args(c), text, work, "nl_streamed", pieces)
+    check(whole is not None and whole == streamed and audio == audio_s,
+          "leading newlines: --stream-text differs from the text at once")
+    print("ok   leading newlines: streamed text == text at once")
 
 
 def tokenize(k, model, source):
@@ -259,6 +273,7 @@ def main():
           "remap_cases.json: both layouts")
     tokenize(a.kztts, a.remap, a.source)
     parity(a.kztts, a.remap, cases, a.work, "remapped")
+    leading_newline(a.kztts, a.remap, cases, a.work)
     audio_files(a.kztts, a.remap, cases[0], a.work)
     decode(a.kztts, a.remap, os.path.join(a.golden, "remap"), a.work)
     long_text(a.kztts, a.remap)
