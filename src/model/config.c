@@ -53,7 +53,11 @@ static void read_cp(kz_json_ctx *j, const cJSON *o, kz_code_predictor_config *c)
     c->intermediate_size = (int32_t)kz_json_int(j, o, "intermediate_size", 3072, 1, 1 << 20);
     c->num_hidden_layers = (int32_t)kz_json_int(j, o, "num_hidden_layers", 5, 1, 256);
     c->num_attention_heads = (int32_t)kz_json_int(j, o, "num_attention_heads", 16, 1, 1024);
-    c->num_key_value_heads = (int32_t)kz_json_int(j, o, "num_key_value_heads", 8, 1, 1024);
+    // The class default is 8; an explicit null means one KV head per attention head.
+    const cJSON *kv = o ? cJSON_GetObjectItemCaseSensitive(o, "num_key_value_heads") : NULL;
+    c->num_key_value_heads = (int32_t)kz_json_int(j, o, "num_key_value_heads",
+                                                  cJSON_IsNull(kv) ? c->num_attention_heads : 8,
+                                                  1, 1024);
     c->head_dim = (int32_t)kz_json_int(j, o, "head_dim", 128, 2, 4096);
     c->max_position_embeddings =
         (int32_t)kz_json_int(j, o, "max_position_embeddings", 32768, 1, 1 << 30);

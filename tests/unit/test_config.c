@@ -150,12 +150,14 @@ static void test_tts_config(void) {
 }
 
 /* TTS_CONFIG with the first `from` replaced by `to`; parsed; the status must be `want`
- * and the message must name `what`. */
-static void tts_edited(const char *from, const char *to, kz_status want, const char *what) {
+ * and the message must name `what`. Returns the parsed config (static). */
+static const kz_tts_config *tts_edited(const char *from, const char *to, kz_status want,
+                                       const char *what) {
+    static kz_tts_config c, zero;
     const char *at = strstr(TTS_CONFIG, from);
     CHECK_MSG(at != NULL, "\"%s\" not in the test config", from);
     if (!at) {
-        return;
+        return &zero;
     }
     size_t n_from = strlen(from), n_to = strlen(to), n = strlen(TTS_CONFIG) - n_from + n_to;
     char *text = malloc(n + 1);
@@ -163,7 +165,6 @@ static void tts_edited(const char *from, const char *to, kz_status want, const c
     memcpy(text, TTS_CONFIG, head);
     memcpy(text + head, to, n_to);
     strcpy(text + head + n_to, at + n_from);
-    static kz_tts_config c, zero;
     kz_status st = tts_parse(text, n, &c);
     if (want == KZ_OK) {
         CHECK_MSG(st == KZ_OK, "%s -> %s: %s", from, to, kz_error_get());
@@ -172,6 +173,7 @@ static void tts_edited(const char *from, const char *to, kz_status want, const c
         CHECK(memcmp(&c, &zero, sizeof zero) == 0);
     }
     free(text);
+    return &c;
 }
 
 /* Every id against its table; keys without an upstream default; unsupported switches. */
@@ -207,6 +209,12 @@ static void test_tts_ids(void) {
     tts_edited("\"num_code_groups\": 16, \"text_hidden_size\"",
                "\"num_code_groups\": 8, \"text_hidden_size\"", KZ_STATUS_BAD_MODEL,
                "talker num_code_groups 8 != code predictor's 16");
+    // code_predictor_config.num_key_value_heads null: as many as attention heads (4).
+    const kz_tts_config *c = tts_edited(
+        "\"num_key_value_heads\": 2, \"head_dim\": 16, \"num_code_groups\": 16,\n   \"max",
+        "\"num_key_value_heads\": null, \"head_dim\": 16, \"num_code_groups\": 16,\n   \"max",
+        KZ_OK, "");
+    CHECK_EQ_INT(c->talker.code_predictor.num_key_value_heads, 4);
     tts_edited("\"rope_theta\": 1000000, \"codec_bos_id\"",
                "\"hidden_act\": \"gelu\", \"codec_bos_id\"", KZ_STATUS_UNSUPPORTED,
                "talker_config.hidden_act (only silu) is not supported");
