@@ -227,9 +227,10 @@ def failed_writes(e, codes):
     one_line_failure("synth, file size limit", r, out, "File too large")
     check(os.listdir(d) == [], f"synth, file size limit: left {os.listdir(d)}")
     for fmt in ("flac", "f32"):
-        r = run([e.k, "decode", "-m", e.tiny, "--codes", codes, "-o", out, "--format", fmt],
+        decoded = os.path.join(d, "out." + fmt)
+        r = run([e.k, "decode", "-m", e.tiny, "--codes", codes, "-o", decoded],
                 preexec_fn=limited(1000))
-        one_line_failure(f"decode --format {fmt}, file size limit", r, out, "File too large")
+        one_line_failure(f"decode to {fmt}, file size limit", r, decoded, "File too large")
     gguf = os.path.join(d, "q.gguf")
     r = run([e.k, "quantize", "-m", e.tiny, "-o", gguf], preexec_fn=limited(1 << 20))
     one_line_failure("quantize, file size limit", r, gguf, "File too large")
