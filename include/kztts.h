@@ -413,6 +413,72 @@ typedef struct kz_timings {
 KZ_API void kz_session_timings(const kz_session *session, kz_timings *out);
 KZ_API void kz_session_reset_timings(kz_session *session);
 
+/* ---- quantize ------------------------------------------------------------ */
+
+/* A checkpoint directory -> one GGUF file that kz_model_load maps in place (weights in the
+ * chosen type, the codec pre-packed, configs and tokenizer inside), as llama.cpp's
+ * llama_model_quantize: `kztts quantize` is this call. */
+
+/* What the talker's matrices (2-D talker.*.weight tensors with a multiple of 32 columns)
+ * are stored as. Norms and biases keep their stored float type in every type; the codec is
+ * stored as pre-packed fp32 panels. */
+typedef enum kz_quantize_type {
+    KZ_QUANTIZE_Q8_0 = 0,   /* every talker matrix Q8_0 (8-bit, blocks of 32) */
+    KZ_QUANTIZE_Q4_0 = 1,   /* the layers' projections Q4_0 (least-squares scales); the
+                               embeddings, heads and text projection Q8_0 */
+    KZ_QUANTIZE_Q4_MLP = 2, /* only the layers' MLP projections Q4_0, the rest Q8_0 */
+    KZ_QUANTIZE_BF16 = 3,   /* every talker matrix BF16 (as released) */
+    KZ_QUANTIZE_F16 = 4,    /* every talker matrix F16 (values beyond 65504 become infinite) */
+    KZ_QUANTIZE_F32 = 5,    /* every float tensor F32 */
+} kz_quantize_type;
+
+/* Progress of kz_quantize: n_done of n_total tensors written. Called on the calling thread
+ * before the first tensor (n_done 0) and after each. Return false to cancel: kz_quantize
+ * then removes its temporary file and returns KZ_STATUS_CANCELLED. */
+typedef bool (*kz_quantize_progress_fn)(size_t n_done, size_t n_total, void *user);
+
+/* Tensors written in one stored type. */
+typedef struct kz_quantize_count {
+    const char *type;  /* "F32", "F16", "BF16", "Q8_0" or "Q4_0" (static) */
+    size_t n_tensors;
+    uint64_t n_bytes;  /* their data bytes */
+} kz_quantize_count;
+
+/* What kz_quantize wrote. */
+typedef struct kz_quantize_report {
+    kz_quantize_count types[5]; /* F32 (packed codec panels included), F16, BF16, Q8_0, Q4_0 */
+    size_t n_packed;            /* codec weights stored as pre-packed panels */
+    size_t n_forms;             /* of those, stored in codec_forms' converted form too */
+    size_t n_skipped;           /* source tensors of types GGUF cannot hold (unused) */
+    double seconds;             /* wall time of the call */
+} kz_quantize_report;
+
+typedef struct kz_quantize_params {
+    kz_quantize_type type;            /* default KZ_QUANTIZE_Q8_0 */
+    kz_precision codec_forms;         /* also store the codec converted for this precision
+                                         (BF16, WINOGRAD, WINOGRAD_BF16, or FAST: this CPU's),
+                                         so loads in it map the form instead of converting;
+                                         default KZ_PRECISION_F32: none */
+    int32_t n_threads;                /* threads converting rows; 0 (default) = the cores, at
+                                         most 8 */
+    kz_quantize_progress_fn progress; /* default NULL */
+    void *progress_user;              /* passed to progress */
+    kz_quantize_report *report;       /* filled when the call succeeds; default NULL */
+} kz_quantize_params;
+
+/* Defaults: type KZ_QUANTIZE_Q8_0, codec_forms KZ_PRECISION_F32, n_threads 0, no progress
+ * callback, no report (a zeroed struct is the same). */
+KZ_API void kz_quantize_default_params(kz_quantize_params *params);
+
+/* Converts the checkpoint directory src (as kz_model_load takes it, validated the same
+ * way; not a .gguf) into one GGUF file at out_path. A device or FIFO (/dev/null) is written
+ * through; a symlink is followed to its target; a regular file, or none, is written as
+ * "<target>.partial-XXXXXX" in the target's folder, synced and renamed over the target only
+ * when complete (keeping the replaced file's permissions), and removed on any failure or
+ * cancel: out_path is the old file or the whole new one. params NULL means the defaults. */
+KZ_API kz_status kz_quantize(const char *src, const char *out_path,
+                             const kz_quantize_params *params);
+
 #ifdef __cplusplus
 }
 #endif

@@ -226,10 +226,21 @@ kz_status kz_gguf_writer_add_tensor_fn(kz_gguf_writer *w, const char *name,
                                        kz_gguf_tensor_type type, int n_dims, const int64_t *shape,
                                        kz_gguf_fill_fn fill, void *user);
 
-/* Writes everything added so far to `path` (GGUF version 3) through a temporary file in the same
- * directory that is renamed over `path` only after all bytes are written and synced; on failure
- * the temporary file is removed and `path` is untouched. KZ_STATUS_IO names the path; a fill
- * callback's status is passed up. The writer stays usable. */
+/* Progress of kz_gguf_writer_write: n_done of n_total tensors written, reported before the
+ * first tensor (0) and after each, on the writing thread. Returning false cancels the write
+ * (KZ_STATUS_CANCELLED, the temporary file removed). */
+typedef bool (*kz_gguf_progress_fn)(void *user, size_t n_done, size_t n_total);
+
+/* Sets (or with NULL clears) the progress callback of the writes that follow. */
+void kz_gguf_writer_set_progress(kz_gguf_writer *w, kz_gguf_progress_fn fn, void *user);
+
+/* Writes everything added so far to `path` (GGUF version 3). A device or FIFO (/dev/null) is
+ * written through; a symlink is followed to the end of its chain and its target written by
+ * the next rule (the link stays); a regular file or a new one is written through a temporary
+ * file "<target>.partial-XXXXXX" in the target's folder that is renamed over the target only
+ * after all bytes are written and synced (keeping the old file's permissions, else 0644); on
+ * failure or cancel the temporary file is removed and the target is untouched. KZ_STATUS_IO
+ * names the path; a fill callback's status is passed up. The writer stays usable. */
 kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path);
 
 #endif

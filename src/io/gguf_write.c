@@ -7,14 +7,20 @@
  *                                             the duplicate check
  *   kz_gguf_writer_add_tensor[_fn](...)    -> tensor record: name copy, type, dims reversed to
  *                                             ggml order, byte count, data pointer or callback
- *   kz_gguf_writer_write(path)             -> mkstemp("<path>.partial-XXXXXX")
+ *   kz_gguf_writer_write(path)             -> the destination: a device or FIFO (/dev/null) is
+ *                                             written through; a symlink is followed to the
+ *                                             end of its chain; a regular file (or none)
+ *                                             gets mkstemp("<target>.partial-XXXXXX") in the
+ *                                             target's folder
  *        -> "GGUF", u32 3, u64 n_tensors, u64 n_kv, kv_bytes
  *        -> per tensor: name, u32 n_dims, u64 dims[], u32 type, u64 offset
  *           (offsets packed in order, each rounded up to the alignment, as ggml writes them)
  *        -> zero padding to the alignment, then each tensor's bytes and zero padding
- *           (callback tensors are produced into one reused buffer of the largest size)
- *        -> fflush, fsync, fchmod 0644, close, rename over path; on any error unlink the
- *           temporary file, so `path` is either the old file or the complete new one.
+ *           (callback tensors are produced into one reused buffer of the largest size),
+ *           the progress callback before the first tensor and after each (false cancels)
+ *        -> fflush, fsync, fchmod (the replaced file's mode, else 0644), close, rename over
+ *           the target; on any error or cancel unlink the temporary file, so the target is
+ *           either the old file or the complete new one.
  *   The stream's buffer is WRITE_CHUNK bytes, so the file is written in whole 4 MB pieces at
  *   4 MB offsets (glibc writes large requests in multiples of the buffer size once it is
  *   full): Linux then caches the new file in 2 MB folios, which the loader maps 2 MB at a
@@ -33,6 +39,7 @@
 #include "io/gguf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +90,8 @@ struct kz_gguf_writer {
     size_t n_tensors;        // tensors
     size_t tensors_capacity; // slots allocated
     uint32_t alignment;      // general.alignment, default 32
+    kz_gguf_progress_fn progress; // or NULL
+    void *progress_user;     // for progress
 };
 
 /* ---- growable storage --------------------------------------------------------------------- */
@@ -443,14 +452,16 @@ kz_status kz_gguf_writer_add_tensor_fn(kz_gguf_writer *w, const char *name,
 typedef struct sink {
     FILE *file;
     char *buffer;     // the stream's WRITE_CHUNK bytes of buffer
-    const char *path; // the temporary file, for messages
-    const char *dest; // the file it becomes, for messages that are not about the temporary
+    char *temp;       // the temporary file, or NULL when writing through to a device or FIFO
+    char *target;     // the file the temporary one replaces (path with its symlinks followed)
+    const char *dest; // the path as given, for messages
+    mode_t mode;      // the temporary file's permission bits
     kz_status status;
 } sink;
 
 static void sink_write(sink *s, const void *bytes, size_t n_bytes) {
     if (s->status == KZ_OK && n_bytes > 0 && fwrite(bytes, 1, n_bytes, s->file) != n_bytes) {
-        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot write: %s", s->path, strerror(errno));
+        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot write: %s", s->dest, strerror(errno));
     }
 }
 
@@ -515,6 +526,16 @@ static uint64_t write_header(sink *s, const kz_gguf_writer *w) {
     return position;
 }
 
+/* The progress callback after n_done tensors; false from it cancels the write. */
+static void report_progress(sink *s, const kz_gguf_writer *w, size_t n_done) {
+    if (s->status == KZ_OK && w->progress &&
+        !w->progress(w->progress_user, n_done, w->n_tensors)) {
+        s->status = kz_error_set(KZ_STATUS_CANCELLED,
+                                 "%s: cancelled by the progress callback after %zu of %zu tensors",
+                                 s->dest, n_done, w->n_tensors);
+    }
+}
+
 /* Tensor bytes, each followed by padding to the alignment. */
 static void write_data(sink *s, const kz_gguf_writer *w) {
     size_t fill_bytes = 0;
@@ -528,6 +549,7 @@ static void write_data(sink *s, const kz_gguf_writer *w) {
         s->status = kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
                                  "%s: no memory for a %zu-byte tensor buffer", s->dest, fill_bytes);
     }
+    report_progress(s, w, 0);
     for (size_t i = 0; i < w->n_tensors && s->status == KZ_OK; i++) {
         const tensor_record *r = &w->tensors[i];
         const void *bytes = r->data;
@@ -536,7 +558,7 @@ static void write_data(sink *s, const kz_gguf_writer *w) {
             kz_status status = r->fill(r->user, r->name, buffer, r->n_bytes);
             if (status != KZ_OK) {
                 if (kz_error_get()[0] == '\0') {
-                    kz_error_set(status, "%s: filling tensor '%s' failed", s->path, r->name);
+                    kz_error_set(status, "%s: filling tensor '%s' failed", s->dest, r->name);
                 }
                 s->status = status;
                 break;
@@ -545,24 +567,129 @@ static void write_data(sink *s, const kz_gguf_writer *w) {
         }
         sink_write(s, bytes, r->n_bytes);
         sink_pad(s, r->n_bytes, w->alignment);
+        report_progress(s, w, i + 1);
     }
     free(buffer);
 }
 
-/* Flushes, syncs and closes the temporary file; keeps the first error. */
+/* Flushes, syncs and closes the file (a device or FIFO is only flushed: it cannot be
+ * synced); keeps the first error. */
 static void sink_close(sink *s) {
-    if (s->status == KZ_OK && (fflush(s->file) != 0 || fsync(fileno(s->file)) != 0)) {
-        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot write: %s", s->path, strerror(errno));
+    if (s->status == KZ_OK &&
+        (fflush(s->file) != 0 || (s->temp && fsync(fileno(s->file)) != 0))) {
+        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot write: %s", s->dest, strerror(errno));
     }
-    // mkstemp creates the file 0600; a model file is ordinary data.
-    if (s->status == KZ_OK && fchmod(fileno(s->file), 0644) != 0) {
+    if (s->status == KZ_OK && s->temp && fchmod(fileno(s->file), s->mode) != 0) {
         s->status =
-            kz_error_set(KZ_STATUS_IO, "%s: cannot set permissions: %s", s->path, strerror(errno));
+            kz_error_set(KZ_STATUS_IO, "%s: cannot set permissions: %s", s->temp, strerror(errno));
     }
     if (fclose(s->file) != 0 && s->status == KZ_OK) {
-        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot close: %s", s->path, strerror(errno));
+        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot close: %s", s->dest, strerror(errno));
     }
-    free(s->buffer);
+    s->file = NULL;
+}
+
+/* `target` of the symlink at link_path as a path from here (relative targets are relative
+ * to the link's folder); NULL when out of memory. */
+static char *link_target_path(const char *link_path, const char *target) {
+    const char *slash = strrchr(link_path, '/');
+    if (target[0] == '/' || !slash) {
+        return copy_string(target);
+    }
+    const size_t dir_bytes = (size_t)(slash - link_path) + 1;
+    char *p = malloc(dir_bytes + strlen(target) + 1);
+    if (p) {
+        memcpy(p, link_path, dir_bytes);
+        strcpy(p + dir_bytes, target);
+    }
+    return p;
+}
+
+/* *out = the file writing `path` replaces: path, or the end of its chain of symlinks (which
+ * may not exist yet). */
+static kz_status resolve_links(const char *path, char **out) {
+    enum { MAX_LINKS = 40 }; // the kernel's own limit on a path's symlinks
+    char *p = copy_string(path);
+    for (int hops = 0; p; hops++) {
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) {
+            *out = p; // absent (created there) or not a link; other errors show at mkstemp
+            return KZ_OK;
+        }
+        char target[4096];
+        const ssize_t n = readlink(p, target, sizeof target - 1);
+        if (hops == MAX_LINKS || n < 0) {
+            free(p);
+            return kz_error_set(KZ_STATUS_IO, "%s: %s", path,
+                                strerror(n < 0 ? errno : ELOOP));
+        }
+        target[n] = '\0';
+        char *next = link_target_path(p, target);
+        free(p);
+        p = next;
+    }
+    return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", path);
+}
+
+/* A device or FIFO: opened as it is and written in place (a FIFO waits for a reader). */
+static kz_status open_through(sink *s) {
+    const int fd = open(s->dest, O_WRONLY | O_NOCTTY);
+    if (fd < 0 || !(s->file = fdopen(fd, "wb"))) {
+        kz_status status = kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", s->dest,
+                                        strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return status;
+    }
+    return KZ_OK;
+}
+
+/* A regular file or nothing: a temporary file beside the end of the path's symlinks. */
+static kz_status open_temp(sink *s) {
+    kz_status status = resolve_links(s->dest, &s->target);
+    if (status != KZ_OK) {
+        return status;
+    }
+    struct stat st;
+    s->mode = stat(s->target, &st) == 0 ? st.st_mode & 07777 : 0644; // a model is plain data
+    const size_t temp_bytes = strlen(s->target) + sizeof ".partial-XXXXXX";
+    if (!(s->temp = malloc(temp_bytes))) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", s->dest);
+    }
+    snprintf(s->temp, temp_bytes, "%s.partial-XXXXXX", s->target);
+    const int fd = mkstemp(s->temp);
+    if (fd < 0) {
+        status = kz_error_set(KZ_STATUS_IO, "%s: cannot create a temporary file: %s", s->dest,
+                              strerror(errno));
+        free(s->temp);
+        s->temp = NULL;
+        return status;
+    }
+    if (!(s->file = fdopen(fd, "wb"))) {
+        status = kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", s->temp, strerror(errno));
+        close(fd);
+        return status;
+    }
+    return KZ_OK;
+}
+
+/* Opens the destination of s->dest and gives the stream its buffer. */
+static kz_status sink_open(sink *s) {
+    struct stat st;
+    const bool exists = stat(s->dest, &st) == 0; // follows symlinks: what a write would reach
+    kz_status status;
+    if (exists && S_ISDIR(st.st_mode)) {
+        return kz_error_set(KZ_STATUS_IO, "%s: is a directory", s->dest);
+    }
+    status = exists && !S_ISREG(st.st_mode) ? open_through(s) : open_temp(s);
+    if (status == KZ_OK && !(s->buffer = malloc(WRITE_CHUNK))) {
+        status = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the buffer", s->dest);
+    }
+    if (status == KZ_OK) {
+        (void)setvbuf(s->file, s->buffer, _IOFBF, WRITE_CHUNK); // before any write: cannot fail
+    }
+    return status;
 }
 
 kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
@@ -574,50 +701,32 @@ kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
     if (status != KZ_OK) {
         return status;
     }
-    size_t temp_bytes = strlen(path) + sizeof ".partial-XXXXXX";
-    char *temp = malloc(temp_bytes);
-    if (!temp) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", path);
+    sink s = {.dest = path, .status = KZ_OK};
+    s.status = sink_open(&s);
+    if (s.status == KZ_OK) {
+        uint64_t position = write_header(&s, w);
+        sink_pad(&s, position, w->alignment);
+        write_data(&s, w);
     }
-    snprintf(temp, temp_bytes, "%s.partial-XXXXXX", path);
-    int fd = mkstemp(temp);
-    if (fd < 0) {
-        status = kz_error_set(KZ_STATUS_IO, "%s: cannot create a temporary file: %s", path,
-                              strerror(errno));
-        free(temp);
-        return status;
+    if (s.file) {
+        sink_close(&s);
     }
-    sink s = {
-        .file = fdopen(fd, "wb"), .buffer = malloc(WRITE_CHUNK), .path = temp, .dest = path,
-        .status = KZ_OK};
-    if (!s.file || !s.buffer) {
-        status = s.file
-                     ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the buffer", path)
-                     : kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", temp, strerror(errno));
-        if (s.file) {
-            fclose(s.file);
-        } else {
-            close(fd);
-        }
-        free(s.buffer);
-        unlink(temp);
-        free(temp);
-        return status;
-    }
-    (void)setvbuf(s.file, s.buffer, _IOFBF, WRITE_CHUNK); // before any write: cannot fail
-    uint64_t position = write_header(&s, w);
-    sink_pad(&s, position, w->alignment);
-    write_data(&s, w);
-    sink_close(&s);
-    if (s.status == KZ_OK && rename(temp, path) != 0) {
-        s.status = kz_error_set(KZ_STATUS_IO, "%s: cannot rename %s into place: %s", path, temp,
+    if (s.status == KZ_OK && s.temp && rename(s.temp, s.target) != 0) {
+        s.status = kz_error_set(KZ_STATUS_IO, "%s: cannot rename %s into place: %s", path, s.temp,
                                 strerror(errno));
     }
-    if (s.status != KZ_OK) {
-        unlink(temp);
+    if (s.status != KZ_OK && s.temp) {
+        unlink(s.temp);
     }
-    free(temp);
+    free(s.temp);
+    free(s.target);
+    free(s.buffer);
     return s.status;
+}
+
+void kz_gguf_writer_set_progress(kz_gguf_writer *w, kz_gguf_progress_fn fn, void *user) {
+    w->progress = fn;
+    w->progress_user = user;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */

@@ -1,6 +1,27 @@
 /*
- * quantize.c - checkpoint directory -> kztts GGUF file (see quantize.h and
- * gguf_layout.h).
+ * quantize.c - kz_quantize (kztts.h): a checkpoint directory -> one kztts GGUF file
+ * (layout in gguf_layout.h).
+ *
+ *   DIR --kz_model_open_with (validates everything, packs the codec and reports
+ *         each packed weight)--> model [--codec forms: switched to P, panels kept]
+ *       --type: stored type per talker / code-predictor tensor--> GGUF writer
+ *       --configs, tokenizer files as text, tensors converted one at a time--> OUT.gguf
+ *       (the writer's progress callback -> params.progress, which may cancel)
+ *
+ * What each type stores (everything else keeps its stored type):
+ *   f32    every talker matrix F32                        (reference, large)
+ *   bf16   every talker matrix BF16                       (= the release)
+ *   f16    every talker matrix F16 (IEEE half, round to nearest even; values beyond
+ *          65504 become infinities, so only for weights known to fit)
+ *   q8_0   every talker matrix Q8_0: the 28 + 5 transformer layers' projections,
+ *          the embeddings, the codec heads, the text projection
+ *   q4_0   transformer layers' q/k/v/o/gate/up/down projections Q4_0 (with the
+ *          least-squares scale search, ref/quant_ref.c); embeddings, heads and the
+ *          text projection Q8_0 (the fastest type)
+ *   q4_mlp only the layers' MLP projections (gate/up/down) Q4_0, attention Q8_0
+ * Norms and biases stay in their stored float type in every type; the codec
+ * decoder is stored as pre-packed F32 panels (it computes in fp32). "Talker
+ * matrix" means a 2-D tensor named talker.*.weight with a multiple of 32 columns.
  *
  * The source is loaded as a model first, so it is validated exactly as synthesis
  * would see it, and the codec weights come out already packed (the load hook
@@ -10,8 +31,6 @@
  * fill callback, blocks of rows spread over a thread pool (every row is converted
  * alone, so the bytes do not depend on the threads); each thread holds one f32 row.
  */
-#include "model/quantize.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,31 +38,20 @@
 #include <unistd.h>
 
 #include "io/gguf.h"
+#include "io/tensor.h"
 #include "io/text_file.h"
 #include "kernels/quant.h"
+#include "kztts.h"
 #include "layers/conv_convert.h"
 #include "model/gguf_layout.h"
 #include "model/model.h"
 #include "runtime/error.h"
 #include "runtime/threadpool.h"
 
-int kz_recipe_parse(const char *name, kz_recipe *out) {
-    static const struct { const char *name; kz_recipe r; } names[] = {
-        {"f32", KZ_RECIPE_F32}, {"bf16", KZ_RECIPE_BF16}, {"q8_0", KZ_RECIPE_Q8_0},
-        {"q8", KZ_RECIPE_Q8_0}, {"q4_0", KZ_RECIPE_Q4_0}, {"q4", KZ_RECIPE_Q4_0},
-        {"q4_mlp", KZ_RECIPE_Q4_MLP}, {"f16", KZ_RECIPE_F16}};
-    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(name, names[i].name) == 0) {
-            *out = names[i].r;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-const char *kz_recipe_name(kz_recipe r) {
-    static const char *const names[] = {"f32", "bf16", "q8_0", "q4_0", "q4_mlp", "f16"};
-    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "?";
+/* The name stored in the file's recipe key (and shown by `kztts info`). */
+static const char *type_name(kz_quantize_type t) {
+    static const char *const names[] = {"q8_0", "q4_0", "q4_mlp", "bf16", "f16", "f32"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -55,22 +63,23 @@ static bool is_float(kz_dtype d) {
     return d == KZ_DTYPE_F32 || d == KZ_DTYPE_F16 || d == KZ_DTYPE_BF16;
 }
 
-kz_dtype kz_recipe_type(kz_recipe r, const kz_tensor *t) {
+/* The type tensor t (named as in model.safetensors) is stored with under type r. */
+static kz_dtype stored_type(kz_quantize_type r, const kz_tensor *t) {
     bool matrix = strncmp(t->name, "talker.", 7) == 0 && ends_with(t->name, ".weight") &&
                   t->n_dims == 2 && t->shape[1] % KZ_QK == 0 && is_float(t->dtype);
     if (!matrix) {
-        return r == KZ_RECIPE_F32 && is_float(t->dtype) ? KZ_DTYPE_F32 : t->dtype;
+        return r == KZ_QUANTIZE_F32 && is_float(t->dtype) ? KZ_DTYPE_F32 : t->dtype;
     }
     switch (r) {
-    case KZ_RECIPE_F32: return KZ_DTYPE_F32;
-    case KZ_RECIPE_BF16: return KZ_DTYPE_BF16;
-    case KZ_RECIPE_F16: return KZ_DTYPE_F16;
-    case KZ_RECIPE_Q8_0: return KZ_DTYPE_Q8_0;
-    case KZ_RECIPE_Q4_0:
-    case KZ_RECIPE_Q4_MLP: break;
+    case KZ_QUANTIZE_F32: return KZ_DTYPE_F32;
+    case KZ_QUANTIZE_BF16: return KZ_DTYPE_BF16;
+    case KZ_QUANTIZE_F16: return KZ_DTYPE_F16;
+    case KZ_QUANTIZE_Q8_0: return KZ_DTYPE_Q8_0;
+    case KZ_QUANTIZE_Q4_0:
+    case KZ_QUANTIZE_Q4_MLP: break;
     }
     bool projection = strstr(t->name, ".layers.") && ends_with(t->name, "_proj.weight");
-    if (r == KZ_RECIPE_Q4_MLP) {
+    if (r == KZ_QUANTIZE_Q4_MLP) {
         projection = projection && strstr(t->name, ".mlp.") != NULL;
     }
     return projection ? KZ_DTYPE_Q4_0 : KZ_DTYPE_Q8_0;
@@ -135,7 +144,7 @@ typedef struct form_entry {
 
 typedef struct job {
     kz_model *m;
-    kz_recipe recipe;
+    kz_quantize_type type;
     kz_precision forms;  /* the codec precision whose forms are stored, or F32: none */
     form_entry *form;    /* the convs with a converted form (forms != F32) */
     size_t n_form, cap_form;
@@ -146,6 +155,8 @@ typedef struct job {
     float *rows; /* [threads, widest row] */
     size_t row_cap;
     kz_quantize_report *rep;
+    kz_quantize_progress_fn progress; /* the caller's, or NULL */
+    void *progress_user;
 } job;
 
 /* Room for item n of the array at *array_ptr (a pointer to its first element, items of
@@ -220,7 +231,7 @@ static void convert_rows(void *arg, size_t chunk, int worker) {
 static kz_status fill_model_tensor(void *user, const char *name, void *dst, size_t n_bytes) {
     job *j = user;
     const kz_tensor *t = kz_weights_find(j->m->main_w, name + strlen(KZ_GGUF_PREFIX_MODEL));
-    kz_dtype d = kz_recipe_type(j->recipe, t);
+    kz_dtype d = stored_type(j->type, t);
     size_t cols = t->n_dims > 0 ? (size_t)t->shape[t->n_dims - 1] : 1;
     size_t rows = cols ? t->n_elements / cols : 0;
     size_t threads = (size_t)kz_pool_threads(j->pool);
@@ -248,8 +259,12 @@ static kz_status fill_model_tensor(void *user, const char *name, void *dst, size
 }
 
 static void count(job *j, kz_dtype d, size_t n_bytes) {
-    j->rep->n_tensors[d]++;
-    j->rep->bytes[d] += (double)n_bytes;
+    static const int slot_of[] = {[KZ_DTYPE_F32] = 0, [KZ_DTYPE_F16] = 1, [KZ_DTYPE_BF16] = 2,
+                                  [KZ_DTYPE_OTHER] = -1, [KZ_DTYPE_Q8_0] = 3, [KZ_DTYPE_Q4_0] = 4};
+    KZ_ASSERT(slot_of[d] >= 0); // only types GGUF holds are written
+    kz_quantize_count *c = &j->rep->types[slot_of[d]];
+    c->n_tensors++;
+    c->n_bytes += n_bytes;
 }
 
 /* --- tensor order -------------------------------------------------------------------------- */
@@ -336,7 +351,7 @@ static kz_status add_model_tensors(job *j, kz_gguf_writer *w) {
     char name[1024];
     for (size_t i = 0; i < n && st == KZ_OK; i++) {
         const kz_tensor *t = order[i];
-        kz_dtype d = kz_recipe_type(j->recipe, t);
+        kz_dtype d = stored_type(j->type, t);
         kz_gguf_tensor_type type;
         if (!gguf_type(d, &type) || t->n_dims < 1 || t->n_dims > KZ_GGUF_MAX_DIMS) {
             j->rep->n_skipped++;
@@ -522,7 +537,7 @@ static kz_status add_metadata(const job *j, kz_gguf_writer *w, const char *src) 
                      : st;
     st = st == KZ_OK ? kz_gguf_writer_add_u32(w, "general.alignment", KZ_GGUF_ALIGNMENT) : st;
     st = st == KZ_OK ? kz_gguf_writer_add_u32(w, KZ_GGUF_KEY_FORMAT, KZ_GGUF_FORMAT_VERSION) : st;
-    st = st == KZ_OK ? kz_gguf_writer_add_str(w, KZ_GGUF_KEY_RECIPE, kz_recipe_name(j->recipe))
+    st = st == KZ_OK ? kz_gguf_writer_add_str(w, KZ_GGUF_KEY_RECIPE, type_name(j->type))
                      : st;
     st = st == KZ_OK ? add_text_file(w, codec_dir, "config.json", KZ_GGUF_KEY_CODEC_CONFIG, true)
                      : st;
@@ -553,9 +568,18 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The writer's progress, passed on to the caller's callback. */
+static bool on_progress(void *user, size_t n_done, size_t n_total) {
+    const job *j = user;
+    return j->progress(n_done, n_total, j->progress_user);
+}
+
 static kz_status convert(job *j, const char *src, const char *out_path) {
     kz_gguf_writer *w;
     kz_status st = kz_gguf_writer_new(&w);
+    if (st == KZ_OK && j->progress) {
+        kz_gguf_writer_set_progress(w, on_progress, j);
+    }
     st = st == KZ_OK ? add_metadata(j, w, src) : st;
     st = st == KZ_OK && j->m->has_tts ? add_model_tensors(j, w) : st;
     st = st == KZ_OK ? add_codec_tensors(j, w) : st;
@@ -564,23 +588,53 @@ static kz_status convert(job *j, const char *src, const char *out_path) {
     return st;
 }
 
-kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
-                      kz_precision codec_forms, kz_quantize_report *report) {
-    kz_quantize_report local;
-    job j = {.recipe = r, .forms = codec_forms, .rep = report ? report : &local};
-    memset(j.rep, 0, sizeof *j.rep);
-    double t0 = now_s();
+void kz_quantize_default_params(kz_quantize_params *params) {
+    if (params) {
+        *params = (kz_quantize_params){.type = KZ_QUANTIZE_Q8_0,
+                                       .codec_forms = KZ_PRECISION_F32};
+    }
+}
+
+static kz_status check_args(const char *src, const char *out_path, const kz_quantize_params *p) {
+    if (!src || !out_path) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_quantize: %s path is NULL",
+                            src ? "output" : "source");
+    }
     if (ends_with(src, ".gguf")) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "%s: the source must be a checkpoint directory, not a GGUF file", src);
     }
-    kz_status st = kz_pool_new(kz_pool_default_threads(), &j.pool);
+    if ((unsigned)p->type > KZ_QUANTIZE_F32) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_quantize: unknown type %d",
+                            (int)p->type);
+    }
+    if (p->n_threads < 0 || p->n_threads > 256) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_quantize: n_threads %d is not in [0, 256]", (int)p->n_threads);
+    }
+    return KZ_OK;
+}
+
+kz_status kz_quantize(const char *src, const char *out_path, const kz_quantize_params *params) {
+    kz_quantize_params defaults;
+    kz_quantize_default_params(&defaults);
+    const kz_quantize_params *p = params ? params : &defaults;
+    kz_quantize_report report = {.types = {{"F32", 0, 0}, {"F16", 0, 0}, {"BF16", 0, 0},
+                                           {"Q8_0", 0, 0}, {"Q4_0", 0, 0}}};
+    job j = {.type = p->type, .forms = p->codec_forms, .rep = &report,
+             .progress = p->progress, .progress_user = p->progress_user};
+    double t0 = now_s();
+    kz_status st = check_args(src, out_path, p);
     if (st != KZ_OK) {
         return st;
     }
-    kz_model_params params = {0};
+    st = kz_pool_new(p->n_threads ? p->n_threads : kz_pool_default_threads(), &j.pool);
+    if (st != KZ_OK) {
+        return st;
+    }
+    kz_model_params model_params = {0};
     kz_load_opts opts = {.on_packed = on_packed, .on_packed_user = &j};
-    st = kz_model_open_with(src, &params, &opts, &j.m);
+    st = kz_model_open_with(src, &model_params, &opts, &j.m);
     if (st == KZ_OK && j.hook_status != KZ_OK) {
         st = kz_error_set(j.hook_status, "out of memory collecting the codec weights");
     }
@@ -594,6 +648,9 @@ kz_status kz_quantize(const char *src, const char *out_path, kz_recipe r,
     free(j.packed);
     free(j.rows);
     kz_pool_free(j.pool);
-    j.rep->seconds = now_s() - t0;
+    report.seconds = now_s() - t0;
+    if (st == KZ_OK && p->report) {
+        *p->report = report;
+    }
     return st;
 }

@@ -6,5 +6,7 @@ int kz_api_c11_check(void);
 int kz_api_c11_check(void) {
     kz_model_params mp = {0};
     kz_model_default_params(&mp);
-    return mp.isa == KZ_ISA_CAP_AUTO ? 0 : 1;
+    kz_quantize_params qp = {0};
+    kz_quantize_default_params(&qp);
+    return mp.isa == KZ_ISA_CAP_AUTO && qp.type == KZ_QUANTIZE_Q8_0 ? 0 : 1;
 }

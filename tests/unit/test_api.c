@@ -111,9 +111,42 @@ static void test_status_and_log(void) {
     kz_log_set(NULL, KZ_LOG_WARN, NULL);
 }
 
+/* kz_quantize's parameters: defaults as documented (a zeroed struct is the same), and bad
+ * arguments fail with a message before anything is read or written. */
+static void test_quantize_params(void) {
+    kz_quantize_params qp;
+    memset(&qp, 0x5a, sizeof qp);
+    kz_quantize_default_params(&qp);
+    CHECK(qp.type == KZ_QUANTIZE_Q8_0 && qp.codec_forms == KZ_PRECISION_F32);
+    CHECK(qp.n_threads == 0 && qp.progress == NULL && qp.progress_user == NULL);
+    CHECK(qp.report == NULL);
+    CHECK(KZ_QUANTIZE_Q8_0 == 0 && KZ_PRECISION_F32 == 0); // so a zeroed struct is the defaults
+    kz_quantize_default_params(NULL);
+
+    kz_quantize_report report = {.n_packed = 77};
+    qp.report = &report;
+    CHECK(kz_quantize(NULL, "/tmp/x.gguf", &qp) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "source path is NULL");
+    CHECK(kz_quantize("dir", NULL, &qp) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "output path is NULL");
+    CHECK(kz_quantize("model.gguf", "/nonexistent/out.gguf", &qp) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "not a GGUF file");
+    qp.type = (kz_quantize_type)6;
+    CHECK(kz_quantize("dir", "/nonexistent/out.gguf", &qp) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "unknown type 6");
+    qp.type = KZ_QUANTIZE_Q4_0;
+    qp.n_threads = -1;
+    CHECK(kz_quantize("dir", "/nonexistent/out.gguf", &qp) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "n_threads");
+    CHECK(kz_quantize("/nonexistent/model", "/nonexistent/out.gguf", NULL) == KZ_STATUS_IO);
+    CHECK_STR_CONTAINS(kz_last_error(), "/nonexistent/model");
+    CHECK(report.n_packed == 77); // a report is filled only on success
+}
+
 int main(void) {
     test_defaults();
     test_null_and_bad();
     test_status_and_log();
+    test_quantize_params();
     return test_main_result("test_api");
 }

@@ -10,10 +10,14 @@
  * numeric, bool and string arrays, empty arrays, odd shapes, data by pointer and by callback);
  * the writer's bytes against an independent encoding of the spec; version 2; typed getters and
  * their errors; the writer's argument checks, the atomic write (no partial files, the old file
- * kept on failure); one case per malformed header; every truncated prefix and every byte flip
+ * kept on failure); its destinations (a symlink followed and kept, its target replaced in its
+ * own folder with its permissions, a dangling link's target created, a device written
+ * through); the progress callback and a cancel (only the writer's own temporary file goes);
+ * one case per malformed header; every truncated prefix and every byte flip
  * of a valid file (an error or a valid file, never a crash).
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -649,6 +653,134 @@ static void test_writer_errors(void) {
     kz_gguf_writer_free(NULL);
 }
 
+/* ---- destinations and progress -------------------------------------------------------------- */
+
+/* A writer holding one metadata entry and three small tensors. */
+static kz_gguf_writer *small_writer(void) {
+    static const float values[3][8] = {{1}, {2}, {3}};
+    static const char *const names[3] = {"a", "b", "c"};
+    const int64_t shape[1] = {8};
+    kz_gguf_writer *w = NULL;
+    CHECK(kz_gguf_writer_new(&w) == KZ_OK);
+    CHECK(w && kz_gguf_writer_add_str(w, "general.name", "small") == KZ_OK);
+    for (int i = 0; w && i < 3; i++) {
+        CHECK(kz_gguf_writer_add_tensor(w, names[i], KZ_GGUF_TENSOR_F32, 1, shape, values[i]) ==
+              KZ_OK);
+    }
+    return w;
+}
+
+/* Whether path is a symlink whose text is `target`. */
+static bool is_link_to(const char *path, const char *target) {
+    char text[256];
+    struct stat st;
+    const ssize_t n = readlink(path, text, sizeof text - 1);
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || n < 0) {
+        return false;
+    }
+    text[n] = '\0';
+    return strcmp(text, target) == 0;
+}
+
+/* Whether path holds a GGUF file that opens. */
+static bool opens(const char *path) {
+    kz_gguf_file *f = NULL;
+    const bool ok = kz_gguf_open(path, &f) == KZ_OK;
+    kz_gguf_close(f);
+    return ok;
+}
+
+static void test_writer_destinations(void) {
+    kz_gguf_writer *w = small_writer();
+    char sub[128], target[128], link[128], created[128], dangling[128], device[128];
+    temp_path(sub, sizeof sub, "sub");
+    CHECK(mkdir(sub, 0755) == 0);
+
+    // A symlink to a regular file in another folder: the file is replaced (keeping its
+    // mode), the link stays a link, no temporary file is left in either folder.
+    temp_path(target, sizeof target, "sub/target.gguf");
+    write_bytes(target, "old", 3);
+    CHECK(chmod(target, 0640) == 0);
+    temp_path(link, sizeof link, "link.gguf");
+    CHECK(symlink("sub/target.gguf", link) == 0);
+    CHECK_MSG(kz_gguf_writer_write(w, link) == KZ_OK, "%s", kz_last_error());
+    CHECK(is_link_to(link, "sub/target.gguf"));
+    CHECK(opens(target));
+    struct stat st;
+    CHECK(stat(target, &st) == 0 && (st.st_mode & 07777) == 0640);
+    CHECK_EQ_INT(count_files("partial"), 0);
+
+    // A dangling symlink: its target is created, the link kept.
+    temp_path(created, sizeof created, "sub/created.gguf");
+    temp_path(dangling, sizeof dangling, "dangling.gguf");
+    CHECK(symlink("sub/created.gguf", dangling) == 0);
+    CHECK_MSG(kz_gguf_writer_write(w, dangling) == KZ_OK, "%s", kz_last_error());
+    CHECK(is_link_to(dangling, "sub/created.gguf") && opens(created));
+
+    // A symlink to a character device: written through, the link and the device stay.
+    temp_path(device, sizeof device, "null.gguf");
+    CHECK(symlink("/dev/null", device) == 0);
+    CHECK_MSG(kz_gguf_writer_write(w, device) == KZ_OK, "%s", kz_last_error());
+    CHECK(is_link_to(device, "/dev/null"));
+    CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+
+    // A folder: an error naming it.
+    CHECK_EQ_INT(kz_gguf_writer_write(w, sub), KZ_STATUS_IO);
+    CHECK_STR_CONTAINS(kz_last_error(), "is a directory");
+    CHECK_EQ_INT(count_files("partial"), 0);
+    unlink(target);
+    unlink(created);
+    rmdir(sub);
+    unlink(link);
+    unlink(dangling);
+    unlink(device);
+    kz_gguf_writer_free(w);
+}
+
+typedef struct progress_log {
+    size_t n_calls, last_done, total, cancel_at;
+    bool in_order; /* each call's n_done is the one after the last */
+} progress_log;
+
+static bool log_progress(void *user, size_t n_done, size_t n_total) {
+    progress_log *l = user;
+    l->in_order = l->in_order && n_done == l->n_calls;
+    l->n_calls++;
+    l->last_done = n_done;
+    l->total = n_total;
+    return n_done < l->cancel_at;
+}
+
+static void test_writer_progress(void) {
+    kz_gguf_writer *w = small_writer();
+    char path[128], foreign[160];
+    temp_path(path, sizeof path, "progress.gguf");
+    progress_log l = {.in_order = true, .cancel_at = SIZE_MAX};
+    kz_gguf_writer_set_progress(w, log_progress, &l);
+    CHECK_MSG(kz_gguf_writer_write(w, path) == KZ_OK, "%s", kz_last_error());
+    CHECK(l.in_order && l.n_calls == 4 && l.last_done == 3 && l.total == 3);
+
+    // Cancelled after the second tensor: the old file stays, the writer's temporary file is
+    // gone, and another writer's temporary file of the same name is not touched.
+    write_bytes(path, "old", 3);
+    snprintf(foreign, sizeof foreign, "%s.partial-other", path);
+    write_bytes(foreign, "x", 1);
+    l = (progress_log){.in_order = true, .cancel_at = 2};
+    CHECK_EQ_INT(kz_gguf_writer_write(w, path), KZ_STATUS_CANCELLED);
+    CHECK_STR_CONTAINS(kz_last_error(), "after 2 of 3 tensors");
+    CHECK(l.in_order && l.n_calls == 3);
+    size_t n_bytes = 0;
+    uint8_t *kept = read_all(path, &n_bytes);
+    CHECK(kept && n_bytes == 3 && memcmp(kept, "old", 3) == 0);
+    free(kept);
+    CHECK_EQ_INT(count_files("partial"), 1);
+    CHECK(access(foreign, F_OK) == 0);
+    unlink(foreign);
+    unlink(path);
+    kz_gguf_writer_set_progress(w, NULL, NULL);
+    kz_gguf_writer_free(w);
+}
+
 /* ---- malformed files ----------------------------------------------------------------------- */
 
 static void test_bad_files(void) {
@@ -977,6 +1109,8 @@ int main(void) {
     test_round_trip(64);
     test_exact_bytes();
     test_writer_errors();
+    test_writer_destinations();
+    test_writer_progress();
     test_bad_files();
     test_bad_metadata();
     test_bad_alignment();

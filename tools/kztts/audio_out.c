@@ -1,10 +1,17 @@
 /*
- * audio_out.c - PCM to wav/flac/ogg (libsndfile) or raw f32/s16, via a
- * temporary file renamed on success (see audio_out.h).
+ * audio_out.c - PCM to wav/flac/ogg (libsndfile) or raw f32/s16 on an out_file (see
+ * audio_out.h).
+ *
+ * Data flow: float PCM -> raw: s16/f32 bytes -> out_file_write
+ *                      -> wav on a stream that cannot seek: 44-byte header with the first
+ *                         samples, then s16 bytes -> out_file_write
+ *                      -> else libsndfile encoder -> virtual IO callbacks -> out_file_write
+ * Every byte passes out_file_write, so a failure (a full disk, /dev/full, a closed pipe)
+ * is recorded with its errno once, whichever encoder hit it.
  */
-#include "audio_out.h"
+#define _POSIX_C_SOURCE 200809L /* fseeko, ftello, fileno */
 
-#include "interrupt.h"
+#include "audio_out.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,31 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 struct audio_out {
     char format[8];
-    char *path;     /* final name (NULL for stdout) */
-    char *tmp_path; /* temporary name (NULL for stdout) */
-    FILE *raw;      /* raw formats, and wav on stdout */
-    SNDFILE *snd;   /* wav/flac/ogg to a file */
-    bool to_stdout;
-    /* wav on stdout: the header is written with the first samples (or by a successful
-     * finish), so a request that fails before any audio leaves stdout empty */
-    bool header_pending;
+    out_file *file;
+    SNDFILE *snd;        /* wav/flac/ogg on a seekable output */
+    bool header_pending; /* wav on a stream: the header goes out with the first samples
+                            (or with a successful end), so a failure first leaves it empty */
     int32_t rate;
     size_t total_samples;
 };
-
-int audio_format_check(const char *name) {
-    static const char *known[] = {"wav", "f32", "s16", "flac", "ogg"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(name, known[i]) == 0) {
-            return 0;
-        }
-    }
-    return -1;
-}
 
 static bool is_raw(const char *format) {
     return strcmp(format, "f32") == 0 || strcmp(format, "s16") == 0;
@@ -51,7 +43,7 @@ static void put_u32(unsigned char *p, uint32_t v) {
 /* 44-byte header of a 16-bit mono PCM WAV of n_samples samples; n_samples 0
  * means "unknown" (streaming): the sizes are set to the maximum, which players
  * read as "until the end of the stream". */
-static int write_wav_header(FILE *f, int32_t rate, size_t n_samples) {
+static int write_wav_header(out_file *f, int32_t rate, size_t n_samples) {
     unsigned char h[44];
     uint32_t data = n_samples == 0 || n_samples * 2 > 0xFFFFFFD0u ? 0xFFFFFFFFu - 36
                                                                   : (uint32_t)(n_samples * 2);
@@ -60,11 +52,37 @@ static int write_wav_header(FILE *f, int32_t rate, size_t n_samples) {
     put_u32(h + 24, (uint32_t)rate); put_u32(h + 28, (uint32_t)rate * 2);
     h[32] = 2; h[33] = 0; h[34] = 16; h[35] = 0;
     memcpy(h + 36, "data", 4); put_u32(h + 40, data);
-    return fwrite(h, 1, 44, f) == 44 ? 0 : -1;
+    return out_file_write(f, h, sizeof h);
 }
 
-static int open_snd(audio_out *o, int32_t rate) {
-    SF_INFO info = {.samplerate = rate, .channels = 1};
+/* --- libsndfile on the out_file's stream ---------------------------------------------- */
+
+static sf_count_t vio_length(void *user) {
+    FILE *s = out_file_stream(user);
+    struct stat st;
+    return fflush(s) == 0 && fstat(fileno(s), &st) == 0 ? (sf_count_t)st.st_size : -1;
+}
+
+static sf_count_t vio_seek(sf_count_t offset, int whence, void *user) {
+    FILE *s = out_file_stream(user);
+    return fseeko(s, (off_t)offset, whence) == 0 ? (sf_count_t)ftello(s) : -1;
+}
+
+static sf_count_t vio_read(void *ptr, sf_count_t n_bytes, void *user) {
+    return (sf_count_t)fread(ptr, 1, (size_t)n_bytes, out_file_stream(user));
+}
+
+static sf_count_t vio_write(const void *ptr, sf_count_t n_bytes, void *user) {
+    return out_file_write(user, ptr, (size_t)n_bytes) == 0 ? n_bytes : 0;
+}
+
+static sf_count_t vio_tell(void *user) {
+    return (sf_count_t)ftello(out_file_stream(user));
+}
+
+static int open_snd(audio_out *o) {
+    static SF_VIRTUAL_IO io = {vio_length, vio_seek, vio_read, vio_write, vio_tell};
+    SF_INFO info = {.samplerate = o->rate, .channels = 1};
     if (strcmp(o->format, "wav") == 0) {
         info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
     } else if (strcmp(o->format, "flac") == 0) {
@@ -72,66 +90,51 @@ static int open_snd(audio_out *o, int32_t rate) {
     } else {
         info.format = SF_FORMAT_OGG | SF_FORMAT_VORBIS;
     }
-    o->snd = sf_open(o->tmp_path, SFM_WRITE, &info);
+    o->snd = sf_open_virtual(&io, SFM_WRITE, &info, o->file);
     if (!o->snd) {
-        fprintf(stderr, "kztts: %s: cannot write %s: %s\n", o->path, o->format, sf_strerror(NULL));
+        fprintf(stderr, "kztts: %s: cannot write %s: %s\n", out_file_name(o->file), o->format,
+                out_file_failed(o->file) ? "write failed" : sf_strerror(NULL));
         return -1;
     }
     sf_command(o->snd, SFC_SET_CLIPPING, NULL, SF_TRUE);
     return 0;
 }
 
-static int open_file(audio_out *o, int32_t rate) {
-    size_t n = strlen(o->path) + 32;
-    o->tmp_path = malloc(n);
-    if (!o->tmp_path) {
-        return -1;
-    }
-    snprintf(o->tmp_path, n, "%s.partial-XXXXXX", o->path);
-    interrupt_guard(o->path);
-    int fd = mkstemp(o->tmp_path);
-    if (fd < 0) {
-        fprintf(stderr, "kztts: %s: cannot create: %s\n", o->path, strerror(errno));
-        free(o->tmp_path);
-        o->tmp_path = NULL;
-        return -1;
-    }
-    // mkstemp creates 0600; give the file the mode a plain fopen would (0666 & ~umask).
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    if (is_raw(o->format)) {
-        o->raw = fdopen(fd, "wb");
-        return o->raw ? 0 : -1;
-    }
-    close(fd);
-    return open_snd(o, rate);
-}
-
 audio_out *audio_out_open(const char *path, const char *format, int32_t sample_rate,
                           size_t total_samples) {
     audio_out *o = calloc(1, sizeof *o);
     if (!o) {
+        fprintf(stderr, "kztts: %s: out of memory\n", path);
         return NULL;
     }
     snprintf(o->format, sizeof o->format, "%s", format);
-    o->to_stdout = strcmp(path, "-") == 0;
-    if (o->to_stdout) {
-        o->raw = stdout;
-        o->header_pending = strcmp(format, "wav") == 0;
-        o->rate = sample_rate;
-        o->total_samples = total_samples;
-        if (!is_raw(format) && strcmp(format, "wav") != 0) {
-            fprintf(stderr, "kztts: format %s cannot be written to stdout (use wav, f32, s16)\n",
-                    format);
-            free(o);
-            return NULL;
-        }
-        return o;
+    o->rate = sample_rate;
+    o->total_samples = total_samples;
+    const bool streamable = is_raw(format) || strcmp(format, "wav") == 0;
+    // Checked before opening too: opening a FIFO waits for its reader.
+    if (!streamable && out_file_is_pipe(path)) {
+        fprintf(stderr, "kztts: %s: format %s needs an output that can seek (use wav, f32, s16)\n",
+                strcmp(path, "-") == 0 ? "stdout" : path, format);
+        free(o);
+        return NULL;
     }
-    o->path = strdup(path);
-    if (!o->path || open_file(o, sample_rate) != 0) {
-        audio_out_finish(o, false);
+    if (!(o->file = out_file_open(path))) {
+        free(o);
+        return NULL;
+    }
+    int rc = 0;
+    if (!out_file_seekable(o->file) && !streamable) {
+        fprintf(stderr, "kztts: %s: format %s needs an output that can seek (use wav, f32, s16)\n",
+                out_file_name(o->file), format);
+        rc = -1;
+    } else if (!out_file_seekable(o->file)) {
+        o->header_pending = strcmp(format, "wav") == 0;
+    } else if (!is_raw(format)) {
+        rc = open_snd(o);
+    }
+    if (rc != 0) {
+        out_file_commit(&o->file, 1, false);
+        free(o);
         return NULL;
     }
     return o;
@@ -143,68 +146,68 @@ static int16_t to_s16(float v) {
     return (int16_t)lrintf(s);
 }
 
-/* Writes the pending stdout wav header. Returns 0 or -1 after printing the problem. */
 static int put_pending_header(audio_out *o) {
     if (!o->header_pending) {
         return 0;
     }
     o->header_pending = false;
-    if (write_wav_header(o->raw, o->rate, o->total_samples) != 0) {
-        fprintf(stderr, "kztts: write error: %s\n", strerror(errno));
-        return -1;
-    }
-    return 0;
+    return write_wav_header(o->file, o->rate, o->total_samples);
 }
 
 int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
-    if (put_pending_header(o) != 0) {
+    if (out_file_failed(o->file) || put_pending_header(o) != 0) {
         return -1;
     }
     if (o->snd) {
-        return sf_write_float(o->snd, pcm, (sf_count_t)n_samples) == (sf_count_t)n_samples ? 0 : -1;
+        if (sf_write_float(o->snd, pcm, (sf_count_t)n_samples) != (sf_count_t)n_samples) {
+            return out_file_fail_msg(o->file, sf_strerror(o->snd)); // unless a write recorded why
+        }
+        return 0;
     }
-    bool f32 = strcmp(o->format, "f32") == 0;
-    for (size_t i = 0; i < n_samples; i++) {
-        int16_t s = to_s16(pcm[i]);
-        size_t w = f32 ? fwrite(&pcm[i], 4, 1, o->raw) : fwrite(&s, 2, 1, o->raw);
-        if (w != 1) {
-            fprintf(stderr, "kztts: write error: %s\n", strerror(errno));
+    const bool f32 = strcmp(o->format, "f32") == 0;
+    int16_t s16[512];
+    for (size_t i = 0; i < n_samples && !f32; i += 512) {
+        const size_t n = n_samples - i < 512 ? n_samples - i : 512;
+        for (size_t j = 0; j < n; j++) {
+            s16[j] = to_s16(pcm[i + j]);
+        }
+        if (out_file_write(o->file, s16, n * sizeof *s16) != 0) {
             return -1;
         }
     }
-    return 0;
+    return f32 ? out_file_write(o->file, pcm, n_samples * sizeof *pcm) : 0;
 }
 
 int audio_out_flush(audio_out *o) {
     if (o->snd) {
         sf_write_sync(o->snd);
-        return 0;
     }
-    return fflush(o->raw) == 0 ? 0 : -1;
+    if (!out_file_failed(o->file) && fflush(out_file_stream(o->file)) != 0) {
+        return out_file_fail(o->file, errno);
+    }
+    return out_file_failed(o->file) ? -1 : 0;
+}
+
+bool audio_out_failed(const audio_out *o) {
+    return out_file_failed(o->file);
+}
+
+out_file *audio_out_end(audio_out *o, bool success) {
+    if (success) {
+        put_pending_header(o);
+    }
+    if (o->snd) {
+        const int err = sf_close(o->snd);
+        if (err != 0) {
+            out_file_fail_msg(o->file, sf_error_number(err));
+        }
+    }
+    out_file *f = o->file;
+    free(o);
+    return f;
 }
 
 int audio_out_finish(audio_out *o, bool success) {
-    int rc = success ? put_pending_header(o) : -1;
-    if (o->snd && sf_close(o->snd) != 0) {
-        rc = -1;
-    }
-    if (o->raw && (o->to_stdout ? fflush(o->raw) : fclose(o->raw)) != 0) {
-        rc = -1;
-    }
-    if (o->tmp_path) {
-        if (rc == 0 && rename(o->tmp_path, o->path) != 0) {
-            fprintf(stderr, "kztts: %s: %s\n", o->path, strerror(errno));
-            rc = -1;
-        }
-        if (rc != 0) {
-            unlink(o->tmp_path);
-        }
-    }
-    if (o->path) {
-        interrupt_unguard(o->path);
-    }
-    free(o->tmp_path);
-    free(o->path);
-    free(o);
-    return rc;
+    out_file *f = audio_out_end(o, success);
+    return out_file_commit(&f, 1, success);
 }

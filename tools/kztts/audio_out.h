@@ -1,14 +1,13 @@
 /*
- * audio_out.h - writing PCM to a file or stdout without ever leaving a half file.
+ * audio_out.h - PCM to an output (out_file.h: a file replaced only when complete, a
+ * device or FIFO written through, or stdout) in one of the audio formats.
  *
- * A file is written under a temporary name in the destination's folder
- * (OUT.partial-XXXXXX) and renamed to OUT only by audio_out_finish(true); any
- * failure or audio_out_finish(false) removes it. Formats: wav (16-bit PCM),
- * flac, ogg (Vorbis) through libsndfile; f32 (raw float32 LE) and s16 (raw
- * int16 LE). "-" writes to stdout (wav there carries the total length when
- * known, else maximal sizes, the streaming convention players accept); nothing
- * reaches stdout before the first samples, so a request that fails first (bad
- * text, no tokenizer, ...) leaves it empty.
+ * Formats: wav (16-bit PCM), flac, ogg (Vorbis) through libsndfile; f32 (raw float32 LE)
+ * and s16 (raw int16 LE). An output that cannot seek back (stdout, a FIFO, a terminal)
+ * takes wav, f32 or s16; wav there carries the total length when known, else maximal
+ * sizes, the streaming convention players accept. Nothing reaches such an output before
+ * the first samples, so a request that fails first (bad text, no tokenizer, ...) leaves it
+ * empty.
  */
 #ifndef KZ_AUDIO_OUT_H
 #define KZ_AUDIO_OUT_H
@@ -17,24 +16,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "out_file.h"
+
 typedef struct audio_out audio_out;
 
-/* Returns 0 when `name` is a known format ("wav", "f32", "s16", "flac", "ogg"). */
-int audio_format_check(const char *name);
-
-/* Opens the destination. total_samples is the final length when known (needed
- * for an exact wav header on stdout), else 0. On failure prints one line and returns NULL. */
+/* Opens the destination in format ("wav", "f32", "s16", "flac" or "ogg", checked by the
+ * command line). total_samples is the final length when known (needed
+ * for an exact wav header on a stream), else 0. On failure prints one line and returns NULL. */
 audio_out *audio_out_open(const char *path, const char *format, int32_t sample_rate,
                           size_t total_samples);
 
-/* Appends samples in [-1, 1]. Returns 0, or -1 after printing the problem. */
+/* Appends samples in [-1, 1]. Returns 0, or -1 once writing failed (recorded in the
+ * output; printed when it is committed). */
 int audio_out_write(audio_out *o, const float *pcm, size_t n_samples);
 
 /* Pushes buffered audio to the destination now (streaming). Returns 0 or -1. */
 int audio_out_flush(audio_out *o);
 
-/* success: flush, close and rename into place; otherwise close and delete.
- * Returns 0 on success. Frees o. */
+/* Whether a write failed (the command then reports that, not the cancelled synthesis). */
+bool audio_out_failed(const audio_out *o);
+
+/* Ends the encoding (trailer, final wav sizes; the pending stream header when success)
+ * and returns the output for out_file_commit. Frees o. */
+out_file *audio_out_end(audio_out *o, bool success);
+
+/* audio_out_end and out_file_commit of this one output. Returns 0 on success. */
 int audio_out_finish(audio_out *o, bool success);
 
 #endif

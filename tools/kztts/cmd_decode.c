@@ -2,29 +2,47 @@
  * cmd_decode.c - `kztts decode`: a codes file -> audio file.
  *
  * Flow: options -> model + session -> codes file (checked against the model's
- * codebook count and size) -> output opened under a temporary name -> streaming
- * kz_decode writing each chunk as it arrives -> rename on success, delete on
- * any failure.
+ * codebook count and size) -> output opened (out_file.h) -> streaming kz_decode writing
+ * each chunk as it arrives (progress on a terminal) -> committed on success, removed on
+ * any failure (a write failure names the file and the reason).
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "args.h"
 #include "audio_out.h"
 #include "cli.h"
 #include "codes_file.h"
+#include "progress.h"
 
 typedef struct decode_opts {
     const char *model, *codes, *out, *format, *isa, *codec_precision;
     int64_t threads, chunk;
-    bool official, help;
+    bool official, help, quiet;
 } decode_opts;
 
+typedef struct sink {
+    audio_out *out;
+    size_t n_samples, total_samples;
+    int32_t rate;
+    progress progress;
+} sink;
+
+static void show_progress(sink *s, bool final) {
+    const double t = progress_elapsed(&s->progress), audio_s = (double)s->n_samples / s->rate;
+    progress_show(&s->progress, final, "decode: %.1f / %.1f s of audio (%.2fx real time)",
+                  audio_s, (double)s->total_samples / s->rate, t > 0 ? audio_s / t : 0.0);
+}
+
 static bool write_chunk(const float *pcm, size_t n, int64_t pos_frame, bool is_last, void *user) {
+    sink *s = user;
     (void)pos_frame;
     (void)is_last;
-    return audio_out_write(user, pcm, n) == 0;
+    s->n_samples += n;
+    show_progress(s, false);
+    return audio_out_write(s->out, pcm, n) == 0;
 }
 
 static int run(const decode_opts *o) {
@@ -44,9 +62,10 @@ static int run(const decode_opts *o) {
     int rc = codes_file_read(o->codes, kz_model_num_codebooks(model),
                              kz_model_codebook_size(model), &codes, &n_frames);
     audio_out *out = NULL;
+    sink snk = {.rate = kz_model_sample_rate(model),
+                .total_samples = n_frames * (size_t)kz_model_samples_per_frame(model)};
     if (rc == 0) {
-        size_t n_samples = n_frames * (size_t)kz_model_samples_per_frame(model);
-        out = audio_out_open(o->out, format, kz_model_sample_rate(model), n_samples);
+        out = audio_out_open(o->out, format, snk.rate, snk.total_samples);
         rc = out ? 0 : -1;
     }
     if (rc == 0) {
@@ -54,11 +73,17 @@ static int run(const decode_opts *o) {
         kz_decode_default_params(&dp);
         dp.chunk_frames = (int32_t)o->chunk;
         dp.mode = o->official ? KZ_DECODE_OFFICIAL : KZ_DECODE_STREAM;
-        kz_status st = kz_decode(session, codes, n_frames, &dp, write_chunk, out);
-        if (st != KZ_OK) {
-            cli_report("decode", st);
-            rc = -1;
+        snk.out = out;
+        progress_begin(&snk.progress, strcmp(o->out, "-") != 0);
+        kz_status st = kz_decode(session, codes, n_frames, &dp, write_chunk, &snk);
+        if (st == KZ_OK) {
+            show_progress(&snk, true);
         }
+        progress_end(&snk.progress);
+        if (st != KZ_OK && !audio_out_failed(out)) { // a failed write is what finish reports
+            cli_report("decode", st);
+        }
+        rc = st == KZ_OK ? 0 : -1;
     }
     if (out && audio_out_finish(out, rc == 0) != 0) {
         rc = -1;
@@ -81,6 +106,7 @@ int cmd_decode(int argc, char **argv) {
         ARG_OPT_FLAG("--official-chunking", NULL, &o.official, "decode in 300-frame windows with 25 frames of context, as the official package"),
         ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
+        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, "no progress lines, downloads included (they are drawn only when stderr is a terminal)"),
         ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -96,6 +122,9 @@ int cmd_decode(int argc, char **argv) {
     if (!o.model || !o.codes) {
         fprintf(stderr, "kztts decode: -m MODEL and --codes FILE are required\n");
         return 2;
+    }
+    if (o.quiet) {
+        progress_quiet();
     }
     return run(&o);
 }

@@ -2,9 +2,10 @@
  * cmd_synth.c - `kztts synth`: text (argument or stdin) -> speech file.
  *
  * Flow: options -> model + session -> request (text or --token-ids, voice,
- * sampling, frame limits) -> output opened under a temporary name ->
- * kz_synthesize streams audio chunks into it (and frames into --dump-codes)
- * -> rename on success; on any failure nothing is left behind.
+ * sampling, frame limits) -> the outputs opened (out_file.h: -o, and --dump-codes) ->
+ * kz_synthesize streams audio chunks into -o (progress on a terminal) and collects the
+ * frames -> codes written -> both committed together; on any failure neither is left
+ * behind and one line says why (a write failure names the file and the reason).
  */
 #include <errno.h>
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "audio_out.h"
 #include "cli.h"
 #include "codes_file.h"
+#include "progress.h"
 
 #define KZ_DEFAULT_MODEL "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"
 
@@ -27,7 +29,7 @@ typedef struct synth_opts {
     int64_t max_utterance;
     int64_t threads, threads_lm, threads_codec, seed, top_k, frames, max_frames, chunk, first_chunk;
     double temperature, top_p, repetition_penalty;
-    bool greedy, help, stream, stream_text;
+    bool greedy, help, stream, stream_text, quiet;
 } synth_opts;
 
 typedef struct codes_log {
@@ -54,13 +56,24 @@ static bool log_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) 
 
 typedef struct sink {
     audio_out *out;
-    bool flush; /* --stream: push every chunk out at once */
+    bool flush;        /* --stream: push every chunk out at once */
+    size_t n_samples;  /* written so far */
+    int32_t rate;      /* samples per second */
+    progress progress; /* the status line on a terminal */
 } sink;
+
+static void show_progress(sink *s, bool final) {
+    const double audio_s = (double)s->n_samples / s->rate, t = progress_elapsed(&s->progress);
+    progress_show(&s->progress, final, "synth: %.1f s of audio in %.1f s (%.2fx real time)",
+                  audio_s, t, t > 0 ? audio_s / t : 0.0);
+}
 
 static bool write_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
     sink *s = user;
     (void)pos;
     (void)last;
+    s->n_samples += n;
+    show_progress(s, false);
     return audio_out_write(s->out, pcm, n) == 0 && (!s->flush || audio_out_flush(s->out) == 0);
 }
 
@@ -158,20 +171,39 @@ static int synthesize(const synth_opts *o, const char *format, kz_model *m, kz_s
         r.frame_user = &log;
     }
     audio_out *out = audio_out_open(o->out, format, kz_model_sample_rate(m), 0);
+    out_file *codes = NULL;
+    if (out && o->dump_codes && !(codes = out_file_open(o->dump_codes))) {
+        audio_out_finish(out, false);
+        return 1;
+    }
     if (!out) {
         return 1;
     }
-    sink snk = {.out = out, .flush = o->stream};
+    sink snk = {.out = out, .flush = o->stream, .rate = kz_model_sample_rate(m)};
+    // Progress only for a file: on stdout the audio is usually being played or piped.
+    progress_begin(&snk.progress, strcmp(o->out, "-") != 0);
     kz_status st = kz_synthesize(s, &r, write_chunk, &snk);
-    int rc = st == KZ_OK ? 0 : report_failure(st, &in);
-    if (audio_out_finish(out, st == KZ_OK) != 0 && rc == 0) {
-        rc = 1;
+    if (st == KZ_OK) {
+        show_progress(&snk, true);
     }
-    if (rc == 0 && o->dump_codes &&
-        codes_file_write(o->dump_codes, log.codes, log.n_frames, kz_model_num_codebooks(m)) != 0) {
-        rc = 1;
+    progress_end(&snk.progress);
+    // A failed write is what the commit reports, not the synthesis it cancelled.
+    int rc = st == KZ_OK || audio_out_failed(out) ? 0 : report_failure(st, &in);
+    if (st == KZ_OK && codes) {
+        size_t n_bytes;
+        char *lines = codes_file_text(log.codes, log.n_frames, kz_model_num_codebooks(m), &n_bytes);
+        if (lines) {
+            out_file_write(codes, lines, n_bytes); // a failure is recorded for the commit
+        } else {
+            out_file_fail(codes, ENOMEM);
+        }
+        free(lines);
     }
+    out_file *outputs[2] = {audio_out_end(out, st == KZ_OK), codes};
     free(log.codes);
+    if (out_file_commit(outputs, 2, st == KZ_OK) != 0 && rc == 0) {
+        rc = 1;
+    }
     return rc;
 }
 
@@ -258,6 +290,7 @@ int cmd_synth(int argc, char **argv) {
         ARG_OPT_INT("--max-utterance", NULL, &o.max_utterance, 0, 1 << 20, "N     split longer text at sentence ends into utterances of <= N bytes (default 600, 0 = never)"),
         ARG_OPT_FLAG("--stream", NULL, &o.stream, "write each chunk out as soon as it is decoded (for | aplay)"),
         ARG_OPT_FLAG("--stream-text", NULL, &o.stream_text, "read the text from stdin as it arrives and speak while it comes"),
+        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, "no progress lines, downloads included (they are drawn only when stderr is a terminal)"),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
         ARG_OPT_INT("--threads-lm", NULL, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default all)"),
         ARG_OPT_INT("--threads-codec", NULL, &o.threads_codec, 0, 256, "N     threads of the codec stage (default all; half with overlap)"),
@@ -275,6 +308,9 @@ int cmd_synth(int argc, char **argv) {
     if (o.help) {
         args_usage("synth", "[-m MODEL] [options] [TEXT | -]", specs, n_specs);
         return 0;
+    }
+    if (o.quiet) {
+        progress_quiet();
     }
     return run(&o, n_pos ? pos[0] : NULL);
 }

@@ -8,6 +8,7 @@
 #include "codes_file.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,23 +175,27 @@ int codes_file_read(const char *path, int n_codebooks, int codebook_size, int32_
     return rc;
 }
 
-int codes_file_write(const char *path, const int32_t *codes, size_t n_frames, int n_codebooks) {
-    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "kztts: %s: %s\n", path, strerror(errno));
-        return -1;
+char *codes_file_text(const int32_t *codes, size_t n_frames, int n_codebooks, size_t *n_bytes) {
+    // Each code takes at most 11 characters ("-2147483648") and a separator.
+    const size_t per_frame = (size_t)(n_codebooks > 0 ? n_codebooks : 0) * 12 + 1;
+    *n_bytes = 0;
+    if (n_frames > (SIZE_MAX - 1) / per_frame) {
+        return NULL;
     }
-    for (size_t t = 0; t < n_frames; t++) {
+    char *text = malloc(n_frames * per_frame + 1);
+    size_t n = 0;
+    for (size_t t = 0; text && t < n_frames; t++) {
         for (int q = 0; q < n_codebooks; q++) {
-            fprintf(f, q ? " %d" : "%d", codes[t * (size_t)n_codebooks + (size_t)q]);
+            n += (size_t)sprintf(text + n, q ? " %d" : "%d",
+                                 (int)codes[t * (size_t)n_codebooks + (size_t)q]);
         }
-        fputc('\n', f);
+        text[n++] = '\n';
     }
-    int rc = ferror(f) ? -1 : 0;
-    if (f != stdout && fclose(f) != 0) {
-        rc = -1;
+    if (text) {
+        text[n] = '\0';
+        *n_bytes = n;
     }
-    return rc;
+    return text;
 }
 
 int32_t *codes_random(size_t n_frames, int n_codebooks, int codebook_size, uint64_t seed) {

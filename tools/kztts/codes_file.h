@@ -23,8 +23,9 @@ int codes_file_read(const char *path, int n_codebooks, int codebook_size, int32_
 int codes_file_parse(FILE *f, const char *name, int n_codebooks, int codebook_size,
                      int32_t **codes, size_t *n_frames, char *err, size_t err_cap);
 
-/* Writes codes to path, one frame per line. Returns 0 or -1. */
-int codes_file_write(const char *path, const int32_t *codes, size_t n_frames, int n_codebooks);
+/* The text of a codes file holding codes (one frame per line), malloc'ed, its length in
+ * *n_bytes (no NUL counted); NULL when out of memory. */
+char *codes_file_text(const int32_t *codes, size_t n_frames, int n_codebooks, size_t *n_bytes);
 
 /* n_frames * n_codebooks random codes in [0, codebook_size) from seed (xorshift), malloc'ed;
  * NULL when out of memory. The same seed gives the same codes. */

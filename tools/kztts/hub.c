@@ -19,6 +19,7 @@
  * steer writes outside the snapshot directory.
  */
 #include "hub.h"
+#include "progress.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -202,7 +203,7 @@ static int hub_init(hub *h, const char *cmd, const char *repo, const char *revis
     }
     h->token = env_set("HF_TOKEN");
     h->offline = env_true("HF_HUB_OFFLINE");
-    h->tty = isatty(STDERR_FILENO);
+    h->tty = progress_terminal(); // a terminal, and no --quiet
     h->stall_s = env_long(cmd, "HF_HUB_DOWNLOAD_TIMEOUT", 1, 3600, DEFAULT_STALL_S);
     h->retry_wait_ms = env_long(cmd, "KZTTS_HUB_RETRY_MS", 1, 60000, 0);
     char root[PATH_MAX - 512];

@@ -1,113 +1,43 @@
 /*
- * interrupt.c - removes this run's "<OUT>.partial-*" files when a signal ends the
- * process (see interrupt.h).
+ * interrupt.c - removes this process's "<OUT>.partial-*" files when a signal ends it
+ * (see interrupt.h).
  *
- * Data flow: interrupt_guard(OUT) -> a guard {OUT's folder, "<name>.partial-",
- * the names with that prefix already there}; signal -> watcher thread (sigwait)
- * -> under the lock, per guard: readdir the folder, unlink each entry with the
- * prefix that is not in the snapshot -> default action, unblock, raise.
- * The watcher runs as an ordinary thread, so it may use opendir and malloc'd
- * state, which a signal handler could not.
+ * Data flow: out_file.c, under interrupt_hold: mkstemp -> interrupt_track(exact name);
+ * rename or unlink -> interrupt_untrack. Signal -> watcher thread (sigwait) -> under the
+ * lock: unlink every tracked name -> deferred call running? remember the signal, wait for
+ * the next one : default action, unblock, raise. The watcher is an ordinary thread, so it
+ * may take the lock, which a signal handler could not.
  */
-#define _DEFAULT_SOURCE /* DT_* and strdup under -std=c11 */
+#define _DEFAULT_SOURCE /* strdup under -std=c11 */
 
 #include "interrupt.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdbool.h>
-#include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { MAX_GUARDS = 4 };
-
-typedef struct guard {
-    char *path;     /* the output as given */
-    char *dir;      /* its folder ("." for a bare name) */
-    char *prefix;   /* "<name>.partial-" */
-    char **before;  /* prefixed names present when the guard was set */
-    size_t n_before;
-} guard;
+enum { MAX_TRACKED = 8 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static guard guards[MAX_GUARDS];
+static char *tracked[MAX_TRACKED]; /* this process's temporary files, exact names */
 static sigset_t watched;
-static bool active;
+static bool deferring;             /* a deferred library call runs (under the lock) */
+static atomic_int pending;         /* the signal that arrived during it, or 0 */
 
-static void guard_free(guard *g) {
-    for (size_t i = 0; i < g->n_before; i++) {
-        free(g->before[i]);
-    }
-    free(g->before);
-    free(g->path);
-    free(g->dir);
-    free(g->prefix);
-    memset(g, 0, sizeof *g);
-}
-
-static bool listed(const guard *g, const char *name) {
-    for (size_t i = 0; i < g->n_before; i++) {
-        if (strcmp(g->before[i], name) == 0) {
-            return true;
+static void remove_tracked(void) {
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (tracked[i]) {
+            unlink(tracked[i]);
         }
     }
-    return false;
 }
 
-/* Calls fn(g, name) for each entry of g's folder that starts with g->prefix. */
-static void each_partial(guard *g, void (*fn)(guard *, const char *)) {
-    DIR *d = opendir(g->dir);
-    if (!d) {
-        return;
-    }
-    const size_t n = strlen(g->prefix);
-    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
-        if (strncmp(e->d_name, g->prefix, n) == 0) {
-            fn(g, e->d_name);
-        }
-    }
-    closedir(d);
-}
-
-static void remember(guard *g, const char *name) {
-    char **grown = realloc(g->before, (g->n_before + 1) * sizeof *grown);
-    char *copy = strdup(name);
-    if (!grown || !copy) { // out of memory: such a file may later be removed, never kept
-        free(copy);
-        g->before = grown ? grown : g->before;
-        return;
-    }
-    g->before = grown;
-    g->before[g->n_before++] = copy;
-}
-
-static void remove_new(guard *g, const char *name) {
-    if (listed(g, name)) {
-        return;
-    }
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", g->dir, name) < sizeof path) {
-        unlink(path);
-    }
-}
-
-static void *watch(void *arg) {
-    (void)arg;
-    int sig = 0;
-    if (sigwait(&watched, &sig) != 0) {
-        return NULL;
-    }
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_GUARDS; i++) {
-        if (guards[i].path) {
-            each_partial(&guards[i], remove_new);
-        }
-    }
-    // End the process the way the signal would have (the lock stays held: nothing
-    // else may start a guard now).
+/* Ends the process the way `sig` would have; called with the lock held, which stays held
+ * so that nothing starts a new file meanwhile. */
+static void die(int sig) {
     signal(sig, SIG_DFL);
     sigset_t one;
     sigemptyset(&one);
@@ -115,6 +45,26 @@ static void *watch(void *arg) {
     pthread_sigmask(SIG_UNBLOCK, &one, NULL);
     raise(sig);
     _exit(128 + sig);
+}
+
+static void *watch(void *arg) {
+    (void)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&watched, &sig) != 0) {
+            return NULL;
+        }
+        pthread_mutex_lock(&lock);
+        remove_tracked();
+        if (deferring && atomic_load(&pending) == 0) {
+            // The deferred call removes its own file and interrupt_defer_end ends the
+            // process; a second signal does not wait for it.
+            atomic_store(&pending, sig);
+            pthread_mutex_unlock(&lock);
+            continue;
+        }
+        die(sig);
+    }
 }
 
 void interrupt_init(void) {
@@ -133,49 +83,57 @@ void interrupt_init(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    active = pthread_create(&t, &attr, watch, NULL) == 0;
-    pthread_attr_destroy(&attr);
-    if (!active) { // no watcher: let the signals act as before
+    if (pthread_create(&t, &attr, watch, NULL) != 0) { // no watcher: signals act as before
         pthread_sigmask(SIG_UNBLOCK, &watched, NULL);
     }
+    pthread_attr_destroy(&attr);
 }
 
-void interrupt_guard(const char *path) {
-    if (!active || !path || strcmp(path, "-") == 0) {
-        return;
-    }
+void interrupt_hold(void) {
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_GUARDS; i++) {
-        guard *g = &guards[i];
-        if (g->path) {
-            continue;
+}
+
+void interrupt_release(void) {
+    pthread_mutex_unlock(&lock);
+}
+
+int interrupt_track(const char *tmp_path) {
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (!tracked[i]) {
+            tracked[i] = strdup(tmp_path);
+            return tracked[i] ? 0 : -1;
         }
-        const char *slash = strrchr(path, '/');
-        const char *name = slash ? slash + 1 : path;
-        g->path = strdup(path);
-        g->dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-        g->prefix = malloc(strlen(name) + sizeof ".partial-");
-        if (!g->path || !g->dir || !g->prefix) {
-            guard_free(g);
-            break;
+    }
+    return -1;
+}
+
+void interrupt_untrack(const char *tmp_path) {
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (tracked[i] && strcmp(tracked[i], tmp_path) == 0) {
+            free(tracked[i]);
+            tracked[i] = NULL;
+            return;
         }
-        sprintf(g->prefix, "%s.partial-", name);
-        each_partial(g, remember);
-        break;
+    }
+}
+
+void interrupt_defer_begin(void) {
+    pthread_mutex_lock(&lock);
+    deferring = true;
+    pthread_mutex_unlock(&lock);
+}
+
+void interrupt_defer_end(void) {
+    pthread_mutex_lock(&lock);
+    deferring = false;
+    const int sig = atomic_load(&pending);
+    if (sig) {
+        remove_tracked();
+        die(sig);
     }
     pthread_mutex_unlock(&lock);
 }
 
-void interrupt_unguard(const char *path) {
-    if (!active || !path) {
-        return;
-    }
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_GUARDS; i++) {
-        if (guards[i].path && strcmp(guards[i].path, path) == 0) {
-            guard_free(&guards[i]);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&lock);
+bool interrupt_pending(void) {
+    return atomic_load(&pending) != 0;
 }

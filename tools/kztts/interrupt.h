@@ -1,26 +1,42 @@
 /*
  * interrupt.h - Ctrl-C (SIGINT), SIGTERM or SIGHUP never leaves a half-written output
- * file behind.
+ * file behind, and never removes anybody else's.
  *
- * Outputs are written as "<OUT>.partial-XXXXXX" and renamed when complete
- * (audio_out.c, the GGUF writer). interrupt_init() blocks the three signals in the
- * process (every thread inherits the mask) and starts a watcher thread that waits
- * for them (sigwait). A command guards each output it is about to write; on a signal
- * the watcher removes the guarded outputs' partial files that this run created
- * (those not there when the guard was set), then lets the signal end the process as
- * it would have (exit status 128 + signal in a shell). Signals the process was
- * started with ignored (nohup) stay ignored.
+ * Outputs are written as "<OUT>.partial-XXXXXX" and renamed when complete (out_file.c,
+ * the library's GGUF writer). interrupt_init() blocks the three signals in the process
+ * (every thread inherits the mask) and starts a watcher thread that waits for them
+ * (sigwait). On a signal the watcher removes the temporary files this process tracks
+ * (exact names: another process writing the same OUT keeps its own), then lets the
+ * signal end the process as it would have (exit status 128 + signal in a shell).
+ * A library call that owns its temporary file (kz_quantize) runs deferred instead: the
+ * signal only sets interrupt_pending(), the call's progress callback returns false, the
+ * library removes its file, and interrupt_defer_end() ends the process; a second signal
+ * ends it at once. Signals the process was started with ignored (nohup) stay ignored.
  */
 #ifndef KZ_INTERRUPT_H
 #define KZ_INTERRUPT_H
 
+#include <stdbool.h>
+
 /* Call first thing in main, before any thread exists. */
 void interrupt_init(void);
 
-/* Output `path` (not "-") is about to be written through a partial file. */
-void interrupt_guard(const char *path);
+/* While held, no signal cleanup runs: a signal ends the process before a hold or after
+ * it, so that creating and tracking a file, or renaming a command's outputs into place,
+ * is never split. Not recursive. */
+void interrupt_hold(void);
+void interrupt_release(void);
 
-/* The command is done with `path` (written or given up). */
-void interrupt_unguard(const char *path);
+/* With the hold: `tmp_path` is this process's temporary file, remove it on a signal
+ * (returns -1 when out of room or memory) / it was renamed or removed. */
+int interrupt_track(const char *tmp_path);
+void interrupt_untrack(const char *tmp_path);
+
+/* Around a library call that removes its own temporary file when its callback
+ * cancels: a signal in between sets interrupt_pending(); interrupt_defer_end() then
+ * ends the process by that signal. */
+void interrupt_defer_begin(void);
+void interrupt_defer_end(void);
+bool interrupt_pending(void);
 
 #endif
