@@ -5,8 +5,9 @@
  * Data flow: probe levels (kz_kernels_for) -> measure this core's FMA peak
  * per vector width with a loop of independent FMA chains, and the bf16 peak of
  * each bf16 GEMM the CPU runs (tdpbf16ps tiles, vdpbf16ps chains) -> for every
- * level the CPU runs: conv-GEMM GFLOP/s at the codec's real shapes (and % of the
- * peak of that level's vector width; bf16 GEMMs against their own bf16 peak),
+ * level the CPU runs (its highest sub-level): conv-GEMM GFLOP/s at the codec's real
+ * shapes (and % of the peak of that level's vector width), the bf16 GEMM of each of
+ * the level's sub-levels the CPU runs (kz_kernels_named; against its own bf16 peak),
  * dot / axpy GB/s at L1, L2 and DRAM sizes, ns per element of snake_beta, gelu,
  * swiglu and rms_norm, GFLOP/s (and % of the peak) and GB/s of the Winograd
  * transforms (mix_rows). Each number is the best of several timed repetitions.
@@ -151,25 +152,45 @@ static double peak_for(kz_isa isa) {
     return best;
 }
 
-/* One thread's bf16 peak for a bf16 GEMM implementation (tools/kztts/machine_peak.c:
- * tdpbf16ps on fixed tiles for "amx", vdpbf16ps chains for "avx512bf16"), measured
- * once per implementation and printed. */
-static double bf16_peak(const kz_gemm_bf16_impl *impl) {
-    static const kz_gemm_bf16_impl *seen[4];
-    static double peak[4];
-    for (int i = 0; i < 4; i++) {
-        if (seen[i] == impl) {
+/* One thread's bf16 peak for the bf16 GEMM called name (kz_kernels.gemm_bf16_name;
+ * tools/kztts/machine_peak.c: tdpbf16ps on fixed tiles for "amx", vdpbf16ps chains for
+ * "avx512bf16", the FMA loop of the vector width for "avx2" and "neon"), measured once
+ * per name and printed; 0 for the scalar definition. */
+static double bf16_peak(const char *name) {
+    static const char *seen[8];
+    static double peak[8];
+    if (strcmp(name, "ref") == 0) {
+        return 0.0;
+    }
+    for (int i = 0; i < 8; i++) {
+        if (seen[i] && strcmp(seen[i], name) == 0) {
             return peak[i];
         }
         if (!seen[i]) {
             const char *loop;
-            seen[i] = impl;
-            peak[i] = machine_peak_fma_gflops(impl->name, 1, &loop);
+            seen[i] = name;
+            peak[i] = machine_peak_fma_gflops(name, 1, &loop);
             printf("measured bf16 peak, %s: %.2f GFLOP/s\n", loop, peak[i]);
             return peak[i];
         }
     }
     return 0.0;
+}
+
+/* The tables of level isa's sub-levels the CPU runs whose bf16 GEMMs differ, in order;
+ * returns how many (at most 8). */
+static size_t bf16_tables(kz_isa isa, const kz_kernels *out[8]) {
+    const char *const *names;
+    const size_t n_names = kz_kernels_sublevels(&names);
+    size_t n = 0;
+    for (size_t i = 0; i < n_names && n < 8; i++) {
+        const kz_kernels *k = kz_kernels_named(names[i]);
+        if (!k || k->isa != isa || (n > 0 && out[n - 1]->gemm_bf16 == k->gemm_bf16)) {
+            continue;
+        }
+        out[n++] = k;
+    }
+    return n;
 }
 
 /* --- GEMM ----------------------------------------------------------------- */
@@ -199,12 +220,11 @@ static float pack_get(const void *ctx, size_t j, size_t i, size_t o) {
     return sinf((float)(j * 131 + i * 7 + o * 3)) * 0.05f;
 }
 
-/* The bf16 GEMM of the same shape (levels with gemm_bf16), once per implementation
- * the CPU runs (AMX tiles, vdpbf16ps, AVX2 / NEON FMAs): the GEMM alone, then the
- * rounding of its input rows to bf16 that kz_conv_run adds per call. */
-static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
-                            const gemm_shape *g, const kz_packed *w, const float *x, float *y,
-                            const float *bias) {
+/* The bf16 GEMM of the same shape of table k (AMX tiles, vdpbf16ps, AVX2 / NEON FMAs,
+ * the definition): the GEMM alone, then the rounding of its input rows to bf16 that
+ * kz_conv_run adds per call. */
+static void bench_gemm_bf16(const kz_kernels *k, const gemm_shape *g, const kz_packed *w,
+                            const float *x, float *y, const float *bias) {
     kz_packed_bf16 wb;
     const size_t x_rows = g->rows + (g->taps - 1) * g->tap_stride;
     const size_t ldb = g->k_in + g->k_in % 2;
@@ -215,8 +235,8 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
     }
     // The FMA GEMMs (avx2, neon) read the rounded rows as fp32 (round_bf16_f32), as
     // kz_conv_run gives them.
-    float *xf = impl->round_f32 ? malloc(x_rows * ldb * sizeof *xf) : NULL;
-    if (impl->round_f32 && !xf) {
+    float *xf = k->round_bf16_f32 ? malloc(x_rows * ldb * sizeof *xf) : NULL;
+    if (k->round_bf16_f32 && !xf) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
@@ -225,26 +245,27 @@ static void bench_gemm_bf16(const kz_kernels *k, const kz_gemm_bf16_impl *impl,
                                  .bias = bias, .mode = KZ_GEMM_ACCUMULATE, .n_rows = g->rows};
     double best = 1e30, best_round = 1e30, spent = 0.0;
     int reps = 0;
+    const int scalar = k->isa == KZ_ISA_SCALAR; // slow: one repetition ranks it
     do {
         const double t0 = now();
         if (xf) {
-            impl->round_f32(xf, ldb, x, g->k_in, x_rows, g->k_in);
+            k->round_bf16_f32(xf, ldb, x, g->k_in, x_rows, g->k_in);
         } else {
-            (k->round_bf16 ? k->round_bf16 : kz_round_bf16_ref)(xb, ldb, x, g->k_in, x_rows,
-                                                               g->k_in);
+            k->round_bf16(xb, ldb, x, g->k_in, x_rows, g->k_in);
         }
         const double t1 = now();
-        impl->gemm(&a, 0, g->rows, 0, wb.n_panels);
+        k->gemm_bf16(&a, 0, g->rows, 0, wb.n_panels);
         const double t = now() - t1;
         best_round = t1 - t0 < best_round ? t1 - t0 : best_round;
         best = t < best ? t : best;
         spent += now() - t0;
         reps++;
-    } while (spent < min_seconds || reps < 3);
+    } while (scalar ? reps < 1 : spent < min_seconds || reps < 3);
     const double gflops = 2.0 * (double)g->rows * (double)(g->k_in * g->taps) * (double)g->n /
                           best * 1e-9;
-    printf("  gemm_bf16 %-25s %60s %7.2f ms %7.2f GFLOP/s", impl->name, "", best * 1e3, gflops);
-    const double peak = bf16_peak(impl);
+    printf("  gemm_bf16 %-25s %60s %7.2f ms %7.2f GFLOP/s", k->gemm_bf16_name, "", best * 1e3,
+           gflops);
+    const double peak = bf16_peak(k->gemm_bf16_name);
     if (peak > 0.0) {
         printf("  %5.1f%% of its bf16 peak", 100.0 * gflops / peak);
     }
@@ -298,10 +319,9 @@ static void bench_gemm(const kz_kernels *k, double peak) {
             printf("  %5.1f%% of peak", 100.0 * gflops / peak);
         }
         printf("\n");
-        const kz_gemm_bf16_impl *impls;
-        const size_t n_impls = k->gemm_bf16 ? kz_gemm_bf16_impls(&impls) : 0;
-        for (size_t v = 0; v < n_impls; v++) {
-            bench_gemm_bf16(k, &impls[v], g, &w, x, y, bias);
+        const kz_kernels *bf16[8];
+        for (size_t v = 0, n = bf16_tables(k->isa, bf16); v < n; v++) {
+            bench_gemm_bf16(bf16[v], g, &w, x, y, bias);
         }
         sink = y[0];
         free(x);
@@ -500,9 +520,11 @@ int main(int argc, char **argv) {
                    peak[l]);
         }
     }
-    const kz_gemm_bf16_impl *impls;
-    for (size_t v = 0, n = kz_gemm_bf16_impls(&impls); v < n; v++) {
-        bf16_peak(&impls[v]); // measured and printed here, before the tables
+    for (int l = KZ_ISA_AVX2; l <= KZ_ISA_NEON; l++) {
+        const kz_kernels *bf16[8];
+        for (size_t v = 0, n = bf16_tables((kz_isa)l, bf16); v < n; v++) {
+            bf16_peak(bf16[v]->gemm_bf16_name); // measured and printed here, before the tables
+        }
     }
     for (int l = KZ_ISA_SCALAR; l <= KZ_ISA_NEON; l++) {
         if (any && !want[l]) {

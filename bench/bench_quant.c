@@ -3,7 +3,8 @@
  * projections (kernels.h matmul_q8_0, matmul_q4_0) and the f16 one against the
  * bf16 one (matmul_bf16), one token, at the talker / code-predictor MLP shapes.
  *
- * Data flow: for every level the CPU runs, every shape [rows, n_in] and every
+ * Data flow: for every table asked for (default: each SIMD level's highest sub-level
+ * the CPU runs), every shape [rows, n_in] and every
  * format (bf16, f16, q8_0, q4_0): allocate enough matrices of that shape that they
  * total --mb megabytes in that format (default 300, far beyond the last-level
  * cache, so every byte comes from DRAM, as in decoding), fill them with random
@@ -33,21 +34,21 @@
  * is a plain streaming loop without software prefetch, so a prefetching kernel can
  * pass 100 % of it; the codes' shares above 100 % say the probe is the weaker reader.
  *
- * Usage: bench_quant [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N]
- *                    [--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill]
+ * Usage: bench_quant [SUB-LEVEL ...] [--mb N] [--quick] [--threads N] [--prefill]
  *                    [--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]
- *   levels (default: every SIMD level the CPU supports); --mb megabytes per shape and
- *   format; --quick shortens timing; --no-vnni runs the AVX-512
- *   quantized kernels' plain integer path on a VNNI CPU (same bits, for
- *   comparison); --no-amx keeps q8_0 prompts off the AMX-INT8 tiles (same bits);
- *   --no-dotprod runs the NEON kernels' baseline variant on a CPU with the dotprod
- *   extension (same bits as its SDOT variant); --no-i8mm keeps calls of two or more
- *   tokens off the NEON kernels' SMMLA variant on a CPU with the i8mm extension (same
- *   bits: the prefill table then compares the SDOT matmul with the GEMM path);
- *   --prefill runs only the prefill table; --prefetch sets where the x86 quantized
- *   matvecs prefetch their weight stream (kernels.h; default: the probe's choice, L2 on
- *   Intel; l2reuse: L2 with the distances for weights read again from the last-level
- *   cache, kz_quant_set_thread_reuse).
+ *   SUB-LEVEL: the kernel tables to run, by sub-level name (kernels.h kz_isa: scalar,
+ *   avx2, avx512, avx512-vnni, avx512-bf16, avx512-amx, neon, neon-dotprod, neon-i8mm),
+ *   exactly that one: `avx512` is the plain integer path (maddubs) on a VNNI CPU,
+ *   `avx512-bf16` keeps q8_0 prompts off the AMX-INT8 tiles of avx512-amx, `neon` runs
+ *   the baseline NEON kernels on a CPU with dotprod, `neon-dotprod` keeps calls of two
+ *   or more tokens off neon-i8mm's SMMLA (the prefill table then compares the SDOT
+ *   matmul with the GEMM path); each gives the same bits as its neighbours. Default:
+ *   each SIMD level's highest sub-level the CPU runs. --mb megabytes per shape and
+ *   format; --quick shortens timing; --prefill runs only the prefill table; --prefetch
+ *   runs the tables with that prefetch policy of the x86 quantized matvecs
+ *   (kernels.h kz_quant_prefetch; default: the probe's choice, L2 on Intel; l2reuse: L2
+ *   with the distances for weights read again from the last-level cache, the
+ *   matmul_q*_reused entry points).
  */
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -153,10 +154,7 @@ typedef struct pass {
     const int *stop;                 /* read after the start barrier */
 } pass;
 
-static int reuse_hint; /* --prefetch l2reuse: kz_quant_set_thread_reuse on every thread */
-
 static void run_pass(const pass *p) {
-    kz_quant_set_thread_reuse(reuse_hint);
     for (size_t m = 0; m < p->n_mat; m++) {
         p->fn(p->y, p->rows, p->x, p->n_in, p->mats + m * p->mat_bytes, p->n_in, p->n_tok, p->o0,
               p->o1);
@@ -350,20 +348,74 @@ static void bench_prefill(const kz_kernels *k, kz_pool *pool, size_t rows, size_
     free(y);
 }
 
+/* Whether name is a sub-level this build has (kernels.h kz_isa). */
+static int known_sublevel(const char *name) {
+    const char *const *names;
+    const size_t n = kz_kernels_sublevels(&names);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(names[i], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The tables to run: the sub-levels named (up to 16), or each SIMD level's highest. */
+static size_t pick_tables(const char *const *named, size_t n_named, const kz_kernels **out) {
+    size_t n = 0;
+    if (n_named == 0) {
+        for (int l = KZ_ISA_AVX2; l <= KZ_ISA_NEON; l++) {
+            const kz_kernels *k = kz_kernels_for((kz_isa)l);
+            if (k) {
+                out[n++] = k;
+            }
+        }
+        return n;
+    }
+    for (size_t i = 0; i < n_named; i++) {
+        const kz_kernels *k = kz_kernels_named(named[i]);
+        if (!k) {
+            printf("[%s] skipped: not supported by this CPU\n", named[i]);
+            continue;
+        }
+        out[n++] = k;
+    }
+    return n;
+}
+
+/* The decode, cache-resident and prefill tables of one kernel table. */
+static void bench_table(const kz_kernels *k, kz_pool *pool, double mb, double prefill_mb,
+                        size_t n_tok, int prefill_only, double peak_gbs) {
+    static const size_t shapes[][2] = {{3072, 1024}, {1024, 3072}, {2048, 1024}};
+    const char *loop;
+    const double peak_gflops = machine_peak_fma_gflops(kz_isa_name(k->isa), n_threads, &loop);
+    printf("[%s] FMA peak %.1f GFLOP/s with %d thread%s (%s)\n", k->name, peak_gflops,
+           n_threads, n_threads == 1 ? "" : "s", loop);
+    if (!prefill_only) {
+        printf("[%s] from DRAM (%.0f MB of each format per shape)\n", k->name, mb);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            bench_shape(k, shapes[s][0], shapes[s][1], mb, 0, peak_gbs);
+        }
+        printf("[%s] cache-resident (one matrix, 32 times per pass)\n", k->name);
+        bench_shape(k, 256, 1024, 0, 32, 0);
+    }
+    printf("[%s] prompt prefill, %zu tokens, %.0f MB of bf16 per shape: per-dtype matmul "
+           "vs the GEMM path (kz_matrix_mul_gemm); x = speed-up of the GEMM path\n",
+           k->name, n_tok, prefill_mb);
+    for (size_t s = 0; s < 2; s++) {
+        bench_prefill(k, pool, shapes[s][0], shapes[s][1], n_tok, prefill_mb, peak_gflops);
+    }
+}
+
 int main(int argc, char **argv) {
-    int want[KZ_ISA_NEON + 1] = {0};
-    int any = 0;
+    const char *named[16];
+    size_t n_named = 0;
     double mb = 300;
     double prefill_mb = 64;
     size_t n_tok = 22;
-    int no_vnni = 0;
-    int no_amx = 0;
-    int no_dotprod = 0;
-    int no_i8mm = 0;
     int prefill_only = 0;
     const char *prefetch = NULL;
     for (int i = 1; i < argc; i++) {
-        kz_isa isa;
         if (strcmp(argv[i], "--quick") == 0) {
             min_seconds = 0.2;
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
@@ -376,67 +428,29 @@ int main(int argc, char **argv) {
             n_tok = n_tok < 1 ? 1 : n_tok;
         } else if (strcmp(argv[i], "--prefill-mb") == 0 && i + 1 < argc) {
             prefill_mb = atof(argv[++i]);
-        } else if (strcmp(argv[i], "--no-vnni") == 0) {
-            no_vnni = 1;
-        } else if (strcmp(argv[i], "--no-amx") == 0) {
-            no_amx = 1;
-        } else if (strcmp(argv[i], "--no-dotprod") == 0) {
-            no_dotprod = 1;
-        } else if (strcmp(argv[i], "--no-i8mm") == 0) {
-            no_i8mm = 1;
         } else if (strcmp(argv[i], "--prefetch") == 0 && i + 1 < argc &&
                    (strcmp(argv[i + 1], "l1") == 0 || strcmp(argv[i + 1], "l2") == 0 ||
                     strcmp(argv[i + 1], "l2reuse") == 0)) {
             prefetch = argv[++i];
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
             mb = atof(argv[++i]);
-        } else if (kz_isa_parse(argv[i], &isa) == 0 && isa <= KZ_ISA_NEON) {
-            want[isa] = 1;
-            any = 1;
+        } else if (known_sublevel(argv[i]) && n_named < 16) {
+            named[n_named++] = argv[i];
         } else {
             fprintf(stderr,
-                    "usage: %s [scalar|avx2|avx512|neon ...] [--mb N] [--quick] [--threads N] "
-                    "[--no-vnni] [--no-amx] [--no-dotprod] [--no-i8mm] [--prefill] "
-                    "[--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]\n",
+                    "usage: %s [SUB-LEVEL ...] [--mb N] [--quick] [--threads N] [--prefill] "
+                    "[--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]\n"
+                    "  SUB-LEVEL: a kernel sub-level of this build (kernels.h kz_isa)\n",
                     argv[0]);
             return 2;
         }
     }
-    static const size_t shapes[][2] = {{3072, 1024}, {1024, 3072}, {2048, 1024}};
     kz_pool *pool;
     if (kz_pool_new(n_threads, &pool) != KZ_OK) {
         fprintf(stderr, "kz_pool_new failed\n");
         return 1;
     }
     printf("cpu features: %s\n", kz_cpu_features());
-#ifdef KZ_HAVE_X86
-    if (prefetch) {
-        kz_quant_set_prefetch(strcmp(prefetch, "l1") == 0 ? KZ_QPF_L1 : KZ_QPF_L2);
-        reuse_hint = strcmp(prefetch, "l2reuse") == 0;
-    }
-    printf("x86 quantized matvecs prefetch into %s%s\n",
-           kz_quant_get_prefetch() == KZ_QPF_L2 ? "L2" : "L1",
-           reuse_hint ? ", at the distances for reused weights" : "");
-    const int vnni = kz_quant_avx512_set_vnni(!no_vnni);
-    printf("avx512 quantized kernels: %s integer path\n", vnni ? "VNNI" : "plain (maddubs)");
-    const int amx = kz_quant_avx512_set_amx(!no_amx);
-    printf("q8_0 prompts of 8+ tokens: %s\n", amx ? "AMX-INT8 tiles" : "vector kernels");
-#else
-    (void)no_vnni;
-    (void)no_amx;
-    (void)prefetch;
-#endif
-#ifdef KZ_HAVE_ARM
-    const int dotprod = kz_quant_neon_set_dotprod(!no_dotprod);
-    printf("neon quantized kernels: %s\n",
-           dotprod && !no_dotprod ? "SDOT (dotprod)" : "baseline (SMULL/SMLAL)");
-    const int i8mm = kz_quant_neon_set_i8mm(!no_i8mm);
-    printf("neon quantized kernels, 2+ tokens: %s\n",
-           i8mm && !no_i8mm ? "SMMLA (i8mm)" : "as one token");
-#else
-    (void)no_dotprod;
-    (void)no_i8mm;
-#endif
     if (n_threads > 1) {
         printf("%d threads (rows split), wall clock", n_threads);
     } else {
@@ -448,33 +462,22 @@ int main(int argc, char **argv) {
     const double peak_gbs = machine_peak_read_gbs(n_threads);
     printf("machine: DRAM read %.1f GB/s with %d thread%s (256 MB streaming probe)\n", peak_gbs,
            n_threads, n_threads == 1 ? "" : "s");
-    for (int l = KZ_ISA_SCALAR; l <= KZ_ISA_NEON; l++) {
-        if (any ? !want[l] : l == KZ_ISA_SCALAR) {
-            continue;
-        }
-        const kz_kernels *k = kz_kernels_for((kz_isa)l);
-        if (!k) {
-            printf("\n[%s] skipped: not supported by this CPU or build\n", kz_isa_name((kz_isa)l));
-            continue;
-        }
-        const char *loop;
-        const double peak_gflops = machine_peak_fma_gflops(k->name, n_threads, &loop);
-        printf("\n[%s] FMA peak %.1f GFLOP/s with %d thread%s (%s)\n", k->name, peak_gflops,
-               n_threads, n_threads == 1 ? "" : "s", loop);
-        if (!prefill_only) {
-            printf("[%s] from DRAM (%.0f MB of each format per shape)\n", k->name, mb);
-            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-                bench_shape(k, shapes[s][0], shapes[s][1], mb, 0, peak_gbs);
+    const kz_kernels *tables[16];
+    const size_t n_tables = pick_tables(named, n_named, tables);
+    for (size_t t = 0; t < n_tables; t++) {
+        kz_kernels k = *tables[t]; // a copy: --prefetch changes its entry points
+        if (prefetch) {
+            kz_kernels_set_prefetch(&k, strcmp(prefetch, "l1") == 0 ? KZ_QPF_L1 : KZ_QPF_L2);
+            if (strcmp(prefetch, "l2reuse") == 0) { // the entry points for reused weights
+                k.matmul_q8_0 = k.matmul_q8_0_reused;
+                k.matmul_q4_0 = k.matmul_q4_0_reused;
             }
-            printf("[%s] cache-resident (one matrix, 32 times per pass)\n", k->name);
-            bench_shape(k, 256, 1024, 0, 32, 0);
         }
-        printf("[%s] prompt prefill, %zu tokens, %.0f MB of bf16 per shape: per-dtype matmul "
-               "vs the GEMM path (kz_matrix_mul_gemm); x = speed-up of the GEMM path\n",
-               k->name, n_tok, prefill_mb);
-        for (size_t s = 0; s < 2; s++) {
-            bench_prefill(k, pool, shapes[s][0], shapes[s][1], n_tok, prefill_mb, peak_gflops);
-        }
+        const int reuse = prefetch && strcmp(prefetch, "l2reuse") == 0;
+        printf("\n[%s] quantized matvecs prefetch into %s%s\n", k.name,
+               k.prefetch == KZ_QPF_L2 ? "L2" : "L1",
+               reuse ? ", at the distances for reused weights" : "");
+        bench_table(&k, pool, mb, prefill_mb, n_tok, prefill_only, peak_gbs);
     }
     kz_pool_free(pool);
     return 0;

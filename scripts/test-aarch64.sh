@@ -15,10 +15,12 @@
 # 40 frames at the best level (NEON), in f32 and in the winograd precision, and must
 # match the PyTorch waveform (SNR >= 60 dB), and in winograd-bf16 (the NEON bf16 GEMM;
 # SNR >= 40 dB, the fast precisions' bound),
-# and it quantizes the tiny checkpoint to q8_0 and q4_0 GGUFs and speaks 8 greedy frames
-# from each on qemu's "max" CPU (i8mm: SMMLA for two or more tokens, the prompt on the
-# int8 kernels), a Cortex-A76 (dotprod: the SDOT kernels, the prompt on the f32 GEMM
-# path) and a Cortex-A53 (neither: the baseline NEON kernels), 1 and 2 threads: the runs
+# and `kztts info` must name the kernel sub-level the probe picks on qemu's "max" CPU
+# (neon-i8mm), a Cortex-A76 (neon-dotprod) and a Cortex-A53 (neon); it quantizes the tiny
+# checkpoint to q8_0 and q4_0 GGUFs and speaks 8 greedy frames from each on "max" (i8mm:
+# SMMLA for two or more tokens, the prompt on the int8 kernels), the Cortex-A76 (dotprod:
+# the SDOT kernels, the prompt on the f32 GEMM path) and the Cortex-A53 (neither: the
+# baseline NEON kernels), 1 and 2 threads: the runs
 # of each prompt path must give the same codes, the same audio and the same logits
 # (`kztts quality`'s errors against the checkpoint): max's two, and A76's and A53's four.
 #
@@ -149,6 +151,17 @@ EOF
         echo "FAILED: kztts decode $precision (aarch64)"
         failed=1
     fi
+    done
+    # The sub-level each CPU model gets from the probe (its hwcaps).
+    for pair in max:neon-i8mm cortex-a76:neon-dotprod cortex-a53:neon; do
+        cpu=${pair%%:*} want=${pair#*:}
+        got=$("${qemu[@]}" -cpu "$cpu" "$build/kztts" info -m "$fixture/tiny" 2>/dev/null |
+            sed -n 's/^kernel sub-level: //p')
+        echo "-- kztts info on $cpu: kernel sub-level '$got'"
+        if [ "$got" != "$want" ]; then
+            echo "FAILED: kernel sub-level on $cpu is '$got', want '$want' (aarch64)"
+            failed=1
+        fi
     done
     # Quantized talker and code predictor end to end: the q8_0 / q4_0 kernels take their
     # SMMLA variant for 2+ tokens and the int8 prompt path on a CPU with i8mm (qemu's

@@ -2,31 +2,30 @@
  * dispatch.c - CPU feature probe and kernel table selection.
  *
  * Data flow: the first call of any function here runs probe() once
- * (pthread_once): on x86, CPUID leaves 1 and 7 say what the CPU implements
- * and XGETBV(0) says which register state the OS saves (XMM+YMM for AVX2, whose
- * level also needs FMA and F16C, plus opmask and both ZMM halves for AVX-512).
- * That gives the best level and a feature string; CPUID leaf 7 subleaf 1 adds
- * AVX512_BF16, which puts the bf16 conv-GEMM (x86/gemm_bf16_avx512.c) into the
- * AVX-512 table (a copy made once by the probe; without it that table, like the AVX2
- * one, holds the FMA one of x86/gemm_bf16_avx2.c). Where CPUID also reports AMX-TILE and
- * AMX-BF16, XCR0 says the OS manages the tile state and the kernel grants this
- * process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux), the AMX
- * conv-GEMM (x86/gemm_bf16_amx.c) takes its place, and with AMX-INT8 the q8_0
- * kernel's prompt path (x86/quant_avx512.c) is switched on. On Intel CPUs (CPUID leaf 0) the
- * quantized matvecs prefetch into L2 instead of L1 (kz_quant_set_prefetch, kernels.h).
- * kz_kernels_select(cap) then returns the table for
- * min(cap, best, $KZ_ISA). This file is the only place in the library that
- * reads the environment; an unknown KZ_ISA value is logged and ignored.
- * On aarch64 (KZ_HAVE_ARM) Advanced SIMD is part of the baseline, so the best
- * level is always NEON; the Linux hwcaps fill the feature string, and the
- * dotprod one (HWCAP_ASIMDDP) switches the NEON quantized matmuls to their SDOT
- * variant (arm/quant_dot_neon.c), the i8mm one (HWCAP2_I8MM) their calls of two or
- * more tokens to the SMMLA variant (arm/quant_mmla_neon.c) and, in the NEON table
- * (a copy made once by the probe), quantized prompts to those int8 kernels. Builds
- * with neither KZ_HAVE_X86 nor KZ_HAVE_ARM offer only the scalar table. Levels
- * are ordered as numbers (scalar < avx2 < avx512 < neon) and a cap never raises
- * the level, so on ARM a cap of avx2 or avx512 means scalar and on x86 a cap of
- * neon (KZ_ISA=neon, kz_model_params.isa = KZ_ISA_CAP_NEON) lowers nothing.
+ * (pthread_once), which fills the probe result, the only state of the kernels
+ * and never changed afterwards: the best level, a feature string, and the table
+ * of every sub-level the CPU runs (kernels.h kz_isa), in order.
+ *   x86: CPUID leaves 1 and 7 say what the CPU implements and XGETBV(0) which
+ *     register state the OS saves (XMM+YMM for AVX2, whose level also needs FMA and
+ *     F16C, plus opmask and both ZMM halves for AVX-512); leaf 7 subleaf 1 adds
+ *     AVX512_BF16. Where CPUID reports AMX-TILE, AMX-INT8 and AMX-BF16, XCR0 must say
+ *     that the OS manages the tile state and the kernel must grant this process the
+ *     tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux). The sub-levels are
+ *     kz_kernels_avx2, and kz_kernels_avx512 with, in turn, the VNNI quantized matmuls
+ *     (avx512-vnni), the vdpbf16ps bf16 conv-GEMM (avx512-bf16) and the AMX ones
+ *     (avx512-amx). On Intel CPUs (CPUID leaf 0) every x86 table gets the
+ *     KZ_QPF_L2 prefetch policy, and the avx512-bf16 one no gain for its bf16 GEMM
+ *     (vdpbf16ps measured slower than the fp32 FMAs there, docs/PERF.md).
+ *   aarch64 (KZ_HAVE_ARM): Advanced SIMD is baseline, so the best level is always
+ *     NEON; the Linux hwcaps fill the feature string and add the sub-levels
+ *     neon-dotprod (HWCAP_ASIMDDP) and neon-i8mm (HWCAP2_I8MM) to kz_kernels_neon.
+ *   other builds: only the scalar table.
+ * kz_kernels_select(cap) then returns the highest sub-level of min(cap, best,
+ * $KZ_ISA). This file is the only place in the library that reads the environment;
+ * an unknown KZ_ISA value is logged and ignored. Levels are ordered as numbers
+ * (scalar < avx2 < avx512 < neon) and a cap never raises the level, so on ARM a cap
+ * of avx2 or avx512 means scalar and on x86 a cap of neon (KZ_ISA=neon,
+ * kz_model_params.isa = KZ_ISA_CAP_NEON) lowers nothing.
  */
 #define _DEFAULT_SOURCE /* syscall() */
 #include "kernels/kernels.h"
@@ -50,29 +49,48 @@
 #include <sys/auxv.h>
 #endif
 
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static kz_isa probe_best = KZ_ISA_SCALAR;
-static int quant_prefetch = KZ_QPF_L1; /* kz_quant_set_prefetch; atomic loads and stores */
-static char probe_features[192];
-static kz_gemm_bf16_impl probe_bf16_impls[3]; /* every bf16 gemm the CPU runs, best first */
-static size_t probe_n_bf16_impls;
+/* Every sub-level this build has, in order (kernels.h kz_isa). */
+static const char *const sublevels[] = {
+    "scalar",
 #ifdef KZ_HAVE_X86
-static kz_kernels probe_avx512; /* kz_kernels_avx512 plus the bf16 gemm when the CPU has it */
+    "avx2",   "avx512", "avx512-vnni", "avx512-bf16", "avx512-amx",
 #endif
 #ifdef KZ_HAVE_ARM
-static kz_kernels probe_neon; /* kz_kernels_neon, prompts on the int8 path with i8mm */
+    "neon",   "neon-dotprod", "neon-i8mm",
 #endif
+};
+#define N_SUBLEVELS (sizeof sublevels / sizeof sublevels[0])
 
-#ifdef KZ_HAVE_X86
-static int probe_intel; /* the CPU is Intel's (kz_kernels_bf16_faster) */
-#endif
+/* The probe result: written once by probe(), read-only afterwards. */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static kz_isa probe_best = KZ_ISA_SCALAR;
+static char probe_features[192];
+static kz_kernels probe_tables[N_SUBLEVELS]; /* the SIMD sub-levels the CPU runs, in order */
+static size_t probe_n_tables;
 
 static void features_add(const char *name) {
     const size_t used = strlen(probe_features);
     snprintf(probe_features + used, sizeof probe_features - used, "%s%s", used ? " " : "", name);
 }
 
+#if defined(KZ_HAVE_X86) || defined(KZ_HAVE_ARM)
+/* Appends sub-level k (its name one of sublevels[]) under prefetch policy p. */
+static void table_add(kz_kernels k, kz_quant_prefetch p) {
+    KZ_ASSERT(probe_n_tables < N_SUBLEVELS);
+    kz_kernels_set_prefetch(&k, p);
+    probe_tables[probe_n_tables++] = k;
+}
+#endif
+
 #ifdef KZ_HAVE_X86
+/* What the x86 probe found, as far as the tables depend on it. */
+typedef struct x86_cpu {
+    int avx2;            /* the avx2 level: AVX2, FMA, F16C, YMM state saved */
+    int avx512;          /* the avx512 level: F/DQ/BW/VL, ZMM and opmask state saved */
+    int vnni, bf16, amx; /* AVX512_VNNI, AVX512_BF16, AMX (INT8 + BF16, tiles granted) */
+    int intel;           /* CPUID vendor GenuineIntel */
+} x86_cpu;
+
 /* XCR0: which register state the OS saves on a context switch. Only valid
  * when CPUID.1:ECX.OSXSAVE is set. Encoded as bytes for old assemblers. */
 static uint64_t xgetbv0(void) {
@@ -107,15 +125,15 @@ static int cpu_is_intel(void) {
     return memcmp(vendor, "GenuineIntel", 12) == 0;
 }
 
-static void probe(void) {
+/* CPUID and XCR0 into *cpu and the feature string. */
+static void x86_detect(x86_cpu *cpu) {
     unsigned a;
     unsigned b;
     unsigned c;
     unsigned d;
-    if (cpu_is_intel()) {
+    cpu->intel = cpu_is_intel();
+    if (cpu->intel) {
         features_add("intel");
-        probe_intel = 1;
-        __atomic_store_n(&quant_prefetch, KZ_QPF_L2, __ATOMIC_RELAXED);
     }
     if (!__get_cpuid(1, &a, &b, &c, &d)) {
         features_add("(no cpuid)");
@@ -126,16 +144,8 @@ static void probe(void) {
     const int osxsave = (c >> 27) & 1;
     const int avx = (c >> 28) & 1;
     const int f16c = (c >> 29) & 1;
-    int avx2 = 0;
-    int avx512f = 0;
-    int avx512dq = 0;
-    int avx512bw = 0;
-    int avx512vl = 0;
-    int avx512vnni = 0;
-    int avx512bf16 = 0;
-    int amx_bf16 = 0;
-    int amx_tile = 0;
-    int amx_int8 = 0;
+    int avx2 = 0, avx512f = 0, avx512dq = 0, avx512bw = 0, avx512vl = 0;
+    int avx512vnni = 0, avx512bf16 = 0, amx_bf16 = 0, amx_tile = 0, amx_int8 = 0;
     if (__get_cpuid_max(0, NULL) >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         avx2 = (b >> 5) & 1;
         avx512f = (b >> 16) & 1;
@@ -155,7 +165,7 @@ static void probe(void) {
     const int os_ymm = (xcr0 & 0x6) == 0x6;   // XMM, YMM upper halves
     const int os_zmm = (xcr0 & 0xe6) == 0xe6; // + opmask, ZMM upper halves, ZMM16-31
     const int os_tiles = (xcr0 & 0x60000) == 0x60000; // XTILECFG, XTILEDATA
-    const int amx = amx_tile && (amx_bf16 || amx_int8) && os_zmm && os_tiles && amx_permitted();
+    const int amx = amx_tile && amx_bf16 && amx_int8 && os_zmm && os_tiles && amx_permitted();
 
     const struct {
         int on;
@@ -172,41 +182,65 @@ static void probe(void) {
             features_add(list[i].name);
         }
     }
-    if (avx && avx2 && fma && f16c && os_ymm) {
-        probe_best = KZ_ISA_AVX2;
-        if (avx512f && avx512dq && avx512bw && avx512vl && os_zmm) {
-            probe_best = KZ_ISA_AVX512;
-        }
+    cpu->avx2 = avx && avx2 && fma && f16c && os_ymm;
+    cpu->avx512 = cpu->avx2 && avx512f && avx512dq && avx512bw && avx512vl && os_zmm;
+    cpu->vnni = avx512vnni;
+    cpu->bf16 = avx512bf16;
+    cpu->amx = amx;
+}
+
+/* The x86 sub-levels cpu runs (kernels.h kz_isa), each on top of the one before. */
+static void x86_tables(const x86_cpu *cpu) {
+    const kz_quant_prefetch pf = cpu->intel ? KZ_QPF_L2 : KZ_QPF_L1;
+    if (!cpu->avx2) {
+        return;
     }
-    probe_avx512 = kz_kernels_avx512;
-    if (probe_best == KZ_ISA_AVX512 && amx && amx_int8) {
-        kz_quant_avx512_enable_amx();
+    probe_best = KZ_ISA_AVX2;
+    table_add(kz_kernels_avx2, pf);
+    if (!cpu->avx512) {
+        return;
     }
-    if (probe_best == KZ_ISA_AVX512 && avx512bf16) {
-        if (amx && amx_bf16) {
-            probe_bf16_impls[probe_n_bf16_impls++] =
-                (kz_gemm_bf16_impl){"amx", kz_gemm_bf16_amx, NULL};
-        }
-        probe_bf16_impls[probe_n_bf16_impls++] =
-            (kz_gemm_bf16_impl){"avx512bf16", kz_gemm_bf16_avx512, NULL};
-        probe_avx512.gemm_bf16 = probe_bf16_impls[0].gemm;
-        probe_avx512.round_bf16 = kz_round_bf16_avx512;
-    } else if (probe_best == KZ_ISA_AVX512) {
-        probe_avx512.gemm_bf16 = kz_gemm_bf16_avx2;
-        probe_avx512.round_bf16 = kz_round_bf16_avx2;
-        probe_avx512.round_bf16_f32 = kz_round_bf16_f32_avx2;
+    probe_best = KZ_ISA_AVX512;
+    kz_kernels k = kz_kernels_avx512;
+    table_add(k, pf);
+    if (!cpu->vnni) {
+        return;
     }
-    if (probe_best >= KZ_ISA_AVX2) {
-        probe_bf16_impls[probe_n_bf16_impls++] =
-            (kz_gemm_bf16_impl){"avx2", kz_gemm_bf16_avx2, kz_round_bf16_f32_avx2};
+    k.name = "avx512-vnni";
+    k.quant = &kz_quant_avx512_vnni;
+    table_add(k, pf);
+    if (!cpu->bf16) {
+        return;
     }
+    k.name = "avx512-bf16";
+    k.gemm_bf16 = kz_gemm_bf16_avx512;
+    k.gemm_bf16_name = "avx512bf16";
+    k.round_bf16 = kz_round_bf16_avx512;
+    k.round_bf16_f32 = NULL; // vdpbf16ps reads the bf16 rows
+    k.bf16_gain = cpu->intel ? KZ_BF16_NO_GAIN : KZ_BF16_FASTER;
+    table_add(k, pf);
+    if (!cpu->amx) {
+        return;
+    }
+    k.name = "avx512-amx";
+    k.quant = &kz_quant_avx512_amx;
+    k.gemm_bf16 = kz_gemm_bf16_amx;
+    k.gemm_bf16_name = "amx";
+    k.bf16_gain = KZ_BF16_BEATS_WINOGRAD;
+    table_add(k, pf);
+}
+
+static void probe(void) {
+    x86_cpu cpu = {0};
+    x86_detect(&cpu);
+    x86_tables(&cpu);
 }
 #elif defined(KZ_HAVE_ARM)
 static void probe(void) {
     features_add("neon");
-    probe_neon = kz_kernels_neon;
-    probe_bf16_impls[probe_n_bf16_impls++] =
-        (kz_gemm_bf16_impl){"neon", kz_gemm_bf16_neon, kz_round_bf16_f32_neon};
+    probe_best = KZ_ISA_NEON;
+    kz_kernels k = kz_kernels_neon;
+    table_add(k, KZ_QPF_L1);
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
     const unsigned long hw = getauxval(AT_HWCAP);
     const struct {
@@ -218,18 +252,27 @@ static void probe(void) {
             features_add(list[i].name);
         }
     }
-    if (hw & HWCAP_ASIMDDP) {
-        kz_quant_neon_enable_dotprod();
-    }
+    int i8mm = 0;
 #if defined(HWCAP2_I8MM)
-    if (getauxval(AT_HWCAP2) & HWCAP2_I8MM) {
+    i8mm = (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+    if (i8mm) {
         features_add("i8mm");
-        kz_quant_neon_enable_i8mm();
-        probe_neon.prefill_gemm_quant = false; // kernels.h: not measured on hardware
     }
 #endif
+    if (!(hw & HWCAP_ASIMDDP)) {
+        return;
+    }
+    k.name = "neon-dotprod";
+    k.quant = &kz_quant_neon_dotprod;
+    table_add(k, KZ_QPF_L1);
+    if (!i8mm) {
+        return;
+    }
+    k.name = "neon-i8mm";
+    k.quant = &kz_quant_neon_i8mm;
+    k.prefill_gemm_quant = false; // kernels.h: not measured on hardware
+    table_add(k, KZ_QPF_L1);
 #endif
-    probe_best = KZ_ISA_NEON;
 }
 #else
 static void probe(void) {
@@ -242,73 +285,39 @@ kz_isa kz_cpu_best_isa(void) {
     return probe_best;
 }
 
-void kz_quant_set_prefetch(kz_quant_prefetch p) {
-    pthread_once(&probe_once, probe); // so that a later first probe does not undo it
-    __atomic_store_n(&quant_prefetch, (int)p, __ATOMIC_RELAXED);
-}
-
-kz_quant_prefetch kz_quant_get_prefetch(void) {
-    return (kz_quant_prefetch)__atomic_load_n(&quant_prefetch, __ATOMIC_RELAXED);
-}
-
-static _Thread_local int quant_reuse; /* kz_quant_set_thread_reuse */
-
-void kz_quant_set_thread_reuse(int reused) {
-    quant_reuse = reused != 0;
-}
-
-int kz_quant_get_thread_reuse(void) {
-    return quant_reuse;
-}
-
 const char *kz_cpu_features(void) {
     pthread_once(&probe_once, probe);
     return probe_features;
 }
 
-size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out) {
+size_t kz_kernels_sublevels(const char *const **names) {
+    *names = sublevels;
+    return N_SUBLEVELS;
+}
+
+const kz_kernels *kz_kernels_named(const char *name) {
     pthread_once(&probe_once, probe);
-    *out = probe_bf16_impls;
-    return probe_n_bf16_impls;
-}
-
-bool kz_kernels_bf16_on_amx(const kz_kernels *k) {
-#ifdef KZ_HAVE_X86
-    return k->gemm_bf16 != NULL && k->gemm_bf16 == kz_gemm_bf16_amx;
-#else
-    (void)k;
-    return false;
-#endif
-}
-
-bool kz_kernels_bf16_faster(const kz_kernels *k) {
-#ifdef KZ_HAVE_X86
-    // vdpbf16ps off Intel; on the AVX2 level the FMAs on widened bf16 (the same FMAs as
-    // fp32, half the weight bytes), but not in the AVX-512 table of a CPU without
-    // AVX512_BF16, whose fp32 GEMM has twice their width.
-    const bool dot = k->gemm_bf16 == kz_gemm_bf16_avx512 && !probe_intel;
-    const bool fma = k->gemm_bf16 == kz_gemm_bf16_avx2 && k->isa == KZ_ISA_AVX2;
-    return kz_kernels_bf16_on_amx(k) || dot || fma;
-#else
-    (void)k;
-    return false;
-#endif
+    if (name && strcmp(name, kz_kernels_scalar.name) == 0) {
+        return &kz_kernels_scalar;
+    }
+    for (size_t i = 0; name && i < probe_n_tables; i++) {
+        if (strcmp(name, probe_tables[i].name) == 0) {
+            return &probe_tables[i];
+        }
+    }
+    return NULL;
 }
 
 const kz_kernels *kz_kernels_for(kz_isa isa) {
-    const kz_isa best = kz_cpu_best_isa();
-    (void)best; // unused when the build has only the scalar table
-    switch (isa) {
-    case KZ_ISA_SCALAR: return &kz_kernels_scalar;
-#ifdef KZ_HAVE_X86
-    case KZ_ISA_AVX2: return best >= KZ_ISA_AVX2 ? &kz_kernels_avx2 : NULL;
-    case KZ_ISA_AVX512: return best >= KZ_ISA_AVX512 ? &probe_avx512 : NULL;
-#endif
-#ifdef KZ_HAVE_ARM
-    case KZ_ISA_NEON: return best >= KZ_ISA_NEON ? &probe_neon : NULL;
-#endif
-    default: return NULL;
+    pthread_once(&probe_once, probe);
+    if (isa == KZ_ISA_SCALAR) {
+        return &kz_kernels_scalar;
     }
+    const kz_kernels *k = NULL; // the last, highest sub-level of the level
+    for (size_t i = 0; i < probe_n_tables; i++) {
+        k = probe_tables[i].isa == isa ? &probe_tables[i] : k;
+    }
+    return k;
 }
 
 const kz_kernels *kz_kernels_select(kz_isa cap) {

@@ -3,11 +3,13 @@
  *
  * Data flow: model code never calls an ISA-specific function. At model load
  * kz_kernels_select() (dispatch.c) probes the CPU once and returns a table of
- * function pointers for the best level allowed by the cap; model and layer
- * code call through that table. Each kernel family has a scalar definition in
- * kernels/ref/ (the specification of the result) and optional AVX2 / AVX-512
- * variants in kernels/x86/ compiled with their own target flags, or NEON
- * variants in kernels/arm/ on aarch64.
+ * function pointers for the best sub-level allowed by the cap; model and layer
+ * code call through that table, and nothing else selects a kernel: every variant
+ * (an extension's integer path, a bf16 GEMM, a prefetch policy) is an entry of a
+ * table the probe filled once. Each kernel family has a scalar definition in
+ * kernels/ref/ (the specification of the result, and the scalar table, which has
+ * every kernel) and optional AVX2 / AVX-512 variants in kernels/x86/ compiled with
+ * their own target flags, or NEON variants in kernels/arm/ on aarch64.
  *
  * Layout conventions: activations are row-major [rows, cols] with the time
  * axis as rows (time-major, [T, C]); weights are packed once at load into the
@@ -31,7 +33,31 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Instruction-set levels, ordered: a cap at level L allows every level <= L. */
+/*
+ * Instruction-set levels, ordered: a cap at level L allows every level <= L.
+ *
+ * Each level has one or more sub-levels (kz_kernels.name), in order, each adding
+ * to the one before it what one CPU extension brings. The probe (dispatch.c) makes
+ * the table of every sub-level the CPU runs, which is the highest it has all the
+ * extensions of and every one below; a level (kz_model_params.isa, KZ_ISA) means its
+ * highest such sub-level:
+ *   scalar        the definitions, every kernel (the bf16 conv-GEMM included)
+ *   avx2          AVX2 + FMA + F16C
+ *   avx512        AVX-512 F/BW/DQ/VL; quantized matmuls by maddubs, the bf16
+ *                 conv-GEMM on FMAs (avx2's)
+ *   avx512-vnni   + AVX512_VNNI: the quantized matmuls' integer sums by vpdpbusd
+ *   avx512-bf16   + AVX512_BF16: the bf16 conv-GEMM by vdpbf16ps
+ *   avx512-amx    + AMX-TILE, AMX-INT8 and AMX-BF16 with the tiles granted by the OS:
+ *                 q8_0 prompts and the bf16 conv-GEMM on tiles
+ *   neon          aarch64 Advanced SIMD
+ *   neon-dotprod  + FEAT_DotProd: the quantized matmuls' block sums by SDOT
+ *   neon-i8mm     + FEAT_I8MM: their calls of two or more tokens by SMMLA, and
+ *                 quantized prompts on them (prefill_gemm_quant false)
+ * The sub-levels of one level give the same bits in every kernel but gemm_bf16, whose
+ * vdpbf16ps and AMX forms keep to its definition within a tolerance. Which prefetch
+ * policy the x86 quantized matmuls follow is a field of the table (prefetch), not a
+ * sub-level: it changes no result.
+ */
 typedef enum kz_isa {
     KZ_ISA_SCALAR = 0, /* plain C, the definition */
     KZ_ISA_AVX2 = 1,   /* x86-64 AVX2 + FMA */
@@ -195,10 +221,41 @@ static inline float kz_bf16_to_f32(uint16_t b) {
     return v;
 }
 
+/* A language-model projection over weights used in place (kz_kernels.matmul_bf16 and
+ * the others below): y[t * ldy + o] for t < n_tok, o in [o0, o1). */
+typedef void (*kz_matmul_fn)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                             size_t n_in, size_t n_tok, size_t o0, size_t o1);
+
+/* How the x86 quantized matmuls (x86/quant_avx2.c, x86/quant_avx512.c) prefetch their
+ * weight stream, per 64 bytes (x86/quant_prefetch.h): KZ_QPF_L1, one prefetch into L1 at
+ * each kernel's own distance; KZ_QPF_L2, one into L2 further ahead and one from there into
+ * L1, at other distances for weights read again while the last-level cache holds them
+ * (kz_kernels.matmul_q8_0_reused). The probe picks KZ_QPF_L2 on Intel CPUs, where it
+ * measured faster (docs/PERF.md, "Prefetch into L2 on Intel"), and KZ_QPF_L1 elsewhere.
+ * Results are the same bits under either; other kernels ignore it. */
+typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1, KZ_QPF_COUNT = 2 } kz_quant_prefetch;
+
+/* The quantized matmuls of one sub-level under every prefetch policy, [policy][reused]
+ * (reused 1: weights read again while the last-level cache holds them). Kernels that do
+ * not prefetch fill every slot with the same function. */
+typedef struct kz_quant_fns {
+    kz_matmul_fn q8_0[KZ_QPF_COUNT][2];
+    kz_matmul_fn q4_0[KZ_QPF_COUNT][2];
+} kz_quant_fns;
+
+/* What a table's bf16 conv-GEMM gains over its fp32 one on this CPU, as measured
+ * (model.c resolves the codec's FAST precision by it). */
+typedef enum kz_bf16_gain {
+    KZ_BF16_NO_GAIN = 0,        /* not faster, or not measured: FAST is winograd */
+    KZ_BF16_FASTER = 1,         /* faster: FAST is winograd-bf16 */
+    KZ_BF16_BEATS_WINOGRAD = 2, /* the direct bf16 convolutions beat even the fp32
+                                   Winograd ones (AMX tiles): FAST is bf16 */
+} kz_bf16_gain;
+
 /* Elementwise and row kernels. Rows are contiguous, [n_rows, n_ch]. */
 typedef struct kz_kernels {
     kz_isa isa;       /* level this table implements */
-    const char *name; /* "scalar", "avx2", "avx512", "neon" */
+    const char *name; /* its sub-level: "scalar", "avx2", "avx512-vnni", ... (kz_isa) */
 
     /* Rows [t0, t1) and column panels [p0, p1) of the conv-GEMM above. Any
      * split of rows and panels over calls gives identical bits. */
@@ -210,18 +267,22 @@ typedef struct kz_kernels {
 
     /* Rows [t0, t1) and panels [p0, p1) of the bf16 conv-GEMM above, and the
      * rounding of fp32 rows to its bf16 input: y[r * ldy + c] = bf16(x[r * ldx + c])
-     * for c < n_cols, 0 for n_cols <= c < ldy. NULL on the scalar level (the codec
-     * then keeps fp32 weights); every x86 level from AVX2 and NEON have a gemm_bf16
-     * (round_bf16 may be NULL where round_bf16_f32 feeds it: the scalar one then). */
+     * for c < n_cols, 0 for n_cols <= c < ldy. Every table has both (the scalar one
+     * the definitions), so a codec precision runs the same at any level. */
     void (*gemm_bf16)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
     void (*round_bf16)(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                        size_t n_cols);
     /* The same rounding with the bf16 values kept as fp32 (y = kz_bf16_to_f32(bf16(x)),
      * 0 in the padding): the input kz_gemm_bf16_args.xf, which this level's gemm_bf16
-     * reads without widening x per tile (AVX2, NEON: FMAs on widened bf16). NULL on
-     * levels whose gemm_bf16 reads the bf16 rows. */
+     * reads without widening x per tile (AVX2, NEON: FMAs on widened bf16). NULL where
+     * gemm_bf16 reads the bf16 rows only. */
     void (*round_bf16_f32)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                            size_t n_cols);
+    /* Which gemm_bf16 this is: "ref", "avx2" (FMAs on widened bf16, also in the avx512
+     * and avx512-vnni sub-levels), "avx512bf16", "amx" or "neon"; the benchmarks' peak
+     * probes go by it. */
+    const char *gemm_bf16_name;
+    kz_bf16_gain bf16_gain; /* what gemm_bf16 gains over gemm on this CPU */
 
     /* SnakeBeta, in place allowed (y == x):
      *   y[t, c] = x[t, c] + inv_beta[c] * sin(alpha[c] * x[t, c])^2
@@ -269,15 +330,12 @@ typedef struct kz_kernels {
      * stores it, bf16 or f16 (uint16 bits) or f32. Each (t, o) is one dot product in an
      * order fixed by n_in and n_tok (a variant may block tokens differently for the
      * prefill), so splitting rows across threads never changes bits. */
-    void (*matmul_bf16)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
+    kz_matmul_fn matmul_bf16;
     /* The same with IEEE binary16 weights (uint16 bits, widened as kz_fp16_to_f32 for
      * every value but a NaN, which stays a NaN): each level runs its matmul_bf16
      * sequence on the widened weights. */
-    void (*matmul_f16)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                       size_t n_in, size_t n_tok, size_t o0, size_t o1);
-    void (*matmul_f32)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                       size_t n_in, size_t n_tok, size_t o0, size_t o1);
+    kz_matmul_fn matmul_f16;
+    kz_matmul_fn matmul_f32;
 
     /* The same projections with block-quantized weights (kernels/quant.h): w is
      * rows of n_in / 32 packed q8_0 (34 bytes) or q4_0 (18 bytes) blocks, any
@@ -286,10 +344,16 @@ typedef struct kz_kernels {
      * SIMD levels quantize x to int8 per block of 32 on the fly and differ
      * from it within the bound stated in tests/unit/test_quant.c; every
      * (t, o) is fixed by n_in alone, whatever the split of rows or tokens. */
-    void (*matmul_q8_0)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
-    void (*matmul_q4_0)(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
+    kz_matmul_fn matmul_q8_0;
+    kz_matmul_fn matmul_q4_0;
+    /* The same for weights read again while the last-level cache still holds them (the
+     * code predictor's, kz_exec.weights_reused): other prefetch distances, the same bits. */
+    kz_matmul_fn matmul_q8_0_reused;
+    kz_matmul_fn matmul_q4_0_reused;
+    /* The prefetch policy the four above follow, and every policy's entry points of this
+     * sub-level (kz_kernels_set_prefetch switches a copy of the table). */
+    kz_quant_prefetch prefetch;
+    const kz_quant_fns *quant;
 
     /* The prompt prefill's projections as a register-tiled GEMM over f32 weight rows
      * (layers/matrix.c feeds it rows converted by rows_to_f32_* below, a k-block at a
@@ -323,14 +387,24 @@ typedef struct kz_kernels {
      * tokens per weight unpacking) are 1.4-2x faster than widening to f32 (Zen 5); on
      * AVX2 (Zen 3, 22 tokens, 2 threads) the GEMM path with 4 x 3 tiles beats the grouped
      * int8 kernels for both formats. NEON: not measured on hardware (none here), so set
-     * by instruction counts: with the i8mm extension (dispatch.c clears it in its copy of
-     * the table) the SMMLA kernel's loop (GCC 12 -O3) issues ~100 vector instructions per
-     * 1024 multiply-adds (2 rows x 4 tokens x 4 blocks) where the f32 GEMM needs 256
+     * by instruction counts: with the i8mm extension (the neon-i8mm sub-level clears it)
+     * the SMMLA kernel's loop (GCC 12 -O3) issues ~100 vector instructions per 1024
+     * multiply-adds (2 rows x 4 tokens x 4 blocks) where the f32 GEMM needs 256
      * FMLAs plus the widening, and it reads the weights once per 8 tokens; without it
      * the GEMM path stays (the SDOT and baseline kernels take tokens in pairs).
-     * `bench_quant neon --prefill [--no-i8mm]` compares them on a device. */
+     * `bench_quant neon-i8mm neon-dotprod --prefill` compares them on a device. */
     bool prefill_gemm_quant;
 } kz_kernels;
+
+/* Points k's quantized matmuls at k->quant's entry points for policy p: the probe's tables
+ * for an Intel CPU, and tests and benchmarks on their own copy of a table. */
+static inline void kz_kernels_set_prefetch(kz_kernels *k, kz_quant_prefetch p) {
+    k->prefetch = p;
+    k->matmul_q8_0 = k->quant->q8_0[p][0];
+    k->matmul_q4_0 = k->quant->q4_0[p][0];
+    k->matmul_q8_0_reused = k->quant->q8_0[p][1];
+    k->matmul_q4_0_reused = k->quant->q4_0[p][1];
+}
 
 /* --- dispatch.c ---------------------------------------------------------- */
 
@@ -340,25 +414,23 @@ kz_isa kz_cpu_best_isa(void);
 /* CPU feature summary, e.g. "avx2 fma" (static string, do not free). */
 const char *kz_cpu_features(void);
 
-/* Table for min(cap, best); cap KZ_ISA_AUTO means best, further lowered by the
- * environment variable KZ_ISA=scalar|avx2|avx512|neon (the only environment read in
- * the library; an unknown value is ignored). Returns a static table. */
+/* The table of the highest sub-level of min(cap, best) (kz_isa); cap KZ_ISA_AUTO means
+ * best, further lowered by the environment variable KZ_ISA=scalar|avx2|avx512|neon (the
+ * only environment read in the library; an unknown value is ignored). Returns a table
+ * the probe made once (static, never changes). */
 const kz_kernels *kz_kernels_select(kz_isa cap);
 
-/* True when k's bf16 conv-GEMM is the AMX one: there the bf16 codec is the fastest
- * (docs/PERF.md); KZ_PRECISION_FAST asks this. */
-bool kz_kernels_bf16_on_amx(const kz_kernels *k);
-
-/* True when k has a bf16 conv-GEMM that beats its fp32 one: AMX, AVX512_BF16 on a
- * CPU that is not Intel's (Zen 4/5: vdpbf16ps at twice the fp32 FMA rate; on Intel
- * cores without AMX it measured slower than the fp32 FMAs, docs/PERF.md), or the AVX2
- * level's (its FMAs on widened bf16 keep the fp32 GEMM's rate and read half the
- * weight bytes: the codec as fast or faster at every chunk size on Zen 3). Not NEON's
- * FMA one until it is timed on ARM hardware. KZ_PRECISION_FAST asks this too. */
-bool kz_kernels_bf16_faster(const kz_kernels *k);
-
-/* Table for exactly this level, or NULL if the CPU cannot run it (tests). */
+/* The table of the highest sub-level of exactly this level, or NULL if the CPU or the
+ * build cannot run the level (tests). */
 const kz_kernels *kz_kernels_for(kz_isa isa);
+
+/* The names of every sub-level this build has, in order (scalar first, each level's
+ * sub-levels from the lowest); *names is static. Returns how many. */
+size_t kz_kernels_sublevels(const char *const **names);
+
+/* The table of the sub-level called name (exactly), or NULL if the CPU or the build
+ * cannot run it (tests and benchmarks compare sub-levels with it). */
+const kz_kernels *kz_kernels_named(const char *name);
 
 /* Name of a level ("scalar", "avx2", ...). */
 const char *kz_isa_name(kz_isa isa);
@@ -406,25 +478,26 @@ void kz_packed_bf16_init_mapped(kz_packed_bf16 *p, size_t taps, size_t k_in, siz
 void kz_mix_rows_cols_ref(float *const *dst, const float *const *src, const float *mat,
                           size_t n_dst, size_t n_src, size_t c0, size_t n);
 
-/* The scalar definitions of gemm_bf16 and round_bf16 (every level's fallback). */
+/* The scalar definitions of gemm_bf16 and round_bf16 (the scalar table's; the SIMD
+ * levels' tails). */
 void kz_gemm_bf16_ref(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_round_bf16_ref(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                        size_t n_cols);
-/* x86/gemm_bf16_avx512.c (AVX512_BF16), in the avx512 table when the CPU has it. */
+/* x86/gemm_bf16_avx512.c (AVX512_BF16), in the avx512-bf16 sub-level. */
 void kz_gemm_bf16_avx512(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0,
                          size_t p1);
-/* x86/gemm_bf16_amx.c (AMX-BF16 tiles), in the avx512 table instead when the CPU has
- * AMX and the OS grants the process its tiles. */
+/* x86/gemm_bf16_amx.c (AMX-BF16 tiles), in the avx512-amx sub-level. */
 void kz_gemm_bf16_amx(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
-/* x86/gemm_bf16_avx2.c (FMA on widened bf16, the definition's bits), in the avx2 table,
- * and in the avx512 table of a CPU without AVX512_BF16. */
+/* x86/gemm_bf16_avx2.c (FMA on widened bf16, the definition's bits), in the avx2 table
+ * and the avx512 and avx512-vnni sub-levels. */
 void kz_gemm_bf16_avx2(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_round_bf16_avx2(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                         size_t n_cols);
 void kz_round_bf16_f32_avx2(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                             size_t n_cols);
 /* arm/gemm_bf16_neon.c (NEON FMAs on widened bf16, the definition's bits), in the neon
- * table; its input comes from kz_round_bf16_f32_neon (round_bf16 there is the scalar one). */
+ * tables; its input comes from kz_round_bf16_f32_neon (round_bf16 there is the scalar one,
+ * for a caller without room for fp32 rows). */
 void kz_gemm_bf16_neon(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_round_bf16_f32_neon(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                             size_t n_cols);
@@ -453,19 +526,7 @@ static inline void kz_amx_tile_config_set(kz_amx_tile_config *c, const uint8_t r
     __asm__ volatile("" : : "r"(c) : "memory");
 }
 
-/* The bf16 conv-GEMMs this CPU runs (dispatch.c), best first; the avx512 table holds
- * the first (on an AVX2-only CPU the avx2 table holds the only one). Tests check each
- * against the definition, the bench compares them. */
-typedef struct kz_gemm_bf16_impl {
-    const char *name; /* "amx", "avx512bf16", "avx2", "neon" */
-    void (*gemm)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
-    /* The FMA ones on widened bf16 (avx2, neon; bit-identical to the definition): the
-     * rounding that writes their fp32 input (kz_gemm_bf16_args.xf). NULL for the others,
-     * which read bf16 rows. */
-    void (*round_f32)(float *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
-                      size_t n_cols);
-} kz_gemm_bf16_impl;
-size_t kz_gemm_bf16_impls(const kz_gemm_bf16_impl **out);
+/* x86/gemm_bf16_avx512.c: the rounding by vcvtneps2bf16 (AVX512_BF16). */
 void kz_round_bf16_avx512(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,
                           size_t n_cols);
 
@@ -473,14 +534,15 @@ void kz_round_bf16_avx512(uint16_t *y, size_t ldy, const float *x, size_t ldx, s
 extern const kz_kernels kz_kernels_scalar;
 
 /* --- per-level tables and gemms, for dispatch.c -------------------------
- * Model code takes a table from kz_kernels_select(); tests use
- * kz_kernels_for(), which returns NULL for a level the CPU cannot run. The
- * x86 symbols exist only in builds with KZ_HAVE_X86. Each gemm lives in its
- * own file (ref/gemm_ref.c, x86/gemm_avx2.c, x86/gemm_avx512.c) and the table
- * in the level's rows file names it. */
+ * Model code takes a table from kz_kernels_select(); tests use kz_kernels_for() and
+ * kz_kernels_named(), which return NULL for what the CPU cannot run. The x86 symbols
+ * exist only in builds with KZ_HAVE_X86, the NEON ones with KZ_HAVE_ARM. Each gemm lives
+ * in its own file (ref/gemm_ref.c, x86/gemm_avx2.c, x86/gemm_avx512.c) and the table in
+ * the level's rows file names it. The tables below are each level's lowest sub-level,
+ * prefetch KZ_QPF_L1; dispatch.c builds the others from them. */
 extern const kz_kernels kz_kernels_avx2;   /* x86/rows_avx2.c */
 extern const kz_kernels kz_kernels_avx512; /* x86/rows_avx512.c */
-extern const kz_kernels kz_kernels_neon;   /* arm/rows_neon.c, builds with KZ_HAVE_ARM */
+extern const kz_kernels kz_kernels_neon;   /* arm/rows_neon.c */
 void kz_gemm_ref(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 /* The conv-GEMMs' epilogue for one row of a panel (ref/gemm_ref.c, shared by the
  * fp32 and bf16 scalar definitions): yr[c] = acc[c] (+ bias[c]) (+ the old yr[c] in
@@ -502,7 +564,8 @@ KZ_MATMUL_DECL(ref)
 KZ_MATMUL_DECL(avx2)
 KZ_MATMUL_DECL(avx512)
 KZ_MATMUL_DECL(neon) /* arm/matmul_neon.c */
-/* quantized matmuls (ref/quant_ref.c, x86/quant_avx2.c, x86/quant_avx512.c) */
+/* quantized matmuls (ref/quant_ref.c, x86/quant_avx2.c, x86/quant_avx512.c,
+ * arm/quant_neon.c), the lowest sub-level's under KZ_QPF_L1 */
 #define KZ_QUANT_DECL(isa)                                                                      \
     void kz_matmul_q8_0_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
                               size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
@@ -511,7 +574,16 @@ KZ_MATMUL_DECL(neon) /* arm/matmul_neon.c */
 KZ_QUANT_DECL(ref)
 KZ_QUANT_DECL(avx2)
 KZ_QUANT_DECL(avx512)
-KZ_QUANT_DECL(neon) /* arm/quant_neon.c */
+KZ_QUANT_DECL(neon)
+/* Every sub-level's quantized matmuls under every prefetch policy (kz_kernels.quant). */
+extern const kz_quant_fns kz_quant_ref;          /* ref/quant_ref.c */
+extern const kz_quant_fns kz_quant_avx2;         /* x86/quant_avx2.c */
+extern const kz_quant_fns kz_quant_avx512;       /* x86/quant_avx512.c: maddubs */
+extern const kz_quant_fns kz_quant_avx512_vnni;  /* vpdpbusd */
+extern const kz_quant_fns kz_quant_avx512_amx;   /* + q8_0 prompts on AMX-INT8 tiles */
+extern const kz_quant_fns kz_quant_neon;         /* arm/quant_neon.c: baseline */
+extern const kz_quant_fns kz_quant_neon_dotprod; /* arm/quant_dot_neon.c: SDOT */
+extern const kz_quant_fns kz_quant_neon_i8mm;    /* arm/quant_mmla_neon.c: + SMMLA */
 /* prefill GEMM and weight conversion (ref/gemm_rows_ref.c, x86/gemm_rows_avx2.c,
  * x86/gemm_rows_avx512.c, arm/gemm_rows_neon.c) */
 #define KZ_GEMM_ROWS_DECL(isa)                                                                  \
@@ -527,51 +599,9 @@ KZ_GEMM_ROWS_DECL(avx2)
 KZ_GEMM_ROWS_DECL(avx512)
 KZ_GEMM_ROWS_DECL(neon)
 
-/* How the x86 quantized matvecs (x86/quant_avx2.c, x86/quant_avx512.c) prefetch their
- * weight stream, per 64 bytes: KZ_QPF_L1, one prefetch into L1 (2 KB ahead on AVX2, 4 KB for
- * q8_0 and 8 KB for q4_0 on AVX-512; tuned on Zen 3 and Zen 5), or KZ_QPF_L2, one into L2
- * 5 KB ahead and one into L1 2.5 KB ahead (both levels and formats; x86/quant_prefetch.h; on
- * an Intel Xeon with AMX the talker step and the code predictor frame ran 17-21 % faster
- * than with KZ_QPF_L1 in a harness and 0-12 % in `kztts bench`, by the hour, with 8 / 1 KB
- * distances, and 5 / 2.5 KB took the talker step from 21.3 to 18.8-19.3 ms: docs/PERF.md
- * 2026-12-02 (evening), "Prefetch into L2 on Intel", and (night)). dispatch.c's probe picks
- * KZ_QPF_L2 on Intel CPUs, KZ_QPF_L1 elsewhere; tests and benchmarks may switch (not while a
- * matmul runs). Results are the same bits either way. */
-typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1 } kz_quant_prefetch;
-void kz_quant_set_prefetch(kz_quant_prefetch p);
-kz_quant_prefetch kz_quant_get_prefetch(void);
-
-/* Whether the calling thread's next quantized matvecs read weights that were read shortly
- * before and may still be in the last-level cache (the code predictor re-reads its 81 MB
- * 15 times a frame; layers/matrix.c sets it per pool job from kz_exec.weights_reused). With
- * KZ_QPF_L2 such weights are prefetched further ahead into L2 and nearer into L1 (12 / 1 KB
- * against 5 / 2.5 KB; x86/quant_prefetch.h); nothing else reads it. Per thread; default no.
- * Results are the same bits either way. */
-void kz_quant_set_thread_reuse(int reused);
-int kz_quant_get_thread_reuse(void);
-
-/* x86/quant_avx512.c: allow (1) or forbid (0) its VNNI path (both give identical bits);
- * returns whether the CPU has VNNI. For tests and benchmarks; x86 builds only. */
-int kz_quant_avx512_set_vnni(int allow);
-/* AMX-INT8 path of the AVX-512 q8_0 kernel for prompts (x86/quant_avx512.c): dispatch.c
- * enables it once the OS granted the tiles; tests and benchmarks switch it off (allow 0)
- * and on again. Returns 1 if prompts now take it. It gives the same bits either way. */
-void kz_quant_avx512_enable_amx(void);
-int kz_quant_avx512_set_amx(int allow);
-
-/* arm/quant_neon.c: dispatch.c enables the SDOT variant of the NEON quantized matmuls
- * when Linux reports the dotprod extension (HWCAP_ASIMDDP); tests and benchmarks
- * forbid (allow 0) and allow it again. Returns whether the CPU has it. Same bits
- * either way. aarch64 builds only. */
-void kz_quant_neon_enable_dotprod(void);
-int kz_quant_neon_set_dotprod(int allow);
-/* The same for the SMMLA variant, which takes calls of two or more tokens when Linux
- * reports the int8 matrix multiply extension (HWCAP2_I8MM). Same bits either way. */
-void kz_quant_neon_enable_i8mm(void);
-int kz_quant_neon_set_i8mm(int allow);
-/* The variants behind kz_matmul_q{8,4}_0_neon, q4 = 1 for q4_0: baseline Advanced SIMD
- * (quant_neon.c) and SDOT (quant_dot_neon.c), both arm/quant_neon_body.h, and SMMLA
- * (quant_mmla_neon.c). */
+/* The NEON quantized matmuls behind kz_quant_neon*, q4 = 1 for q4_0: baseline Advanced
+ * SIMD (quant_neon.c) and SDOT (quant_dot_neon.c), both arm/quant_neon_body.h, and SMMLA
+ * (quant_mmla_neon.c, two or more tokens). */
 void kz_matmul_q_neon_mull(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                            size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
 void kz_matmul_q_neon_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void *w,

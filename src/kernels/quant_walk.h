@@ -4,13 +4,14 @@
  * once per kernel as a template.
  *
  * Before including it a kernel defines CHUNK_BLOCKS, its `act` (one token's int8
- * activations of a chunk and their scales), `quant_act(act *, const float *x, nb, q4)`
- * (q4: the activations will meet q4_0 weights, for kernels with a layout of their own)
+ * activations of a chunk and their scales), `quant_act(act *, const float *x, nb, q4, pf)`
+ * (q4: the activations will meet q4_0 weights, for kernels with a layout of their own;
+ * pf: the entry point's prefetch mode, for kernels that prefetch the weights)
  * and the always-inline `row_dots(float out[2], row, const act a[2], nb, nt, q4)`
  * (one weight row's partial dot products with nt = 1 or 2 tokens, q4 = 1 for
  * q4_0), which this file instantiates for each constant (nt, q4), and defines
  *
- *   static void quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4)
+ *   static void quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4, pf)
  *     n_in 0: y = 0 (empty sums, as the definition)
  *     tokens in pairs (a last single token alone)
  *       activation chunks of CHUNK_BLOCKS blocks: quant_act per token of the pair
@@ -42,7 +43,7 @@ static void rows_q4(float *out, const uint8_t *row, const act *a, size_t nb, int
 }
 
 static void quant_walk(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                       size_t n_tok, size_t o0, size_t o1, int q4) {
+                       size_t n_tok, size_t o0, size_t o1, int q4, int pf) {
     KZ_ASSERT(n_in % KZ_QK == 0);
     const size_t nb = n_in / KZ_QK;
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
@@ -60,7 +61,7 @@ static void quant_walk(float *y, size_t ldy, const float *x, size_t ldx, const v
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
             for (int k = 0; k < nt; k++) {
-                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4);
+                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4, pf);
             }
             for (size_t o = o0; o < o1; o++) {
                 const uint8_t *row = (const uint8_t *)w + (o * nb + c0) * bsize;

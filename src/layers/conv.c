@@ -354,12 +354,12 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
     KZ_ASSERT(e->x_bf16 && e->x_bf16_len >= need);
     const kz_kernels *k = e->k;
     const bool wide = k->round_bf16_f32 && e->x_bf16_len / 2 >= need;
-    round_job r = {.round = k->round_bf16 ? k->round_bf16 : kz_round_bf16_ref,
+    round_job r = {.round = k->round_bf16,
                    .round_f32 = wide ? k->round_bf16_f32 : NULL, .y = e->x_bf16,
                    .yf = (float *)(void *)e->x_bf16, .ldy = 2 * c->wb.k_pairs, .x = x,
                    .ldx = ldx, .n_cols = c->k_in};
     kz_exec_rows(e, n_rows + c->history, 4096 / r.ldy + 1, round_rows, &r);
-    j->gemm_bf16 = k->gemm_bf16 ? k->gemm_bf16 : kz_gemm_bf16_ref;
+    j->gemm_bf16 = k->gemm_bf16;
     j->args_bf16 = (kz_gemm_bf16_args){.y = j->args.y, .ldy = j->args.ldy,
                                        .x = wide ? NULL : e->x_bf16, .xf = wide ? r.yf : NULL,
                                        .ldx = r.ldy, .tap_stride = c->dilation, .w = &c->wb,

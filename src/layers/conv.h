@@ -35,7 +35,7 @@ typedef struct kz_exec {
     double flop_bf16; /* the part of flop that ran in the bf16 conv-GEMM */
     double bytes; /* weight bytes streamed by kz_matrix_mul */
     bool weights_reused; /* kz_matrix_mul's weights were read shortly before (the code
-                            predictor's): a prefetch hint, kernels.h kz_quant_set_thread_reuse */
+                            predictor's): the _reused quantized matmuls, a prefetch hint */
     uint16_t *x_bf16;  /* scratch for the bf16 input rows of convs using bf16 weights, set by
                           the stage that runs them (NULL otherwise), borrowed */
     size_t x_bf16_len; /* its length in bf16 elements */

@@ -6,8 +6,10 @@
  * take in turn. What a block runs depends on the number of tokens and the weight's
  * dtype:
  *
- *   decode steps (n_tok < GEMM_MIN_TOK): the kernel table's matmul for the dtype,
- *     dot products per row and token, the block's rows streamed once per pair;
+ *   decode steps (n_tok < GEMM_MIN_TOK): the kernel table's matmul for the dtype
+ *     (for quantized weights of an exec with weights_reused, the _reused entry points,
+ *     which prefetch for weights still in the last-level cache), dot products per row
+ *     and token, the block's rows streamed once per pair;
  *   prompts (n_tok >= GEMM_MIN_TOK) of F32, BF16 and F16 weights, and of Q8_0 / Q4_0
  *     weights where the table's prefill_gemm_quant says so: the GEMM path, the
  *     block's rows GEMM_ROWS at a time and their columns GEMM_KC at a time,
@@ -92,8 +94,10 @@ typedef struct mul_job {
     bool reused;     /* kz_exec.weights_reused */
 } mul_job;
 
+/* The table's matmul for o's dtype on rows [o0, o1); reused picks the quantized ones'
+ * entry points for weights still in the last-level cache (kernels.h). */
 static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x, size_t ldx,
-                     size_t n_tok, size_t o0, size_t o1) {
+                     size_t n_tok, size_t o0, size_t o1, bool reused) {
     const kz_matrix *m = o->m;
     switch (m->dtype) {
     case KZ_DTYPE_BF16:
@@ -103,10 +107,12 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
         k->matmul_f16(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
         break;
     case KZ_DTYPE_Q8_0:
-        k->matmul_q8_0(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
+        (reused ? k->matmul_q8_0_reused : k->matmul_q8_0)(o->y, o->ldy, x, ldx, m->data,
+                                                          m->cols, n_tok, o0, o1);
         break;
     case KZ_DTYPE_Q4_0:
-        k->matmul_q4_0(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
+        (reused ? k->matmul_q4_0_reused : k->matmul_q4_0)(o->y, o->ldy, x, ldx, m->data,
+                                                          m->cols, n_tok, o0, o1);
         break;
     default:
         k->matmul_f32(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
@@ -208,14 +214,13 @@ static void run_block(const mul_job *j, const kz_matrix_out *o, const float *x, 
     if (j->force_gemm || gemm_path(j->k, o->m->dtype, n_tok)) {
         gemm_block(j->k, o, x, j->ldx, n_tok, o0, o1);
     } else {
-        run_rows(j->k, o, x, j->ldx, n_tok, o0, o1);
+        run_rows(j->k, o, x, j->ldx, n_tok, o0, o1, j->reused);
     }
 }
 
 static void mul_rows(void *arg, size_t chunk, int worker) {
     const mul_job *j = arg;
     (void)worker;
-    kz_quant_set_thread_reuse(j->reused); // this thread's matvecs below
     size_t i = 0;
     while (chunk >= j->first[i + 1]) {
         i++;

@@ -179,8 +179,12 @@ static kz_status build_description(kz_model *m) {
     } else if (forms && forms->strings) { // say which precision would map them
         snprintf(note, sizeof note, " (the file stores the forms of %.40s)", forms->strings[0]);
     }
-    snprintf(b + w, n - (size_t)w, "cpu: %s\nkernels: %s\ncodec precision: %s%s\nload: %.0f ms",
-             kz_cpu_features(), m->kernels->name, precision, note, m->load_ms);
+    const kz_kernels *k = m->kernels;
+    snprintf(b + w, n - (size_t)w,
+             "cpu: %s\nkernels: %s\nkernel sub-level: %s%s\ncodec precision: %s%s\n"
+             "load: %.0f ms",
+             kz_cpu_features(), kz_isa_name(k->isa), k->name,
+             k->prefetch == KZ_QPF_L2 ? " (prefetch into L2)" : "", precision, note, m->load_ms);
     return KZ_OK;
 }
 
@@ -305,21 +309,22 @@ static kz_isa cap_to_isa(kz_isa_cap cap) {
     return KZ_ISA_AUTO;
 }
 
-/* FAST resolved for this CPU: bf16 on AMX tiles; winograd-bf16 where the bf16 GEMM
- * still beats the fp32 one (AVX512_BF16 off Intel, the AVX2 level); winograd elsewhere. */
+/* FAST resolved for this CPU by what the kernels' bf16 GEMM gains (kernels.h
+ * kz_bf16_gain): bf16 where it beats even the fp32 Winograd convs (AMX tiles),
+ * winograd-bf16 where it beats the fp32 GEMM, winograd elsewhere. */
 static kz_precision fast_precision(const kz_kernels *k) {
-    if (kz_kernels_bf16_on_amx(k)) {
-        return KZ_PRECISION_BF16;
+    switch (k->bf16_gain) {
+    case KZ_BF16_BEATS_WINOGRAD: return KZ_PRECISION_BF16;
+    case KZ_BF16_FASTER: return KZ_PRECISION_WINOGRAD_BF16;
+    case KZ_BF16_NO_GAIN: break;
     }
-    return kz_kernels_bf16_faster(k) ? KZ_PRECISION_WINOGRAD_BF16 : KZ_PRECISION_WINOGRAD;
+    return KZ_PRECISION_WINOGRAD;
 }
 
 kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p) {
-    const bool has_bf16 = m->kernels->gemm_bf16 != NULL;
     switch (p == KZ_PRECISION_FAST ? fast_precision(m->kernels) : p) {
-    case KZ_PRECISION_BF16: return has_bf16 ? KZ_PRECISION_BF16 : KZ_PRECISION_F32;
-    case KZ_PRECISION_WINOGRAD_BF16:
-        return has_bf16 ? KZ_PRECISION_WINOGRAD_BF16 : KZ_PRECISION_WINOGRAD;
+    case KZ_PRECISION_BF16: return KZ_PRECISION_BF16;
+    case KZ_PRECISION_WINOGRAD_BF16: return KZ_PRECISION_WINOGRAD_BF16;
     case KZ_PRECISION_WINOGRAD: return KZ_PRECISION_WINOGRAD;
     default: return KZ_PRECISION_F32;
     }
@@ -361,12 +366,11 @@ static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weight
     return st;
 }
 
-/* Switches the loaded codec to precision p (resolved for this CPU: without a bf16 dot
- * product bf16 stays f32 and winograd-bf16 is winograd), from the GGUF's stored forms when
- * it has p's, then maps in the pages of the forms in use (every chunk reads all of them):
- * only those, so that the fp32 panels a conversion or a stored form replaces never
- * become resident (a q8_0 load in winograd-bf16: peak RSS 1013 against 1122-1146 MB
- * populating every panel first). */
+/* Switches the loaded codec to precision p (FAST resolved for this CPU), from the GGUF's
+ * stored forms when it has p's, then maps in the pages of the forms in use (every chunk
+ * reads all of them): only those, so that the fp32 panels a conversion or a stored form
+ * replaces never become resident (a q8_0 load in winograd-bf16: peak RSS 1013 against
+ * 1122-1146 MB populating every panel first). */
 static kz_status use_codec_precision(kz_model *m, kz_precision p) {
     p = kz_model_codec_precision(m, p);
     kz_codec_forms forms = {0};

@@ -62,8 +62,8 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
 kz_status kz_model_bind_tts(kz_model *m);
 kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *opts);
 
-/* Precision p as it runs with m's kernels: FAST resolved for the CPU, the bf16 forms only
- * with a bf16 conv-GEMM (else f32 for bf16, winograd for winograd-bf16). */
+/* Precision p as it runs with m's kernels: FAST resolved for the CPU (every kernel table
+ * has a bf16 conv-GEMM, so the others run as they are at any level). */
 kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p);
 
 /* "f32", "bf16", "winograd", "fast", "winograd-bf16". */

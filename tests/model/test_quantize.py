@@ -245,17 +245,17 @@ def test_codec_forms(a, models):
             want, want_line = decode(a, plain, precision, f"plain_{forms}_{precision}")
             got, got_line = decode(a, out, precision, f"forms_{forms}_{precision}")
             check(want and got == want, f"forms {forms}, precision {precision}: audio differs")
-            # The precision in effect (a CPU without a bf16 GEMM runs winograd for
-            # winograd-bf16 and f32 for bf16) uses the stored forms only when they are its.
+            # The precision in effect uses the stored forms only when they are its.
             in_effect = want_line.split(":")[1].split()[0] if ":" in want_line else "?"
             stored = "(forms stored in the file)" in got_line
             check(stored == (in_effect == forms), f"forms {forms}, precision {precision}: "
                   f"{got_line!r} (plain file: {want_line!r})")
             check(stored or f"(the file stores the forms of {forms})" in got_line,
                   f"forms {forms}, precision {precision}: unused forms not named: {got_line!r}")
-    # Kernels without a bf16 GEMM (the scalar level) resolve winograd-bf16 to winograd:
+    # Kernels whose bf16 GEMM gains nothing (the scalar level) resolve fast to winograd:
     # forms of winograd-bf16 stay unused. The avx2 level (FMAs on widened bf16) uses them.
-    # Either way the audio is the plain file's at that level.
+    # winograd-bf16 asked for runs from the stored forms at either level, with the audio
+    # of the plain file at that level.
     wb16 = os.path.join(a.work, "forms_winograd-bf16.gguf")
     levels = (("scalar", b"winograd (the file stores the forms of winograd-bf16)"),
               ("avx2", b"winograd-bf16 (forms stored in the file)"))

@@ -1,11 +1,12 @@
 /*
  * test_gemm_bf16.c - the bf16 conv-GEMM (codec fast precision): scalar
- * definition, packing, and the levels (AVX2 / NEON FMAs, AVX512_BF16, AMX) against them.
+ * definition, packing, and every kernel table's (scalar: the definition; AVX2 / NEON
+ * FMAs, AVX512_BF16, AMX) against them.
  *
  * Data flow: seeded random inputs (xorshift, fixed seed) ->
  *   rounding  kz_bf16_round on hand-made cases (ties to even, denormals to signed
  *             zero, NaN quieted, overflow to infinity); round_bf16 and round_bf16_f32
- *             of each level (avx2, avx512, neon) vs the scalar definition bit for bit
+ *             of every table the CPU runs vs the scalar definition bit for bit
  *             (ragged widths, zeroed padding);
  *   packing   kz_packed_bf16_init vs the unpacked weights element by element,
  *             odd-k_in pair and columns >= n zero;
@@ -24,14 +25,15 @@
  *             >= n and row padding must stay untouched);
  *   splits    random row x panel splits over many calls vs one call: identical bits
  *             (scalar and level).
- * "Level" is every bf16 GEMM the CPU runs (kz_gemm_bf16_impls: AMX tiles and
- * AVX512_BF16's vdpbf16ps where present, FMAs on widened bf16 on every x86-64 with AVX2
- * and on NEON), each checked on its own; the FMA ones also from fp32 x (xf), bit for bit.
- * Without AVX2 or NEON the level checks are skipped with a note; the scalar checks
- * still run.
+ * "Level" is every kernel table the CPU runs (test_levels.h: every sub-level, scalar
+ * included, so the scalar table's gemm_bf16 is the definition), each distinct gemm_bf16
+ * (AMX tiles and AVX512_BF16's vdpbf16ps where present, FMAs on widened bf16 on every
+ * x86-64 with AVX2 and on NEON) checked once; the FMA ones also from fp32 x (xf), bit for
+ * bit. Each table's gemm_bf16_name names its function.
  */
 #include "kernels/kernels.h"
 #include "test.h"
+#include "test_levels.h"
 
 #include <float.h>
 #include <math.h>
@@ -47,11 +49,11 @@ static float from_bits(uint32_t u) {
     return v;
 }
 
-/* The levels whose rounding is under test (avx2, avx512, neon where the CPU runs them), and
- * every bf16 GEMM implementation the CPU runs. */
-static const kz_kernels *levels[3];
+/* Every table the CPU runs (their rounding is under test), and those of them whose
+ * gemm_bf16 differs from the previous table's (their GEMM is). */
+static const kz_kernels *levels[TEST_MAX_LEVELS];
 static size_t n_levels;
-static const kz_gemm_bf16_impl *impls;
+static const kz_kernels *impls[TEST_MAX_LEVELS];
 static size_t n_impls;
 
 /* --- rounding ------------------------------------------------------------ */
@@ -327,7 +329,13 @@ static float *widened_x(const gemm_data *d) {
     return xf;
 }
 
-static size_t n_checked[4], n_exact[4];
+static size_t n_checked[TEST_MAX_LEVELS], n_exact[TEST_MAX_LEVELS];
+
+/* Whether table k's gemm_bf16 gives the definition's bits: the definition itself and the
+ * FMA ones on widened bf16 (which read fp32 rows, round_bf16_f32). */
+static int exact_gemm(const kz_kernels *k) {
+    return k->gemm_bf16 == kz_gemm_bf16_ref || k->round_bf16_f32 != NULL;
+}
 
 static void gemm_parity(gemm_case c) {
     gemm_data d = gemm_data_new(c);
@@ -345,7 +353,7 @@ static void gemm_parity(gemm_case c) {
     for (size_t v = 0; v < n_impls; v++) {
         float *y = test_copy_floats(d.y_init, ny);
         a.y = y;
-        impls[v].gemm(&a, 0, c.rows, 0, d.wb.n_panels);
+        impls[v]->gemm_bf16(&a, 0, c.rows, 0, d.wb.n_panels);
         int ok = 1;
         double worst = 0.0;
         for (size_t t = 0; t < c.rows; t++) {
@@ -364,21 +372,23 @@ static void gemm_parity(gemm_case c) {
             }
         }
         CHECK_MSG(ok, "%s bf16 gemm differs from the definition beyond the bound (worst %.3g x)",
-                  impls[v].name, worst);
-        if (impls[v].round_f32) { // FMAs on widened bf16: every bit, from x or from xf
+                  impls[v]->name, worst);
+        if (exact_gemm(impls[v])) { // the definition's bits
             const int same = memcmp(y, y_ref, ny * sizeof(float)) == 0;
-            CHECK_MSG(same, "%s bf16 gemm differs from the definition", impls[v].name);
+            CHECK_MSG(same, "%s bf16 gemm differs from the definition", impls[v]->name);
             ok &= same;
+        }
+        if (impls[v]->round_bf16_f32) { // FMAs on widened bf16: every bit from xf too
             float *xf = widened_x(&d);
             memcpy(y, d.y_init, ny * sizeof(float));
             kz_gemm_bf16_args af = a;
             af.x = NULL;
             af.xf = xf;
             af.y = y;
-            impls[v].gemm(&af, 0, c.rows, 0, d.wb.n_panels);
+            impls[v]->gemm_bf16(&af, 0, c.rows, 0, d.wb.n_panels);
             const int same_xf = memcmp(y, y_ref, ny * sizeof(float)) == 0;
             CHECK_MSG(same_xf, "%s bf16 gemm from xf differs from the definition",
-                      impls[v].name);
+                      impls[v]->name);
             ok &= same_xf;
             free(xf);
         }
@@ -457,44 +467,65 @@ static void test_gemm(void) {
     }
     for (int trial = 0; trial < 60; trial++) {
         const gemm_case c = trial < 50 ? gemm_case_rand(40, 41, 90) : gemm_case_rand(230, 600, 70);
-        gemm_split("scalar", kz_gemm_bf16_ref, c);
         for (size_t v = 0; v < n_impls; v++) {
-            gemm_split(impls[v].name, impls[v].gemm, c);
+            gemm_split(impls[v]->name, impls[v]->gemm_bf16, c);
         }
     }
     for (size_t v = 0; v < n_impls; v++) {
-        printf("bf16 gemm %s: %zu of %zu elements equal the definition bit for bit\n",
-               impls[v].name, n_exact[v], n_checked[v]);
+        printf("bf16 gemm %s (%s): %zu of %zu elements equal the definition bit for bit\n",
+               impls[v]->gemm_bf16_name, impls[v]->name, n_exact[v], n_checked[v]);
     }
 }
 
+/* The gemm_bf16 function a table's gemm_bf16_name names (NULL: not in this build). */
+static gemm_bf16_fn named_gemm(const char *name) {
+    if (strcmp(name, "ref") == 0) {
+        return kz_gemm_bf16_ref;
+    }
+#ifdef KZ_HAVE_X86
+    if (strcmp(name, "avx2") == 0) {
+        return kz_gemm_bf16_avx2;
+    }
+    if (strcmp(name, "avx512bf16") == 0) {
+        return kz_gemm_bf16_avx512;
+    }
+    if (strcmp(name, "amx") == 0) {
+        return kz_gemm_bf16_amx;
+    }
+#endif
+#ifdef KZ_HAVE_ARM
+    if (strcmp(name, "neon") == 0) {
+        return kz_gemm_bf16_neon;
+    }
+#endif
+    return NULL;
+}
+
 int main(void) {
-    const kz_isa isas[] = {KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
-    for (size_t i = 0; i < 3; i++) {
-        const kz_kernels *k = kz_kernels_for(isas[i]);
-        if (k && k->isa == isas[i]) {
-            CHECK_MSG(k->gemm_bf16 && (k->round_bf16 || k->round_bf16_f32),
-                      "%s: no bf16 gemm in the table", k->name);
-            levels[n_levels++] = k;
+    for (size_t l = 0; l < test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
+        if (!k) {
+            continue;
+        }
+        CHECK_MSG(k->gemm_bf16 && k->round_bf16 && k->gemm_bf16_name,
+                  "%s: no bf16 gemm or rounding in the table", k->name);
+        CHECK_MSG(k->gemm_bf16 == named_gemm(k->gemm_bf16_name), "%s: gemm_bf16 is not %s",
+                  k->name, k->gemm_bf16_name);
+        // Only the FMA ones on widened bf16 read fp32 rows.
+        const int fma = strcmp(k->gemm_bf16_name, "avx2") == 0 ||
+                        strcmp(k->gemm_bf16_name, "neon") == 0;
+        CHECK_MSG(fma == (k->round_bf16_f32 != NULL), "%s: round_bf16_f32 %s", k->name,
+                  k->round_bf16_f32 ? "set" : "missing");
+        levels[n_levels++] = k;
+        if (n_impls == 0 || impls[n_impls - 1]->gemm_bf16 != k->gemm_bf16) {
+            impls[n_impls++] = k;
+            printf("bf16 gemm %s: in sub-level %s\n", k->gemm_bf16_name, k->name);
         }
     }
-    n_impls = kz_gemm_bf16_impls(&impls);
-    CHECK(n_impls <= 4);
-    CHECK(n_impls == 0 || impls[n_impls - 1].round_f32); // the FMA one comes last
-    for (size_t v = 0; v < n_impls; v++) { // ... and only it reads fp32 x
-        const int fma = strcmp(impls[v].name, "avx2") == 0 || strcmp(impls[v].name, "neon") == 0;
-        CHECK_MSG(fma == (impls[v].round_f32 != NULL), "%s: round_f32 %s", impls[v].name,
-                  impls[v].round_f32 ? "set" : "missing");
-    }
-    // The best level's table holds the best implementation.
-    CHECK(n_levels == 0 || (n_impls > 0 && levels[n_levels - 1]->gemm_bf16 == impls[0].gemm));
-    for (size_t v = 0; v < n_impls; v++) {
-        printf("bf16 gemm implementation: %s\n", impls[v].name);
-    }
-    if (n_levels == 0) {
-        printf("note: no AVX2 or NEON here: only the scalar definition is tested\n");
-    }
-    CHECK(kz_kernels_scalar.gemm_bf16 == NULL); // the scalar level keeps the codec in fp32
+    // The scalar table runs the bf16 codec too: the definitions.
+    CHECK(kz_kernels_scalar.gemm_bf16 == kz_gemm_bf16_ref);
+    CHECK(kz_kernels_scalar.round_bf16 == kz_round_bf16_ref);
+    CHECK(n_levels > 0 && levels[0] == &kz_kernels_scalar);
     test_round();
     test_pack();
     test_gemm();

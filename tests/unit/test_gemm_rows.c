@@ -221,8 +221,8 @@ static void test_blocks(const kz_kernels *k, int q4) {
 }
 
 int main(void) {
-    for (size_t l = 0; l < TEST_N_LEVELS; l++) {
-        const kz_kernels *k = test_level(test_levels[l]);
+    for (size_t l = 0; l < test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
         if (!k) {
             continue;
         }

@@ -2,8 +2,8 @@
  * test_kernels.c - every kernel level against the scalar definitions.
  *
  * Data flow: seeded random inputs (xorshift, fixed seed) -> the scalar table
- * and every level the CPU can run (kz_kernels_for; levels it cannot run are
- * printed as skipped) -> compared as follows:
+ * and every level and sub-level the CPU can run (test_levels.h; those it cannot run
+ * are printed as skipped) -> compared as follows:
  *   packing   element by element against the unpacked weights, zero padding,
  *             64-byte alignment;
  *   gemm      scalar vs a naive loop over the unpacked weights written here
@@ -19,11 +19,14 @@
  *             lane-parallel sums); axpy and mix_rows bit-identical; results independent of
  *             the buffers' alignment (bit-identical at offsets 0 and 1).
  *   dispatch  names, parsing, the cap, KZ_ISA through setenv (an unknown
- *             value logs one warning and is ignored).
+ *             value logs one warning and is ignored); the sub-levels: in order,
+ *             each table complete (every kernel, the bf16 GEMM included), a level
+ *             selecting its highest sub-level.
  */
 #include "kernels/kernels.h"
 #include "kztts.h"
 #include "test.h"
+#include "test_levels.h"
 
 #include <float.h>
 #include <stdint.h>
@@ -36,8 +39,8 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static const kz_isa all_levels[] = {KZ_ISA_SCALAR, KZ_ISA_AVX2, KZ_ISA_AVX512, KZ_ISA_NEON};
 #define N_LEVELS (sizeof all_levels / sizeof all_levels[0])
 
-/* Every level except scalar that this CPU runs. */
-static const kz_kernels *simd_levels[N_LEVELS];
+/* Every sub-level except scalar that this CPU runs. */
+static const kz_kernels *simd_levels[TEST_MAX_LEVELS];
 static size_t n_simd_levels;
 
 /* Levels this build has tables for: x86 builds never hold NEON, nor ARM builds AVX. */
@@ -87,6 +90,61 @@ static kz_isa select_expected(kz_isa cap) {
     return l;
 }
 
+/* Whether table k has every kernel (round_bf16_f32 is optional: kernels.h). */
+static int complete(const kz_kernels *k) {
+    return k->gemm && k->gemm_mr && k->gemm_bf16 && k->round_bf16 && k->gemm_bf16_name &&
+           k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->swiglu && k->dot &&
+           k->axpy && k->mix_rows && k->matmul_bf16 && k->matmul_f16 && k->matmul_f32 &&
+           k->matmul_q8_0 && k->matmul_q4_0 && k->matmul_q8_0_reused &&
+           k->matmul_q4_0_reused && k->quant && k->gemm_rows && k->rows_to_f32_bf16 &&
+           k->rows_to_f32_f16 && k->rows_to_f32_q8_0 && k->rows_to_f32_q4_0;
+}
+
+/* The sub-levels: named in order (scalar first, levels ascending, each level's name
+ * first among its own), every table the CPU runs complete and found by its name, a
+ * level's table its highest sub-level; collects the SIMD ones for the parity tests. */
+static void test_sublevels(void) {
+    const char *const *names;
+    const size_t n = kz_kernels_sublevels(&names);
+    CHECK(n >= 1 && n <= TEST_MAX_LEVELS && strcmp(names[0], "scalar") == 0);
+    CHECK(kz_kernels_named("scalar") == &kz_kernels_scalar);
+    CHECK(kz_kernels_named("avx512-foo") == NULL && kz_kernels_named("") == NULL &&
+          kz_kernels_named(NULL) == NULL);
+    const kz_kernels *highest[KZ_ISA_NEON + 1] = {0};
+    kz_isa last = KZ_ISA_SCALAR;
+    for (size_t i = 0; i < n; i++) {
+        kz_isa isa = KZ_ISA_AUTO;
+        for (size_t l = 0; l < N_LEVELS; l++) { // the level whose name starts the sub-level's
+            const char *ln = kz_isa_name(all_levels[l]);
+            if (strncmp(names[i], ln, strlen(ln)) == 0) {
+                isa = all_levels[l];
+            }
+        }
+        CHECK_MSG(isa != KZ_ISA_AUTO && isa >= last, "sub-level %s out of order", names[i]);
+        CHECK_MSG(isa == last || strcmp(names[i], kz_isa_name(isa)) == 0,
+                  "the first sub-level of level %s is %s", kz_isa_name(isa), names[i]);
+        last = isa;
+        const kz_kernels *k = kz_kernels_named(names[i]);
+        if (!k) {
+            printf("sub-level %-12s: SKIPPED (not supported by this CPU)\n", names[i]);
+            continue;
+        }
+        CHECK_MSG(strcmp(k->name, names[i]) == 0 && k->isa == isa, "table %s: name or level",
+                  names[i]);
+        CHECK_MSG(complete(k), "table %s lacks a kernel", names[i]);
+        printf("sub-level %-12s: runs here, tested (prefetch %s, bf16 gemm %s)\n", k->name,
+               k->prefetch == KZ_QPF_L2 ? "L2" : "L1", k->gemm_bf16_name);
+        highest[isa] = k;
+        if (isa != KZ_ISA_SCALAR && n_simd_levels < TEST_MAX_LEVELS) {
+            simd_levels[n_simd_levels++] = k;
+        }
+    }
+    for (size_t l = 0; l < N_LEVELS; l++) {
+        CHECK_MSG(kz_kernels_for(all_levels[l]) == highest[all_levels[l]],
+                  "level %s does not select its highest sub-level", kz_isa_name(all_levels[l]));
+    }
+}
+
 static void test_dispatch(void) {
     const kz_isa best = kz_cpu_best_isa();
     printf("cpu: best level %s, features: %s\n", kz_isa_name(best), kz_cpu_features());
@@ -97,12 +155,8 @@ static void test_dispatch(void) {
         if (k) {
             CHECK(k->isa == all_levels[l]);
             CHECK_STR_CONTAINS(k->name, kz_isa_name(all_levels[l]));
-            CHECK(k->gemm && k->snake_beta && k->rms_norm && k->layer_norm && k->gelu &&
-                  k->swiglu && k->dot && k->axpy && k->mix_rows);
-            printf("level %-6s: runs here, tested\n", kz_isa_name(all_levels[l]));
-            if (all_levels[l] != KZ_ISA_SCALAR) {
-                simd_levels[n_simd_levels++] = k;
-            }
+            printf("level %-6s: runs here (sub-level %s)\n", kz_isa_name(all_levels[l]),
+                   k->name);
         } else {
             CHECK(all_levels[l] > best || !level_built(all_levels[l]));
             printf("level %-6s: SKIPPED (not supported by this CPU or build)\n",
@@ -110,6 +164,7 @@ static void test_dispatch(void) {
         }
     }
     CHECK(kz_kernels_for(KZ_ISA_AUTO) == NULL);
+    test_sublevels();
 #ifdef KZ_HAVE_ARM
     CHECK(best == KZ_ISA_NEON); // Advanced SIMD is baseline on aarch64
 #endif
@@ -433,7 +488,7 @@ static void test_gemm(void) {
         gemm_parity(big[i]);
     }
     // Split invariance at every level, scalar included.
-    const kz_kernels *all[N_LEVELS] = {&kz_kernels_scalar};
+    const kz_kernels *all[TEST_MAX_LEVELS + 1] = {&kz_kernels_scalar};
     size_t n_all = 1;
     for (size_t l = 0; l < n_simd_levels; l++) {
         all[n_all++] = simd_levels[l];
@@ -548,7 +603,7 @@ static void test_sin_accuracy(void) {
         alpha[i] = ldexpf(a, 100);
         ib[i] = 1.0f;
     }
-    const kz_kernels *levels[N_LEVELS] = {&kz_kernels_scalar};
+    const kz_kernels *levels[TEST_MAX_LEVELS + 1] = {&kz_kernels_scalar};
     size_t n_levels = 1;
     for (size_t l = 0; l < n_simd_levels; l++) {
         levels[n_levels++] = simd_levels[l];
@@ -714,7 +769,7 @@ static void test_gelu_accuracy(void) {
     for (size_t i = 0; i < N; i++) {
         x[i] = -10.0f + 20.0f * (float)i / (float)(N - 1);
     }
-    const kz_kernels *levels[N_LEVELS] = {&kz_kernels_scalar};
+    const kz_kernels *levels[TEST_MAX_LEVELS + 1] = {&kz_kernels_scalar};
     size_t n_levels = 1;
     for (size_t l = 0; l < n_simd_levels; l++) {
         levels[n_levels++] = simd_levels[l];

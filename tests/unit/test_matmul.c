@@ -91,8 +91,8 @@ static void check_level(const kz_kernels *k, size_t rows, size_t n_in, size_t n_
 }
 
 int main(void) {
-    for (size_t l = 0; l < TEST_N_LEVELS; l++) {
-        const kz_kernels *k = test_level(test_levels[l]);
+    for (size_t l = 0; l < test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
         if (!k) {
             continue;
         }

@@ -31,7 +31,10 @@
  *     every split of the 22 tokens equals a group call for each part, on 1..4
  *     threads (each part's count picks its path: 1-3 tokens the matmuls, 4 or more
  *     the GEMM or the int8 matmuls);
- *   - the exec's flop and byte counters.
+ *   - the exec's flop and byte counters;
+ *   - an exec with weights_reused (the code predictor's) runs the table's _reused
+ *     quantized matmuls for decode steps, with the bits of the others (a table whose
+ *     _reused entries count their calls).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -303,6 +306,49 @@ static void check_split(kz_pool *const *pools, const kz_kernels *k, const kz_mat
     free(got);
 }
 
+/* Calls of the counting entry points below; the table they wrap. */
+static int reused_calls;
+static const kz_kernels *reused_base;
+
+static void q8_counted(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                       size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    reused_calls++;
+    reused_base->matmul_q8_0_reused(y, ldy, x, ldx, w, n_in, n_tok, o0, o1);
+}
+
+static void q4_counted(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                       size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    reused_calls++;
+    reused_base->matmul_q4_0_reused(y, ldy, x, ldx, w, n_in, n_tok, o0, o1);
+}
+
+/* Decode steps of a quantized matrix on an exec with weights_reused: the _reused entry
+ * points run (one call per pool block), with the bits of the plain ones; without the
+ * flag they do not run. */
+static void check_reused(kz_pool *const *pools, const kz_kernels *k, const kz_matrix *m,
+                         const float *x, size_t ldx) {
+    kz_kernels counted = *k;
+    counted.matmul_q8_0_reused = q8_counted;
+    counted.matmul_q4_0_reused = q4_counted;
+    reused_base = k;
+    const size_t ldy = m->rows;
+    float *ref = malloc(2 * ldy * sizeof(float)), *y = malloc(2 * ldy * sizeof(float));
+    matmul_fn(k, m->dtype)(ref, ldy, x, ldx, m->data, m->cols, 2, 0, m->rows);
+    kz_exec plain = {.k = &counted, .pool = pools[1]};
+    reused_calls = 0;
+    kz_matrix_mul(m, &plain, y, ldy, x, ldx, 2);
+    CHECK_MSG(reused_calls == 0, "%s %s: the _reused matmul ran without weights_reused",
+              k->name, dtype_name(m->dtype));
+    kz_exec reused = {.k = &counted, .pool = pools[1], .weights_reused = true};
+    kz_matrix_mul(m, &reused, y, ldy, x, ldx, 2);
+    CHECK_MSG(reused_calls > 0, "%s %s: weights_reused did not run the _reused matmul",
+              k->name, dtype_name(m->dtype));
+    CHECK_MSG(memcmp(ref, y, 2 * ldy * sizeof(float)) == 0,
+              "%s %s: the _reused matmul changes bits", k->name, dtype_name(m->dtype));
+    free(ref);
+    free(y);
+}
+
 int main(void) {
     kz_pool *pools[MAX_THREADS];
     for (int p = 0; p < MAX_THREADS; p++) {
@@ -315,8 +361,8 @@ int main(void) {
     static const kz_dtype dtypes[] = {KZ_DTYPE_F32, KZ_DTYPE_BF16, KZ_DTYPE_F16, KZ_DTYPE_Q8_0,
                                       KZ_DTYPE_Q4_0};
     const size_t rows = 37;
-    for (size_t l = 0; l < TEST_N_LEVELS; l++) {
-        const kz_kernels *k = test_level(test_levels[l]);
+    for (size_t l = 0; l < test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
         if (!k) {
             continue;
         }
@@ -344,6 +390,7 @@ int main(void) {
                 check_decode(pools, k, &s.m, x, ldx);
                 if (dtypes[d] == KZ_DTYPE_Q8_0 || dtypes[d] == KZ_DTYPE_Q4_0) {
                     check_token_sets(k, &s.m, x, ldx); // (the f32 / bf16 matmuls may differ)
+                    check_reused(pools, k, &s.m, x, ldx);
                 }
                 free(s.data);
                 free(f.data);

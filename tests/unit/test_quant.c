@@ -10,8 +10,9 @@
  *    random shapes (rows 1..70, n_in 32..3072 and 8224 (two activation chunks,
  *    odd tail), 1..5 tokens, strided and misaligned x / y / w), quantized and
  *    raw random codes -> bit-identical results for any split of rows or tokens
- *    -> on x86, the AVX-512 kernels' VNNI and plain integer paths give the same
- *    bits (the second runs on any AVX-512 CPU; the first where the CPU has VNNI).
+ *    -> the sub-levels of one level (AVX-512: plain, VNNI, AMX; NEON: baseline,
+ *    SDOT, SMMLA) give the same bits where their quantized matmuls differ, and so
+ *    does every prefetch policy's entry point of a table.
  *
  * Tolerance of a SIMD level against the float definition. The SIMD kernels
  * replace the activations x_i of block b by d_x q_i with d_x = max|x| / 127,
@@ -348,7 +349,7 @@ static double block_codes(const uint8_t *w, size_t o, size_t nb, size_t b, int q
     return kz_fp16_to_f32(h);
 }
 
-static double worst_ratio[4][2];
+static double worst_ratio[TEST_MAX_LEVELS][2];
 
 /* Checks got against ref (loose bound) and against the exact quantized-activation
  * value (tight bound) for every (t, o). Returns the number of violations. */
@@ -513,8 +514,8 @@ static void check_matmul(const kz_kernels *k, int level, int q4, size_t rows, si
 
 static void test_matmul(void) {
     static const size_t widths[] = {32, 64, 96, 1024, 3072};
-    for (int l = 0; l < (int)TEST_N_LEVELS; l++) {
-        const kz_kernels *k = test_level(test_levels[l]);
+    for (int l = 0; l < (int)test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
         if (!k) {
             continue;
         }
@@ -560,16 +561,15 @@ static void test_matmul(void) {
     }
 }
 
-#if defined(KZ_HAVE_X86) || defined(KZ_HAVE_ARM)
-/* One shape of a quantized matmul run with switch(0) and switch(1) (a path toggle of
- * the AVX-512 or NEON kernel): returns whether both wrote the same bits, padding
- * included. */
+/* One shape of a quantized matmul for comparing two entry points bit for bit. */
 typedef struct path_case {
     int q4, raw;
     size_t rows, o0, n_in, n_tok, ldx, ldy;
 } path_case;
 
-static int paths_agree(const kz_kernels *k, const path_case *c, int (*toggle)(int)) {
+/* Runs fa and fb (matmuls of c's format) on one shape: whether both wrote the same bits,
+ * padding included. */
+static int paths_agree(kz_matmul_fn fa, kz_matmul_fn fb, const path_case *c) {
     const size_t nb = c->n_in / KZ_QK, bs = c->q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
     const size_t ny = c->n_tok * c->ldy;
     uint8_t *wbuf = malloc(c->rows * nb * bs + 1); // +1: misaligned weights
@@ -582,11 +582,8 @@ static int paths_agree(const kz_kernels *k, const path_case *c, int (*toggle)(in
         for (size_t i = 0; i < ny; i++) {
             y[v][i] = -7.0f;
         }
-        toggle(v);
-        (c->q4 ? k->matmul_q4_0 : k->matmul_q8_0)(y[v], c->ldy, x, c->ldx, wbuf + 1, c->n_in,
-                                                  c->n_tok, c->o0, c->rows);
+        (v ? fb : fa)(y[v], c->ldy, x, c->ldx, wbuf + 1, c->n_in, c->n_tok, c->o0, c->rows);
     }
-    toggle(1);
     const int same = memcmp(y[0], y[1], ny * sizeof(float)) == 0;
     free(wbuf);
     free(x);
@@ -595,191 +592,101 @@ static int paths_agree(const kz_kernels *k, const path_case *c, int (*toggle)(in
     free(y[1]);
     return same;
 }
-#endif
 
-/* The AVX-512 kernels' two integer paths (vpdpbusd, or maddubs + madd) compute
- * the same exact block sums and the same float sequence: identical bits. */
-static void test_vnni_paths(void) {
-#ifdef KZ_HAVE_X86
-    const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
-    if (!k) {
-        printf("vnni paths: no AVX-512, skipped\n");
-        return;
-    }
-    const int has_vnni = kz_quant_avx512_set_vnni(1);
-    int cases = 0;
-    for (int q4 = 0; q4 < 2; q4++) {
-        for (int rep = 0; rep < 24; rep++) {
-            path_case c = {.q4 = q4, .raw = rep % 2};
-            c.rows = 1 + test_rng_below(&rng, 40);
-            c.n_tok = 1 + test_rng_below(&rng, rep % 3 ? 4 : 12); // VNNI sets: up to 8
-            c.n_in = rep < 20 ? 32 * (1 + (size_t)rep) : 32 * (1 + test_rng_below(&rng, 300));
-            c.ldx = c.n_in;
-            c.ldy = c.rows;
-            CHECK_MSG(paths_agree(k, &c, kz_quant_avx512_set_vnni),
-                      "%s rows %zu n_in %zu n_tok %zu: VNNI and plain paths differ",
-                      q4 ? "q4_0" : "q8_0", c.rows, c.n_in, c.n_tok);
-            cases++;
-        }
-    }
-    printf("vnni paths: %d cases, %s\n", cases,
-           has_vnni ? "VNNI == plain" : "no VNNI on this CPU: plain path only");
-#endif
+/* Case rep of a comparison: 1-75 rows from a random o0, 1-120 blocks (rep 5: 8224
+ * inputs, two activation chunks, the second odd), strided x and y, misaligned weights;
+ * tokens from 1 through sets of 4 and 8 (the AVX-512 kernels), pairs (NEON's SMMLA), one
+ * and two AMX token tiles (8 or more) to 47. */
+static path_case path_case_of(int q4, int rep) {
+    static const size_t toks[] = {1, 2, 3, 5, 8, 9, 12, 16, 17, 22, 33, 47};
+    path_case c = {.q4 = q4, .raw = rep % 2, .n_tok = toks[rep % 12]};
+    c.rows = 1 + test_rng_below(&rng, 75);
+    c.n_in = rep == 5 ? 8224 : 32 * (1 + test_rng_below(&rng, 120));
+    c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
+    c.ldx = c.n_in + (size_t)(rep % 3);
+    c.ldy = c.rows + (size_t)(rep % 2);
+    return c;
 }
 
-/* The AMX-INT8 prompt path of the AVX-512 q8_0 kernel gives the bits of the VNNI
- * path: ragged row tiles, one and two token tiles, more than 32 tokens, two
- * activation chunks, strided x and y, misaligned weights, o0 > 0. */
-static void test_amx_path(void) {
-#ifdef KZ_HAVE_X86
-    const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
-    if (!k || !kz_quant_avx512_set_amx(1)) {
-        printf("amx path: no AMX-INT8 on this CPU (or the OS refused its tiles), skipped\n");
-        return;
-    }
-    static const size_t toks[] = {8, 9, 16, 17, 22, 32, 33, 47};
-    int cases = 0;
-    for (int rep = 0; rep < 24; rep++) {
-        path_case c = {.q4 = 0, .raw = rep % 2, .n_tok = toks[rep % 8]};
-        c.rows = 1 + test_rng_below(&rng, 75);
-        c.n_in = rep == 5 ? 8224 : 32 * (1 + test_rng_below(&rng, 100));
-        c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
-        c.ldx = c.n_in + 5;
-        c.ldy = c.rows + 3;
-        CHECK_MSG(paths_agree(k, &c, kz_quant_avx512_set_amx),
-                  "q8_0 rows %zu..%zu n_in %zu n_tok %zu: AMX and VNNI paths differ", c.o0, c.rows,
-                  c.n_in, c.n_tok);
-        cases++;
-    }
-    printf("amx path: %d cases, AMX == VNNI\n", cases);
-#endif
-}
-
-#ifdef KZ_HAVE_X86
-static int set_prefetch_l2(int on) {
-    kz_quant_set_prefetch(on ? KZ_QPF_L2 : KZ_QPF_L1);
-    return 1;
-}
-
-/* KZ_QPF_L2, for weights streamed (0) or reused (1). */
-static int set_reuse(int on) {
-    kz_quant_set_prefetch(KZ_QPF_L2);
-    kz_quant_set_thread_reuse(on);
-    return kz_quant_get_thread_reuse() == (on != 0);
-}
-#endif
-
-/* The x86 quantized matvecs under both prefetch policies (kernels.h: into L1 or L2,
- * another distance and a flag carried through the kernels' calls) and, under KZ_QPF_L2,
- * with and without the thread's reuse hint (other distances): identical bits, one to a
- * dozen tokens, on AVX2 and AVX-512. */
-static void test_prefetch_policies(void) {
-#ifdef KZ_HAVE_X86
-    const kz_quant_prefetch probed = kz_quant_get_prefetch();
-    const kz_isa levels[] = {KZ_ISA_AVX2, KZ_ISA_AVX512};
-    for (size_t l = 0; l < 2; l++) {
-        const kz_kernels *k = kz_kernels_for(levels[l]);
+/* The sub-levels of one level form the same exact integer block sums and the same
+ * float sequence in their quantized matmuls (AVX-512: maddubs, vpdpbusd, AMX-INT8
+ * tiles for q8_0 prompts; NEON: baseline, SDOT, SMMLA for 2+ tokens): each sub-level
+ * the CPU runs gives the bits of the one below it where their entry points differ. */
+static void test_sublevel_paths(void) {
+    const kz_kernels *prev = NULL;
+    int compared = 0;
+    for (size_t l = 0; l < test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
         if (!k) {
-            printf("prefetch policies: no %s, skipped\n", kz_isa_name(levels[l]));
+            continue;
+        }
+        if (!prev || prev->isa != k->isa || prev->quant == k->quant) {
+            prev = k;
             continue;
         }
         int cases = 0;
         for (int q4 = 0; q4 < 2; q4++) {
-            for (int rep = 0; rep < 12; rep++) {
-                path_case c = {.q4 = q4, .raw = rep % 2};
-                c.rows = 1 + test_rng_below(&rng, 40);
-                c.n_tok = 1 + test_rng_below(&rng, rep % 3 ? 2 : 12);
-                c.n_in = rep == 3 ? 8224 : 32 * (1 + test_rng_below(&rng, 200));
-                c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
-                c.ldx = c.n_in + (size_t)(rep % 2);
-                c.ldy = c.rows;
-                CHECK_MSG(paths_agree(k, &c, set_prefetch_l2),
-                          "%s %s rows %zu..%zu n_in %zu n_tok %zu: L1 and L2 prefetch differ",
-                          k->name, q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
-                CHECK_MSG(paths_agree(k, &c, set_reuse),
-                          "%s %s rows %zu..%zu n_in %zu n_tok %zu: reuse hint changes results",
-                          k->name, q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok);
+            for (int rep = 0; rep < 36; rep++) {
+                const path_case c = path_case_of(q4, rep);
+                CHECK_MSG(paths_agree(q4 ? prev->matmul_q4_0 : prev->matmul_q8_0,
+                                      q4 ? k->matmul_q4_0 : k->matmul_q8_0, &c),
+                          "%s rows %zu..%zu n_in %zu n_tok %zu: %s and %s differ",
+                          q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok, prev->name,
+                          k->name);
                 cases++;
             }
         }
-        printf("prefetch policies: %s %d cases, L1 == L2 == L2 reused\n", k->name, cases);
+        printf("sub-level paths: %s == %s, %d cases\n", k->name, prev->name, cases);
+        compared++;
+        prev = k;
     }
-    kz_quant_set_prefetch(probed);
-    kz_quant_set_thread_reuse(0);
-    CHECK(kz_quant_get_prefetch() == probed && !kz_quant_get_thread_reuse());
-#else
-    printf("prefetch policies: not an x86 build, skipped\n");
-#endif
+    if (!compared) {
+        printf("sub-level paths: no two quantized paths of one level on this CPU, skipped\n");
+    }
 }
 
-#ifdef KZ_HAVE_ARM
-/* reps cases per format of one NEON variant against another (toggle switches the
- * variant under test off and on; what names the pair): 1-40 rows from a random o0,
- * 1-120 blocks (rep 7: 8224 inputs, two activation chunks), strided x and y,
- * misaligned weights. Tokens: 2 to 21 in turn, then 2-24 at random, when the variant
- * takes two or more (pairs); else 1-3, or 1-12 in every third case. */
-static int neon_path_cases(const kz_kernels *k, int reps, int pairs, int (*toggle)(int),
-                           const char *what) {
-    int cases = 0;
-    for (int q4 = 0; q4 < 2; q4++) {
-        for (int rep = 0; rep < reps; rep++) {
-            path_case c = {.q4 = q4, .raw = rep % 2};
-            c.rows = 1 + test_rng_below(&rng, 40);
-            if (pairs) {
-                c.n_tok = 2 + (rep < 20 ? (size_t)rep : test_rng_below(&rng, 23));
-            } else {
-                c.n_tok = 1 + test_rng_below(&rng, rep % 3 ? 3 : 12);
+/* Every table's quantized matmuls under both prefetch policies (kernels.h
+ * kz_quant_prefetch: other prefetches, a mode carried through the x86 kernels' calls),
+ * for streamed and reused weights, give the bits of the table's own, one to 47 tokens;
+ * and each table's entry points are its quant set's for its policy. */
+static void test_prefetch_policies(void) {
+    for (size_t l = 0; l < test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
+        if (!k) {
+            continue;
+        }
+        CHECK_MSG(k->quant && k->matmul_q8_0 == k->quant->q8_0[k->prefetch][0] &&
+                      k->matmul_q4_0 == k->quant->q4_0[k->prefetch][0] &&
+                      k->matmul_q8_0_reused == k->quant->q8_0[k->prefetch][1] &&
+                      k->matmul_q4_0_reused == k->quant->q4_0[k->prefetch][1],
+                  "%s: the quantized matmuls are not its quant set's", k->name);
+        int cases = 0, variants = 0;
+        for (int q4 = 0; q4 < 2; q4++) {
+            for (int p = 0; p < KZ_QPF_COUNT; p++) {
+                for (int reused = 0; reused < 2; reused++) {
+                    const kz_matmul_fn own = q4 ? k->matmul_q4_0 : k->matmul_q8_0;
+                    const kz_matmul_fn f = (q4 ? k->quant->q4_0 : k->quant->q8_0)[p][reused];
+                    if (f == own) {
+                        continue; // the same function
+                    }
+                    variants++;
+                    for (int rep = 0; rep < 12; rep++) {
+                        const path_case c = path_case_of(q4, rep);
+                        CHECK_MSG(paths_agree(own, f, &c),
+                                  "%s %s rows %zu..%zu n_in %zu n_tok %zu: prefetch policy %d "
+                                  "reused %d differs",
+                                  k->name, q4 ? "q4_0" : "q8_0", c.o0, c.rows, c.n_in, c.n_tok, p,
+                                  reused);
+                        cases++;
+                    }
+                }
             }
-            c.n_in = rep == 7 ? 8224 : 32 * (1 + test_rng_below(&rng, 120));
-            c.o0 = c.rows > 1 ? test_rng_below(&rng, c.rows / 2) : 0;
-            c.ldx = c.n_in + (size_t)(rep % 3);
-            c.ldy = c.rows + (size_t)(rep % 2);
-            CHECK_MSG(paths_agree(k, &c, toggle),
-                      "%s rows %zu..%zu n_in %zu n_tok %zu: %s paths differ", q4 ? "q4_0" : "q8_0",
-                      c.o0, c.rows, c.n_in, c.n_tok, what);
-            cases++;
+        }
+        if (variants) {
+            printf("prefetch policies: %s, %d entry points, %d cases, all the same bits\n",
+                   k->name, variants, cases);
         }
     }
-    return cases;
-}
-#endif
-
-/* The NEON kernels' SDOT variant (dotprod extension) forms the baseline variant's
- * integer block totals and float sequence: identical bits, for both formats, one to a
- * dozen tokens. The SMMLA variant is switched off here (it would take the calls of 2+
- * tokens). */
-static void test_dotprod_path(void) {
-#ifdef KZ_HAVE_ARM
-    const kz_kernels *k = kz_kernels_for(KZ_ISA_NEON);
-    if (!k || !kz_quant_neon_set_dotprod(1)) {
-        printf("dotprod path: no dotprod extension on this CPU, skipped\n");
-        return;
-    }
-    kz_quant_neon_set_i8mm(0);
-    const int cases = neon_path_cases(k, 24, 0, kz_quant_neon_set_dotprod, "SDOT and baseline");
-    kz_quant_neon_set_i8mm(1);
-    printf("dotprod path: %d cases, SDOT == baseline\n", cases);
-#else
-    printf("dotprod path: not an aarch64 build, skipped\n");
-#endif
-}
-
-/* The NEON kernels' SMMLA variant (i8mm extension, calls of two or more tokens) gives
- * the SDOT variant's bits: odd and even token counts (a last token paired with
- * itself) up to three groups of eight, odd and even row ranges (a last row paired
- * with itself), n_in not a multiple of four blocks. */
-static void test_i8mm_path(void) {
-#ifdef KZ_HAVE_ARM
-    const kz_kernels *k = kz_kernels_for(KZ_ISA_NEON);
-    if (!k || !kz_quant_neon_set_i8mm(1)) {
-        printf("i8mm path: no i8mm extension on this CPU, skipped\n");
-        return;
-    }
-    const int cases = neon_path_cases(k, 30, 1, kz_quant_neon_set_i8mm, "SMMLA and SDOT");
-    printf("i8mm path: %d cases, SMMLA == SDOT\n", cases);
-#else
-    printf("i8mm path: not an aarch64 build, skipped\n");
-#endif
 }
 
 int main(void) {
@@ -789,10 +696,7 @@ int main(void) {
     test_zero_and_bad_sizes();
     test_round_trip();
     test_matmul();
-    test_vnni_paths();
-    test_amx_path();
+    test_sublevel_paths();
     test_prefetch_policies();
-    test_dotprod_path();
-    test_i8mm_path();
     return test_main_result("test_quant");
 }

@@ -103,10 +103,10 @@ static void measure_machine(const bench_opts *o, bench_result *r) {
     // The codec's bf16 convolutions: the bf16 GEMM the library installed sets the peak.
     m->bf16_gflops = 0;
     m->bf16_loop = "";
-    const kz_gemm_bf16_impl *impls;
-    if (strstr(r->codec_precision, "bf16") &&
-        strcmp(r->kernels, "avx512") == 0 && kz_gemm_bf16_impls(&impls) > 0) {
-        m->bf16_gflops = machine_peak_fma_gflops(impls[0].name, r->threads_codec, &m->bf16_loop);
+    const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
+    if (strstr(r->codec_precision, "bf16") && strcmp(r->kernels, "avx512") == 0 && k) {
+        m->bf16_gflops =
+            machine_peak_fma_gflops(k->gemm_bf16_name, r->threads_codec, &m->bf16_loop);
     }
     m->probe_ms = stats_now_ms() - t0;
 }

@@ -215,7 +215,7 @@ __attribute__((target("avx512f,avx512bf16"))) static float loop_avx512_bf16(long
 
 // AMX: four independent 16 x 16 fp32 accumulator tiles, each += A[16, 32 bf16] x
 // B[16 pairs, 16 x 2] per round (16 x 16 x 32 multiply-adds). Only called after the
-// library's dispatch obtained the tile permission (kz_gemm_bf16_impls lists "amx").
+// library's dispatch obtained the tile permission (the avx512-amx sub-level exists).
 __attribute__((target("amx-tile,amx-bf16"))) static float loop_amx_bf16(long iters) {
     static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
     static const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};

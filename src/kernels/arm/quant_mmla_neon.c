@@ -3,9 +3,10 @@
  * int8 matrix multiply extension (Armv8.6-A FEAT_I8MM, Linux HWCAP2_I8MM):
  * SMMLA multiplies a 2 x 8 int8 matrix by the transpose of another, adding the
  * 2 x 2 int32 products, so one instruction covers two weight rows x two tokens
- * x eight inputs (32 multiply-adds; SDOT does 16). Only called through
- * quant_neon.c's entry points, which take it for n_tok >= 2 when dispatch.c
- * found the extension.
+ * x eight inputs (32 multiply-adds; SDOT does 16). Its entry points
+ * (kz_quant_neon_i8mm, at the end), which only the neon-i8mm sub-level holds
+ * (dispatch.c found the extension), take it for n_tok >= 2 and the SDOT variant
+ * for one token.
  *
  * Data flow, per group of up to GROUP_PAIRS token pairs (a last odd token is
  * paired with itself) and per chunk of CHUNK_BLOCKS blocks:
@@ -210,6 +211,29 @@ void kz_matmul_q_neon_mmla(float *y, size_t ldy, const float *x, size_t ldx, con
         }
     }
 }
+
+static void q8_mmla(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
+                    size_t n_tok, size_t o0, size_t o1) {
+    if (n_tok >= 2) {
+        kz_matmul_q_neon_mmla(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+    } else {
+        kz_matmul_q_neon_sdot(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+    }
+}
+
+static void q4_mmla(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
+                    size_t n_tok, size_t o0, size_t o1) {
+    if (n_tok >= 2) {
+        kz_matmul_q_neon_mmla(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+    } else {
+        kz_matmul_q_neon_sdot(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+    }
+}
+
+const kz_quant_fns kz_quant_neon_i8mm = {
+    .q8_0 = {{q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}},
+    .q4_0 = {{q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}},
+};
 
 #if defined(__clang__)
 #pragma clang attribute pop

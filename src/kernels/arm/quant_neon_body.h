@@ -49,9 +49,11 @@ typedef struct act {
     float d[CHUNK_BLOCKS];
 } act;
 
-/* quant_block for nb consecutive blocks (one layout for both formats: q4 unused). */
-static void quant_act(act *a, const float *x, size_t nb, int q4) {
+/* quant_block for nb consecutive blocks (one layout for both formats: q4 unused; no
+ * prefetches: pf unused). */
+static void quant_act(act *a, const float *x, size_t nb, int q4, int pf) {
     (void)q4;
+    (void)pf;
     for (size_t b = 0; b < nb; b++) {
         int8x16_t q0;
         int8x16_t q1;
@@ -136,5 +138,5 @@ ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t
 
 void QUANT_NEON_FN(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                    size_t n_tok, size_t o0, size_t o1, int q4) {
-    quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4);
+    quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4, 0);
 }

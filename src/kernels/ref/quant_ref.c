@@ -247,3 +247,9 @@ void kz_matmul_q4_0_ref(float *y, size_t ldy, const float *x, size_t ldx, const 
         }
     }
 }
+
+/* The definitions do not prefetch: every policy's slot holds them. */
+const kz_quant_fns kz_quant_ref = {
+    .q8_0 = {{kz_matmul_q8_0_ref, kz_matmul_q8_0_ref}, {kz_matmul_q8_0_ref, kz_matmul_q8_0_ref}},
+    .q4_0 = {{kz_matmul_q4_0_ref, kz_matmul_q4_0_ref}, {kz_matmul_q4_0_ref, kz_matmul_q4_0_ref}},
+};

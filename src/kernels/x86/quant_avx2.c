@@ -16,11 +16,10 @@
  *     d_w: the 8 fp16 scales (16-bit inserts, F16C); acc = fma(float(sums), d_w d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 2 KB ahead, one prefetch per 64 bytes (from DRAM
- * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md), or on Intel CPUs
- * into L2 5 KB ahead and from there into L1 2.5 KB ahead, or 12 / 1 KB for weights read
- * again from the last-level cache (quant_prefetch.h; kernels.h kz_quant_set_prefetch,
- * kz_quant_set_thread_reuse); quant_act reads the mode into the activations, which every
- * group step sees.
+ * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md), or under the
+ * KZ_QPF_L2 policy into L2 and from there into L1 (quant_prefetch.h): each entry point
+ * (kz_quant_avx2, at the end) runs one mode, which quant_act records in the activations,
+ * where every group step sees it.
  * The integer products are exact (|w| <= 128, |q_x| <= 127: a maddubs pair
  * is at most 32512, no saturation; a q4_0 pair at most 3810, eight of them
  * 30480), so a result differs from the float definition in ref/quant_ref.c
@@ -49,7 +48,7 @@ typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
     float d[CHUNK_BLOCKS + GROUP];     /* + GROUP: a last partial group reads 0 there */
     int32_t off[CHUNK_BLOCKS + GROUP]; /* -8 * sum of the block's q (q4_0 offset) */
-    int prefetch;                      /* the call's prefetch mode (quant_prefetch.h) */
+    int prefetch;                      /* the entry point's prefetch mode (quant_prefetch.h) */
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -70,15 +69,15 @@ ALWAYS_INLINE void store_codes(act *a, size_t b, __m256i q, int q4) {
 /* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit: IEEE
  * division by d, clamp, round half away from zero (trunc, then +-1 when the
  * exact fraction is >= 0.5). q4 picks the q4_0 pair layout (store_codes); an odd
- * last block's partner is zeros there. Also records the prefetch mode for group_step. */
-static void quant_act(act *a, const float *x, size_t nb, int q4) {
+ * last block's partner is zeros there. Also records the prefetch mode pf for group_step. */
+static void quant_act(act *a, const float *x, size_t nb, int q4, int pf) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 half = _mm256_set1_ps(0.5f);
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256 lo = _mm256_set1_ps(-127.0f);
     const __m256 hi = _mm256_set1_ps(127.0f);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    a->prefetch = quant_prefetch_mode();
+    a->prefetch = pf;
     for (size_t b = 0; b < nb; b++) {
         const float *xb = x + b * KZ_QK;
         __m256 v[4];
@@ -324,12 +323,29 @@ ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t
 
 #include "kernels/quant_walk.h"
 
-void kz_matmul_q8_0_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+void kz_matmul_q8_0_avx2(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 0, QPF_MODE_L1);
 }
 
-void kz_matmul_q4_0_avx2(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+void kz_matmul_q4_0_avx2(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 1, QPF_MODE_L1);
 }
+
+static void q8_stream(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 0, QPF_MODE_STREAM);
+}
+
+static void q8_reuse(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 0, QPF_MODE_REUSE);
+}
+
+static void q4_stream(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 1, QPF_MODE_STREAM);
+}
+
+static void q4_reuse(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 1, QPF_MODE_REUSE);
+}
+
+const kz_quant_fns kz_quant_avx2 = QPF_FNS(kz_matmul_q8_0_avx2, q8_stream, q8_reuse,
+                                           kz_matmul_q4_0_avx2, q4_stream, q4_reuse);

@@ -1,5 +1,5 @@
 /*
- * quant_avx512.c - AVX-512 (F/BW/DQ/VL, and VNNI where the CPU has it)
+ * quant_avx512.c - AVX-512 (F/BW/DQ/VL, and VNNI or AMX-INT8 in their sub-levels)
  * quantized language-model projections (kernels.h matmul_q8_0, matmul_q4_0;
  * formats in kernels/quant.h).
  *
@@ -37,10 +37,8 @@
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
- * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md), or on Intel
- * CPUs into L2 5 KB ahead and from there into L1 2.5 KB ahead, or 12 / 1 KB for weights
- * read again from the last-level cache (quant_prefetch.h; kernels.h kz_quant_set_prefetch,
- * kz_quant_set_thread_reuse).
+ * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md), or under the
+ * KZ_QPF_L2 policy into L2 and from there into L1 (quant_prefetch.h).
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
  * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
@@ -57,12 +55,13 @@
  * Determinism: a token's sequence of operations depends only on n_in, never
  * on how many tokens share its set, on n_tok, on [o0, o1) or on which
  * integer path runs (a set only shares the weight unpacking; every token keeps
- * its own accumulator and fold). The path is chosen once per call: VNNI when the
- * CPU has it (__builtin_cpu_supports, cached), unless
- * kz_quant_avx512_set_vnni(0) asked for the plain one (tests, benchmarks).
+ * its own accumulator and fold).
  *
- * Prompts of 8 or more tokens with q8_0 weights run on AMX tiles where the CPU has
- * AMX-INT8, with the same bits (section "AMX-INT8 prompt path" below).
+ * Entry points (the end of the file): the integer path and the prefetch mode are
+ * constants of each, collected in kz_quant_avx512 (plain), kz_quant_avx512_vnni and
+ * kz_quant_avx512_amx (VNNI, and prompts of 8 or more tokens with q8_0 weights on AMX
+ * tiles with the same bits: section "AMX-INT8 prompt path" below), which the probe puts
+ * into the avx512, avx512-vnni and avx512-amx sub-levels' tables.
  */
 #include <immintrin.h>
 #include <pthread.h>
@@ -95,40 +94,20 @@ typedef struct act {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* --- VNNI selection -------------------------------------------------------- */
+/* --- integer paths ------------------------------------------------------------ */
+
+/* The integer path of an entry point: maddubs + madd, vpdpbusd, or vpdpbusd with q8_0
+ * prompts on AMX tiles. */
+enum { PATH_PLAIN = 0, PATH_VNNI = 1, PATH_AMX = 2 };
 
 /* vpdpbusd in inline assembly: the intrinsic would need the avx512vnni target
  * on every function it is inlined through, and that target would also let the
  * compiler turn the plain path's madd + add into VNNI instructions. Runs only
- * when use_vnni() said yes. acc + sum of 4 adjacent u8(u) * s8(s) per lane. */
+ * in the VNNI and AMX entry points, which only sub-levels of CPUs with VNNI hold.
+ * acc + sum of 4 adjacent u8(u) * s8(s) per lane. */
 ALWAYS_INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
     __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
     return acc;
-}
-
-static int vnni_allowed = 1; /* kz_quant_avx512_set_vnni */
-
-static int cpu_has_vnni(void) {
-    static int has = -1; /* racing first calls store the same value */
-    int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
-    if (h < 0) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx512vnni") ? 1 : 0;
-        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
-    }
-    return h;
-}
-
-static int use_vnni(void) {
-    return __atomic_load_n(&vnni_allowed, __ATOMIC_RELAXED) && cpu_has_vnni();
-}
-
-/* Lets tests and benchmarks run the plain integer path on a VNNI CPU (allow =
- * 0) and switch back (allow = 1); not to be called while a matmul runs.
- * Returns 1 if the kernels now use VNNI. Both paths give identical bits. */
-int kz_quant_avx512_set_vnni(int allow) {
-    __atomic_store_n(&vnni_allowed, allow ? 1 : 0, __ATOMIC_RELAXED);
-    return use_vnni();
 }
 
 /* --- folds ------------------------------------------------------------------ */
@@ -535,8 +514,8 @@ CHUNK_FN(chunk_q8_8v, 8, 0, 1)
 
 /* --- AMX-INT8 prompt path ------------------------------------------------------
  *
- * Prompts of AMX_MIN_TOK or more tokens with q8_0 weights, on CPUs with AMX-INT8
- * (dispatch.c asks the OS for the tiles and calls kz_quant_avx512_enable_amx). It
+ * Prompts of AMX_MIN_TOK or more tokens with q8_0 weights, in the AMX entry points
+ * (the avx512-amx sub-level: dispatch.c saw AMX-INT8 and the OS granted the tiles). It
  * computes the same bits as the kernels above: the same activation quantization
  * (quant_act), the same exact integer sum per block, the same float product
  * d_w d_x, the same fma into lane LANE(block mod 16) and the same hsum tree,
@@ -560,23 +539,6 @@ CHUNK_FN(chunk_q8_8v, 8, 0, 1)
  */
 #define AMX_MIN_TOK 8 /* prompts this long take the AMX path */
 #define AMX_TILE 16   /* rows of a weight tile = tokens of an activation tile */
-
-static int amx_available = 0; /* kz_quant_avx512_enable_amx */
-static int amx_allowed = 1;   /* kz_quant_avx512_set_amx */
-
-void kz_quant_avx512_enable_amx(void) {
-    __atomic_store_n(&amx_available, 1, __ATOMIC_RELAXED);
-}
-
-int kz_quant_avx512_set_amx(int allow) {
-    __atomic_store_n(&amx_allowed, allow ? 1 : 0, __ATOMIC_RELAXED);
-    return allow && __atomic_load_n(&amx_available, __ATOMIC_RELAXED);
-}
-
-static int use_amx(size_t n_tok) {
-    return n_tok >= AMX_MIN_TOK && __atomic_load_n(&amx_allowed, __ATOMIC_RELAXED) &&
-           __atomic_load_n(&amx_available, __ATOMIC_RELAXED);
-}
 
 /* Four blocks per batch: C (rows x 16 int32) in tiles 0..3, A (rows x 32 codes)
  * alternating in 4 and 5, B (8 x 64 bytes) alternating in 6 and 7. */
@@ -800,8 +762,10 @@ matmul_q8_amx(float *y, size_t ldy, const float *x, size_t ldx, const uint8_t *w
     return true;
 }
 
+/* The matmul of one entry point: q4 the format, path the integer path, pf the prefetch
+ * mode (quant_prefetch.h). */
 static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                     size_t n_tok, size_t o0, size_t o1, int q4) {
+                     size_t n_tok, size_t o0, size_t o1, int q4, int path, int pf) {
     KZ_ASSERT(n_in % KZ_QK == 0);
     const size_t nb = n_in / KZ_QK;
     if (nb == 0) { // empty dot products, as the definition: 0
@@ -819,12 +783,11 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         {{chunk_q4_1, chunk_q4_2, chunk_q4_3, chunk_q4_4},
          {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v}},
     };
-    if (!q4 && use_amx(n_tok) &&
+    if (!q4 && path == PATH_AMX && n_tok >= AMX_MIN_TOK &&
         matmul_q8_amx(y, ldy, x, ldx, (const uint8_t *)w, nb, n_tok, o0, o1)) {
         return;
     }
-    const int vnni = use_vnni();
-    const int pf = quant_prefetch_mode();
+    const int vnni = path != PATH_PLAIN;
     const size_t max_nt = vnni && !q4 ? MAX_NT : MAX_NT_PLAIN;
     const size_t per = n_tok >= MAX_NT_PLAIN ? max_nt : 2; // tokens per set (header)
     act a[MAX_NT];
@@ -841,12 +804,40 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
     }
 }
 
-void kz_matmul_q8_0_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                           size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul_q(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+/* --- entry points ------------------------------------------------------------ */
+
+void kz_matmul_q8_0_avx512(QPF_PARAMS) {
+    matmul_q(QPF_ARGS, 0, PATH_PLAIN, QPF_MODE_L1);
 }
 
-void kz_matmul_q4_0_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
-                           size_t n_in, size_t n_tok, size_t o0, size_t o1) {
-    matmul_q(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+void kz_matmul_q4_0_avx512(QPF_PARAMS) {
+    matmul_q(QPF_ARGS, 1, PATH_PLAIN, QPF_MODE_L1);
 }
+
+#define ENTRY(name, q4, path, pf)                                                              \
+    static void name(QPF_PARAMS) {                                                             \
+        matmul_q(QPF_ARGS, q4, path, pf);                                                      \
+    }
+ENTRY(q8_plain_stream, 0, PATH_PLAIN, QPF_MODE_STREAM)
+ENTRY(q8_plain_reuse, 0, PATH_PLAIN, QPF_MODE_REUSE)
+ENTRY(q4_plain_stream, 1, PATH_PLAIN, QPF_MODE_STREAM)
+ENTRY(q4_plain_reuse, 1, PATH_PLAIN, QPF_MODE_REUSE)
+ENTRY(q8_vnni_l1, 0, PATH_VNNI, QPF_MODE_L1)
+ENTRY(q8_vnni_stream, 0, PATH_VNNI, QPF_MODE_STREAM)
+ENTRY(q8_vnni_reuse, 0, PATH_VNNI, QPF_MODE_REUSE)
+ENTRY(q4_vnni_l1, 1, PATH_VNNI, QPF_MODE_L1)
+ENTRY(q4_vnni_stream, 1, PATH_VNNI, QPF_MODE_STREAM)
+ENTRY(q4_vnni_reuse, 1, PATH_VNNI, QPF_MODE_REUSE)
+ENTRY(q8_amx_l1, 0, PATH_AMX, QPF_MODE_L1)
+ENTRY(q8_amx_stream, 0, PATH_AMX, QPF_MODE_STREAM)
+ENTRY(q8_amx_reuse, 0, PATH_AMX, QPF_MODE_REUSE)
+#undef ENTRY
+
+const kz_quant_fns kz_quant_avx512 =
+    QPF_FNS(kz_matmul_q8_0_avx512, q8_plain_stream, q8_plain_reuse, kz_matmul_q4_0_avx512,
+            q4_plain_stream, q4_plain_reuse);
+const kz_quant_fns kz_quant_avx512_vnni = QPF_FNS(q8_vnni_l1, q8_vnni_stream, q8_vnni_reuse,
+                                                  q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse);
+/* q4_0 keeps the VNNI kernels (section "AMX-INT8 prompt path"). */
+const kz_quant_fns kz_quant_avx512_amx = QPF_FNS(q8_amx_l1, q8_amx_stream, q8_amx_reuse,
+                                                 q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse);

@@ -5,18 +5,15 @@
  * quant_prefetch(p, bytes, l1_ahead, mode) issues, for every 64 bytes of the weights
  * [p, p + bytes) about to be read:
  *   QPF_MODE_L1 (KZ_QPF_L1): one prefetch into L1 l1_ahead bytes ahead (each kernel's own
- *                            distance, tuned on Zen 3 / Zen 5);
+ *                            distance);
  *   QPF_MODE_STREAM (KZ_QPF_L2): one into L2 QPF_L2 bytes ahead and one into L1 QPF_NEAR
  *                            bytes ahead: weights streamed from DRAM (the talker);
- *   QPF_MODE_REUSE (KZ_QPF_L2 on a thread that set kz_quant_set_thread_reuse): into L2
- *                            QPF_L2_REUSE and into L1 QPF_NEAR_REUSE ahead: weights read
- *                            again while the last-level cache still holds them (the code
- *                            predictor's, 15 times a frame).
- * Both kernels and both formats use the same distances, measured on the AMX Xeon
- * (docs/PERF.md 2026-12-02 (evening) and (night): streamed 5 / 2.5 KB against the first
- * 8 / 1 KB took the talker step from 21.3 to 18.8-19.3 ms; the code predictor wants its
- * weights from L3 further ahead, 12 / 1 KB). quant_prefetch_mode() reads the policy.
- * kernels.h kz_quant_set_prefetch says which policy runs. Prefetches never change results.
+ *   QPF_MODE_REUSE (KZ_QPF_L2, the _reused entry points): into L2 QPF_L2_REUSE and into L1
+ *                            QPF_NEAR_REUSE ahead: weights read again while the last-level
+ *                            cache still holds them (the code predictor's, 15 times a frame).
+ * Both kernels and both formats use the same KZ_QPF_L2 distances (docs/PERF.md, "Prefetch
+ * into L2 on Intel"). The mode is a constant of each entry point (QPF_MODE below), so the
+ * kernel table alone says which prefetches run. Prefetches never change results.
  */
 #ifndef KZ_QUANT_PREFETCH_H
 #define KZ_QUANT_PREFETCH_H
@@ -34,13 +31,17 @@
 
 enum { QPF_MODE_L1 = 0, QPF_MODE_STREAM = 1, QPF_MODE_REUSE = 2 };
 
-/* The prefetch mode of a matvec called now on this thread. */
-static inline int quant_prefetch_mode(void) {
-    if (kz_quant_get_prefetch() != KZ_QPF_L2) {
-        return QPF_MODE_L1;
-    }
-    return kz_quant_get_thread_reuse() ? QPF_MODE_REUSE : QPF_MODE_STREAM;
-}
+/* The kz_quant_fns of a kernel whose entry points run the modes above: slot [policy][reused]
+ * is KZ_QPF_L1: l1 (reused or not), KZ_QPF_L2: stream, or reuse when reused. */
+#define QPF_FNS(q8_l1, q8_stream, q8_reuse, q4_l1, q4_stream, q4_reuse)                        \
+    {.q8_0 = {[KZ_QPF_L1] = {q8_l1, q8_l1}, [KZ_QPF_L2] = {q8_stream, q8_reuse}},              \
+     .q4_0 = {[KZ_QPF_L1] = {q4_l1, q4_l1}, [KZ_QPF_L2] = {q4_stream, q4_reuse}}}
+
+/* The parameters and arguments of a kz_matmul_fn, for the entry points' definitions. */
+#define QPF_PARAMS                                                                             \
+    float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in, size_t n_tok, \
+        size_t o0, size_t o1
+#define QPF_ARGS y, ldy, x, ldx, w, n_in, n_tok, o0, o1
 
 static inline __attribute__((always_inline)) void quant_prefetch(const uint8_t *p, size_t bytes,
                                                                  size_t l1_ahead, int mode) {
