@@ -61,7 +61,10 @@ static kz_status one_request(kz_session *s, const kz_request *r, bool cold, samp
 #endif
     kz_session_reset_timings(s);
     probe p = {.s = s, .t0 = stats_now_ms(), .first_ms = -1};
-    kz_status st = kz_synthesize(s, r, on_audio, &p);
+    kz_request q = *r;
+    q.on_audio = on_audio;
+    q.user = &p;
+    kz_status st = kz_synthesize(s, &q);
     const kz_timings *t = &p.at_first;
     out->first[round] = p.first_ms;
     out->prefill[round] = t->prefill_ms;
@@ -113,8 +116,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     static const int32_t text[] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13, 220, 16, 17};
-    kz_request r;
-    kz_request_default(m, &r);
+    kz_request r = {0};
     r.token_ids = text;
     r.n_token_ids = sizeof text / sizeof text[0];
     r.speaker = kz_model_speaker_name(m, 0);

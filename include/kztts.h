@@ -1,29 +1,46 @@
 /*
  * kztts.h - public API of kztts, a CPU inference engine for Qwen3-TTS (12 Hz codec).
  *
- * Objects:
- *   kz_model    immutable after load: mapped weights, configs, kernel table. May be
- *               shared by any number of threads and sessions.
- *   kz_session  everything that changes during synthesis (codec state, scratch,
- *               thread pool). One thread uses a session at a time.
+ * Text to speech (each call returns a kz_status; checks left out here):
  *
- * Flow for decoding codec codes to audio:
- *   kz_model_default_params(&mp);   kz_model_load(dir, &mp, &model);
- *   kz_session_default_params(&sp); kz_session_new(model, &sp, &session);
- *   kz_decode(session, codes, n_frames, &dp, on_audio, user);   (streaming)
- *   kz_session_free(session); kz_model_free(model);
+ *   kz_model *model;
+ *   kz_session *session;
+ *   kz_model_load("Qwen3-TTS-12Hz-0.6B-CustomVoice", NULL, &model);   // directory or .gguf
+ *   kz_session_new(model, NULL, &session);
+ *   kz_request req = {.text = "Hello, I am kztts.", .speaker = "ryan"};
+ *   kz_audio audio;
+ *   if (kz_synthesize_all(session, &req, &audio) == KZ_OK) {
+ *       // audio.samples[0 .. audio.n_samples): mono float PCM at audio.sample_rate Hz
+ *       kz_audio_free(&audio);
+ *   }
+ *   kz_session_free(session);
+ *   kz_model_free(model);
  *
- * Errors are values: every fallible call returns a kz_status (KZ_OK == 0) and
- * sets a thread-local message readable with kz_last_error(). The library never
- * prints (except through the log callback) and never exits. Destructors accept
- * NULL. Strings are UTF-8 and borrowed for the duration of the call.
+ * Streaming: set req.on_audio (and req.user) and call kz_synthesize(session, &req); the
+ * audio arrives chunk by chunk while it is made.
+ *
+ * Objects: a kz_model (mapped weights, configs, tokenizer, kernel table) is immutable
+ * after load and may be shared by any number of threads and sessions; a kz_session holds
+ * everything that changes during synthesis (caches, codec state, thread pools) and is
+ * used by one thread at a time.
+ *
+ * Parameters: every params and request struct is valid zero-initialised; a field's 0
+ * means "the default" (the model's, where the model files state one), and the
+ * *_default_params functions fill the same defaults in explicitly. Callbacks and the one
+ * user pointer they all receive live in the struct of the call they belong to
+ * (kz_request for synthesis, kz_decode_params for decoding).
+ *
+ * Errors are values: every fallible call returns a kz_status (KZ_OK == 0) and sets a
+ * thread-local message readable with kz_last_error(). The library never prints (except
+ * through the log callback) and never exits. Destructors accept NULL. Strings are UTF-8
+ * and borrowed for the duration of the call.
  *
  * Environment: KZ_ISA=scalar|avx2|avx512|neon lowers the kernel level like
  * kz_model_params.isa does (it can only lower it). Nothing else is read.
  *
- * Versions 0.x add fields at the end of the parameter, request and timing structs:
- * fill them with the *_default_params / kz_request_default functions and build
- * against the header of the library you link (no binary compatibility before 1.0).
+ * Compatibility: before 1.0, releases may add fields at the end of the structs and
+ * change signatures; KZ_ABI_VERSION counts those changes (see kz_abi_version). Sections
+ * marked experimental may change in any release without a KZ_ABI_VERSION change.
  */
 #ifndef KZTTS_H
 #define KZTTS_H
@@ -44,6 +61,15 @@ extern "C" {
 
 /* ---- version, status, logging ------------------------------------------ */
 
+/* The layout of the public structs and the signatures of the public functions this
+ * header declares, as a number that grows with every incompatible change. */
+#define KZ_ABI_VERSION 1
+
+/* KZ_ABI_VERSION of the library linked at run time. A program checks
+ * kz_abi_version() == KZ_ABI_VERSION once at start-up: different numbers mean it was
+ * built against another header than the library it runs with. */
+KZ_API int32_t kz_abi_version(void);
+
 /* Library version string, e.g. "0.1.0". Static, do not free. */
 KZ_API const char *kz_version(void);
 
@@ -57,7 +83,7 @@ typedef enum kz_status {
     KZ_STATUS_BAD_MODEL = 3,        /* a model file is malformed or inconsistent */
     KZ_STATUS_BAD_INPUT = 4,        /* request data is malformed (codes, text) */
     KZ_STATUS_OUT_OF_MEMORY = 5,
-    KZ_STATUS_CANCELLED = 6,        /* the audio callback returned false */
+    KZ_STATUS_CANCELLED = 6,        /* a callback returned false */
     KZ_STATUS_UNSUPPORTED = 7,      /* valid request the model or build cannot serve */
     KZ_STATUS_INTERNAL = 8,
 } kz_status;
@@ -98,47 +124,30 @@ typedef enum kz_isa_cap {
     KZ_ISA_CAP_NEON = 4,   /* at most NEON (aarch64 Advanced SIMD) */
 } kz_isa_cap;
 
-/* Arithmetic of the codec decoder's convolutions. */
+/* Arithmetic of the codec decoder's convolutions. EXACT and FAST are the choices; the
+ * rest are the forms FAST picks from, forced, for benchmarking: they may change or go in
+ * any release. Audio is independent of chunk sizes and thread counts in every one. */
 typedef enum kz_precision {
-    KZ_PRECISION_F32 = 0,  /* fp32 weights and activations (matches the reference) */
-    KZ_PRECISION_BF16 = 1, /* bf16 weights and conv inputs of the residual units and the
-                              projections before the vocoder, fp32 sums, waveform within
-                              40 dB SNR of f32: on CPUs with AMX-BF16
-                              (decoder ~2x faster) or AVX512_BF16 (~1.4x measured on Zen 5;
-                              slower than f32 on Intel cores without AMX), or AVX2 (fp32
-                              FMAs on widened bf16: f32's speed, half its weight bytes; NEON
-                              the same way); with the scalar kernels the same as
-                              KZ_PRECISION_F32 */
-    KZ_PRECISION_WINOGRAD = 2, /* fp32, the residual units' k = 7 convolutions (~70 % of the
-                              decoder's work) by Winograd F(6, 7) or F(4, 7): 12 instead
-                              of 42 multiplications per 6 outputs (10 per 4), decoder.0
-                              by F(4, 7), and the last decoder blocks' transposed
-                              convolutions by F(6, 2);
-                              waveform far above 40 dB SNR of f32; any CPU; still chunk-
-                              and thread-invariant */
-    KZ_PRECISION_FAST = 3,     /* the fastest for this CPU, chosen at load:
-                              KZ_PRECISION_BF16 where the codec's bf16 GEMM runs on AMX
-                              tiles, KZ_PRECISION_WINOGRAD_BF16 where AVX512_BF16 beats
-                              the fp32 FMAs (AMD Zen 4/5) and on AVX2-only CPUs,
-                              KZ_PRECISION_WINOGRAD everywhere else (kz_model_describe
-                              names the choice) */
-    /* The Winograd convolutions of KZ_PRECISION_WINOGRAD, the k = 7 ones also as F(10, 7)
-       where a frame's residue classes are long enough (16 instead of 70 multiplications
-       per 10 outputs; its larger fp32 rounding stays far below the bf16 work's), the
-       pointwise ones (the residual units' second convs, the projections before the
-       vocoder) and the first decoder block's transposed convolution in bf16 as
-       KZ_PRECISION_BF16: waveform within 40 dB SNR of f32 and no further from it than
-       KZ_PRECISION_BF16 (42.9 against 42.4 dB on a random 0.6B checkpoint); with the
-       scalar kernels the same as KZ_PRECISION_WINOGRAD. */
-    KZ_PRECISION_WINOGRAD_BF16 = 4,
+    KZ_PRECISION_DEFAULT = 0, /* the model file's choice: a GGUF written by `kztts quantize
+                                 --codec-forms P` runs in P (as this CPU runs P), anything
+                                 else in KZ_PRECISION_EXACT */
+    KZ_PRECISION_EXACT = 1,   /* fp32 weights and activations, as the reference computes */
+    KZ_PRECISION_FAST = 2,    /* the fastest form for this CPU, chosen at load: waveform
+                                 within 40 dB SNR of EXACT (kz_model_describe names it) */
+    /* Benchmarking knobs. */
+    KZ_PRECISION_BF16 = 3,          /* bf16 weights and conv inputs, fp32 sums */
+    KZ_PRECISION_WINOGRAD = 4,      /* fp32, the large convolutions by Winograd transforms */
+    KZ_PRECISION_WINOGRAD_BF16 = 5, /* Winograd for the large convolutions, bf16 for the
+                                       pointwise ones */
 } kz_precision;
 
 typedef struct kz_model_params {
-    kz_isa_cap isa;              /* kernel level cap. Default KZ_ISA_CAP_AUTO. */
-    kz_precision codec_precision; /* codec decoder convolutions. Default KZ_PRECISION_F32. */
+    kz_isa_cap isa;               /* kernel level cap. Default (0) KZ_ISA_CAP_AUTO. */
+    kz_precision codec_precision; /* codec decoder convolutions. Default (0)
+                                     KZ_PRECISION_DEFAULT: what the file asks for. */
 } kz_model_params;
 
-/* Defaults: isa = KZ_ISA_CAP_AUTO, codec_precision = KZ_PRECISION_F32. */
+/* Defaults: isa = KZ_ISA_CAP_AUTO, codec_precision = KZ_PRECISION_DEFAULT. */
 KZ_API void kz_model_default_params(kz_model_params *params);
 
 /* Loads a model from `path`: a Qwen3-TTS checkpoint directory as released
@@ -146,16 +155,17 @@ KZ_API void kz_model_default_params(kz_model_params *params);
  * (Qwen3-TTS-Tokenizer-12Hz: config.json of model_type qwen3_tts_tokenizer_12hz
  * and model.safetensors), or a single .gguf file written by `kztts quantize`
  * (weights mapped in place, configs and tokenizer inside). Every header and shape
- * is validated. The text tokenizer is built on a thread of its own while the
- * weights are bound (the log callback may be called from it); that thread has
- * ended when this returns. On success
- * *out owns the model (kz_model_free). On failure *out is NULL. */
+ * is validated. params may be NULL (the defaults). The text tokenizer is built on a
+ * thread of its own while the weights are bound (the log callback may be called from
+ * it); that thread has ended when this returns. On success *out owns the model
+ * (kz_model_free). On failure *out is NULL. */
 KZ_API kz_status kz_model_load(const char *path, const kz_model_params *params, kz_model **out);
 
 KZ_API void kz_model_free(kz_model *model);
 
 /* Human-readable multi-line description: configs, tensor counts and types,
- * memory, CPU features and the kernel level in use. Owned by the model. */
+ * memory, CPU features, the kernel level and the codec precision in use. Owned by
+ * the model. */
 KZ_API const char *kz_model_describe(const kz_model *model);
 
 /* Output sample rate in Hz (24000) and samples per codec frame (1920). */
@@ -192,22 +202,21 @@ typedef enum kz_schedule {
     KZ_SCHEDULE_AUTO = 0,    /* KZ_SCHEDULE_TURNS */
     KZ_SCHEDULE_TURNS = 1,   /* the stages take turns, each with all its threads: the
                                 talker/code predictor step of a frame, then a codec chunk
-                                whenever one is ready (the codec goes first). Best where
-                                one core cannot saturate memory (measured on 2 cores,
-                                docs/PERF.md) */
+                                whenever one is ready (the codec goes first); suits
+                                machines where one core cannot saturate memory */
     KZ_SCHEDULE_OVERLAP = 2, /* the stages run at the same time on their own threads */
 } kz_schedule;
 
 typedef struct kz_session_params {
-    int32_t n_threads;       /* threads for kz_decode incl. the caller, 1..256. Default 0 =
-                                number of online CPUs (at most 8). */
+    int32_t n_threads;       /* threads for kz_decode incl. the caller, 0..256. 0 (default)
+                                = number of online CPUs (at most 8). */
     int32_t n_threads_lm;    /* synthesis: threads of the talker + code predictor stage,
                                 which runs on its own thread. 0 (default) = n_threads */
     int32_t n_threads_codec; /* synthesis: threads of the codec stage, which runs on the
                                 calling thread. 0 (default) = n_threads with
                                 KZ_SCHEDULE_TURNS, n_threads / 2 (at least 1) with
                                 KZ_SCHEDULE_OVERLAP */
-    kz_schedule schedule;    /* default KZ_SCHEDULE_AUTO */
+    kz_schedule schedule;    /* default (0) KZ_SCHEDULE_AUTO */
     int32_t prompt_cache_mb; /* memory for the session's prompt cache, -1..65536: the
                                 talker's keys and values of a prompt's leading rows
                                 (instruction, role, language and speaker tags), kept so
@@ -216,12 +225,12 @@ typedef struct kz_session_params {
                                 The codes and audio never depend on it. */
 } kz_session_params;
 
-/* Defaults: n_threads = 0, n_threads_lm = 0, n_threads_codec = 0, schedule AUTO (the
- * stages take turns, each with every core; docs/PERF.md has the measurements),
- * prompt_cache_mb = 0 (64 MB). */
+/* Defaults: all fields 0 (n_threads: online CPUs, at most 8; the LM stage all of them,
+ * the codec stage all of them as the stages take turns; prompt cache 64 MB). */
 KZ_API void kz_session_default_params(kz_session_params *params);
 
-/* Creates a session on `model` (which must outlive it). */
+/* Creates a session on `model` (which must outlive it). params may be NULL (the
+ * defaults). */
 KZ_API kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
                                 kz_session **out);
 
@@ -239,7 +248,7 @@ KZ_API void kz_session_clear_prompt_cache(kz_session *session);
  * of speech is known only after the last frame). Called on the thread that called
  * kz_decode or kz_synthesize, in order; it must not re-enter the session. Return true to
  * continue, false to cancel (the call then returns KZ_STATUS_CANCELLED and the
- * synthesis thread stops within one frame). */
+ * synthesis thread stops within one frame). `user` is the struct's user pointer. */
 typedef bool (*kz_audio_fn)(const float *pcm, size_t n_samples, int64_t pos_frame, bool is_last,
                             void *user);
 
@@ -255,19 +264,22 @@ typedef enum kz_decode_mode {
 } kz_decode_mode;
 
 typedef struct kz_decode_params {
-    kz_decode_mode mode;  /* default KZ_DECODE_STREAM */
-    int32_t chunk_frames; /* frames per callback in stream mode, 1..1024. Default 4. */
+    kz_decode_mode mode;  /* default (0) KZ_DECODE_STREAM */
+    int32_t chunk_frames; /* frames per callback in stream mode, 1..1024; 0 (default) = 4 */
+    kz_audio_fn on_audio; /* receives the audio: required by kz_decode; kz_decode_all
+                             calls it too when set (e.g. for progress) */
+    void *user;           /* passed to on_audio */
 } kz_decode_params;
 
-/* Defaults: mode = KZ_DECODE_STREAM, chunk_frames = 4. */
+/* Defaults: mode = KZ_DECODE_STREAM, chunk_frames = 4, on_audio and user NULL. */
 KZ_API void kz_decode_default_params(kz_decode_params *params);
 
 /* Decodes `n_frames` frames of codec codes to audio, frame-major: codes[t * 16 + q]
- * is codebook q of frame t, each in [0, codebook_size). Audio reaches `on_audio`
- * chunk by chunk, n_frames * samples_per_frame samples in all. The session's
- * codec state is reset at the start of every call. */
+ * is codebook q of frame t, each in [0, codebook_size). Audio reaches
+ * params->on_audio chunk by chunk, n_frames * samples_per_frame samples in all. The
+ * session's codec state is reset at the start of every call. */
 KZ_API kz_status kz_decode(kz_session *session, const int32_t *codes, size_t n_frames,
-                           const kz_decode_params *params, kz_audio_fn on_audio, void *user);
+                           const kz_decode_params *params);
 
 /* Whole-buffer audio owned by the caller. */
 typedef struct kz_audio {
@@ -276,8 +288,8 @@ typedef struct kz_audio {
     int32_t sample_rate; /* Hz */
 } kz_audio;
 
-/* kz_decode into one buffer (built on the streaming call). On failure *audio is
- * left empty. */
+/* kz_decode into one buffer (built on the streaming call); params may be NULL (the
+ * defaults). On failure *audio is left empty. */
 KZ_API kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t n_frames,
                                const kz_decode_params *params, kz_audio *audio);
 
@@ -305,8 +317,8 @@ typedef enum kz_text_layout {
     KZ_LAYOUT_STREAMING = 2,     /* one text token per generated frame */
 } kz_text_layout;
 
-/* Receives each generated frame's codes (codes[0] = codebook 0) before it is decoded.
- * Return false to cancel. Called on the synthesizing thread. */
+/* Receives each generated frame's codes (codes[0] = codebook 0) before it is decoded,
+ * on the thread that called kz_synthesize. Return false to cancel. */
 typedef bool (*kz_frame_fn)(const int32_t *codes, int32_t n_codebooks, int64_t pos_frame,
                             void *user);
 
@@ -317,38 +329,49 @@ typedef bool (*kz_frame_fn)(const int32_t *codes, int32_t n_codebooks, int64_t p
  * Return false to cancel the synthesis. */
 typedef bool (*kz_text_pull_fn)(char *buf, size_t cap, size_t *n_bytes, bool *done, void *user);
 
+/* One synthesis. Zero-initialised with text (or token ids, or text_pull) and, for a
+ * CustomVoice model, a speaker, it is complete: every other field's 0 (NULL, false)
+ * means the default named in its comment, "model" meaning the model's
+ * generation_config.json (or the official wrapper's fallbacks where it has none). */
 typedef struct kz_request {
-    const char *text;          /* UTF-8 text to speak; or NULL when token_ids are given */
+    /* What to say: exactly one of text, token_ids, text_pull. */
+    const char *text;          /* UTF-8 text to speak */
     const int32_t *token_ids;  /* ids of the user text only (the engine adds the chat
-                                  wrapping); used when text is NULL */
+                                  wrapping) */
     size_t n_token_ids;
-    kz_text_pull_fn text_pull; /* streaming text input (text and token_ids NULL): generation
-                                  starts once the first tokens are known, uses the
-                                  streaming-text layout, and does not end while more text is
-                                  promised. At most 16 KB of text and max_frames (default
-                                  1500, 2 minutes) frames. */
-    void *text_user;
+    kz_text_pull_fn text_pull; /* streaming text input: generation starts once the first
+                                  tokens are known, uses the streaming-text layout, and
+                                  does not end while more text is promised. At most 16 KB
+                                  of text and max_frames (0: 1500, 2 minutes) frames. */
+    /* Voice. */
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
-    const char *language;      /* "auto" (default) or a language name */
+    const char *language;      /* NULL or "auto" (default) or a language name */
     const char *instruct;      /* style instruction (1.7B CustomVoice, VoiceDesign) or NULL;
                                   0.6B CustomVoice ignores it as the official wrapper does */
     kz_text_layout layout;     /* default KZ_LAYOUT_DEFAULT */
     kz_text_split split;       /* tokenizer split pattern, default KZ_TEXT_SPLIT_QWEN2 */
-    bool greedy;               /* argmax for talker and code predictor; default: from
-                                  generation_config.json (do_sample true -> false) */
-    float temperature;         /* talker, > 0 and <= 100; default 0.9 (generation_config) */
-    int32_t top_k;             /* talker, 0 (off) .. vocab; default 50 */
-    float top_p;               /* talker, (0, 1]; default 1.0 */
-    float repetition_penalty;  /* talker, (0, 100]; default 1.05; applies in greedy too */
-    float cp_temperature;      /* code predictor; defaults from subtalker_* keys */
-    int32_t cp_top_k;
-    float cp_top_p;
-    uint64_t seed;             /* RNG seed; default 0 */
+    /* Sampling: talker (codebook 0), then the code predictor (codebooks 1..15). */
+    bool greedy;               /* true: argmax for both. false (default): as the model says
+                                  (sampling, unless its do_sample is false) */
+    float temperature;         /* talker, (0, 100]; 0 = model (0.9) */
+    int32_t top_k;             /* talker, 1..vocab, or -1 = off; 0 = model (50) */
+    float top_p;               /* talker, (0, 1]; 0 = model (1.0) */
+    float repetition_penalty;  /* talker, (0, 100], 1 = off, applies in greedy too;
+                                  0 = model (1.05) */
+    float cp_temperature;      /* code predictor, as temperature; 0 = model (0.9) */
+    int32_t cp_top_k;          /* code predictor, as top_k; 0 = model (50) */
+    float cp_top_p;            /* code predictor, as top_p; 0 = model (1.0) */
+    uint64_t seed;             /* RNG seed; default 0 (0 is a seed like any other) */
+    /* Length. */
     int32_t frames;            /* > 0: exactly this many frames (end of speech masked);
                                   0 (default): until end of speech */
-    int32_t max_frames;        /* cap on frames; 0 (default) = runaway guard
+    int32_t max_frames;        /* cap on frames per utterance; 0 (default) = runaway guard
                                   min(max_new_tokens - 1, 50 + 8 x text tokens) */
-    int32_t first_chunk_frames;/* frames of the first audio callback, 1..1024; default 1
+    int32_t max_utterance_bytes; /* text longer than this is split at sentence ends (any
+                                  script) into utterances spoken back to back in one stream,
+                                  joined with a 10 ms fade; -1 = never split; 0 = 600 */
+    /* Audio delivery. */
+    int32_t first_chunk_frames;/* frames of the first audio callback, 1..1024; 0 = 1
                                   (first sound after one frame) */
     int32_t chunk_frames;      /* frames per later audio callback, 1..1024, or 0 (default):
                                   adaptive, 1 to 16 frames sized by the audio a listener
@@ -360,31 +383,32 @@ typedef struct kz_request {
                                   (a machine slower than real time at one frame gets
                                   throughput). Audio and codes never depend on it.
                                   kz_synthesize_all takes 0 as 16. */
-    int32_t max_utterance_bytes; /* text longer than this is split at sentence ends (any
-                                  script) into utterances spoken back to back in one stream,
-                                  joined with a 10 ms fade; 0 = never split; default 600 */
-    kz_frame_fn on_frame;      /* optional */
-    void *frame_user;
+    /* Callbacks, each optional except on_audio for kz_synthesize; all get `user`. */
+    kz_audio_fn on_audio;      /* the audio (kz_synthesize_all calls it too when set) */
+    kz_frame_fn on_frame;      /* each frame's codes */
+    void *user;                /* passed to on_audio, on_frame and text_pull */
 } kz_request;
 
-/* Fills r with the defaults above, sampling values from the model's
- * generation_config.json (or the official wrapper's fallbacks). */
-KZ_API void kz_request_default(const kz_model *model, kz_request *r);
+/* Fills r with the defaults above, the model's values written out (model may be NULL:
+ * the official wrapper's fallbacks), language "auto", no text and no callbacks. The
+ * result synthesizes exactly as the zero-initialised request does. */
+KZ_API void kz_request_default_params(const kz_model *model, kz_request *r);
 
-/* Synthesizes speech for r, streaming 24 kHz PCM to on_audio chunk by chunk
+/* Synthesizes speech for r, streaming 24 kHz PCM to r->on_audio chunk by chunk
  * (see kz_audio_fn). Same seed and request -> same audio, on any thread count. */
-KZ_API kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
-                               void *user);
+KZ_API kz_status kz_synthesize(kz_session *session, const kz_request *r);
 
 /* Computes the prompt prefix of r's voice (speaker, language, instruction) into the
  * session's prompt cache now, so that the first kz_synthesize with that voice starts
  * from its text (e.g. while an LLM is still writing it). r's voice and numbers are
- * checked as kz_synthesize checks them; its text (text, token_ids, text_pull) is
- * ignored and may be absent. Nothing happens if the session has the prefix already.
- * KZ_STATUS_INVALID_ARGUMENT if the session keeps no prompt cache (prompt_cache_mb -1). */
+ * checked as kz_synthesize checks them; its text (text, token_ids, text_pull) and
+ * callbacks are ignored and may be absent. Nothing happens if the session has the
+ * prefix already. KZ_STATUS_INVALID_ARGUMENT if the session keeps no prompt cache
+ * (prompt_cache_mb -1). */
 KZ_API kz_status kz_session_prepare(kz_session *session, const kz_request *r);
 
-/* kz_synthesize into one buffer. On failure *audio is left empty. */
+/* kz_synthesize into one buffer (r->on_audio may be NULL). On failure *audio is left
+ * empty. */
 KZ_API kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *audio);
 
 /* ---- timings ------------------------------------------------------------- */
@@ -405,11 +429,12 @@ typedef struct kz_timings {
     int64_t prompt_tokens;      /* prefill rows processed */
     double talker_bytes;        /* weight bytes the talker streamed (prefill and steps) */
     double code_predictor_bytes;/* weight bytes the code predictor streamed */
-    double codec_flop_bf16;     /* the part of codec_flop run in bf16 (codec_precision bf16) */
+    double codec_flop_bf16;     /* the part of codec_flop run in bf16 */
     int64_t prompt_tokens_cached; /* prefill rows taken from the session's prompt cache
                                      instead (not in prompt_tokens) */
 } kz_timings;
 
+/* Fills *out (zeroed for a NULL session; out NULL does nothing). */
 KZ_API void kz_session_timings(const kz_session *session, kz_timings *out);
 KZ_API void kz_session_reset_timings(kz_session *session);
 
@@ -458,7 +483,9 @@ typedef struct kz_quantize_params {
     kz_precision codec_forms;         /* also store the codec converted for this precision
                                          (BF16, WINOGRAD, WINOGRAD_BF16, or FAST: this CPU's),
                                          so loads in it map the form instead of converting;
-                                         default KZ_PRECISION_F32: none */
+                                         default (0) KZ_PRECISION_DEFAULT: none; the
+                                         file then runs its codec in this precision
+                                         unless kz_model_params says otherwise */
     int32_t n_threads;                /* threads converting rows; 0 (default) = the cores, at
                                          most 8 */
     kz_quantize_progress_fn progress; /* default NULL */
@@ -466,7 +493,7 @@ typedef struct kz_quantize_params {
     kz_quantize_report *report;       /* filled when the call succeeds; default NULL */
 } kz_quantize_params;
 
-/* Defaults: type KZ_QUANTIZE_Q8_0, codec_forms KZ_PRECISION_F32, n_threads 0, no progress
+/* Defaults: type KZ_QUANTIZE_Q8_0, codec_forms KZ_PRECISION_DEFAULT, n_threads 0, no progress
  * callback, no report (a zeroed struct is the same). */
 KZ_API void kz_quantize_default_params(kz_quantize_params *params);
 
@@ -478,6 +505,59 @@ KZ_API void kz_quantize_default_params(kz_quantize_params *params);
  * cancel: out_path is the old file or the whole new one. params NULL means the defaults. */
 KZ_API kz_status kz_quantize(const char *src, const char *out_path,
                              const kz_quantize_params *params);
+
+/* ---- experimental: may change or go in any release -------------------------
+ * What `kztts bench` and `kztts quality` need beyond the API above: the engine's
+ * configuration in effect, and hooks into the frame loop for measuring a model against
+ * another. Not covered by KZ_ABI_VERSION. */
+
+/* The model as loaded. Strings are static or owned by the model. */
+typedef struct kz_experimental_model_info {
+    const char *kernels;         /* kernel level in use: "scalar", "avx2", "avx512", "neon" */
+    const char *kernel_sub_level;/* its sub-level, e.g. "avx512-vnni" (kz_model_describe) */
+    const char *codec_precision; /* in effect: "f32" (EXACT), "bf16", "winograd",
+                                    "winograd-bf16" */
+    bool codec_forms_stored;     /* its converted weights were mapped from the GGUF
+                                    (`kztts quantize --codec-forms`), not computed at load */
+    const char *bf16_gemm;       /* the codec's bf16 GEMM: "ref", "avx2" (FMAs on widened
+                                    bf16), "avx512bf16", "amx", "neon"; "" when the codec
+                                    runs no bf16 */
+    double load_ms;              /* wall time of kz_model_load */
+    /* Language model shapes (0 for a codec-only model). */
+    int32_t talker_vocab_size, talker_hidden_size, num_code_groups;
+    int32_t cp_vocab_size, cp_hidden_size, cp_steps; /* code predictor; steps per frame */
+} kz_experimental_model_info;
+
+KZ_API kz_status kz_experimental_model_get_info(const kz_model *model,
+                                                kz_experimental_model_info *out);
+
+/* The session's thread counts as resolved from its params. */
+typedef struct kz_experimental_session_info {
+    int32_t n_threads, n_threads_lm, n_threads_codec;
+    bool overlap; /* the stages overlap (KZ_SCHEDULE_OVERLAP), else they take turns */
+} kz_experimental_session_info;
+
+KZ_API kz_status kz_experimental_session_get_info(const kz_session *session,
+                                                  kz_experimental_session_info *out);
+
+/* Receives a named array of each following synthesis on the synthesis (LM) thread:
+ * "prefill_rows" [rows, talker hidden] once, then per frame "talker_logits"
+ * [1, talker vocab] and "cp_logits" [cp_steps, cp vocab], raw (before the repetition
+ * penalty, masking and sampling). data is valid only during the call. */
+typedef void (*kz_experimental_observe_fn)(const char *name, int64_t pos_frame,
+                                           const float *data, size_t n_rows, size_t n_cols,
+                                           void *user);
+
+/* Sets the session's observer (fn NULL removes it). */
+KZ_API kz_status kz_experimental_session_observe(kz_session *session,
+                                                 kz_experimental_observe_fn fn, void *user);
+
+/* Teacher forcing: in each following synthesis, frame f < n_frames takes the codes
+ * codes[f * num_code_groups ..] instead of sampled ones (the logits are still computed
+ * and observed). codes is borrowed until the next call; NULL (or n_frames 0) ends the
+ * forcing. */
+KZ_API kz_status kz_experimental_session_force_codes(kz_session *session, const int32_t *codes,
+                                                     size_t n_frames);
 
 #ifdef __cplusplus
 }

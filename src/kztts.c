@@ -3,8 +3,10 @@
  *
  * Every function here validates its arguments, clears or sets the thread's
  * last-error message and forwards to the internal object code (model/model.c,
- * synth/session.c, synth/decode.c). Nothing below this file checks public
- * parameters again.
+ * synth/session.c, synth/decode.c). A request's zeros become the model's defaults
+ * here (synth/request.c) before anything reads it. Nothing below this file checks
+ * public parameters again. The experimental entry points at the end read and set
+ * the model's and session's internals for the bench and quality tools.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,10 @@
 #include "synth/prefill.h"
 #include "synth/request.h"
 #include "synth/session.h"
+
+int32_t kz_abi_version(void) {
+    return KZ_ABI_VERSION;
+}
 
 const char *kz_version(void) {
     return "0.1.0";
@@ -35,7 +41,7 @@ void kz_model_default_params(kz_model_params *p) {
     if (p) {
         memset(p, 0, sizeof *p);
         p->isa = KZ_ISA_CAP_AUTO;
-        p->codec_precision = KZ_PRECISION_F32;
+        p->codec_precision = KZ_PRECISION_DEFAULT;
     }
 }
 
@@ -57,11 +63,8 @@ kz_status kz_model_load(const char *path, const kz_model_params *params, kz_mode
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_model_load: isa cap %d out of range",
                             (int)params->isa);
     }
-    if (params->codec_precision != KZ_PRECISION_F32 &&
-        params->codec_precision != KZ_PRECISION_BF16 &&
-        params->codec_precision != KZ_PRECISION_WINOGRAD &&
-        params->codec_precision != KZ_PRECISION_FAST &&
-        params->codec_precision != KZ_PRECISION_WINOGRAD_BF16) {
+    if (params->codec_precision < KZ_PRECISION_DEFAULT ||
+        params->codec_precision > KZ_PRECISION_WINOGRAD_BF16) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "kz_model_load: codec precision %d out of range",
                             (int)params->codec_precision);
@@ -147,53 +150,67 @@ void kz_session_clear_prompt_cache(kz_session *session) {
     }
 }
 
+#define DEFAULT_DECODE_CHUNK_FRAMES 4
+
 void kz_decode_default_params(kz_decode_params *p) {
     if (p) {
         memset(p, 0, sizeof *p);
         p->mode = KZ_DECODE_STREAM;
-        p->chunk_frames = 4;
+        p->chunk_frames = DEFAULT_DECODE_CHUNK_FRAMES;
     }
 }
 
-kz_status kz_decode(kz_session *session, const int32_t *codes, size_t n_frames,
-                    const kz_decode_params *params, kz_audio_fn on_audio, void *user) {
-    kz_error_clear();
-    if (!session || !on_audio || (!codes && n_frames)) {
+/* kz_decode with its audio going to on_audio(user) instead of params' callback (params
+ * may be NULL; kz_decode_all collects through it). */
+static kz_status decode_to(kz_session *session, const int32_t *codes, size_t n_frames,
+                           const kz_decode_params *params, kz_audio_fn on_audio, void *user) {
+    if (!session || (!codes && n_frames)) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                            "kz_decode: session, codes and on_audio must not be NULL");
+                            "kz_decode: session and codes must not be NULL");
     }
     if (n_frames == 0) {
         return kz_error_set(KZ_STATUS_BAD_INPUT, "kz_decode: no frames to decode");
     }
-    kz_decode_params defaults;
-    kz_decode_default_params(&defaults);
-    if (!params) {
-        params = &defaults;
+    kz_decode_params p = {0};
+    if (params) {
+        p = *params;
     }
-    if (params->mode != KZ_DECODE_STREAM && params->mode != KZ_DECODE_OFFICIAL) {
+    p.chunk_frames = p.chunk_frames ? p.chunk_frames : DEFAULT_DECODE_CHUNK_FRAMES;
+    if (p.mode != KZ_DECODE_STREAM && p.mode != KZ_DECODE_OFFICIAL) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode: unknown mode %d",
-                            (int)params->mode);
+                            (int)p.mode);
     }
-    if (params->chunk_frames < 1 || params->chunk_frames > 1024) {
+    if (p.chunk_frames < 1 || p.chunk_frames > 1024) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                            "kz_decode: chunk_frames %d out of range [1, 1024]",
-                            (int)params->chunk_frames);
+                            "kz_decode: chunk_frames %d out of range [1, 1024] (0: 4)",
+                            (int)p.chunk_frames);
     }
-    return kz_session_decode(session, codes, n_frames, params, on_audio, user);
+    return kz_session_decode(session, codes, n_frames, &p, on_audio, user);
+}
+
+kz_status kz_decode(kz_session *session, const int32_t *codes, size_t n_frames,
+                    const kz_decode_params *params) {
+    kz_error_clear();
+    if (!params || !params->on_audio) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_decode: params->on_audio is required (kz_decode_all collects "
+                            "the audio without one)");
+    }
+    return decode_to(session, codes, n_frames, params, params->on_audio, params->user);
 }
 
 typedef struct collect {
     float *samples;
     size_t n_samples;
+    kz_audio_fn also;  /* the caller's callback, or NULL */
+    void *also_user;
 } collect;
 
 static bool append(const float *pcm, size_t n, int64_t pos_frame, bool is_last, void *user) {
     collect *c = user;
-    (void)pos_frame;
-    (void)is_last;
     memcpy(c->samples + c->n_samples, pcm, n * sizeof *pcm);
     c->n_samples += n;
-    return true;
+    return !c->also || c->also(pcm, n, pos_frame, is_last, c->also_user);
 }
 
 kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t n_frames,
@@ -210,11 +227,13 @@ kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t n_fram
     if (n_frames > SIZE_MAX / sizeof(float) / spf) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode_all: too many frames");
     }
-    collect c = {.samples = malloc((n_frames ? n_frames : 1) * spf * sizeof(float))};
+    collect c = {.samples = malloc((n_frames ? n_frames : 1) * spf * sizeof(float)),
+                 .also = params ? params->on_audio : NULL,
+                 .also_user = params ? params->user : NULL};
     if (!c.samples) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_decode_all: out of memory");
     }
-    kz_status st = kz_decode(session, codes, n_frames, params, append, &c);
+    kz_status st = decode_to(session, codes, n_frames, params, append, &c);
     if (st != KZ_OK) {
         free(c.samples);
         return st;
@@ -284,29 +303,13 @@ void kz_ids_free(int32_t *ids) {
 
 /* ---- synthesis ------------------------------------------------------------ */
 
-void kz_request_default(const kz_model *model, kz_request *r) {
+void kz_request_default_params(const kz_model *model, kz_request *r) {
     if (!r) {
         return;
     }
     memset(r, 0, sizeof *r);
-    kz_generation_config g = {.do_sample = true, .temperature = 0.9f, .top_k = 50, .top_p = 1.0f,
-                              .repetition_penalty = 1.05f, .subtalker_temperature = 0.9f,
-                              .subtalker_top_k = 50, .subtalker_top_p = 1.0f};
-    if (model && model->has_tts) {
-        g = model->gen;
-    }
+    kz_request_fill_defaults(model, r, r);
     r->language = "auto";
-    r->greedy = !g.do_sample;
-    r->temperature = g.temperature;
-    r->top_k = g.top_k;
-    r->top_p = g.top_p;
-    r->repetition_penalty = g.repetition_penalty;
-    r->cp_temperature = g.subtalker_temperature;
-    r->cp_top_k = g.subtalker_top_k;
-    r->cp_top_p = g.subtalker_top_p;
-    r->first_chunk_frames = 1;
-    r->max_utterance_bytes = 600;
-    r->chunk_frames = 0;
 }
 
 /* The enum and size fields kz_request_resolve does not check. */
@@ -315,9 +318,10 @@ static kz_status check_request_fields(const kz_request *r, const char *fn) {
         (r->split != KZ_TEXT_SPLIT_QWEN2 && r->split != KZ_TEXT_SPLIT_MISTRAL)) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: unknown layout or split", fn);
     }
-    if (r->max_utterance_bytes < 0) {
-        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "max_utterance_bytes %d is negative",
-                            (int)r->max_utterance_bytes);
+    if (r->max_utterance_bytes < -1) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: max_utterance_bytes %d must be -1 (never split), 0 (default) "
+                            "or positive", fn, (int)r->max_utterance_bytes);
     }
     return KZ_OK;
 }
@@ -333,13 +337,15 @@ kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
         return st;
     }
     // The prefix does not depend on the text: one token stands in for whatever r has,
-    // so none is tokenized (or pulled) for nothing.
+    // so none is tokenized (or pulled) for nothing; no callback is made.
     kz_request q = *r;
     static const int32_t any_id = 0;
     q.text = NULL;
     q.text_pull = NULL;
     q.token_ids = &any_id;
     q.n_token_ids = 1;
+    q.on_audio = NULL;
+    q.on_frame = NULL;
     kz_plan plan;
     kz_plan_ids ids;
     st = kz_request_resolve(session->model, &q, &plan, &ids);
@@ -348,13 +354,10 @@ kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
     return st;
 }
 
-kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
-                        void *user) {
-    kz_error_clear();
-    if (!session || !r || !on_audio) {
-        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                            "kz_synthesize: session, request and on_audio are required");
-    }
+/* kz_synthesize of r (defaults filled) with the audio going to on_audio(audio_user);
+ * r's other callbacks get r->user. */
+static kz_status synthesize_to(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
+                               void *audio_user) {
     kz_status st = check_request_fields(r, "kz_synthesize");
     if (st != KZ_OK) {
         return st;
@@ -364,7 +367,7 @@ kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on
         c->output_sample_rate > 0 ? 1e3 * c->decode_upsample_rate / c->output_sample_rate : 80.0;
     kz_pacer_init(&session->pacer, frame_ms);
     if (kz_long_text_wanted(r)) {
-        return kz_long_text_run(session, r, on_audio, user);
+        return kz_long_text_run(session, r, on_audio, audio_user);
     }
     kz_plan plan;
     kz_plan_ids ids;
@@ -372,21 +375,33 @@ kz_status kz_synthesize(kz_session *session, const kz_request *r, kz_audio_fn on
     if (st != KZ_OK) {
         return st;
     }
-    st = kz_synth_run(session, &plan, on_audio, user);
+    st = kz_synth_run(session, &plan, on_audio, audio_user);
     kz_plan_ids_free(&ids);
     return st;
+}
+
+kz_status kz_synthesize(kz_session *session, const kz_request *r) {
+    kz_error_clear();
+    if (!session || !r || !r->on_audio) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_synthesize: session, request and request->on_audio are required "
+                            "(kz_synthesize_all collects the audio without one)");
+    }
+    kz_request q;
+    kz_request_fill_defaults(session->model, r, &q);
+    return synthesize_to(session, &q, q.on_audio, q.user);
 }
 
 typedef struct grow_buf {
     float *samples;
     size_t n, cap;
     bool failed;
+    kz_audio_fn also; /* the caller's callback, or NULL */
+    void *also_user;
 } grow_buf;
 
 static bool append_grow(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
     grow_buf *b = user;
-    (void)pos;
-    (void)last;
     if (b->n + n > b->cap) {
         size_t cap = (b->n + n) * 2;
         float *p = realloc(b->samples, cap * sizeof *p);
@@ -399,7 +414,7 @@ static bool append_grow(const float *pcm, size_t n, int64_t pos, bool last, void
     }
     memcpy(b->samples + b->n, pcm, n * sizeof *pcm);
     b->n += n;
-    return true;
+    return !b->also || b->also(pcm, n, pos, last, b->also_user);
 }
 
 kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *audio) {
@@ -408,15 +423,17 @@ kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_synthesize_all: audio is NULL");
     }
     memset(audio, 0, sizeof *audio);
-    grow_buf b = {0};
+    if (!session || !r) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_synthesize_all: session and request are required");
+    }
+    kz_request q;
+    kz_request_fill_defaults(session->model, r, &q);
     // Nobody listens while the audio is collected: adaptive chunks become the
     // pacer's largest, the cheapest for the codec.
-    kz_request q;
-    if (r) {
-        q = *r;
-        q.chunk_frames = q.chunk_frames ? q.chunk_frames : KZ_PACER_MAX_FRAMES;
-    }
-    kz_status st = kz_synthesize(session, r ? &q : NULL, append_grow, &b);
+    q.chunk_frames = q.chunk_frames ? q.chunk_frames : KZ_PACER_MAX_FRAMES;
+    grow_buf b = {.also = q.on_audio, .also_user = q.user};
+    kz_status st = synthesize_to(session, &q, append_grow, &b);
     if (b.failed) {
         st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_synthesize_all: out of memory");
     }
@@ -428,4 +445,106 @@ kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *
     audio->n_samples = b.n;
     audio->sample_rate = session->model->codec_cfg.output_sample_rate;
     return KZ_OK;
+}
+
+/* ---- experimental ----------------------------------------------------------- */
+
+kz_status kz_experimental_model_get_info(const kz_model *m, kz_experimental_model_info *out) {
+    kz_error_clear();
+    if (!m || !out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_experimental_model_get_info: model and out are required");
+    }
+    memset(out, 0, sizeof *out);
+    const kz_codec_decoder *d = &m->decoder;
+    const kz_precision p = d->winograd ? (d->bf16 ? KZ_PRECISION_WINOGRAD_BF16
+                                                  : KZ_PRECISION_WINOGRAD)
+                                       : (d->bf16 ? KZ_PRECISION_BF16 : KZ_PRECISION_EXACT);
+    out->kernels = kz_isa_name(m->kernels->isa);
+    out->kernel_sub_level = m->kernels->name;
+    out->codec_precision = kz_precision_name(p);
+    out->codec_forms_stored = m->codec_forms_mapped;
+    out->bf16_gemm = d->bf16 ? m->kernels->gemm_bf16_name : "";
+    out->load_ms = m->load_ms;
+    if (m->has_tts) {
+        out->talker_vocab_size = m->talker.cfg.vocab_size;
+        out->talker_hidden_size = m->talker.cfg.hidden_size;
+        out->num_code_groups = m->talker.cfg.num_code_groups;
+        out->cp_vocab_size = m->cp.cfg.vocab_size;
+        out->cp_hidden_size = m->cp.cfg.hidden_size;
+        out->cp_steps = m->cp.n_steps;
+    }
+    return KZ_OK;
+}
+
+kz_status kz_experimental_session_get_info(const kz_session *s,
+                                           kz_experimental_session_info *out) {
+    kz_error_clear();
+    if (!s || !out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_experimental_session_get_info: session and out are required");
+    }
+    *out = (kz_experimental_session_info){.n_threads = kz_pool_threads(s->pool),
+                                          .n_threads_lm = kz_pool_threads(s->lm_pool),
+                                          .n_threads_codec = kz_pool_threads(s->codec_pool),
+                                          .overlap = !s->turns};
+    return KZ_OK;
+}
+
+kz_status kz_experimental_session_observe(kz_session *s, kz_experimental_observe_fn fn,
+                                          void *user) {
+    kz_error_clear();
+    if (!s) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_experimental_session_observe: session is NULL");
+    }
+    s->observe = fn;
+    s->observe_user = fn ? user : NULL;
+    return KZ_OK;
+}
+
+/* Every forced code inside the table it indexes: codebook 0 the talker's vocabulary,
+ * the others the code predictor's. */
+static kz_status check_forced(const kz_model *m, const int32_t *codes, size_t n_frames) {
+    const size_t groups = (size_t)m->talker.cfg.num_code_groups;
+    for (size_t f = 0; f < n_frames; f++) {
+        for (size_t g = 0; g < groups; g++) {
+            const int32_t v = codes[f * groups + g];
+            const int32_t n = g == 0 ? m->talker.cfg.vocab_size : m->cp.cfg.vocab_size;
+            if (v < 0 || v >= n) {
+                return kz_error_set(KZ_STATUS_BAD_INPUT,
+                                    "kz_experimental_session_force_codes: frame %zu, codebook "
+                                    "%zu: code %d outside [0, %d)", f, g, (int)v, (int)n);
+            }
+        }
+    }
+    return KZ_OK;
+}
+
+kz_status kz_experimental_session_force_codes(kz_session *s, const int32_t *codes,
+                                              size_t n_frames) {
+    kz_error_clear();
+    if (!s) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_experimental_session_force_codes: session is NULL");
+    }
+    s->forced_codes = NULL;
+    s->n_forced = 0;
+    if (!codes || n_frames == 0) {
+        return KZ_OK;
+    }
+    if (!s->model->has_tts) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED, "%s is a codec-only model: it generates no "
+                            "codes to force", s->model->path);
+    }
+    if (n_frames > (size_t)INT64_MAX) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_experimental_session_force_codes: too many frames");
+    }
+    kz_status st = check_forced(s->model, codes, n_frames);
+    if (st == KZ_OK) {
+        s->forced_codes = codes;
+        s->n_forced = (int64_t)n_frames;
+    }
+    return st;
 }

@@ -326,13 +326,14 @@ kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p) {
     case KZ_PRECISION_BF16: return KZ_PRECISION_BF16;
     case KZ_PRECISION_WINOGRAD_BF16: return KZ_PRECISION_WINOGRAD_BF16;
     case KZ_PRECISION_WINOGRAD: return KZ_PRECISION_WINOGRAD;
-    default: return KZ_PRECISION_F32;
+    default: return KZ_PRECISION_EXACT;
     }
 }
 
 const char *kz_precision_name(kz_precision p) {
     switch (p) {
-    case KZ_PRECISION_F32: return "f32";
+    case KZ_PRECISION_DEFAULT: return "default";
+    case KZ_PRECISION_EXACT: return "f32";
     case KZ_PRECISION_BF16: return "bf16";
     case KZ_PRECISION_WINOGRAD: return "winograd";
     case KZ_PRECISION_FAST: return "fast";
@@ -360,8 +361,33 @@ static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weight
         return KZ_OK;
     }
     kz_status st = kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms);
-    if (st == KZ_OK && p != KZ_PRECISION_F32 && strcmp(forms, kz_precision_name(p)) == 0) {
+    if (st == KZ_OK && p != KZ_PRECISION_EXACT && strcmp(forms, kz_precision_name(p)) == 0) {
         *out = m->codec_w;
+    }
+    return st;
+}
+
+/* KZ_PRECISION_DEFAULT: the precision whose forms the GGUF stores (the user chose it
+ * when writing the file, as a GGUF's weight types are chosen), else EXACT. Forms this
+ * build does not know are ignored with a warning: the file's fp32 panels still run. */
+static kz_status default_precision(const kz_model *m, kz_precision *out) {
+    static const kz_precision known[] = {KZ_PRECISION_BF16, KZ_PRECISION_WINOGRAD,
+                                         KZ_PRECISION_WINOGRAD_BF16};
+    *out = KZ_PRECISION_EXACT;
+    const char *forms;
+    if (!m->gguf || !kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS)) {
+        return KZ_OK;
+    }
+    kz_status st = kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms);
+    for (size_t i = 0; st == KZ_OK && i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(forms, kz_precision_name(known[i])) == 0) {
+            *out = known[i];
+            return KZ_OK;
+        }
+    }
+    if (st == KZ_OK) {
+        kz_log(KZ_LOG_WARN, "%s: codec forms '%.40s' unknown to this version: the codec runs "
+                            "in f32", m->path, forms);
     }
     return st;
 }
@@ -372,9 +398,10 @@ static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weight
  * replaces never become resident (a q8_0 load in winograd-bf16: peak RSS 1013 against
  * 1122-1146 MB populating every panel first). */
 static kz_status use_codec_precision(kz_model *m, kz_precision p) {
+    kz_status st = p == KZ_PRECISION_DEFAULT ? default_precision(m, &p) : KZ_OK;
     p = kz_model_codec_precision(m, p);
     kz_codec_forms forms = {0};
-    kz_status st = stored_forms(m, p, &forms.stored);
+    st = st == KZ_OK ? stored_forms(m, p, &forms.stored) : st;
     st = st == KZ_OK ? kz_model_use_codec_precision(m, p, &forms) : st;
     if (st == KZ_OK) {
         kz_codec_decoder_populate(&m->decoder);

@@ -63,10 +63,11 @@ kz_status kz_model_bind_tts(kz_model *m);
 kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *opts);
 
 /* Precision p as it runs with m's kernels: FAST resolved for the CPU (every kernel table
- * has a bf16 conv-GEMM, so the others run as they are at any level). */
+ * has a bf16 conv-GEMM, so the others run as they are at any level); DEFAULT is taken as
+ * EXACT (the load resolves it from the file first). */
 kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p);
 
-/* "f32", "bf16", "winograd", "fast", "winograd-bf16". */
+/* "default", "f32" (EXACT), "bf16", "winograd", "fast", "winograd-bf16". */
 const char *kz_precision_name(kz_precision p);
 
 /* Switches m's codec to p, a precision kz_model_codec_precision returned, with forms

@@ -541,7 +541,7 @@ static kz_status add_metadata(const job *j, kz_gguf_writer *w, const char *src) 
                      : st;
     st = st == KZ_OK ? add_text_file(w, codec_dir, "config.json", KZ_GGUF_KEY_CODEC_CONFIG, true)
                      : st;
-    if (st == KZ_OK && j->forms != KZ_PRECISION_F32) {
+    if (st == KZ_OK && j->forms != KZ_PRECISION_DEFAULT && j->forms != KZ_PRECISION_EXACT) {
         st = kz_gguf_writer_add_str(w, KZ_GGUF_KEY_CODEC_FORMS, kz_precision_name(j->forms));
     }
     if (!tts || st != KZ_OK) {
@@ -591,7 +591,7 @@ static kz_status convert(job *j, const char *src, const char *out_path) {
 void kz_quantize_default_params(kz_quantize_params *params) {
     if (params) {
         *params = (kz_quantize_params){.type = KZ_QUANTIZE_Q8_0,
-                                       .codec_forms = KZ_PRECISION_F32};
+                                       .codec_forms = KZ_PRECISION_DEFAULT};
     }
 }
 
@@ -638,7 +638,8 @@ kz_status kz_quantize(const char *src, const char *out_path, const kz_quantize_p
     if (st == KZ_OK && j.hook_status != KZ_OK) {
         st = kz_error_set(j.hook_status, "out of memory collecting the codec weights");
     }
-    st = st == KZ_OK && j.forms != KZ_PRECISION_F32 ? build_forms(&j) : st;
+    const bool forms = j.forms != KZ_PRECISION_DEFAULT && j.forms != KZ_PRECISION_EXACT;
+    st = st == KZ_OK && forms ? build_forms(&j) : st;
     st = st == KZ_OK ? convert(&j, src, out_path) : st;
     kz_model_close(j.m);
     free(j.form);

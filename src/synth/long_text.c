@@ -76,7 +76,7 @@ static kz_status speak_span(kz_session *s, const kz_request *r, const kz_span *s
     one.text = piece;
     one.seed = r->seed + index;
     one.on_frame = r->on_frame ? join_frame : NULL;
-    one.frame_user = j;
+    one.user = j; // for join_frame; the audio goes to join_audio with j explicitly
     kz_plan plan;
     kz_plan_ids ids;
     kz_status st = kz_request_resolve(s->model, &one, &plan, &ids);
@@ -100,7 +100,7 @@ kz_status kz_long_text_run(kz_session *s, const kz_request *r, kz_audio_fn on_au
     kz_span *spans = malloc(n_spans * sizeof *spans);
     char *piece = malloc(n_bytes + 1);
     joiner j = {.on_audio = on_audio, .audio_user = user, .on_frame = r->on_frame,
-                .frame_user = r->frame_user, .first_utterance = true,
+                .frame_user = r->user, .first_utterance = true,
                 .samples_per_frame = (size_t)s->model->codec_cfg.decode_upsample_rate};
     kz_status st = spans && piece ? KZ_OK
                                   : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");

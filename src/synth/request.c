@@ -10,6 +10,8 @@
  * id for "\n", what the wrapper's string gives for a text that does not start
  * with a newline; without tokenizer files that id is unknown and token ids are
  * refused. Instruction: "<|im_start|>user\n{instruct}<|im_end|>\n", all ids are rows.
+ * Defaults: a field's 0 becomes the model's generation_config.json value (or the fixed
+ * default kztts.h names) before anything is checked, so a zeroed request is valid.
  */
 #include "synth/request.h"
 
@@ -24,6 +26,7 @@
 #define GUARD_BASE_FRAMES 50
 #define GUARD_FRAMES_PER_TOKEN 8
 #define STREAM_TEXT_MAX_FRAMES 1500
+#define DEFAULT_MAX_UTTERANCE_BYTES 600
 
 static bool is_blank(const char *s) {
     for (; *s; s++) {
@@ -101,7 +104,7 @@ static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p
         }
         p->prompt.role_ids = NULL; // the streamed text's own (synth.c, text_feed.c)
         p->text_pull = r->text_pull;
-        p->text_user = r->text_user;
+        p->text_user = r->user;
         return KZ_OK;
     }
     if (!r->text) {
@@ -222,6 +225,41 @@ static kz_status resolve_instruct(const kz_model *m, const kz_request *r, kz_pla
     return st;
 }
 
+/* --- defaults: a request's 0 means the model's value (kztts.h kz_request) ---------------- */
+
+/* v, or the default d when v is 0. */
+static float or_f(float v, float d) {
+    return v != 0 ? v : d;
+}
+
+static int32_t or_i(int32_t v, int32_t d) {
+    return v != 0 ? v : d;
+}
+
+void kz_request_fill_defaults(const kz_model *m, const kz_request *r, kz_request *out) {
+    kz_generation_config g;
+    if (m && m->has_tts) {
+        g = m->gen;
+    } else {
+        kz_generation_config_parse("", NULL, 0, &g); // the official wrapper's fallbacks
+    }
+    // generation_config.json's top_k 0 is "off", which the request spells -1.
+    const int32_t top_k = g.top_k > 0 ? g.top_k : -1;
+    const int32_t cp_top_k = g.subtalker_top_k > 0 ? g.subtalker_top_k : -1;
+    kz_request q = *r;
+    q.greedy = r->greedy || !g.do_sample;
+    q.temperature = or_f(r->temperature, g.temperature);
+    q.top_k = or_i(r->top_k, top_k);
+    q.top_p = or_f(r->top_p, g.top_p);
+    q.repetition_penalty = or_f(r->repetition_penalty, g.repetition_penalty);
+    q.cp_temperature = or_f(r->cp_temperature, g.subtalker_temperature);
+    q.cp_top_k = or_i(r->cp_top_k, cp_top_k);
+    q.cp_top_p = or_f(r->cp_top_p, g.subtalker_top_p);
+    q.first_chunk_frames = or_i(r->first_chunk_frames, 1);
+    q.max_utterance_bytes = or_i(r->max_utterance_bytes, DEFAULT_MAX_UTTERANCE_BYTES);
+    *out = q;
+}
+
 static kz_status check_sampling(const kz_request *r, int32_t vocab) {
     struct { const char *name; double v, lo, hi; bool open_lo; } nums[] = {
         {"temperature", r->temperature, 0, 100, true},
@@ -229,8 +267,8 @@ static kz_status check_sampling(const kz_request *r, int32_t vocab) {
         {"repetition_penalty", r->repetition_penalty, 0, 100, true},
         {"cp_temperature", r->cp_temperature, 0, 100, true},
         {"cp_top_p", r->cp_top_p, 0, 1, true},
-        {"top_k", r->top_k, 0, vocab, false},
-        {"cp_top_k", r->cp_top_k, 0, vocab, false}};
+        {"top_k", r->top_k, -1, vocab, false},
+        {"cp_top_k", r->cp_top_k, -1, vocab, false}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         double v = nums[i].v;
         bool bad = !(v <= nums[i].hi) || (nums[i].open_lo ? v <= nums[i].lo : v < nums[i].lo);
@@ -251,17 +289,18 @@ static kz_status check_sampling(const kz_request *r, int32_t vocab) {
 }
 
 static void fill_sampling(const kz_request *r, kz_plan *p) {
+    // The sampler's top_k 0 is "off" (the request's -1).
     p->talker = (kz_sampling){.greedy = r->greedy, .temperature = r->temperature,
-                              .top_k = r->top_k, .top_p = r->top_p};
+                              .top_k = r->top_k > 0 ? r->top_k : 0, .top_p = r->top_p};
     p->cp = (kz_sampling){.greedy = r->greedy, .temperature = r->cp_temperature,
-                          .top_k = r->cp_top_k, .top_p = r->cp_top_p};
+                          .top_k = r->cp_top_k > 0 ? r->cp_top_k : 0, .top_p = r->cp_top_p};
     p->repetition_penalty = r->repetition_penalty;
     p->seed = r->seed;
     p->frames = r->frames;
     p->chunk_frames = r->chunk_frames;
     p->first_chunk_frames = r->first_chunk_frames;
     p->on_frame = r->on_frame;
-    p->frame_user = r->frame_user;
+    p->frame_user = r->user;
     p->split = (kz_split_mode)r->split;
 }
 
@@ -278,7 +317,7 @@ static int32_t frame_cap(const kz_model *m, const kz_request *r, size_t n_text) 
     return (int32_t)(cap < limit ? cap : limit);
 }
 
-kz_status kz_request_resolve(const kz_model *m, const kz_request *r, kz_plan *plan,
+kz_status kz_request_resolve(const kz_model *m, const kz_request *request, kz_plan *plan,
                              kz_plan_ids *ids) {
     memset(plan, 0, sizeof *plan);
     memset(ids, 0, sizeof *ids);
@@ -286,6 +325,9 @@ kz_status kz_request_resolve(const kz_model *m, const kz_request *r, kz_plan *pl
         return kz_error_set(KZ_STATUS_UNSUPPORTED, "%s is a codec-only model: it cannot speak text",
                             m->path);
     }
+    kz_request filled;
+    kz_request_fill_defaults(m, request, &filled);
+    const kz_request *r = &filled;
     kz_status st = check_sampling(r, m->cfg.talker.vocab_size);
     st = st ? st : resolve_voice(m, r, plan);
     st = st ? st : resolve_text(m, r, plan, ids);

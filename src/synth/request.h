@@ -15,7 +15,13 @@ typedef struct kz_plan_ids {
     int32_t role[3];
 } kz_plan_ids;
 
-/* Validates r against model m and fills plan (pointing into ids). Every
+/* out = r with every field whose 0 means "the default" (kztts.h kz_request) set to m's
+ * default (m NULL or codec-only: the official wrapper's fallbacks); other fields as in
+ * r. Idempotent; out may be r. */
+void kz_request_fill_defaults(const kz_model *m, const kz_request *r, kz_request *out);
+
+/* Validates r (its defaults filled in first) against model m and fills plan (pointing
+ * into ids). Every
  * problem is KZ_STATUS_INVALID_ARGUMENT / BAD_INPUT / UNSUPPORTED with a message
  * that lists the valid choices where there are some. */
 kz_status kz_request_resolve(const kz_model *m, const kz_request *r, kz_plan *plan,

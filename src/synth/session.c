@@ -22,9 +22,9 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
                                                            : (size_t)params->prompt_cache_mb;
     kz_prompt_cache_init(&s->prompt_cache, cache_mb << 20);
     int n_threads = params->n_threads > 0 ? params->n_threads : kz_pool_default_threads();
-    // Default split (docs/PERF.md, 2 cores): with turns each stage gets every thread; when
-    // the stages overlap, the memory-bound LM stage (the bottleneck) gets every thread and
-    // the compute-bound codec half of them, sharing the cores.
+    // Default split: with turns each stage gets every thread; when the stages overlap,
+    // the memory-bound LM stage (the bottleneck) gets every thread and the compute-bound
+    // codec half of them, sharing the cores.
     s->turns = params->schedule != KZ_SCHEDULE_OVERLAP;
     int n_lm = params->n_threads_lm > 0 ? params->n_threads_lm : n_threads;
     int n_codec = params->n_threads_codec > 0 ? params->n_threads_codec
@@ -67,6 +67,9 @@ void kz_session_destroy(kz_session *s) {
 }
 
 void kz_session_timings(const kz_session *s, kz_timings *out) {
+    if (!out) {
+        return;
+    }
     memset(out, 0, sizeof *out);
     if (!s) {
         return;

@@ -17,12 +17,10 @@
 #include "synth/chunk_pacer.h"
 #include "synth/prompt_cache.h"
 
-/* Frames per internal codec step: bounds the codec's scratch memory
- * independently of request size (the last two decoder blocks run in tails of
- * KZ_CODEC_TAIL_FRAMES; at release dimensions the scratch holds 16.1 MB in f32, 34.3 MB
- * under winograd-bf16, docs/PERF.md).
- * The step re-reads the codec's weights (374 MB under winograd-bf16 at 0.6B), so it matches the
- * pacer's largest chunk (KZ_PACER_MAX_FRAMES). */
+/* Frames per internal codec step: bounds the codec's scratch memory independently of
+ * request size (the last two decoder blocks run in tails of KZ_CODEC_TAIL_FRAMES). Each
+ * step re-reads the codec's weights, so it matches the pacer's largest chunk
+ * (KZ_PACER_MAX_FRAMES). */
 #define KZ_CODEC_STEP_FRAMES 16
 
 /* Language-model stage statistics (milliseconds, counts). */
@@ -30,11 +28,6 @@ typedef struct kz_lm_stats {
     double prefill_ms, talker_ms, code_predictor_ms, sampling_ms;
     int64_t frames, prompt_tokens, prompt_tokens_cached;
 } kz_lm_stats;
-
-/* Test observer: receives named intermediate arrays of a synthesis ("prefill_rows"
- * [rows, D], "talker_logits" [vocab] per frame, "cp_logits" [15, vocab] per frame). */
-typedef void (*kz_synth_observer)(void *user, const char *name, int64_t frame,
-                                  const float *data, size_t n_rows, size_t n_cols);
 
 struct kz_session {
     const kz_model *model;
@@ -50,11 +43,13 @@ struct kz_session {
     kz_lm_stats stats;
     kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth/prefill.c) */
     kz_pacer pacer;                /* adaptive chunks of the current kz_synthesize call */
-    kz_synth_observer observe;     /* NULL normally */
+    /* Observer of named intermediate arrays (kz_experimental_session_observe): NULL
+     * normally. */
+    kz_experimental_observe_fn observe;
     void *observe_user;
-    /* Teacher forcing (quality measurement): when not NULL, frame f takes the codes
-     * forced_codes[f * groups ..] instead of sampling, for f < n_forced; the logits
-     * are still computed and observed. NULL normally. */
+    /* Teacher forcing (kz_experimental_session_force_codes): when not NULL, frame f
+     * takes the codes forced_codes[f * groups ..] instead of sampling, for f < n_forced;
+     * the logits are still computed and observed. NULL normally. */
     const int32_t *forced_codes;
     int64_t n_forced;
     int64_t codec_frames;     /* frames decoded since the timings were reset */

@@ -105,7 +105,7 @@ static double now_ms(void) {
 
 static void observe(synth *y, const char *name, const float *data, size_t rows, size_t cols) {
     if (y->s->observe) {
-        y->s->observe(y->s->observe_user, name, y->n_frames, data, rows, cols);
+        y->s->observe(name, y->n_frames, data, rows, cols, y->s->observe_user);
     }
 }
 

@@ -286,6 +286,26 @@ def bad_inputs(k, a, model, work):
                  "expected", work)
 
 
+def zero_options(k, model, work):
+    """The library's 0 means the model's value; the command line's 0 keeps its own meaning:
+    --top-k 0 is no top-k (sampled codes differ from the default top-k 50's) and
+    --max-utterance 0 never splits (greedy codes differ from the default 600-byte split)."""
+    text = "".join(f"This is sentence number {i} of a long text. " for i in range(17))
+    runs = {"default": [], "top-k 0": ["--top-k", "0"],
+            "split": ["--greedy"], "no split": ["--greedy", "--max-utterance", "0"]}
+    codes = {}
+    for name, extra in runs.items():
+        path = os.path.join(work, "zero_" + name.replace(" ", "_") + ".codes")
+        r = run(k, ["synth", "-m", model, "-s", "ryan", "--seed", "3", "--max-frames", "6",
+                    "--dump-codes", path, "-o", os.path.join(work, "zero.wav"),
+                    text if "split" in name else "Hello there, how are you?"] + extra)
+        check(r.returncode == 0, f"{name}: {r.stderr.decode()}")
+        codes[name] = open(path).read() if r.returncode == 0 else name
+    check(codes["top-k 0"] != codes["default"], "--top-k 0 samples as the default top-k")
+    check(codes["no split"] != codes["split"], "--max-utterance 0 splits as the default")
+    print("ok   --top-k 0 is no top-k, --max-utterance 0 never splits")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("kztts", "tiny", "tiny_vd", "tiny_base", "tokenizer", "work"):
@@ -302,6 +322,7 @@ def main():
     for chunk in ([], ["--stream"], ["--chunk", "1"]):
         long_text(a.kztts, model, a.work, chunk)
     interrupted(a.kztts, model, a.work)
+    zero_options(a.kztts, model, a.work)
     bad_inputs(a.kztts, a, model, a.work)
     finish("test_cli_synth")
 

@@ -281,7 +281,7 @@ static bool open_tiny(kz_isa_cap cap, kz_precision p, kz_model **m, kz_session *
 static void test_level(kz_isa_cap cap, const char *level) {
     kz_model *m;
     kz_session *s;
-    if (!open_tiny(cap, KZ_PRECISION_F32, &m, &s)) {
+    if (!open_tiny(cap, KZ_PRECISION_EXACT, &m, &s)) {
         return;
     }
     printf("level %s: kernels %s\n", level, m->kernels->name);

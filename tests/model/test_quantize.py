@@ -218,12 +218,14 @@ def test_errors(a, models):
 
 
 def decode(a, model, precision, tag):
-    """The 40 golden frames decoded in precision: (audio bytes, kztts info's precision line)."""
+    """The 40 golden frames decoded in precision (None: the file's default): (audio bytes,
+    kztts info's precision line)."""
     out = os.path.join(a.work, f"{tag}.f32")
+    option = ["--codec-precision", precision] if precision else []
     r = run([a.kztts, "decode", "-m", model, "--codes", os.path.join(a.golden, "codes_40.txt"),
-             "--codec-precision", precision, "-o", out])
+             "-o", out] + option)
     check(r.returncode == 0, f"decode {tag}: {r.stderr.decode()}")
-    info = run([a.kztts, "info", "-m", model, "--codec-precision", precision])
+    info = run([a.kztts, "info", "-m", model] + option)
     line = [x for x in info.stdout.decode().splitlines() if x.startswith("codec precision:")]
     return (open(out, "rb").read() if r.returncode == 0 else b""), (line[0] if line else "")
 
@@ -231,8 +233,13 @@ def decode(a, model, precision, tag):
 def test_codec_forms(a, models):
     """--codec-forms P stores the codec as precision P converts it: a load in P maps those
     forms (kztts info says so) and decodes bit for bit as the plain file converted at load;
-    loads in any other precision ignore them. A missing form is a clear error."""
+    loads in any other precision ignore them. Without --codec-precision the file runs in P
+    (the file is the user's choice), `--codec-precision exact` (or f32) overrides that, and
+    a plain file runs exact. A missing form is a clear error."""
     plain = models["q8_0"]
+    exact, exact_line = decode(a, plain, None, "plain_default")
+    check(exact and exact_line.startswith("codec precision: f32"),
+          f"a file without forms does not default to f32: {exact_line!r}")
     for forms in ("winograd-bf16", "winograd", "bf16"):
         out = os.path.join(a.work, f"forms_{forms}.gguf")
         r = run([a.kztts, "quantize", "-m", a.tiny, "-o", out, "--codec-forms", forms])
@@ -252,6 +259,15 @@ def test_codec_forms(a, models):
                   f"{got_line!r} (plain file: {want_line!r})")
             check(stored or f"(the file stores the forms of {forms})" in got_line,
                   f"forms {forms}, precision {precision}: unused forms not named: {got_line!r}")
+            if precision == forms:
+                in_p, in_p_line = got, got_line
+        default, default_line = decode(a, out, None, f"forms_{forms}_default")
+        check(default and default == in_p and default_line == in_p_line,
+              f"forms {forms}: the default is not {forms}: {default_line!r} ({in_p_line!r})")
+        for name in ("exact", "f32"):
+            over, over_line = decode(a, out, name, f"forms_{forms}_{name}")
+            check(over == exact and over_line.startswith("codec precision: f32 "),
+                  f"forms {forms}: --codec-precision {name} does not override: {over_line!r}")
     # Kernels whose bf16 GEMM gains nothing (the scalar level) resolve fast to winograd:
     # forms of winograd-bf16 stay unused. The avx2 level (FMAs on widened bf16) uses them.
     # winograd-bf16 asked for runs from the stored forms at either level, with the audio

@@ -17,7 +17,9 @@
  *     plus one frame generated after k), and the session then synthesizes the
  *     same audio again (ASan checks that nothing leaks);
  *   - out-of-range session parameters (schedule, thread counts) and chunk sizes are
- *     refused;
+ *     refused; in a request, 0 is the model's default (the runs here use zeroed
+ *     requests), -1 turns top-k off and never splits the text, other out-of-range
+ *     numbers are refused naming the field;
  *   - long text split into utterances (model with a tokenizer): the audio and frame
  *     callbacks' positions run on without a gap or overlap across the joins, counted
  *     in the model's samples per frame.
@@ -85,8 +87,7 @@ static kz_status synth(const kz_model *m, kz_schedule schedule, int lm, int code
     if (st != KZ_OK) {
         return st;
     }
-    kz_request q;
-    kz_request_default(m, &q);
+    kz_request q = {0};
     q.token_ids = TEXT;
     q.n_token_ids = n_text;
     q.speaker = "ryan";
@@ -95,8 +96,9 @@ static kz_status synth(const kz_model *m, kz_schedule schedule, int lm, int code
     q.first_chunk_frames = first;
     q.chunk_frames = chunk;
     q.on_frame = on_frame;
-    q.frame_user = r;
-    st = kz_synthesize(s, &q, on_audio, r);
+    q.on_audio = on_audio;
+    q.user = r;
+    st = kz_synthesize(s, &q);
     if (st == KZ_STATUS_CANCELLED) {
         CHECK_STR_CONTAINS(kz_last_error(), "cancelled");
         // The first chunk at or past cancel_at is cancelled after its frames were
@@ -106,8 +108,8 @@ static kz_status synth(const kz_model *m, kz_schedule schedule, int lm, int code
                   "frames reported after the cancel: %lld", (long long)r->n_codes);
         // The same session works after a cancellation and gives the same audio.
         run again = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
-        q.frame_user = &again;
-        CHECK(kz_synthesize(s, &q, on_audio, &again) == KZ_OK);
+        q.user = &again;
+        CHECK(kz_synthesize(s, &q) == KZ_OK);
         CHECK_EQ_INT(again.n_samples, N_FRAMES * spf);
         r->n_codes = again.n_codes;
         free(r->pcm);
@@ -173,23 +175,64 @@ static bool joined_frame(const int32_t *codes, int32_t n, int64_t pos, void *use
 static void test_long_text(const kz_model *m) {
     kz_session *s;
     CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
-    kz_request q;
-    kz_request_default(m, &q);
+    kz_request q = {0};
     joined j = {.ok = true};
     q.text = "Hello world, this is a test. How are you today? Fine. Speak slowly and calmly.";
     q.max_utterance_bytes = 30;
     q.max_frames = 6;
     q.speaker = "ryan";
     q.seed = 3;
+    q.on_audio = joined_audio;
     q.on_frame = joined_frame;
-    q.frame_user = &j;
-    kz_status st = kz_synthesize(s, &q, joined_audio, &j);
+    q.user = &j;
+    kz_status st = kz_synthesize(s, &q);
     CHECK_MSG(st == KZ_OK, "long text: %s", kz_last_error());
     CHECK_MSG(j.ok && j.next_pos == j.next_frame && (size_t)j.next_pos * spf == j.n_samples,
               "long text: positions do not run on across the joins (audio to frame %lld, "
               "frames to %lld, %zu samples)",
               (long long)j.next_pos, (long long)j.next_frame, j.n_samples);
     kz_session_free(s);
+}
+
+/* A request's numbers: 0 is the model's default, -1 turns top-k off or never splits the
+ * text, anything else out of range is refused with the field's name; no audio comes. */
+static void check_request_values(kz_session *s) {
+    static const struct { const char *field; float temperature, top_p, penalty;
+                          int32_t top_k, cp_top_k, max_utterance_bytes; bool ok; } cases[] = {
+        {"top_k", 0, 0, 0, -1, -1, -1, true}, // off, off, never split
+        {"top_k", 0, 0, 0, -2, 0, 0, false},
+        {"cp_top_k", 0, 0, 0, 0, -2, 0, false},
+        {"temperature", -1, 0, 0, 0, 0, 0, false},
+        {"top_p", 0, 1.5f, 0, 0, 0, 0, false},
+        {"top_p", 0, -0.5f, 0, 0, 0, 0, false},
+        {"repetition_penalty", 0, 0, -1, 0, 0, 0, false},
+        {"max_utterance_bytes", 0, 0, 0, 0, 0, -2, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kz_request q = {0};
+        q.token_ids = TEXT;
+        q.n_token_ids = n_text;
+        q.speaker = "ryan";
+        q.frames = 2;
+        q.temperature = cases[i].temperature;
+        q.top_p = cases[i].top_p;
+        q.repetition_penalty = cases[i].penalty;
+        q.top_k = cases[i].top_k;
+        q.cp_top_k = cases[i].cp_top_k;
+        q.max_utterance_bytes = cases[i].max_utterance_bytes;
+        run got = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
+        q.on_audio = on_audio;
+        q.user = &got;
+        kz_status st = kz_synthesize(s, &q);
+        if (cases[i].ok) {
+            CHECK_MSG(st == KZ_OK && got.n_samples == 2 * spf, "case %zu: %s", i,
+                      kz_last_error());
+        } else {
+            CHECK_MSG(st == KZ_STATUS_INVALID_ARGUMENT && got.n_samples == 0, "case %zu", i);
+            CHECK_STR_CONTAINS(kz_last_error(), cases[i].field);
+        }
+        free(got.pcm);
+    }
 }
 
 /* Comma-separated ids from the file at path into TEXT. */
@@ -275,21 +318,23 @@ int main(int argc, char **argv) {
     }
     // Out-of-range chunk sizes are refused before anything runs (0 = adaptive is valid).
     CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
-    static const int32_t bad_chunks[][2] = {{1, -1}, {1, 1025}, {0, 4}, {1025, 0}};
+    static const int32_t bad_chunks[][2] = {{1, -1}, {1, 1025}, {-1, 4}, {1025, 0}};
     for (size_t i = 0; i < sizeof bad_chunks / sizeof bad_chunks[0]; i++) {
-        kz_request q;
-        kz_request_default(m, &q);
+        kz_request q = {0};
         q.token_ids = TEXT;
         q.n_token_ids = n_text;
         q.speaker = "ryan";
         q.first_chunk_frames = bad_chunks[i][0];
         q.chunk_frames = bad_chunks[i][1];
         run none = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
-        CHECK(kz_synthesize(s, &q, on_audio, &none) == KZ_STATUS_INVALID_ARGUMENT);
+        q.on_audio = on_audio;
+        q.user = &none;
+        CHECK(kz_synthesize(s, &q) == KZ_STATUS_INVALID_ARGUMENT);
         CHECK_STR_CONTAINS(kz_last_error(), "chunk_frames");
         CHECK(none.n_samples == 0);
         free(none.pcm);
     }
+    check_request_values(s);
     kz_session_free(s);
     kz_session_clear_prompt_cache(NULL); // allowed, does nothing
     test_long_text(m);

@@ -47,8 +47,8 @@ static void keep(float **dst, size_t *n, const float *src, size_t count) {
     *n = count;
 }
 
-static void on_observe(void *user, const char *name, int64_t frame, const float *data,
-                       size_t rows, size_t cols) {
+static void on_observe(const char *name, int64_t frame, const float *data, size_t rows,
+                       size_t cols, void *user) {
     observed *o = user;
     if (strcmp(name, "prefill_rows") == 0) {
         keep(&o->prefill, &o->prefill_n, data, rows * cols);
@@ -137,7 +137,7 @@ static int read_case(FILE *f, lm_case *c) {
 
 static void fill_request(const kz_model *m, const lm_case *c, kz_request *r, uint64_t seed,
                          codes_buf *codes) {
-    kz_request_default(m, r);
+    kz_request_default_params(m, r);
     r->token_ids = c->text;
     r->n_token_ids = c->n_text;
     r->speaker = strcmp(c->speaker, "-") ? c->speaker : NULL;
@@ -146,7 +146,7 @@ static void fill_request(const kz_model *m, const lm_case *c, kz_request *r, uin
     r->frames = c->frames;
     r->seed = seed;
     r->on_frame = on_frame;
-    r->frame_user = codes;
+    r->user = codes;
 }
 
 /* Runs the case greedily through the internal plan (to inject instruction ids). */
@@ -266,7 +266,7 @@ static void test_prompt_cache_keys(kz_session *s, const kz_model *m, const lm_ca
                                    const codes_buf *cold) {
     static codes_buf other;
     int64_t computed, cached;
-    kz_synth_observer observe = s->observe;
+    kz_experimental_observe_fn observe = s->observe;
     s->observe = NULL;
     lm_case v = *c;
     snprintf(v.layout, sizeof v.layout, "%s",

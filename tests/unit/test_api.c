@@ -1,8 +1,10 @@
 /*
- * test_api.c - the public header as a contract: every default function fills
- * what its comment promises, destructors accept NULL, bad parameters return
- * the documented status with a message (and leave outputs empty), and the log
- * callback receives messages. No model files needed.
+ * test_api.c - the public header as a contract: the ABI version, every default
+ * function fills what its comment promises (and the zero-initialised struct means
+ * the same), destructors accept NULL, bad parameters return the documented status
+ * with a message (and leave outputs empty), the experimental entry points refuse
+ * NULL, and the log callback receives messages. No model files needed (the zeroed
+ * request synthesizing is tests/unit/api_c11.c on the tiny checkpoint).
  */
 #include <string.h>
 
@@ -20,30 +22,39 @@ static void on_log(kz_log_level level, const char *message, void *user) {
 }
 
 static void test_defaults(void) {
+    CHECK(kz_abi_version() == KZ_ABI_VERSION);
+    const kz_model_params mp0 = {0};
     kz_model_params mp;
     memset(&mp, 0x5a, sizeof mp);
     kz_model_default_params(&mp);
-    CHECK(mp.isa == KZ_ISA_CAP_AUTO);
-    CHECK(mp.codec_precision == KZ_PRECISION_F32);
+    CHECK(mp.isa == KZ_ISA_CAP_AUTO && mp.isa == mp0.isa);
+    CHECK(mp.codec_precision == KZ_PRECISION_DEFAULT && mp.codec_precision == mp0.codec_precision);
+    const kz_session_params sp0 = {0};
     kz_session_params sp;
     memset(&sp, 0x5a, sizeof sp);
     kz_session_default_params(&sp);
-    CHECK_EQ_INT(sp.n_threads, 0);
+    CHECK(memcmp(&sp, &sp0, sizeof sp) == 0); // every session default is 0
     kz_decode_params dp;
+    memset(&dp, 0x5a, sizeof dp);
     kz_decode_default_params(&dp);
-    CHECK(dp.mode == KZ_DECODE_STREAM);
-    CHECK_EQ_INT(dp.chunk_frames, 4);
+    CHECK(dp.mode == KZ_DECODE_STREAM && dp.on_audio == NULL && dp.user == NULL);
+    CHECK_EQ_INT(dp.chunk_frames, 4); // what a zeroed chunk_frames means
     kz_request r;
-    kz_request_default(NULL, &r);
+    memset(&r, 0x5a, sizeof r);
+    kz_request_default_params(NULL, &r); // the official wrapper's values
     CHECK(strcmp(r.language, "auto") == 0);
+    CHECK(!r.text && !r.token_ids && r.n_token_ids == 0 && !r.text_pull && !r.speaker);
+    CHECK(!r.instruct && !r.on_audio && !r.on_frame && !r.user);
     CHECK(!r.greedy && r.temperature == 0.9f && r.top_k == 50 && r.top_p == 1.0f);
     CHECK(r.repetition_penalty == 1.05f && r.cp_temperature == 0.9f && r.cp_top_k == 50);
+    CHECK(r.cp_top_p == 1.0f);
     CHECK(r.frames == 0 && r.max_frames == 0 && r.chunk_frames == 0 && r.seed == 0);
+    CHECK(r.first_chunk_frames == 1 && r.max_utterance_bytes == 600);
     CHECK(r.layout == KZ_LAYOUT_DEFAULT && r.split == KZ_TEXT_SPLIT_QWEN2);
     kz_model_default_params(NULL);
     kz_session_default_params(NULL);
     kz_decode_default_params(NULL);
-    kz_request_default(NULL, NULL);
+    kz_request_default_params(NULL, NULL);
 }
 
 static void test_null_and_bad(void) {
@@ -63,9 +74,13 @@ static void test_null_and_bad(void) {
     CHECK(kz_model_load("x", &mp, &m) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(kz_last_error(), "isa");
     mp.isa = KZ_ISA_CAP_AUTO;
-    mp.codec_precision = (kz_precision)7;
-    CHECK(kz_model_load("x", &mp, &m) == KZ_STATUS_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(kz_last_error(), "precision");
+    for (int p = -1; p <= 6; p += 7) {
+        mp.codec_precision = (kz_precision)p;
+        CHECK(kz_model_load("x", &mp, &m) == KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "precision");
+    }
+    mp.codec_precision = KZ_PRECISION_EXACT;
+    CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     mp.codec_precision = KZ_PRECISION_BF16; // valid on every CPU (f32 where bf16 is missing)
     mp.isa = KZ_ISA_CAP_NEON; // in range on every CPU: the load fails on the path instead
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
@@ -75,6 +90,8 @@ static void test_null_and_bad(void) {
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     mp.codec_precision = KZ_PRECISION_FAST; // resolved per CPU at load
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
+    const kz_model_params zeroed = {0};
+    CHECK(kz_model_load("/nonexistent/model", &zeroed, &m) == KZ_STATUS_IO && m == NULL);
     CHECK(kz_model_load("/nonexistent/model", NULL, &m) == KZ_STATUS_IO && m == NULL);
     CHECK_STR_CONTAINS(kz_last_error(), "/nonexistent/model");
     kz_session *s = (kz_session *)&s;
@@ -82,9 +99,16 @@ static void test_null_and_bad(void) {
     kz_audio audio = {.n_samples = 7};
     CHECK(kz_decode_all(NULL, NULL, 1, NULL, &audio) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK(audio.samples == NULL && audio.n_samples == 0);
-    CHECK(kz_decode(NULL, NULL, 0, NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
-    CHECK(kz_synthesize(NULL, NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_decode(NULL, NULL, 0, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    const kz_decode_params no_callback = {0};
+    CHECK(kz_decode(NULL, NULL, 0, &no_callback) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "on_audio");
+    CHECK(kz_synthesize(NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    const kz_request no_audio = {.text = "hi"};
+    CHECK(kz_synthesize(NULL, &no_audio) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "on_audio");
     CHECK(kz_synthesize_all(NULL, NULL, &audio) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_session_prepare(NULL, &no_audio) == KZ_STATUS_INVALID_ARGUMENT);
     int32_t *ids = (int32_t *)&ids;
     size_t n = 9;
     CHECK(kz_tokenize(NULL, "hi", KZ_TEXT_SPLIT_QWEN2, &ids, &n) == KZ_STATUS_INVALID_ARGUMENT);
@@ -94,6 +118,19 @@ static void test_null_and_bad(void) {
     kz_timings t;
     kz_session_timings(NULL, &t);
     CHECK(t.frames == 0 && t.codec_frames == 0);
+    kz_session_timings(NULL, NULL);
+    kz_session_reset_timings(NULL);
+    kz_session_clear_prompt_cache(NULL);
+}
+
+static void test_experimental_null(void) {
+    kz_experimental_model_info mi;
+    kz_experimental_session_info si;
+    CHECK(kz_experimental_model_get_info(NULL, &mi) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "kz_experimental_model_get_info");
+    CHECK(kz_experimental_session_get_info(NULL, &si) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_experimental_session_observe(NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_experimental_session_force_codes(NULL, NULL, 0) == KZ_STATUS_INVALID_ARGUMENT);
 }
 
 static void test_status_and_log(void) {
@@ -117,10 +154,10 @@ static void test_quantize_params(void) {
     kz_quantize_params qp;
     memset(&qp, 0x5a, sizeof qp);
     kz_quantize_default_params(&qp);
-    CHECK(qp.type == KZ_QUANTIZE_Q8_0 && qp.codec_forms == KZ_PRECISION_F32);
+    CHECK(qp.type == KZ_QUANTIZE_Q8_0 && qp.codec_forms == KZ_PRECISION_DEFAULT);
     CHECK(qp.n_threads == 0 && qp.progress == NULL && qp.progress_user == NULL);
     CHECK(qp.report == NULL);
-    CHECK(KZ_QUANTIZE_Q8_0 == 0 && KZ_PRECISION_F32 == 0); // so a zeroed struct is the defaults
+    CHECK(KZ_QUANTIZE_Q8_0 == 0 && KZ_PRECISION_DEFAULT == 0); // so a zeroed struct is the defaults
     kz_quantize_default_params(NULL);
 
     kz_quantize_report report = {.n_packed = 77};
@@ -146,6 +183,7 @@ static void test_quantize_params(void) {
 int main(void) {
     test_defaults();
     test_null_and_bad();
+    test_experimental_null();
     test_status_and_log();
     test_quantize_params();
     return test_main_result("test_api");

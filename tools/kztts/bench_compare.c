@@ -33,7 +33,8 @@ static const char *const AXIS_KEYS[] = {"codec_precision", "schedule", "model"};
 
 typedef struct variant {
     const char *requested;
-    char in_effect[32];
+    const char *in_effect; /* codec precision in effect (static) */
+    int threads;           /* the session's threads, as it resolved them */
     kz_model *model;
     kz_session *session;
     double *ms;       /* [rounds] wall ms per frame */
@@ -91,8 +92,12 @@ static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *
         if (cli_open_engine("bench", path, &e, &v[i].model, &v[i].session) != 0) {
             return -1;
         }
-        cli_model_word(v[i].model, "\ncodec precision: ", v[i].in_effect,
-                       sizeof v[i].in_effect);
+        kz_experimental_model_info mi;
+        kz_experimental_session_info si;
+        kz_experimental_model_get_info(v[i].model, &mi);
+        kz_experimental_session_get_info(v[i].session, &si);
+        v[i].in_effect = mi.codec_precision;
+        v[i].threads = si.n_threads;
         v[i].ms = malloc((size_t)o->rounds * sizeof *v[i].ms);
         v[i].codec_ms = calloc((size_t)o->rounds, sizeof *v[i].codec_ms);
         v[i].lm_ms = calloc((size_t)o->rounds, sizeof *v[i].lm_ms);
@@ -107,13 +112,14 @@ static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *
 void bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,
                          kz_request *r) {
     static const int32_t text[] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13, 220, 16, 17};
-    kz_request_default(m, r);
+    kz_request_default_params(m, r);
     r->token_ids = text;
     r->n_token_ids = sizeof text / sizeof text[0];
     r->speaker = kz_model_speaker_name(m, 0);
     r->frames = (int32_t)frames;
     r->chunk_frames = (int32_t)chunk;
     r->seed = (uint64_t)seed;
+    r->on_audio = cli_discard_audio;
 }
 
 /* One timed run of variant x: round r's wall ms per frame, and for the pipeline the
@@ -126,13 +132,14 @@ static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r,
         kz_decode_params dp;
         kz_decode_default_params(&dp);
         dp.chunk_frames = (int32_t)o->chunk;
-        st = kz_decode(x->session, codes, frames, &dp, cli_discard_audio, NULL);
+        dp.on_audio = cli_discard_audio;
+        st = kz_decode(x->session, codes, frames, &dp);
     } else {
         kz_request q;
         bench_fixed_request(x->model, (int64_t)frames, o->chunk, o->seed, &q);
         kz_session_clear_prompt_cache(x->session); // every run computes its whole prompt
         kz_session_reset_timings(x->session);
-        st = kz_synthesize(x->session, &q, cli_discard_audio, NULL);
+        st = kz_synthesize(x->session, &q);
     }
     if (r < 0 || st != KZ_OK) {
         return st;
@@ -180,7 +187,7 @@ static void print_text(const bench_compare_opts *o, bench_axis axis, const varia
            "threads %d, runs alternated\n",
            AXIS_NAMES[axis], o->decoder_only ? "codec decoder alone" : "whole pipeline, streaming",
            (long long)o->rounds, (long long)o->frames, (long long)o->chunk,
-           o->chunk == 0 ? " (adaptive)" : "", o->threads);
+           o->chunk == 0 ? " (adaptive)" : "", v[0].threads);
     printf("%-24s %-16s %8s %8s %8s %10s", AXIS_NAMES[axis], "codec in effect", "median", "min",
            "max", "vs first");
     printf(o->decoder_only ? "\n" : " %10s %10s\n", "codec", "LM");
@@ -206,7 +213,7 @@ static void print_json(const bench_compare_opts *o, bench_axis axis, const varia
     cJSON_AddNumberToObject(j, "frames", (double)o->frames);
     cJSON_AddNumberToObject(j, "rounds", (double)o->rounds);
     cJSON_AddNumberToObject(j, "chunk", (double)o->chunk);
-    cJSON_AddNumberToObject(j, "threads", o->threads);
+    cJSON_AddNumberToObject(j, "threads", v[0].threads);
     cJSON *list = cJSON_AddArrayToObject(j, "variants");
     for (int i = 0; i < n; i++) {
         cJSON *x = cJSON_CreateObject();

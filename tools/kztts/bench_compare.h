@@ -22,7 +22,7 @@ typedef struct bench_compare_opts {
     const char *model, *isa, *schedule; /* model path(s), schedule name(s): a list or one */
     const char *precisions;             /* codec precision name(s), comma-separated */
     int64_t frames, chunk, rounds, seed;
-    int threads, threads_lm, threads_codec;
+    int threads, threads_lm, threads_codec; /* 0 = the session's default */
     bool decoder_only, json;
 } bench_compare_opts;
 
@@ -31,7 +31,8 @@ typedef struct bench_compare_opts {
 bool bench_compare_wanted(const char *model, const char *precisions, const char *schedule);
 
 /* The bench's fixed request: a 12-token text (about a 10-word sentence) for the model's
- * first speaker, exactly `frames` frames, chunk_frames `chunk` (0 = adaptive), seed. */
+ * first speaker, exactly `frames` frames, chunk_frames `chunk` (0 = adaptive), seed; the
+ * audio is dropped (cli_discard_audio). */
 void bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,
                          kz_request *r);
 

@@ -58,6 +58,7 @@ typedef struct bench_result {
     const char *codec_precision; /* in effect after load: f32, bf16, winograd(-bf16) */
     bool codec_forms_stored; /* its converted weights came from the file (quantize
                                 --codec-forms), not computed at load */
+    const char *bf16_gemm; /* the codec's bf16 GEMM ("amx", ...), "" without bf16 work */
     int64_t frames, runs, chunk;
     int threads, threads_lm, threads_codec;
     bool overlap;         /* the stages overlap (KZ_SCHEDULE_OVERLAP), else take turns */

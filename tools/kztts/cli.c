@@ -1,7 +1,7 @@
 /*
  * cli.c - the names of the shared options, model/session opening, error reporting
- * and exit statuses, the output format, words of the model description, and text
- * input (--token-ids, stdin) shared by subcommands (see cli.h).
+ * and exit statuses, the output format, and text input (--token-ids, stdin) shared by
+ * subcommands (see cli.h).
  */
 #include "cli.h"
 
@@ -21,8 +21,9 @@ const arg_choice CLI_ISA_NAMES[] = {
     {"auto", KZ_ISA_CAP_AUTO}, {"scalar", KZ_ISA_CAP_SCALAR}, {"avx2", KZ_ISA_CAP_AVX2},
     {"avx512", KZ_ISA_CAP_AVX512}, {"neon", KZ_ISA_CAP_NEON}, {NULL, 0}};
 const arg_choice CLI_PRECISION_NAMES[] = {
-    {"f32", KZ_PRECISION_F32}, {"bf16", KZ_PRECISION_BF16}, {"winograd", KZ_PRECISION_WINOGRAD},
-    {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16}, {"fast", KZ_PRECISION_FAST}, {NULL, 0}};
+    {"exact", KZ_PRECISION_EXACT}, {"f32", KZ_PRECISION_EXACT}, {"fast", KZ_PRECISION_FAST},
+    {"bf16", KZ_PRECISION_BF16}, {"winograd", KZ_PRECISION_WINOGRAD},
+    {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16}, {NULL, 0}};
 const arg_choice CLI_SCHEDULE_NAMES[] = {
     {"auto", KZ_SCHEDULE_AUTO}, {"turns", KZ_SCHEDULE_TURNS}, {"overlap", KZ_SCHEDULE_OVERLAP},
     {NULL, 0}};
@@ -62,7 +63,7 @@ int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out) {
 }
 
 int cli_parse_codec_precision(const char *cmd, const char *name, kz_precision *out) {
-    int v = KZ_PRECISION_F32;
+    int v = KZ_PRECISION_DEFAULT; // the model file's choice
     int rc = lookup(cmd, "--codec-precision", CLI_PRECISION_NAMES, name, &v);
     *out = (kz_precision)v;
     return rc;
@@ -101,16 +102,6 @@ int cli_output_format(const char *cmd, const char *out, const char *format, cons
         return -1;
     }
     return 0;
-}
-
-const char *cli_model_word(const kz_model *m, const char *key, char *buf, size_t cap) {
-    const char *v = strstr(kz_model_describe(m), key);
-    snprintf(buf, cap, "unknown");
-    if (v) {
-        v += strlen(key);
-        snprintf(buf, cap, "%.*s", (int)strcspn(v, " \n"), v);
-    }
-    return buf;
 }
 
 int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,

@@ -24,7 +24,7 @@ int cmd_quantize(int argc, char **argv);
 
 /* Names of the options shared by several commands (any case on the command line). */
 extern const arg_choice CLI_ISA_NAMES[];       /* --isa: auto, scalar, avx2, avx512, neon */
-extern const arg_choice CLI_PRECISION_NAMES[]; /* --codec-precision: f32, bf16, winograd, ... */
+extern const arg_choice CLI_PRECISION_NAMES[]; /* --codec-precision: exact (f32), fast, ... */
 extern const arg_choice CLI_SCHEDULE_NAMES[];  /* --schedule: auto, turns, overlap */
 extern const arg_choice CLI_SPLIT_NAMES[];     /* --split: qwen2, mistral */
 extern const arg_choice CLI_FORMAT_NAMES[];    /* --format: wav, f32, s16, flac, ogg */
@@ -49,18 +49,14 @@ int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out);
 
 /* The --codec-precision option's help text (synth, decode, bench). */
 #define CLI_CODEC_PRECISION_HELP                                                               \
-    "P     codec convolutions: f32 (default, exact), bf16 (AMX or AVX512_BF16), winograd "   \
-    "(any CPU), winograd-bf16 or fast (bf16 on AMX, winograd-bf16 on AVX2-only CPUs and "    \
-    "Zen 4/5, else winograd)"
+    "P     codec convolutions: exact (f32, as the reference) or fast (this CPU's fastest, "   \
+    ">= 40 dB SNR); default: the model file's (quantize --codec-forms), else exact; "        \
+    "bf16, winograd, winograd-bf16 force one of fast's forms (benchmarking)"
 
-/* The codec precision named name (CLI_PRECISION_NAMES, any case; NULL means f32) into
- * *out; -1 after printing "kztts CMD: --codec-precision must be ..." for any other name. */
+/* The codec precision named name (CLI_PRECISION_NAMES, any case; NULL means
+ * KZ_PRECISION_DEFAULT, the model file's choice) into *out; -1 after printing
+ * "kztts CMD: --codec-precision must be ..." for any other name. */
 int cli_parse_codec_precision(const char *cmd, const char *name, kz_precision *out);
-
-/* The first word after key in the model's description (kz_model_describe), e.g. key
- * "\ncodec precision: " gives the precision in effect; "unknown" if absent. Copied to
- * buf (cap bytes), which is returned. */
-const char *cli_model_word(const kz_model *m, const char *key, char *buf, size_t cap);
 
 /* cli_open with every engine option. */
 int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,

@@ -33,10 +33,8 @@
 #include "bench_report.h"
 #include "cli.h"
 #include "codes_file.h"
-#include "stats.h"
-#include "kernels/kernels.h"
 #include "machine_peak.h"
-#include "runtime/threadpool.h"
+#include "stats.h"
 
 typedef struct bench_opts {
     const char *model, *isa, *codec_precision, *schedule;
@@ -51,38 +49,24 @@ static double peak_rss_mb(void) {
     return (double)ru.ru_maxrss / 1024.0;
 }
 
-/* The session's thread counts and schedule, resolved as kz_session_params documents its
- * defaults: all online CPUs (at most 8); the LM stage all of them, the codec stage all
- * of them when the stages take turns, half when they overlap. */
-static void resolve_threads(const bench_opts *o, bench_result *r) {
-    r->threads = o->threads > 0 ? (int)o->threads : kz_pool_default_threads();
-    r->threads_lm = o->threads_lm > 0 ? (int)o->threads_lm : r->threads;
-    r->overlap = args_choice_value(CLI_SCHEDULE_NAMES, o->schedule) == KZ_SCHEDULE_OVERLAP;
-    r->threads_codec = o->threads_codec > 0 ? (int)o->threads_codec
-                       : r->overlap             ? r->threads / 2
-                                                : r->threads;
-    r->threads_codec = r->threads_codec < 1 ? 1 : r->threads_codec;
-    if (o->decoder_only) {
-        r->threads_codec = r->threads; // kz_decode runs on the session's main pool
-    }
-}
-
-/* Words of the model description the report quotes. */
-typedef struct model_words {
-    char kernels[32];
-    char precision[32];
-} model_words;
-
-/* Kernel level, codec precision in effect and load time from the model description
- * ("kernels: avx2", "codec precision: winograd", "load: 812 ms"), copied to facts;
- * the load time falls back to open_ms. */
-static void model_facts(const kz_model *m, double open_ms, model_words *facts, bench_result *r) {
-    const char *d = kz_model_describe(m), *l = strstr(d, "\nload: ");
-    r->kernels = cli_model_word(m, "\nkernels: ", facts->kernels, sizeof facts->kernels);
-    r->codec_precision = cli_model_word(m, "\ncodec precision: ", facts->precision,
-                                        sizeof facts->precision);
-    r->codec_forms_stored = strstr(d, "(forms stored in the file)") != NULL;
-    r->load_ms = l ? strtod(l + strlen("\nload: "), NULL) : open_ms;
+/* The engine as loaded: kernel level, codec precision in effect (and whether its forms
+ * came from the file), the codec's bf16 GEMM, load time, and the session's thread counts
+ * and schedule as it resolved them (kz_decode runs on its main pool). */
+static void engine_facts(const kz_model *m, const kz_session *s, bool decoder_only,
+                         bench_result *r) {
+    kz_experimental_model_info mi;
+    kz_experimental_session_info si;
+    kz_experimental_model_get_info(m, &mi);
+    kz_experimental_session_get_info(s, &si);
+    r->kernels = mi.kernels;
+    r->codec_precision = mi.codec_precision;
+    r->codec_forms_stored = mi.codec_forms_stored;
+    r->bf16_gemm = mi.bf16_gemm;
+    r->load_ms = mi.load_ms;
+    r->threads = si.n_threads;
+    r->threads_lm = si.n_threads_lm;
+    r->threads_codec = decoder_only ? si.n_threads : si.n_threads_codec;
+    r->overlap = si.overlap;
 }
 
 /* The machine's limits for the stages' thread counts (see machine_peak.h). */
@@ -100,13 +84,12 @@ static void measure_machine(const bench_opts *o, bench_result *r) {
     m->fma_gflops = m->fma_given ? o->peak_gflops
                                  : machine_peak_fma_gflops(r->kernels, r->threads_codec,
                                                            &m->fma_loop);
-    // The codec's bf16 convolutions: the bf16 GEMM the library installed sets the peak.
+    // The codec's bf16 convolutions: the bf16 GEMM the library installed sets the peak
+    // (below the avx512 level it is FMAs on widened bf16: the FMA peak).
     m->bf16_gflops = 0;
     m->bf16_loop = "";
-    const kz_kernels *k = kz_kernels_for(KZ_ISA_AVX512);
-    if (strstr(r->codec_precision, "bf16") && strcmp(r->kernels, "avx512") == 0 && k) {
-        m->bf16_gflops =
-            machine_peak_fma_gflops(k->gemm_bf16_name, r->threads_codec, &m->bf16_loop);
+    if (r->bf16_gemm[0] && strcmp(r->kernels, "avx512") == 0) {
+        m->bf16_gflops = machine_peak_fma_gflops(r->bf16_gemm, r->threads_codec, &m->bf16_loop);
     }
     m->probe_ms = stats_now_ms() - t0;
 }
@@ -166,14 +149,14 @@ static kz_status decode_runs(const bench_opts *o, kz_model *m, kz_session *s, do
     kz_decode_params dp;
     kz_decode_default_params(&dp);
     dp.chunk_frames = (int32_t)o->chunk;
+    dp.on_audio = cli_discard_audio;
     size_t warm = o->frames < 4 ? (size_t)o->frames : 4;
-    kz_status st = codes ? kz_decode(s, codes, warm, &dp, cli_discard_audio, NULL)
-                         : KZ_STATUS_OUT_OF_MEMORY;
+    kz_status st = codes ? kz_decode(s, codes, warm, &dp) : KZ_STATUS_OUT_OF_MEMORY;
     kz_session_reset_timings(s);
     *wall_ms = 0;
     for (int64_t r = 0; r < o->repeat && st == KZ_OK; r++) {
         double t1 = stats_now_ms();
-        st = kz_decode(s, codes, (size_t)o->frames, &dp, cli_discard_audio, NULL);
+        st = kz_decode(s, codes, (size_t)o->frames, &dp);
         *wall_ms += stats_now_ms() - t1;
     }
     free(codes);
@@ -183,14 +166,12 @@ static kz_status decode_runs(const bench_opts *o, kz_model *m, kz_session *s, do
 static int run_decoder(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
-    double t0 = stats_now_ms();
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
                           .threads = (int)o->threads};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
-    model_words facts;
-    model_facts(m, stats_now_ms() - t0, &facts, r);
+    engine_facts(m, s, true, r);
     double wall_ms;
     kz_status st = decode_runs(o, m, s, &wall_ms);
     if (st == KZ_OK) {
@@ -240,7 +221,10 @@ static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *u
 
 static kz_status timed(kz_session *s, const kz_request *r, playback *p) {
     *p = (playback){.t0 = stats_now_ms(), .first_ms = -1};
-    kz_status st = kz_synthesize(s, r, on_chunk, p);
+    kz_request q = *r;
+    q.on_audio = on_chunk;
+    q.user = p;
+    kz_status st = kz_synthesize(s, &q);
     p->wall_ms = stats_now_ms() - p->t0;
     return st;
 }
@@ -341,15 +325,13 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
 static int run_full(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
-    double t0 = stats_now_ms();
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
                           .schedule = o->schedule, .threads = (int)o->threads,
                           .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
-    model_words facts;
-    model_facts(m, stats_now_ms() - t0, &facts, r);
+    engine_facts(m, s, false, r);
     kz_status st = full_measure(o, m, s, r);
     if (st == KZ_OK) {
         print_result(o, r);
@@ -415,12 +397,11 @@ int cmd_bench(int argc, char **argv) {
     }
     bench_result r = {.decoder_only = o.decoder_only, .frames = o.frames, .runs = o.repeat,
                       .chunk = o.chunk};
-    resolve_threads(&o, &r);
     if (bench_compare_wanted(o.model, o.codec_precision, o.schedule)) {
         const bench_compare_opts c = {.model = o.model, .isa = o.isa, .schedule = o.schedule,
                                       .precisions = o.codec_precision, .frames = o.frames,
                                       .chunk = o.chunk, .rounds = o.repeat, .seed = o.seed,
-                                      .threads = r.threads, .threads_lm = (int)o.threads_lm,
+                                      .threads = (int)o.threads, .threads_lm = (int)o.threads_lm,
                                       .threads_codec = (int)o.threads_codec,
                                       .decoder_only = o.decoder_only, .json = o.json};
         return bench_compare(&c);

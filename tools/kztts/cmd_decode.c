@@ -75,7 +75,9 @@ static int run(const decode_opts *o) {
         dp.mode = o->official ? KZ_DECODE_OFFICIAL : KZ_DECODE_STREAM;
         snk.out = out;
         progress_begin(&snk.progress, strcmp(o->out, "-") != 0);
-        kz_status st = kz_decode(session, codes, n_frames, &dp, write_chunk, &snk);
+        dp.on_audio = write_chunk;
+        dp.user = &snk;
+        kz_status st = kz_decode(session, codes, n_frames, &dp);
         if (st == KZ_OK) {
             show_progress(&snk, true);
         }

@@ -14,7 +14,7 @@ int cmd_info(int argc, char **argv) {
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &model_path, "DIR   checkpoint or codec directory"),
         ARG_OPT_CHOICE("--isa", NULL, &isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
-        ARG_OPT_CHOICE("--codec-precision", NULL, &codec_precision, CLI_PRECISION_NAMES, "P     f32|bf16|winograd|winograd-bf16|fast: load the codec so (the description names the precision in effect)"),
+        ARG_OPT_CHOICE("--codec-precision", NULL, &codec_precision, CLI_PRECISION_NAMES, "P     exact|fast|bf16|winograd|winograd-bf16 (default: the file's choice): load the codec so (the description names the precision in effect)"),
         ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);

@@ -5,9 +5,9 @@
  *   REF    greedy, exactly N frames: the session observer keeps its raw talker
  *          logits [N, vocab] and code predictor logits [N, 15, cp vocab]; the frame
  *          callback keeps its codes [N, 16]
- *   MODEL  the same request with REF's codes forced (kz_session.forced_codes), so both
- *          models see the same history; each logit block MODEL produces is compared at
- *          once with REF's: squared error, REF's energy, argmax of every row
+ *   MODEL  the same request with REF's codes forced, so both models see the same
+ *          history; each logit block MODEL produces is compared at once with REF's:
+ *          squared error, REF's energy, argmax of every row
  *   report relative L2 error over all frames and of the worst frame, top-1 agreement
  *          of codebook 0 (talker) and of codebooks 1-15 (code predictor), REF's top-2
  *          margin of every row (quantiles, the largest one that flipped, agreement by
@@ -18,8 +18,8 @@
  * Argmax is taken on the raw logits (before the repetition penalty, EOS masking and
  * sampling). The codec never runs: the first audio chunk is all N frames, and the frame
  * callback cancels the synthesis when the last frame reaches it, before any decoding.
- * The observer and the forcing hook are test hooks of the session object, which is why
- * this command, unlike the others, includes synth/session.h.
+ * The observer, the forcing and the models' shapes are the experimental part of kztts.h
+ * (kz_experimental_*).
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -30,7 +30,6 @@
 
 #include "args.h"
 #include "cli.h"
-#include "synth/session.h"
 #include "stats.h"
 
 #define MAX_FRAMES 1024 /* one audio chunk: kz_request.first_chunk_frames <= 1024 */
@@ -135,8 +134,8 @@ static void stage_compare(stage *st, const float *ref, const float *got) {
 }
 
 /* Session observer (LM thread): keeps REF's logits, or compares MODEL's with them. */
-static void on_observe(void *user, const char *name, int64_t frame, const float *data,
-                       size_t rows, size_t cols) {
+static void on_observe(const char *name, int64_t frame, const float *data, size_t rows,
+                       size_t cols, void *user) {
     quality *q = user;
     stage *st = strcmp(name, "talker_logits") == 0 ? &q->talker
                 : strcmp(name, "cp_logits") == 0   ? &q->cp
@@ -176,27 +175,23 @@ static bool on_frame(const int32_t *codes, int32_t n_codebooks, int64_t pos, voi
     return q->frames_in < q->n_frames;
 }
 
-static bool no_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
-    (void)pcm; (void)n; (void)pos; (void)last; (void)user;
-    return true;
-}
-
 /* --- setup ------------------------------------------------------------------- */
 
 /* Both models must produce logits of the same shapes from the same codes. */
-static int check_configs(const kz_model *m, const kz_model *ref) {
-    if (!m->has_tts || !ref->has_tts) {
+static int check_configs(const kz_experimental_model_info *m,
+                         const kz_experimental_model_info *ref) {
+    if (!m->num_code_groups || !ref->num_code_groups) {
         fprintf(stderr, "kztts quality: %s is a codec-only model; both need a talker\n",
-                m->has_tts ? "REF" : "MODEL");
+                m->num_code_groups ? "REF" : "MODEL");
         return -1;
     }
     const struct { const char *name; int32_t a, b; } keys[] = {
-        {"talker vocab_size", m->talker.cfg.vocab_size, ref->talker.cfg.vocab_size},
-        {"talker hidden_size", m->talker.cfg.hidden_size, ref->talker.cfg.hidden_size},
-        {"num_code_groups", m->talker.cfg.num_code_groups, ref->talker.cfg.num_code_groups},
-        {"code predictor vocab_size", m->cp.cfg.vocab_size, ref->cp.cfg.vocab_size},
-        {"code predictor hidden_size", m->cp.cfg.hidden_size, ref->cp.cfg.hidden_size},
-        {"code predictor steps", m->cp.n_steps, ref->cp.n_steps},
+        {"talker vocab_size", m->talker_vocab_size, ref->talker_vocab_size},
+        {"talker hidden_size", m->talker_hidden_size, ref->talker_hidden_size},
+        {"num_code_groups", m->num_code_groups, ref->num_code_groups},
+        {"code predictor vocab_size", m->cp_vocab_size, ref->cp_vocab_size},
+        {"code predictor hidden_size", m->cp_hidden_size, ref->cp_hidden_size},
+        {"code predictor steps", m->cp_steps, ref->cp_steps},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (keys[i].a != keys[i].b) {
@@ -208,13 +203,13 @@ static int check_configs(const kz_model *m, const kz_model *ref) {
     return 0;
 }
 
-static int quality_init(quality *q, const kz_model *ref, int64_t n_frames) {
+static int quality_init(quality *q, const kz_experimental_model_info *ref, int64_t n_frames) {
     q->n_frames = n_frames;
-    q->groups = (size_t)ref->talker.cfg.num_code_groups;
+    q->groups = (size_t)ref->num_code_groups;
     q->talker.rows = 1;
-    q->talker.cols = (size_t)ref->talker.cfg.vocab_size;
-    q->cp.rows = (size_t)ref->cp.n_steps;
-    q->cp.cols = (size_t)ref->cp.cfg.vocab_size;
+    q->talker.cols = (size_t)ref->talker_vocab_size;
+    q->cp.rows = (size_t)ref->cp_steps;
+    q->cp.cols = (size_t)ref->cp_vocab_size;
     size_t n = (size_t)n_frames;
     q->talker.ref = malloc(n * q->talker.rows * q->talker.cols * sizeof(float));
     q->cp.ref = malloc(n * q->cp.rows * q->cp.cols * sizeof(float));
@@ -240,7 +235,7 @@ static void quality_free(quality *q) {
 
 /* Greedy, exactly N frames, one utterance (frame indices 0..N-1), one audio chunk. */
 static void fill_request(const quality_opts *o, const kz_model *ref, quality *q, kz_request *r) {
-    kz_request_default(ref, r);
+    kz_request_default_params(ref, r);
     bool has_speakers = kz_model_speaker_count(ref) > 0;
     r->speaker = o->speaker ? o->speaker : has_speakers ? kz_model_speaker_name(ref, 0) : NULL;
     r->language = o->language ? o->language : "auto";
@@ -248,9 +243,10 @@ static void fill_request(const quality_opts *o, const kz_model *ref, quality *q,
     r->frames = (int32_t)o->frames;
     r->first_chunk_frames = (int32_t)o->frames;
     r->chunk_frames = (int32_t)o->frames;
-    r->max_utterance_bytes = 0;
+    r->max_utterance_bytes = -1; // one utterance
+    r->on_audio = cli_discard_audio;
     r->on_frame = on_frame;
-    r->frame_user = q;
+    r->user = q;
 }
 
 /* --- measuring --------------------------------------------------------------- */
@@ -261,33 +257,34 @@ static int run_one(kz_session *s, const kz_request *r, quality *q, bool storing,
                    const char *which, double *ms, double *lm_ms) {
     q->storing = storing;
     q->frames_in = q->talker.n_seen = q->cp.n_seen = 0;
-    s->observe = on_observe;
-    s->observe_user = q;
-    s->forced_codes = storing ? NULL : q->codes;
-    s->n_forced = storing ? 0 : q->n_frames;
+    kz_status st = kz_experimental_session_observe(s, on_observe, q);
+    if (st == KZ_OK && !storing) {
+        st = kz_experimental_session_force_codes(s, q->codes, (size_t)q->n_frames);
+    }
     kz_session_reset_timings(s);
     double t0 = stats_now_ms();
-    kz_status st = kz_synthesize(s, r, no_audio, NULL);
+    st = st == KZ_OK ? kz_synthesize(s, r) : st;
     *ms = stats_now_ms() - t0;
     kz_timings t;
     kz_session_timings(s, &t);
     *lm_ms = (t.talker_ms + t.code_predictor_ms) / (double)q->n_frames;
-    s->observe = NULL;
-    s->observe_user = NULL;
-    s->forced_codes = NULL;
-    s->n_forced = 0;
     bool complete = q->frames_in == q->n_frames && q->talker.n_seen == q->n_frames &&
                     q->cp.n_seen == q->n_frames;
     if (st == KZ_STATUS_CANCELLED && complete) {
         st = KZ_OK; // the frame callback's normal end
     }
-    if (q->bad_frame || q->bad_observation) {
+    const bool out_of_step = q->bad_frame || q->bad_observation;
+    if (st != KZ_OK && !out_of_step) {
+        cli_report("quality", st); // before the next kztts call replaces the message
+    }
+    kz_experimental_session_observe(s, NULL, NULL);
+    kz_experimental_session_force_codes(s, NULL, 0);
+    if (out_of_step) {
         fprintf(stderr, "kztts quality: %s: %s out of step after %lld frames\n", which,
                 q->bad_frame ? "codes" : "logits", (long long)q->frames_in);
         return 1;
     }
     if (st != KZ_OK) {
-        cli_report("quality", st);
         return cli_exit_status(st);
     }
     if (!complete) {
@@ -409,7 +406,10 @@ static int report_json(const quality_opts *o, const quality *q) {
 static int measure(const quality_opts *o, kz_model *m, kz_session *ms, kz_model *ref,
                    kz_session *rs, const char *text, const int32_t *ids, size_t n_ids) {
     quality q = {0};
-    if (check_configs(m, ref) != 0 || quality_init(&q, ref, o->frames) != 0) {
+    kz_experimental_model_info mi, ri;
+    kz_experimental_model_get_info(m, &mi);
+    kz_experimental_model_get_info(ref, &ri);
+    if (check_configs(&mi, &ri) != 0 || quality_init(&q, &ri, o->frames) != 0) {
         quality_free(&q);
         return 1;
     }

@@ -41,7 +41,7 @@ static const arg_choice TYPE_NAMES[] = {
     {"f16", KZ_QUANTIZE_F16}, {"f32", KZ_QUANTIZE_F32}, {NULL, 0}};
 
 static const arg_choice FORMS_NAMES[] = {
-    {"none", KZ_PRECISION_F32}, {"fast", KZ_PRECISION_FAST}, {"bf16", KZ_PRECISION_BF16},
+    {"none", KZ_PRECISION_DEFAULT}, {"fast", KZ_PRECISION_FAST}, {"bf16", KZ_PRECISION_BF16},
     {"winograd", KZ_PRECISION_WINOGRAD}, {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16},
     {NULL, 0}};
 
@@ -60,7 +60,8 @@ int cmd_quantize(int argc, char **argv) {
         ARG_OPT_CHOICE("--type", "-t", &type, TYPE_NAMES, "TYPE  q8_0 (default) | q4_0 | q4_mlp (4-bit MLPs) | bf16 | f16 | f32"),
         ARG_OPT_CHOICE("--codec-forms", NULL, &forms_name, FORMS_NAMES,
                        "P     also store the codec converted for precision P (none (default), "
-                       "fast = this CPU's, bf16, winograd, winograd-bf16): loads in P map it"),
+                       "fast = this CPU's, bf16, winograd, winograd-bf16): the file then "
+                       "runs its codec in P unless --codec-precision says otherwise"),
         ARG_OPT_FLAG("--quiet", "-q", &quiet, "no progress line (it is drawn only when stderr is a terminal)"),
         ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };

@@ -37,8 +37,27 @@ typedef struct codes_log {
     size_t n_frames, cap;
 } codes_log;
 
+/* --stream-text: standard input as it arrives, and why it stopped early. */
+typedef struct text_in {
+    size_t n_bytes;   /* bytes read so far */
+    long long nul_at; /* offset of a NUL byte, or -1 */
+    int read_errno;   /* errno of a failed read, or 0 */
+} text_in;
+
+/* The callbacks' user: where the audio and (--dump-codes) the codes go, the progress
+ * line, and the text input of --stream-text. */
+typedef struct sink {
+    audio_out *out;
+    bool flush;        /* --stream: push every chunk out at once */
+    size_t n_samples;  /* written so far */
+    int32_t rate;      /* samples per second */
+    progress progress; /* the status line on a terminal */
+    codes_log *log;    /* --dump-codes, else NULL */
+    text_in *in;
+} sink;
+
 static bool log_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) {
-    codes_log *l = user;
+    codes_log *l = ((sink *)user)->log;
     (void)pos;
     if (l->n_frames == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 256;
@@ -53,14 +72,6 @@ static bool log_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) 
     l->n_frames++;
     return true;
 }
-
-typedef struct sink {
-    audio_out *out;
-    bool flush;        /* --stream: push every chunk out at once */
-    size_t n_samples;  /* written so far */
-    int32_t rate;      /* samples per second */
-    progress progress; /* the status line on a terminal */
-} sink;
 
 static void show_progress(sink *s, bool final) {
     const double audio_s = (double)s->n_samples / s->rate, t = progress_elapsed(&s->progress);
@@ -77,18 +88,11 @@ static bool write_chunk(const float *pcm, size_t n, int64_t pos, bool last, void
     return audio_out_write(s->out, pcm, n) == 0 && (!s->flush || audio_out_flush(s->out) == 0);
 }
 
-/* --stream-text: standard input as it arrives, and why it stopped early. */
-typedef struct text_in {
-    size_t n_bytes;   /* bytes read so far */
-    long long nul_at; /* offset of a NUL byte, or -1 */
-    int read_errno;   /* errno of a failed read, or 0 */
-} text_in;
-
-/* Hands over whatever stdin has delivered so far (blocking until something arrives);
+/* --stream-text: hands over whatever stdin has delivered so far (blocking until something arrives);
  * end of input ends the text. A NUL byte cancels: the text is a C string to the
  * tokenizer, so anything after it would silently vanish. */
 static bool pull_stdin(char *buf, size_t cap, size_t *n, bool *done, void *user) {
-    text_in *in = user;
+    text_in *in = ((sink *)user)->in;
     ssize_t got = read(STDIN_FILENO, buf, cap);
     if (got < 0) {
         in->read_errno = errno;
@@ -128,7 +132,7 @@ static const arg_choice LAYOUT_NAMES[] = {
 /* The request from the options, which args.c has range-checked; what only the model can
  * judge (speaker, language, top-k against the vocabulary) kz_synthesize checks. */
 static void fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
-    kz_request_default(m, r);
+    kz_request_default_params(m, r);
     r->speaker = o->speaker;
     r->language = o->language ? o->language : "auto";
     r->instruct = o->instruct;
@@ -141,11 +145,15 @@ static void fill_request(const synth_opts *o, const kz_model *m, kz_request *r) 
     // --stream-text nobody plays it while it is made, so the codec's cheapest size serves.
     r->chunk_frames = o->chunk >= 0 ? (int32_t)o->chunk : o->stream || o->stream_text ? 0 : 16;
     r->first_chunk_frames = (int32_t)o->first_chunk;
-    r->max_utterance_bytes = o->max_utterance >= 0 ? (int32_t)o->max_utterance : r->max_utterance_bytes;
+    // --max-utterance 0 (never split) is the request's -1.
+    r->max_utterance_bytes = o->max_utterance < 0    ? r->max_utterance_bytes
+                             : o->max_utterance == 0 ? -1
+                                                     : (int32_t)o->max_utterance;
     // Options left unset (NAN, -1) keep the model's generation_config.json values.
     r->temperature = isnan(o->temperature) || o->temperature == 0 ? r->temperature
                                                                   : (float)o->temperature;
-    r->top_k = o->top_k < 0 ? r->top_k : (int32_t)o->top_k;
+    // --top-k 0 (off) is the request's -1.
+    r->top_k = o->top_k < 0 ? r->top_k : o->top_k == 0 ? -1 : (int32_t)o->top_k;
     r->top_p = isnan(o->top_p) ? r->top_p : (float)o->top_p;
     r->repetition_penalty =
         isnan(o->repetition_penalty) ? r->repetition_penalty : (float)o->repetition_penalty;
@@ -162,14 +170,6 @@ static int synthesize(const synth_opts *o, const char *format, kz_model *m, kz_s
     r.text = text;
     r.token_ids = ids;
     r.n_token_ids = n_ids;
-    text_in in = {.nul_at = -1};
-    r.text_pull = o->stream_text ? pull_stdin : NULL;
-    r.text_user = &in;
-    codes_log log = {0};
-    if (o->dump_codes) {
-        r.on_frame = log_frame;
-        r.frame_user = &log;
-    }
     audio_out *out = audio_out_open(o->out, format, kz_model_sample_rate(m), 0);
     out_file *codes = NULL;
     if (out && o->dump_codes && !(codes = out_file_open(o->dump_codes))) {
@@ -179,10 +179,17 @@ static int synthesize(const synth_opts *o, const char *format, kz_model *m, kz_s
     if (!out) {
         return 1;
     }
-    sink snk = {.out = out, .flush = o->stream, .rate = kz_model_sample_rate(m)};
+    text_in in = {.nul_at = -1};
+    codes_log log = {0};
+    sink snk = {.out = out, .flush = o->stream, .rate = kz_model_sample_rate(m),
+                .log = o->dump_codes ? &log : NULL, .in = &in};
+    r.text_pull = o->stream_text ? pull_stdin : NULL;
+    r.on_audio = write_chunk;
+    r.on_frame = o->dump_codes ? log_frame : NULL;
+    r.user = &snk;
     // Progress only for a file: on stdout the audio is usually being played or piped.
     progress_begin(&snk.progress, strcmp(o->out, "-") != 0);
-    kz_status st = kz_synthesize(s, &r, write_chunk, &snk);
+    kz_status st = kz_synthesize(s, &r);
     if (st == KZ_OK) {
         show_progress(&snk, true);
     }

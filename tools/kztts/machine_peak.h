@@ -5,7 +5,7 @@
  * The bench divides a stage's work by these limits to get its floor (the fastest the
  * stage could run here): weight bytes / read bandwidth for the talker and the code
  * predictor, floating-point operations / FMA peak for the codec decoder. Each
- * measurement runs on the library's thread pool with the stage's thread count and
+ * measurement runs on a team of the stage's thread count (the caller included) and
  * takes 0.1-0.3 s.
  */
 #ifndef KZ_MACHINE_PEAK_H
@@ -20,9 +20,9 @@ double machine_peak_read_gbs(int n_threads);
  * included, runs a portable vector loop of separate multiplies and adds, as the
  * baseline-ISA code compiles), or the bf16 peak of the codec's fast precision with the
  * name of the bf16 GEMM in use ("amx": AMX-BF16 tiles, "avx512bf16": vdpbf16ps; only
- * where the library's dispatch installed that GEMM). Best of three ~20 ms passes, each thread timed by its
- * own CPU time. Returns GFLOP/s (2 per FMA), or 0 on failure; *loop names the loop
- * that ran (static string). */
+ * where the library's dispatch installed that GEMM). Best of three ~20 ms passes, each
+ * thread timed by its own CPU time. Returns GFLOP/s (2 per FMA), or 0 on failure; *loop
+ * names the loop that ran (static string). */
 double machine_peak_fma_gflops(const char *isa, int n_threads, const char **loop);
 
 #endif
