@@ -16,6 +16,7 @@
  *     KZ_STATUS_CANCELLED (the LM stage stops within a frame: at most the queue
  *     plus one frame generated after k), and the session then synthesizes the
  *     same audio again (ASan checks that nothing leaks);
+ *   - teacher forcing (experimental) makes another seed give the same codes and audio;
  *   - out-of-range session parameters (schedule, thread counts) and chunk sizes are
  *     refused; in a request, 0 is the model's default (the runs here use zeroed
  *     requests), -1 turns top-k off and never splits the text, other out-of-range
@@ -194,6 +195,40 @@ static void test_long_text(const kz_model *m) {
     kz_session_free(s);
 }
 
+/* Teacher forcing (kz_experimental_session_force_codes): another seed forced to ref's
+ * codes gives ref's codes and audio, and its own once the forcing ends; a code outside
+ * its table is refused. */
+static void check_forcing(const kz_model *m, const run *ref) {
+    kz_session *s;
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    int32_t bad[MAX_GROUPS] = {0};
+    bad[3] = -1;
+    CHECK(kz_experimental_session_force_codes(s, bad, 1) == KZ_STATUS_BAD_INPUT);
+    CHECK_STR_CONTAINS(kz_last_error(), "codebook 3");
+    CHECK(kz_experimental_session_force_codes(s, ref->codes, N_FRAMES) == KZ_OK);
+    for (int forced = 1; forced >= 0; forced--) {
+        run r = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
+        kz_request q = {0};
+        q.token_ids = TEXT;
+        q.n_token_ids = n_text;
+        q.speaker = "ryan";
+        q.frames = N_FRAMES;
+        q.seed = 77;
+        q.on_audio = on_audio;
+        q.on_frame = on_frame;
+        q.user = &r;
+        CHECK(kz_synthesize(s, &q) == KZ_OK);
+        const bool same = memcmp(r.codes, ref->codes, sizeof r.codes) == 0 &&
+                          r.n_samples == ref->n_samples &&
+                          memcmp(r.pcm, ref->pcm, r.n_samples * sizeof(float)) == 0;
+        CHECK_MSG(same == (forced == 1), "forced %d: the codes are%s ref's", forced,
+                  same ? "" : " not");
+        free(r.pcm);
+        CHECK(kz_experimental_session_force_codes(s, NULL, 0) == KZ_OK);
+    }
+    kz_session_free(s);
+}
+
 /* A request's numbers: 0 is the model's default, -1 turns top-k off or never splits the
  * text, anything else out of range is refused with the field's name; no audio comes. */
 static void check_request_values(kz_session *s) {
@@ -269,6 +304,7 @@ int main(int argc, char **argv) {
     CHECK_EQ_INT(ref.n_samples, N_FRAMES * spf);
     CHECK(ref.order_ok && ref.n_last == 1);
     check_offline(m, &ref);
+    check_forcing(m, &ref);
     static const int chunks[] = {1, 2, 4, 25, 0}; /* 0: adaptive */
     static const int splits[][2] = {{1, 1}, {2, 1}};
     static const kz_schedule schedules[] = {KZ_SCHEDULE_TURNS, KZ_SCHEDULE_OVERLAP};
