@@ -221,7 +221,7 @@ typedef struct kz_session_params {
                                 talker's keys and values of a prompt's leading rows
                                 (instruction, role, language and speaker tags), kept so
                                 that the next request with the same voice skips them.
-                                0 (default) = 64 MB (a voice takes ~2 MB), -1 = off.
+                                0 (default) = 64 MB, -1 = off.
                                 The codes and audio never depend on it. */
 } kz_session_params;
 
