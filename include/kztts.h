@@ -168,10 +168,11 @@ KZ_API void kz_model_free(kz_model *model);
  * the model. */
 KZ_API const char *kz_model_describe(const kz_model *model);
 
-/* Output sample rate in Hz (24000) and samples per codec frame (1920). */
+/* Output sample rate in Hz and samples per codec frame, from the model's files (24000 and
+ * 1920 in the released models). */
 KZ_API int32_t kz_model_sample_rate(const kz_model *model);
 KZ_API int32_t kz_model_samples_per_frame(const kz_model *model);
-/* Codebooks per frame (16) and entries per codebook (2048). */
+/* Codebooks per frame and entries per codebook (16 and 2048 in the released models). */
 KZ_API int32_t kz_model_num_codebooks(const kz_model *model);
 KZ_API int32_t kz_model_codebook_size(const kz_model *model);
 
@@ -241,11 +242,11 @@ KZ_API void kz_session_clear_prompt_cache(kz_session *session);
 
 /* ---- audio --------------------------------------------------------------- */
 
-/* Receives mono float PCM at the model's sample rate, in [-1, 1]. `pcm` is valid
- * only during the call (copy what you keep). `pos_frame` is the index of the first
- * codec frame (80 ms) the buffer belongs to; `is_last` marks the final buffer of the
- * request (exactly once; in kz_synthesize it may be empty, n_samples 0, since the end
- * of speech is known only after the last frame). Called on the thread that called
+/* Receives mono float PCM at the model's sample rate, in [-1, 1]. `pcm` is valid only
+ * during the call (copy what you keep). `pos_frame` is the index of the first codec
+ * frame (80 ms in the released models) the buffer belongs to; `is_last` marks the final
+ * buffer of the request (exactly once; in kz_synthesize it may be empty, n_samples 0,
+ * since the end of speech is known only after the last frame). Called on the thread that called
  * kz_decode or kz_synthesize, in order; it must not re-enter the session. Return true to
  * continue, false to cancel (the call then returns KZ_STATUS_CANCELLED and the
  * synthesis thread stops within one frame). `user` is the struct's user pointer. */
@@ -274,10 +275,10 @@ typedef struct kz_decode_params {
 /* Defaults: mode = KZ_DECODE_STREAM, chunk_frames = 4, on_audio and user NULL. */
 KZ_API void kz_decode_default_params(kz_decode_params *params);
 
-/* Decodes `n_frames` frames of codec codes to audio, frame-major: codes[t * 16 + q]
- * is codebook q of frame t, each in [0, codebook_size). Audio reaches
- * params->on_audio chunk by chunk, n_frames * samples_per_frame samples in all. The
- * session's codec state is reset at the start of every call. */
+/* Decodes `n_frames` frames of codec codes to audio, frame-major: codes[t * n + q] is
+ * codebook q of frame t (n = kz_model_num_codebooks), each in [0, codebook_size). Audio
+ * reaches params->on_audio chunk by chunk, n_frames * samples_per_frame samples in all.
+ * The session's codec state is reset at the start of every call. */
 KZ_API kz_status kz_decode(kz_session *session, const int32_t *codes, size_t n_frames,
                            const kz_decode_params *params);
 
@@ -423,7 +424,7 @@ typedef struct kz_timings {
     int64_t codec_frames;       /* frames decoded */
     double prefill_ms;          /* talker prefill over the prompt */
     double talker_ms;           /* talker steps (one per frame) */
-    double code_predictor_ms;   /* code predictor (15 codes per frame) */
+    double code_predictor_ms;   /* code predictor (codebooks 1.. of each frame) */
     double sampling_ms;         /* logits processing and sampling */
     int64_t frames;             /* frames generated */
     int64_t prompt_tokens;      /* prefill rows processed */
