@@ -67,6 +67,9 @@ void kz_session_destroy(kz_session *s) {
 }
 
 void kz_session_timings(const kz_session *s, kz_timings *out) {
+    if (!out) {
+        return;
+    }
     memset(out, 0, sizeof *out);
     if (!s) {
         return;

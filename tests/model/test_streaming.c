@@ -15,8 +15,12 @@
  *     plus one frame generated after k), and the session then synthesizes the
  *     same audio again (ASan checks that nothing leaks);
  *   - out-of-range session parameters (schedule, thread counts) and chunk sizes are
- *     refused.
+ *     refused;
+ *   - kz_decode / kz_decode_all refuse a frame count whose codes or audio cannot exist
+ *     (no code read, no callback), and kz_session_timings accepts a NULL output.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "kztts.h"
@@ -135,6 +139,45 @@ static void check_same(const run *a, const run *b, const char *what) {
     CHECK_MSG(b->order_ok && b->n_last == 1, "%s: callback order or is_last wrong", what);
 }
 
+static bool never_called(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    (void)pcm;
+    (void)n;
+    (void)pos;
+    (void)last;
+    (*(int *)user)++;
+    return true;
+}
+
+/* A frame count whose codes (n_frames x 16 x 4 bytes) or audio cannot exist is refused
+ * before any code is read. */
+static void check_decode_limits(const kz_model *m) {
+    kz_session *s = NULL;
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    static const int32_t codes[16] = {0};
+    const size_t huge[] = {SIZE_MAX, SIZE_MAX / 16 + 1, (size_t)PTRDIFF_MAX / 64 + 1};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        int calls = 0;
+        CHECK(kz_decode(s, codes, huge[i], NULL, never_called, &calls) ==
+              KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "n_frames");
+        CHECK_EQ_INT(calls, 0);
+        kz_audio audio = {.n_samples = 3};
+        CHECK(kz_decode_all(s, codes, huge[i], NULL, &audio) == KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "too large");
+        CHECK(audio.samples == NULL && audio.n_samples == 0);
+    }
+    // What the audio of kz_decode_all could not hold either.
+    kz_audio audio;
+    CHECK(kz_decode_all(s, codes, SIZE_MAX / 4 / 1920 + 1, NULL, &audio) ==
+          KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "too large");
+    kz_timings t;
+    kz_session_timings(s, &t);
+    CHECK_EQ_INT(t.codec_frames, 0);
+    kz_session_timings(s, NULL);
+    kz_session_free(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_streaming TINY_DIR\n");
@@ -212,6 +255,7 @@ int main(int argc, char **argv) {
         free(none.pcm);
     }
     kz_session_free(s);
+    check_decode_limits(m);
     kz_session_clear_prompt_cache(NULL); // allowed, does nothing
     free(ref.pcm);
     kz_model_free(m);
