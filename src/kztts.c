@@ -8,6 +8,8 @@
  * public parameters again. The experimental entry points at the end read and set
  * the model's and session's internals for the bench and quality tools.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,18 @@ void kz_decode_default_params(kz_decode_params *p) {
     }
 }
 
+/* n_frames frames of codes must fit in memory: n_frames x codebooks x 4 bytes at most
+ * PTRDIFF_MAX, so no index into them (or into their audio's frame positions) overflows. */
+static kz_status check_frame_count(const kz_session *s, size_t n_frames, const char *fn) {
+    size_t per_frame = (size_t)s->model->codec_cfg.num_quantizers * sizeof(int32_t);
+    if (n_frames > (size_t)PTRDIFF_MAX / per_frame) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: n_frames %zu is too large (n_frames x %d codebooks overflows)", fn,
+                            n_frames, (int)s->model->codec_cfg.num_quantizers);
+    }
+    return KZ_OK;
+}
+
 /* kz_decode with its audio going to on_audio(user) instead of params' callback (params
  * may be NULL; kz_decode_all collects through it). */
 static kz_status decode_to(kz_session *session, const int32_t *codes, size_t n_frames,
@@ -170,6 +184,10 @@ static kz_status decode_to(kz_session *session, const int32_t *codes, size_t n_f
     }
     if (n_frames == 0) {
         return kz_error_set(KZ_STATUS_BAD_INPUT, "kz_decode: no frames to decode");
+    }
+    kz_status st = check_frame_count(session, n_frames, "kz_decode");
+    if (st != KZ_OK) {
+        return st;
     }
     kz_decode_params p = {0};
     if (params) {
@@ -224,8 +242,14 @@ kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t n_fram
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode_all: session is NULL");
     }
     size_t spf = (size_t)session->model->codec_cfg.decode_upsample_rate;
-    if (n_frames > SIZE_MAX / sizeof(float) / spf) {
-        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_decode_all: too many frames");
+    kz_status st = check_frame_count(session, n_frames, "kz_decode_all");
+    if (st == KZ_OK && n_frames > SIZE_MAX / sizeof(float) / spf) {
+        st = kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                          "kz_decode_all: n_frames %zu is too large (its audio overflows)",
+                          n_frames);
+    }
+    if (st != KZ_OK) {
+        return st;
     }
     collect c = {.samples = malloc((n_frames ? n_frames : 1) * spf * sizeof(float)),
                  .also = params ? params->on_audio : NULL,
@@ -233,7 +257,7 @@ kz_status kz_decode_all(kz_session *session, const int32_t *codes, size_t n_fram
     if (!c.samples) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_decode_all: out of memory");
     }
-    kz_status st = decode_to(session, codes, n_frames, params, append, &c);
+    st = decode_to(session, codes, n_frames, params, append, &c);
     if (st != KZ_OK) {
         free(c.samples);
         return st;

@@ -150,3 +150,12 @@ void kz_map_populate_range(const void *data, size_t n_bytes) {
     (void)n_bytes;
 #endif
 }
+
+void kz_map_prefetch_range(const void *data, size_t n_bytes) {
+    long page_bytes = sysconf(_SC_PAGESIZE);
+    if (!data || n_bytes == 0 || page_bytes <= 0) {
+        return;
+    }
+    uintptr_t page = (uintptr_t)page_bytes, begin = (uintptr_t)data / page * page;
+    (void)posix_madvise((void *)begin, (uintptr_t)data + n_bytes - begin, POSIX_MADV_WILLNEED);
+}

@@ -35,4 +35,9 @@ void kz_map_release_range(const void *data, size_t n_bytes);
  * systems) nothing happens. */
 void kz_map_populate_range(const void *data, size_t n_bytes);
 
+/* posix_madvise(POSIX_MADV_WILLNEED) on the pages that overlap [data, data + n_bytes): the
+ * system reads them ahead in large requests, without mapping them (a range read once, in
+ * order). Advisory. */
+void kz_map_prefetch_range(const void *data, size_t n_bytes);
+
 #endif

@@ -1,8 +1,11 @@
 /*
- * tensor.c - shape checks and float32 conversion of mapped tensors (see tensor.h).
+ * tensor.c - shape checks, float32 conversion and the finite-value check of mapped
+ * tensors (see tensor.h).
  *
  * Conversion reads the mapping byte-wise (sources may be unaligned) and
- * dequantizes block formats with the definitions in kernels/quant.h.
+ * dequantizes block formats with the definitions in kernels/quant.h. The finite
+ * check ors an add over every value's exponent bits (unaligned loads, vectorized by
+ * the compiler) and looks for the first bad value only in a pass that has one.
  */
 #include "io/tensor.h"
 
@@ -104,4 +107,68 @@ kz_status kz_tensor_to_f32(const kz_tensor *t, float *dst) {
     return kz_error_set(KZ_STATUS_BAD_MODEL,
                         "tensor '%s' has dtype %s, which cannot be converted to F32", t->name,
                         t->dtype_name ? t->dtype_name : "?");
+}
+
+/* ---- finite check --------------------------------------------------------------------------- */
+
+/* Whether any of n little-endian 16-bit words at p, stride bytes apart, has its exponent field
+ * exp_mask all ones (NaN or Inf). Adding the field's lowest bit carries past the field only
+ * for all ones, so the test is an and, an add and an or per value, which vectorizes. */
+static bool any_nonfinite16(const uint8_t *p, size_t n, size_t stride, uint16_t exp_mask,
+                            uint16_t exp_low) {
+    uint16_t acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t v;
+        memcpy(&v, p + i * stride, sizeof v);
+        acc |= (uint16_t)((v & exp_mask) + exp_low);
+    }
+    return (acc & 0x8000) != 0;
+}
+
+static bool any_nonfinite32(const uint8_t *p, size_t n) {
+    uint32_t acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v;
+        memcpy(&v, p + 4 * i, sizeof v);
+        acc |= (v & 0x7F800000u) + 0x00800000u;
+    }
+    return (acc & 0x80000000u) != 0;
+}
+
+/* Whether values [first, first + n) of t (block scales for Q8_0 / Q4_0) hold NaN or Inf. */
+static bool range_nonfinite(const kz_tensor *t, size_t first, size_t n) {
+    const uint8_t *p = t->data;
+    switch (t->dtype) {
+    case KZ_DTYPE_F32: return any_nonfinite32(p + 4 * first, n);
+    case KZ_DTYPE_BF16: return any_nonfinite16(p + 2 * first, n, 2, 0x7F80, 0x0080);
+    case KZ_DTYPE_F16: return any_nonfinite16(p + 2 * first, n, 2, 0x7C00, 0x0400);
+    case KZ_DTYPE_Q8_0:
+        return any_nonfinite16(p + KZ_Q8_0_BLOCK_BYTES * first, n, KZ_Q8_0_BLOCK_BYTES, 0x7C00,
+                               0x0400);
+    case KZ_DTYPE_Q4_0:
+        return any_nonfinite16(p + KZ_Q4_0_BLOCK_BYTES * first, n, KZ_Q4_0_BLOCK_BYTES, 0x7C00,
+                               0x0400);
+    case KZ_DTYPE_OTHER: break;
+    }
+    return false;
+}
+
+kz_status kz_tensor_check_finite(const kz_tensor *t, const char *where, const char *prefix) {
+    bool blocks = t->dtype == KZ_DTYPE_Q8_0 || t->dtype == KZ_DTYPE_Q4_0;
+    size_t n = blocks ? t->n_elements / 32 : t->n_elements;
+    const size_t step = (size_t)1 << 16; // values per pass: the first bad one is then found cheaply
+    for (size_t first = 0; first < n; first += step) {
+        size_t count = n - first < step ? n - first : step;
+        if (!range_nonfinite(t, first, count)) {
+            continue;
+        }
+        size_t i = first;
+        while (i + 1 < first + count && !range_nonfinite(t, i, 1)) {
+            i++;
+        }
+        return kz_error_set(
+            KZ_STATUS_BAD_MODEL, "%s: tensor '%s%s': non-finite %s (NaN or Inf) at %s %zu", where,
+            prefix, t->name, blocks ? "scale" : "value", blocks ? "block" : "element", i);
+    }
+    return KZ_OK;
 }

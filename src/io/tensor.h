@@ -6,7 +6,8 @@
  * GGUF file) and points into the file's mapping. Loaders check its shape with
  * kz_tensor_check (one message format for every file kind) and either use the
  * data in place (matrix.c) or convert it with kz_tensor_to_f32 (norms, biases,
- * codec weights that are packed at load).
+ * codec weights that are packed at load). Model loads first refuse NaN and Inf
+ * values with kz_tensor_check_finite.
  */
 #ifndef KZ_TENSOR_H
 #define KZ_TENSOR_H
@@ -54,5 +55,10 @@ kz_status kz_tensor_check(const kz_tensor *t, const char *where, const char *nam
 /* Copies the tensor to float32 (F32, F16, BF16, Q8_0, Q4_0 sources); dst:
  * [t->n_elements]. Returns KZ_STATUS_BAD_MODEL for other dtypes. */
 kz_status kz_tensor_to_f32(const kz_tensor *t, float *dst);
+
+/* KZ_STATUS_BAD_MODEL naming where, the tensor (its name after prefix, as the file has it)
+ * and the first element (block for Q8_0 / Q4_0) when a value (an fp16 block scale) is NaN or
+ * Inf; KZ_OK otherwise and for KZ_DTYPE_OTHER. Reads every value (scale) of the tensor. */
+kz_status kz_tensor_check_finite(const kz_tensor *t, const char *where, const char *prefix);
 
 #endif

@@ -16,6 +16,8 @@
 
 struct kz_weights {
     const char *path;          /* the file's path, borrowed from st or gguf */
+    char *prefix;              /* GGUF: the name prefix the tensors were found under, owned;
+                                  NULL for safetensors */
     kz_st_file *st;            /* owned, or NULL */
     kz_tensor *views;          /* GGUF views, owned, or NULL */
     const kz_tensor **by_name; /* [n], sorted by name */
@@ -111,7 +113,9 @@ kz_status kz_weights_from_gguf(const kz_gguf_file *g, const char *prefix, kz_wei
     }
     w->path = kz_gguf_path(g);
     w->views = views;
-    kz_status st = alloc_index(w, n);
+    w->prefix = strdup(prefix);
+    kz_status st = w->prefix ? alloc_index(w, n)
+                             : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", w->path);
     for (size_t i = 0, k = 0; i < total && st == KZ_OK; i++) {
         const kz_gguf_tensor *t = kz_gguf_tensor_at(g, i);
         if (strncmp(t->name, prefix, n_prefix) == 0) {
@@ -135,6 +139,7 @@ void kz_weights_free(kz_weights *w) {
     }
     kz_st_close(w->st);
     free(w->views);
+    free(w->prefix);
     free(w->by_name);
     free(w->order);
     free(w);
@@ -171,6 +176,10 @@ const kz_tensor *kz_weights_at(const kz_weights *w, size_t index) {
 
 const char *kz_weights_path(const kz_weights *w) {
     return w ? w->path : "(null)";
+}
+
+const char *kz_weights_prefix(const kz_weights *w) {
+    return w && w->prefix ? w->prefix : "";
 }
 
 void kz_weights_release(const kz_weights *w, const kz_tensor *t) {

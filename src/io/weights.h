@@ -50,6 +50,10 @@ const kz_tensor *kz_weights_at(const kz_weights *w, size_t index);
 /* The file, for messages ("dir/model.safetensors", "x.gguf"). */
 const char *kz_weights_path(const kz_weights *w);
 
+/* What the file's own tensor names have before kz_tensor.name: the GGUF prefix ("model."),
+ * "" for safetensors. For messages that name a tensor as the file does. */
+const char *kz_weights_prefix(const kz_weights *w);
+
 /* Drops the resident pages of a tensor after it was converted (data stays readable). */
 void kz_weights_release(const kz_weights *w, const kz_tensor *t);
 

@@ -1,7 +1,11 @@
 /*
- * vector.c - per-channel parameter vectors and scaled residual adds.
+ * vector.c - per-channel parameter vectors, scaled residual adds and the finite check.
  */
 #include "layers/vector.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "runtime/error.h"
 
@@ -25,4 +29,21 @@ void kz_vector_add_scaled_rows(float *x, const float *h, const float *scale, siz
             xr[c] = xr[c] + s;
         }
     }
+}
+
+size_t kz_vector_first_nonfinite(const float *x, size_t n) {
+    // An or over the exponent fields first (vectorized), the position only when one is bad:
+    // adding the exponent's lowest bit carries past the field only for all ones.
+    uint32_t acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        acc |= (bits & 0x7F800000u) + 0x00800000u;
+    }
+    for (size_t i = 0; (acc & 0x80000000u) && i < n; i++) {
+        if (!isfinite(x[i])) {
+            return i;
+        }
+    }
+    return n;
 }

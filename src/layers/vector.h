@@ -1,6 +1,6 @@
 /*
- * vector.h - small helpers for per-channel parameter vectors and residual
- * updates shared by the model components.
+ * vector.h - small helpers for per-channel parameter vectors, residual updates and
+ * the finite check shared by the model components and the synthesis loop.
  */
 #ifndef KZ_VECTOR_H
 #define KZ_VECTOR_H
@@ -17,5 +17,9 @@ kz_status kz_vector_load(const kz_weights *f, const char *name, size_t n, float 
  * `residual + scale * h`, rounded as two separate operations. */
 void kz_vector_add_scaled_rows(float *x, const float *h, const float *scale, size_t n_rows,
                                size_t n_ch);
+
+/* Index of the first NaN or Inf in x[0, n), or n when every value is finite. Reads each
+ * value once (twice when one is not finite). */
+size_t kz_vector_first_nonfinite(const float *x, size_t n);
 
 #endif

@@ -363,8 +363,8 @@ static void final_conv(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
     kz_conv_run(&d->final_conv, e, pcm, 1, s->b, ch, rows, KZ_GEMM_STORE);
     kz_conv_state_end(&s->final_conv, s->b, rows);
     tap(s, "final", pcm, rows, 1);
-    for (size_t t = 0; t < rows; t++) {
-        pcm[t] = pcm[t] < -1.0f ? -1.0f : pcm[t] > 1.0f ? 1.0f : pcm[t];
+    for (size_t t = 0; t < rows; t++) { // an Inf stays non-finite (NaN) for the callers' check
+        pcm[t] = isinf(pcm[t]) ? NAN : pcm[t] < -1.0f ? -1.0f : pcm[t] > 1.0f ? 1.0f : pcm[t];
     }
 }
 

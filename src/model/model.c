@@ -8,9 +8,11 @@
  *   DIR/model.safetensors                                      codec only
  *   FILE.gguf (model/gguf_layout.h)                            either, one file:
  *                                                              model_gguf.c
- * Both paths end in kz_model_bind_tts / kz_model_bind_codec, which build the
- * talker, code predictor and codec decoder from whichever kz_weights they got,
- * then kz_model_check_tts checks the parts against each other.
+ * Both paths end in kz_model_bind_tts / kz_model_bind_codec, which refuse NaN
+ * and Inf weight values (check_finite), build the talker, code predictor and
+ * codec decoder from whichever kz_weights they got, and refuse tensors numbered
+ * beyond the config's counts (layers, heads, codebooks, blocks); then
+ * kz_model_check_tts checks the parts against each other.
  * Each file is validated as it is read; the first failure is returned with a
  * message naming the file. The text tokenizer is built on a thread of its own
  * while the weights are bound (text/tokenizer_job.h).
@@ -18,6 +20,7 @@
 #include "model/model.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,7 @@
 #include <time.h>
 
 #include "io/json.h"
+#include "io/mapped_file.h"
 #include "model/gguf_layout.h"
 #include "runtime/error.h"
 #include "text/tokenizer_job.h"
@@ -188,16 +192,119 @@ static kz_status build_description(kz_model *m) {
     return KZ_OK;
 }
 
+/* A numbered family of tensors, "<prefix><index>..." with index < count (a config value,
+ * named by `key` in messages). */
+typedef struct indexed_family {
+    const char *prefix;
+    int64_t count;
+    const char *key;
+} indexed_family;
+
+/* The index right after prefix in name when one follows (digits, then '.' or the end). */
+static bool index_after(const char *name, const char *prefix, int64_t *index) {
+    size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n) != 0 || name[n] < '0' || name[n] > '9') {
+        return false;
+    }
+    int64_t v = 0;
+    const char *p = name + n;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v < INT32_MAX ? v * 10 + (*p - '0') : v; // saturates: any huge index is beyond
+    }
+    *index = v;
+    return *p == '.' || *p == '\0';
+}
+
+/* Refuses a tensor of a numbered family whose index is not below the config's count: the
+ * loaders look tensors up by the config's counts, so a file with more layers (heads,
+ * codebooks, blocks) than its config would otherwise run with some of them silently
+ * ignored. Families fixed by the architecture (a block's units) are not numbered here. */
+static kz_status check_indices(const kz_weights *w, const indexed_family *fam, size_t n_fam) {
+    for (size_t i = 0; i < kz_weights_count(w); i++) {
+        const char *name = kz_weights_at(w, i)->name;
+        for (size_t k = 0; k < n_fam; k++) {
+            int64_t index;
+            if (index_after(name, fam[k].prefix, &index) && index >= fam[k].count) {
+                return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                    "%s: tensor '%s%s': index %lld is beyond the config's %s "
+                                    "(%lld); the file does not match its config",
+                                    kz_weights_path(w), kz_weights_prefix(w), name,
+                                    (long long)index, fam[k].key, (long long)fam[k].count);
+            }
+        }
+    }
+    return KZ_OK;
+}
+
+static kz_status check_tts_indices(const kz_model *m) {
+    const kz_talker_config *t = &m->cfg.talker;
+    const indexed_family fam[] = {
+        {"talker.model.layers.", t->num_hidden_layers, "talker_config.num_hidden_layers"},
+        {"talker.code_predictor.model.layers.", t->code_predictor.num_hidden_layers,
+         "code_predictor_config.num_hidden_layers"},
+        {"talker.code_predictor.lm_head.", t->code_predictor.num_code_groups - 1,
+         "code_predictor_config.num_code_groups - 1"},
+        {"talker.code_predictor.model.codec_embedding.", t->code_predictor.num_code_groups - 1,
+         "code_predictor_config.num_code_groups - 1"},
+    };
+    return check_indices(m->main_w, fam, sizeof fam / sizeof fam[0]);
+}
+
+static kz_status check_codec_indices(const kz_model *m) {
+    const kz_codec_config *c = &m->codec_cfg;
+    const indexed_family fam[] = {
+        {"decoder.pre_transformer.layers.", c->num_hidden_layers,
+         "decoder_config.num_hidden_layers"},
+        // The official decoder always splits 1 semantic codebook + the rest.
+        {"decoder.quantizer.rvq_first.vq.layers.", 1, "one semantic codebook"},
+        {"decoder.quantizer.rvq_rest.vq.layers.", c->num_quantizers - 1,
+         "decoder_config.num_quantizers - 1"},
+        {"decoder.upsample.", c->n_upsampling_ratios, "decoder_config.upsampling_ratios count"},
+        {"decoder.decoder.", c->n_upsample_rates + 3, "decoder_config.upsample_rates count + 3"},
+    };
+    return check_indices(m->codec_w, fam, sizeof fam / sizeof fam[0]);
+}
+
+/* Tensors the load does not scan: components the engine does not run (never read), and
+ * the text embedding, whose rows are checked as they are read (talker.c): it is the
+ * largest tensor, most of its rows are never read, and a scan would read all of them. */
+static bool unscanned_tensor(const char *name) {
+    return strncmp(name, "encoder.", 8) == 0 || strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
+           strcmp(name, "talker.model.text_embedding.weight") == 0;
+}
+
+/* Refuses a NaN or Inf value (quantized block scale) in the tensors the engine reads.
+ * The SIMD activations clamp their inputs, which can turn a NaN into a finite value, so
+ * the values are checked at the source: every one, once, before any loader maps its
+ * pages in (each tensor's pages are read ahead in one go, and dropped again after its
+ * scan, so a load maps in only what it uses). */
+static kz_status check_finite(const kz_weights *w) {
+    kz_status st = KZ_OK;
+    for (size_t i = 0; i < kz_weights_count(w) && st == KZ_OK; i++) {
+        const kz_tensor *t = kz_weights_at(w, i);
+        if (!unscanned_tensor(t->name)) {
+            kz_map_prefetch_range(t->data, t->n_bytes);
+            st = kz_tensor_check_finite(t, kz_weights_path(w), kz_weights_prefix(w));
+            kz_weights_release(w, t);
+        }
+    }
+    return st;
+}
+
 kz_status kz_model_bind_tts(kz_model *m) {
-    kz_status st = kz_talker_load(&m->talker, m->main_w, &m->cfg.talker);
-    return st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_w, &m->cfg.talker) : st;
+    kz_status st = check_finite(m->main_w);
+    st = st == KZ_OK ? kz_talker_load(&m->talker, m->main_w, &m->cfg.talker) : st;
+    st = st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_w, &m->cfg.talker) : st;
+    return st == KZ_OK ? check_tts_indices(m) : st;
 }
 
 kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
     if (o && o->on_packed) {
         kz_weights_set_on_packed(m->codec_w, o->on_packed, o->on_packed_user);
     }
-    return kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg);
+    kz_status st = check_finite(m->codec_w);
+    st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg) : st;
+    return st == KZ_OK ? check_codec_indices(m) : st;
 }
 
 /* The codes the LM side produces must index the codec's tables: codebook 0 is

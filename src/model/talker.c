@@ -93,12 +93,19 @@ static void add_bias_rows(float *y, const float *b, size_t n, size_t w) {
     }
 }
 
-void kz_talker_text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e,
-                            const int32_t *ids, size_t n, float *out) {
+kz_status kz_talker_text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e,
+                                 const int32_t *ids, size_t n, float *out) {
     size_t th = (size_t)t->cfg.text_hidden_size, D = (size_t)t->cfg.hidden_size;
     float *emb = s->text_tmp, *mid = s->text_tmp + s->seq.max_tok * th;
     for (size_t i = 0; i < n; i++) {
         kz_matrix_row(&t->text_embedding, (size_t)ids[i], emb + i * th);
+        size_t bad = kz_vector_first_nonfinite(emb + i * th, th);
+        if (bad < th) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "tensor 'talker.model.text_embedding.weight': non-finite value "
+                                "(NaN or Inf) at row %d, column %zu",
+                                (int)ids[i], bad);
+        }
     }
     kz_matrix_mul(&t->fc1, e, mid, th, emb, th, n);
     add_bias_rows(mid, t->fc1_b, n, th);
@@ -107,6 +114,7 @@ void kz_talker_text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e,
     }
     kz_matrix_mul(&t->fc2, e, out, D, mid, th, n);
     add_bias_rows(out, t->fc2_b, n, D);
+    return KZ_OK;
 }
 
 void kz_talker_codec_vector(const kz_talker *t, int32_t id, float *out) {

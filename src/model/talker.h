@@ -41,9 +41,11 @@ kz_status kz_talker_state_init(kz_talker_state *s, const kz_talker *t, size_t ma
                                size_t max_tok);
 void kz_talker_state_free(kz_talker_state *s);
 
-/* out[n, D] = T(ids[i]) for n <= max_tok ids (each id < text vocab). */
-void kz_talker_text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e,
-                            const int32_t *ids, size_t n, float *out);
+/* out[n, D] = T(ids[i]) for n <= max_tok ids (each id < text vocab). KZ_STATUS_BAD_MODEL
+ * when an embedding row holds NaN or Inf: the load does not scan the text embedding (read a
+ * row at a time, most rows never), so each row is checked as it is read. */
+kz_status kz_talker_text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e,
+                                 const int32_t *ids, size_t n, float *out);
 
 /* out[D] = C(id). */
 void kz_talker_codec_vector(const kz_talker *t, int32_t id, float *out);

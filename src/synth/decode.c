@@ -7,10 +7,12 @@
  * Official mode (the reference's chunked_decode): windows of 300 frames, each
  * decoded from a fresh state with up to 25 frames of left context whose audio
  * is dropped. Both use the same decode_range primitive, so they agree wherever
- * the reference says they should.
+ * the reference says they should. No NaN or Inf sample is delivered: a chunk that
+ * has one ends the call with KZ_STATUS_BAD_MODEL (see synth.c).
  */
 #include <stdlib.h>
 
+#include "layers/vector.h"
 #include "runtime/error.h"
 #include "synth/session.h"
 
@@ -54,6 +56,13 @@ static kz_status decode_range(kz_session *s, const int32_t *codes, size_t first,
             continue;
         }
         size_t skip = t < deliver_from ? deliver_from - t : 0;
+        size_t bad = kz_vector_first_nonfinite(pcm + skip * spf, (n - skip) * spf);
+        if (bad < (n - skip) * spf) {
+            return kz_error_set(KZ_STATUS_BAD_MODEL,
+                                "non-finite audio (NaN or Inf) at frame %zu: the computation "
+                                "overflows with this model's weights",
+                                t + skip + bad / spf);
+        }
         bool is_last = t + n == out->n_frames;
         if (!out->fn(pcm + skip * spf, (n - skip) * spf, (int64_t)(t + skip), is_last, out->user)) {
             return kz_error_set(KZ_STATUS_CANCELLED, "cancelled by the audio callback at frame %zu",

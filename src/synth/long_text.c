@@ -20,6 +20,8 @@ typedef struct joiner {
     int64_t frames_here;     /* frames of the current utterance delivered */
     size_t samples_here;     /* samples of the current utterance delivered */
     size_t samples_per_frame; /* the codec's decode_upsample_rate */
+    int64_t total;           /* the request's frames or max_frames over all utterances (0:
+                                none): the utterance that reaches it is the last one */
     bool first_utterance, last_utterance;
     float *buf;              /* [cap] faded copy of a callback buffer */
     size_t cap;
@@ -27,6 +29,11 @@ typedef struct joiner {
 
 static float fade_gain(size_t i) {
     return 0.5f - 0.5f * cosf(3.14159265358979f * (float)i / (float)KZ_JOIN_FADE_SAMPLES);
+}
+
+/* Whether the utterances so far, the current one included, made the request's total. */
+static bool total_reached(const joiner *j) {
+    return j->total > 0 && j->frame_offset + j->frames_here >= j->total;
 }
 
 static bool join_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
@@ -44,6 +51,11 @@ static bool join_audio(const float *pcm, size_t n, int64_t pos, bool last, void 
          i++) {
         j->buf[i] *= fade_gain(j->samples_here + i);
     }
+    j->samples_here += n;
+    j->frames_here = pos + (int64_t)(n / j->samples_per_frame);
+    if (last && total_reached(j)) {
+        j->last_utterance = true;
+    }
     if (last && !j->last_utterance) {
         // Fade out: the final sample gets gain 0, like the next utterance's first.
         size_t fade = n < KZ_JOIN_FADE_SAMPLES ? n : KZ_JOIN_FADE_SAMPLES;
@@ -51,8 +63,6 @@ static bool join_audio(const float *pcm, size_t n, int64_t pos, bool last, void 
             j->buf[n - 1 - i] *= fade_gain(i);
         }
     }
-    j->samples_here += n;
-    j->frames_here = pos + (int64_t)(n / j->samples_per_frame);
     return j->on_audio(j->buf, n, j->frame_offset + pos, last && j->last_utterance,
                        j->audio_user);
 }
@@ -67,14 +77,49 @@ bool kz_long_text_wanted(const kz_request *r) {
            strlen(r->text) > (size_t)r->max_utterance_bytes;
 }
 
+/* Copies text[span] into piece as a NUL-terminated string. */
+static void copy_span(const kz_request *r, const kz_span *span, char *piece) {
+    memcpy(piece, r->text + span->begin, span->end - span->begin);
+    piece[span->end - span->begin] = '\0';
+}
+
+/* Resolves, before anything is spoken, each utterance whose prompt could pass
+ * KZ_MAX_PROMPT_TOKENS, so a too long one fails the request up front rather than after
+ * the audio of the ones before it. NFC makes UTF-8 text at most 3 times longer and every
+ * token holds at least one byte, so shorter utterances (all of them with the default split
+ * and a short instruction) need no second tokenization. */
+static kz_status check_long_spans(kz_session *s, const kz_request *r, const kz_span *spans,
+                                  size_t n_spans, char *piece) {
+    size_t instruct_bytes = r->instruct ? strlen(r->instruct) : 0;
+    kz_status st = KZ_OK;
+    for (size_t i = 0; i < n_spans && st == KZ_OK; i++) {
+        if (3 * (spans[i].end - spans[i].begin + instruct_bytes) <= KZ_MAX_PROMPT_TOKENS) {
+            continue;
+        }
+        copy_span(r, &spans[i], piece);
+        kz_request one = *r;
+        one.text = piece;
+        kz_plan plan;
+        kz_plan_ids ids;
+        st = kz_request_resolve(s->model, &one, &plan, &ids);
+        kz_plan_ids_free(&ids);
+    }
+    return st;
+}
+
 /* Speaks text[span] as one utterance through the joiner. */
 static kz_status speak_span(kz_session *s, const kz_request *r, const kz_span *span, size_t index,
                             joiner *j, char *piece) {
-    memcpy(piece, r->text + span->begin, span->end - span->begin);
-    piece[span->end - span->begin] = '\0';
+    copy_span(r, span, piece);
     kz_request one = *r;
     one.text = piece;
     one.seed = r->seed + index;
+    // frames and max_frames count over the whole request: each utterance may take what
+    // is left, and only the last one is held to an exact count.
+    int64_t left = j->total - j->frame_offset;
+    bool exact = r->frames > 0 && j->last_utterance;
+    one.frames = exact ? (int32_t)left : 0;
+    one.max_frames = j->total > 0 && !exact ? (int32_t)left : 0;
     one.on_frame = r->on_frame ? join_frame : NULL;
     one.user = j; // for join_frame; the audio goes to join_audio with j explicitly
     kz_plan plan;
@@ -101,13 +146,15 @@ kz_status kz_long_text_run(kz_session *s, const kz_request *r, kz_audio_fn on_au
     char *piece = malloc(n_bytes + 1);
     joiner j = {.on_audio = on_audio, .audio_user = user, .on_frame = r->on_frame,
                 .frame_user = r->user, .first_utterance = true,
-                .samples_per_frame = (size_t)s->model->codec_cfg.decode_upsample_rate};
+                .samples_per_frame = (size_t)s->model->codec_cfg.decode_upsample_rate,
+                .total = r->frames > 0 ? r->frames : r->max_frames};
     kz_status st = spans && piece ? KZ_OK
                                   : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
     if (st == KZ_OK) {
         kz_sentences_split(r->text, n_bytes, max, spans, n_spans);
+        st = check_long_spans(s, r, spans, n_spans, piece);
     }
-    for (size_t i = 0; i < n_spans && st == KZ_OK; i++) {
+    for (size_t i = 0; i < n_spans && st == KZ_OK && !j.last_utterance; i++) {
         j.last_utterance = i + 1 == n_spans;
         st = speak_span(s, r, &spans[i], i, &j, piece);
         j.first_utterance = false;

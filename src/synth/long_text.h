@@ -8,6 +8,10 @@
  *           fade-in at the start of the next (both reach exactly 0 at the join,
  *           so the stream has no step), frame positions continued, is_last only
  *           on the final buffer.
+ * The request's frames and max_frames count over all utterances: each utterance may
+ * take the frames still left, the one that reaches the total ends the stream (the
+ * text after it is not spoken), and with frames the last utterance is held to exactly
+ * the frames left (end of speech masked) so the request has exactly that many.
  * Memory per utterance is freed before the next, so it does not grow with the
  * text beyond the text itself and the span list.
  */

@@ -14,13 +14,15 @@
 
 #include "runtime/error.h"
 
-static void text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e, const int32_t *ids,
-                         size_t n, float *out) {
+static kz_status text_vectors(const kz_talker *t, kz_talker_state *s, kz_exec *e,
+                              const int32_t *ids, size_t n, float *out) {
     size_t D = (size_t)t->cfg.hidden_size, step = s->seq.max_tok;
-    for (size_t i = 0; i < n; i += step) {
+    kz_status st = KZ_OK;
+    for (size_t i = 0; i < n && st == KZ_OK; i += step) {
         size_t m = n - i < step ? n - i : step;
-        kz_talker_text_vectors(t, s, e, ids + i, m, out + i * D);
+        st = kz_talker_text_vectors(t, s, e, ids + i, m, out + i * D);
     }
+    return st;
 }
 
 /* Codec tags in order: think/nothink, think_bos, [language], think_eos, [speaker], pad, bos. */
@@ -111,14 +113,17 @@ kz_status kz_prompt_build(kz_prompt *p, const kz_prompt_spec *spec, const kz_tts
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory building the prompt");
     }
     int32_t special_ids[3] = {cfg->tts_pad_token_id, cfg->tts_bos_token_id, cfg->tts_eos_token_id};
-    text_vectors(t, s, e, special_ids, 3, specials);
-    text_vectors(t, s, e, spec->text_ids, spec->n_text, text);
-    size_t at = 0;
-    if (spec->n_instruct) {
-        text_vectors(t, s, e, spec->instruct_ids, spec->n_instruct, p->rows);
-        at += spec->n_instruct;
+    kz_status st = text_vectors(t, s, e, special_ids, 3, specials);
+    st = st ? st : text_vectors(t, s, e, spec->text_ids, spec->n_text, text);
+    size_t at = spec->n_instruct;
+    st = st ? st : text_vectors(t, s, e, spec->instruct_ids, spec->n_instruct, p->rows);
+    st = st ? st : text_vectors(t, s, e, spec->role_ids, 3, p->rows + at * D);
+    if (st != KZ_OK) {
+        free(specials);
+        free(text);
+        kz_prompt_free(p);
+        return st;
     }
-    text_vectors(t, s, e, spec->role_ids, 3, p->rows + at * D);
     at += 3;
     at += tag_rows(p->rows + at * D, tags, n_tags, specials, t);
     p->n_prefix = at;

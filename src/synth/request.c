@@ -15,27 +15,18 @@
  */
 #include "synth/request.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "runtime/error.h"
+#include "text/sentences.h"
 
 #define GUARD_BASE_FRAMES 50
 #define GUARD_FRAMES_PER_TOKEN 8
 #define STREAM_TEXT_MAX_FRAMES 1500
 #define DEFAULT_MAX_UTTERANCE_BYTES 600
-
-static bool is_blank(const char *s) {
-    for (; *s; s++) {
-        if (!isspace((unsigned char)*s)) {
-            return false;
-        }
-    }
-    return true;
-}
 
 /* "a, b, c" list of names for error messages. */
 static void list_names(const kz_name_id *names, int n, char *buf, size_t size) {
@@ -128,7 +119,7 @@ static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p
         memcpy(ids->text, r->token_ids, r->n_token_ids * sizeof(int32_t));
         p->prompt.n_text = r->n_token_ids;
     } else {
-        if (is_blank(r->text)) {
+        if (kz_text_is_blank(r->text, strlen(r->text))) {
             return kz_error_set(KZ_STATUS_BAD_INPUT, "the text is empty or only whitespace");
         }
         if (!m->tokenizer) {
@@ -317,6 +308,19 @@ static int32_t frame_cap(const kz_model *m, const kz_request *r, size_t n_text) 
     return (int32_t)(cap < limit ? cap : limit);
 }
 
+/* Refuses a prompt over KZ_MAX_PROMPT_TOKENS (long text is split into utterances first, so
+ * this is one utterance's). */
+static kz_status check_prompt_length(const kz_prompt_spec *p) {
+    if (p->n_text + p->n_instruct <= KZ_MAX_PROMPT_TOKENS) {
+        return KZ_OK;
+    }
+    return kz_error_set(KZ_STATUS_BAD_INPUT,
+                        "the utterance's prompt has %zu tokens (text %zu, instruction %zu), more "
+                        "than %d: split the text into shorter utterances (max_utterance_bytes, "
+                        "--max-utterance) or shorten the instruction",
+                        p->n_text + p->n_instruct, p->n_text, p->n_instruct, KZ_MAX_PROMPT_TOKENS);
+}
+
 kz_status kz_request_resolve(const kz_model *m, const kz_request *request, kz_plan *plan,
                              kz_plan_ids *ids) {
     memset(plan, 0, sizeof *plan);
@@ -332,6 +336,7 @@ kz_status kz_request_resolve(const kz_model *m, const kz_request *request, kz_pl
     st = st ? st : resolve_voice(m, r, plan);
     st = st ? st : resolve_text(m, r, plan, ids);
     st = st ? st : resolve_instruct(m, r, plan, ids);
+    st = st ? st : check_prompt_length(&plan->prompt);
     if (st != KZ_OK) {
         kz_plan_ids_free(ids);
         return st;

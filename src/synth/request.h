@@ -9,6 +9,12 @@
 
 #include "synth/synth.h"
 
+/* Most tokens one utterance's prompt may have (its text and instruction together): the
+ * prefill's attention, and each frame's, grows with the prompt, the prefill's with its
+ * square; about the longest text max_new_tokens frames can speak. Longer text is split into
+ * utterances (kz_request.max_utterance_bytes) before the cap applies. */
+#define KZ_MAX_PROMPT_TOKENS 2048
+
 /* Owned id buffers behind a plan. */
 typedef struct kz_plan_ids {
     int32_t *text, *instruct; /* malloc'ed or NULL */
@@ -23,7 +29,8 @@ void kz_request_fill_defaults(const kz_model *m, const kz_request *r, kz_request
 /* Validates r (its defaults filled in first) against model m and fills plan (pointing
  * into ids). Every
  * problem is KZ_STATUS_INVALID_ARGUMENT / BAD_INPUT / UNSUPPORTED with a message
- * that lists the valid choices where there are some. */
+ * that lists the valid choices where there are some; a prompt over
+ * KZ_MAX_PROMPT_TOKENS is KZ_STATUS_BAD_INPUT. */
 kz_status kz_request_resolve(const kz_model *m, const kz_request *r, kz_plan *plan,
                              kz_plan_ids *ids);
 

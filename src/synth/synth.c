@@ -30,6 +30,12 @@
  * it waits for are queued, the LM thread does not take the turn again before
  * the codec has decoded them. State and waits share the queue's lock and
  * condition variable. With KZ_SCHEDULE_OVERLAP the turn calls do nothing.
+ *
+ * Non-finite values: the talker's logits, each code predictor step's logits and each
+ * chunk's PCM are checked before they are sampled or delivered (one pass over a few
+ * thousand floats). The load refused NaN and Inf weights (model.c, talker.c), so one
+ * here is an overflow of finite ones; it ends the utterance with KZ_STATUS_BAD_MODEL,
+ * so no code is sampled from such logits and no such sample reaches on_audio.
  */
 #include "synth/synth.h"
 
@@ -41,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "layers/vector.h"
 #include "runtime/error.h"
 #include "synth/prefill.h"
 #include "synth/text_feed.h"
@@ -84,6 +91,7 @@ typedef struct synth {
     int64_t n_frames;      /* frames generated */
     double cp_sampling_ms; /* sampling time inside the code predictor (not CP time) */
     int32_t cp_step;       /* codebook the code predictor picks next (1..15) */
+    bool cp_nonfinite;     /* a code predictor step's logits held NaN or Inf */
     kz_status lm_status;
     char lm_error[512];    /* the LM thread's message (last errors are thread-local) */
     /* shared */
@@ -210,12 +218,25 @@ static int32_t forced(const synth *y, size_t g) {
     return s->forced_codes[(size_t)y->n_frames * y->groups + g];
 }
 
-/* Picks c0 from the talker's logits (spec 8.5). */
+/* KZ_STATUS_BAD_MODEL for non-finite values in `what` at the current frame. */
+static kz_status nonfinite_error(const synth *y, const char *what) {
+    return kz_error_set(KZ_STATUS_BAD_MODEL,
+                        "non-finite values (NaN or Inf) in %s at frame %lld: the "
+                        "computation overflows with this model's weights",
+                        what, (long long)y->n_frames);
+}
+
+/* Picks c0 from the talker's logits (spec 8.5); -1 with lm_status set when they are not
+ * finite. */
 static int32_t pick_c0(synth *y) {
     double t0 = now_ms();
     const kz_talker_config *c = &y->m->talker.cfg;
     size_t V = (size_t)c->vocab_size;
     observe(y, "talker_logits", y->ts.logits, 1, V);
+    if (kz_vector_first_nonfinite(y->ts.logits, V) < V) {
+        y->lm_status = nonfinite_error(y, "the talker's logits");
+        return -1;
+    }
     memcpy(y->logits, y->ts.logits, V * sizeof(float));
     bool mask_eos = y->plan->frames > 0 || y->n_frames < 2 ||
                     (y->streaming_text && !y->feed.done);
@@ -228,10 +249,16 @@ static int32_t pick_c0(synth *y) {
     return c0;
 }
 
+/* Picks the code of the next codebook; a step with non-finite logits picks 0 and marks
+ * the frame, which frame_step then refuses. */
 static int32_t pick_cp(void *user, float *logits, size_t n) {
     synth *y = user;
     double t0 = now_ms();
     y->cp_step++;
+    if (kz_vector_first_nonfinite(logits, n) < n) {
+        y->cp_nonfinite = true;
+        return 0;
+    }
     int32_t code = forced(y, (size_t)y->cp_step);
     code = code >= 0 ? code : kz_sample(logits, n, &y->plan->cp, &y->rng, y->scratch);
     double dt = now_ms() - t0;
@@ -249,12 +276,13 @@ static kz_status streamed_text_vector(synth *y, const float **out) {
         return st;
     }
     if (next < y->feed.n_ids) {
-        kz_talker_text_vectors(&y->m->talker, &y->ts, &y->s->lm, &y->feed.ids[next], 1, y->tvec);
+        st = kz_talker_text_vectors(&y->m->talker, &y->ts, &y->s->lm, &y->feed.ids[next], 1,
+                                    y->tvec);
         *out = y->tvec;
     } else {
         *out = next == y->feed.n_ids ? y->prompt.eos : y->prompt.pad;
     }
-    return KZ_OK;
+    return st;
 }
 
 /* Next talker input: sum of the frame's num_code_groups embeddings + trailing text vector. */
@@ -335,9 +363,14 @@ static bool frame_step(synth *y, int32_t c0) {
     double t0 = now_ms();
     y->cp_sampling_ms = 0;
     y->cp_step = 0;
+    y->cp_nonfinite = false;
     kz_talker_codec_vector(&m->talker, c0, y->emb);
     kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts.hidden, y->emb, pick_cp, y,
                           y->frame + 1, y->cp_logits);
+    if (y->cp_nonfinite) {
+        y->lm_status = nonfinite_error(y, "the code predictor's logits");
+        return false;
+    }
     if (y->cp_logits) {
         observe(y, "cp_logits", y->cp_logits, (size_t)m->cp.n_steps, (size_t)m->cp.cfg.vocab_size);
     }
@@ -384,7 +417,7 @@ static void *lm_thread(void *arg) {
     while (turn && y->lm_status == KZ_OK && !atomic_load(&y->cancel)) {
         bool exact_done = y->plan->frames > 0 && y->n_frames >= y->plan->frames;
         int32_t c0 = exact_done ? -1 : pick_c0(y);
-        if (exact_done || finished(y, c0)) {
+        if (exact_done || y->lm_status != KZ_OK || finished(y, c0)) {
             break;
         }
         // frame_step gives the turn back while it queues the frame and takes it again
@@ -484,6 +517,13 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
     int64_t pos = y->n_decoded;
     y->n_decoded += (int64_t)n;
     size_t n_samples = n * (size_t)y->m->codec_cfg.decode_upsample_rate;
+    size_t bad = kz_vector_first_nonfinite(y->pcm, n_samples);
+    if (bad < n_samples) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL,
+                            "non-finite audio (NaN or Inf) at frame %lld: the computation "
+                            "overflows with this model's weights",
+                            (long long)pos + (long long)(bad / (n_samples / n)));
+    }
     double handed = now_ms();
     bool go_on = y->on_audio(y->pcm, n_samples, pos, last, y->audio_user);
     kz_pacer_delivered(&y->s->pacer, (int)n, handed, now_ms());

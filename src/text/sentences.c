@@ -771,3 +771,9 @@ size_t kz_sentences_split(const char *text, size_t n_bytes, size_t max_bytes, kz
     }
     return sink.n_spans;
 }
+
+bool kz_text_is_blank(const char *text, size_t n_bytes) {
+    text_ref t = {(const uint8_t *)text, text ? n_bytes : 0};
+    size_t begin = 0, end = t.n_bytes;
+    return !trim(&t, &begin, &end);
+}

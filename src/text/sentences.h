@@ -19,6 +19,7 @@
 #ifndef KZ_SENTENCES_H
 #define KZ_SENTENCES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A byte range of the text, [begin, end). */
@@ -45,5 +46,10 @@ size_t kz_sentences_split(const char *text, size_t n_bytes, size_t max_bytes, kz
  * sentence early, and for tests). Trimming, dropping and the max_spans
  * contract are as for kz_sentences_split. */
 size_t kz_sentences_list(const char *text, size_t n_bytes, kz_span *spans, size_t max_spans);
+
+/* True when text[0, n_bytes) is empty or holds only Unicode White_Space (spaces, tabs, line
+ * breaks, NBSP, the ideographic space U+3000, ...): nothing to speak. A malformed byte is
+ * not blank. */
+bool kz_text_is_blank(const char *text, size_t n_bytes);
 
 #endif

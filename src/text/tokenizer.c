@@ -26,8 +26,10 @@
 #include "text/tokenizer.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,11 +89,12 @@ static int longest_first(const void *a, const void *b) {
 /* Reads one "id": {...} entry of added_tokens_decoder into t->added[t->n_added]. */
 static kz_status added_parse(kz_tokenizer *t, kz_json_ctx *c, const cJSON *entry) {
     char *end;
-    long id = strtol(entry->string, &end, 10);
-    if (*entry->string == '\0' || *end != '\0' || id < 0 || id >= INT32_MAX) {
+    errno = 0;
+    long long id = strtoll(entry->string, &end, 10);
+    if (*entry->string == '\0' || *end != '\0' || errno == ERANGE || id < 0 || id > INT32_MAX) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: added_tokens_decoder: key \"%s\" is not a token id", c->path,
-                            entry->string);
+                            "%s: added_tokens_decoder: key \"%s\" is not a token id in [0, 2^31)",
+                            c->path, entry->string);
     }
     if (!cJSON_IsObject(entry)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: added_tokens_decoder.%s: expected an object",
@@ -119,7 +122,7 @@ static kz_status added_parse(kz_tokenizer *t, kz_json_ctx *c, const cJSON *entry
     for (size_t i = 0; i < t->n_added; i++) {
         if (strcmp(t->added[i].content, content) == 0 || t->added[i].id == id) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: added token \"%s\" (id %ld) is defined twice", c->path,
+                                "%s: added token \"%s\" (id %lld) is defined twice", c->path,
                                 content, id);
         }
     }

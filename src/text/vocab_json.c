@@ -148,7 +148,7 @@ static kz_status read_id(reader *r, const char *key, int32_t *id) {
     while (r->p < r->end && *r->p >= '0' && *r->p <= '9' && v <= INT32_MAX) {
         v = v * 10 + (*r->p++ - '0');
     }
-    bool integer = r->p > start && (r->p - start == 1 || *start != '0') && v <= INT32_MAX - 1 &&
+    bool integer = r->p > start && (r->p - start == 1 || *start != '0') && v <= INT32_MAX &&
                    (r->p == r->end || !strchr("0123456789.eE+-", *r->p));
     if (!integer) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,

@@ -176,10 +176,18 @@ def decode(k, model, gold, work):
     print(f"ok   decode: reference waveform at SNR {s:.1f} dB; bad codes files refused")
 
 
-def long_text(k, model):
+def long_text(k, model, work):
+    """Utterances joined in the model's samples per frame: a copy whose
+    generation_config.json allows 2 frames an utterance (max_new_tokens 3), so the
+    request's frames span several utterances."""
+    two = link_copy(model, os.path.join(work, "two_frames"))
+    path = os.path.join(two, "generation_config.json")
+    gen = json.load(open(path))
+    gen["max_new_tokens"] = 3
+    json.dump(gen, open(path, "w"))
     text = " ".join(["Hello world, this is a test.", "How are you today? Fine.",
                      "Speak slowly and calmly."] * 3)
-    r = run(k, ["synth", "-m", model, "-s", "ryan", "--max-frames", "2", "--max-utterance", "40",
+    r = run(k, ["synth", "-m", two, "-s", "ryan", "--max-frames", "6", "--max-utterance", "40",
                 "-o", "-", "--format", "f32", text])
     n = len(r.stdout) // 4
     check(r.returncode == 0 and n > 0 and n % SPF == 0 and n >= 3 * SPF,
@@ -276,7 +284,7 @@ def main():
     leading_newline(a.kztts, a.remap, cases, a.work)
     audio_files(a.kztts, a.remap, cases[0], a.work)
     decode(a.kztts, a.remap, os.path.join(a.golden, "remap"), a.work)
-    long_text(a.kztts, a.remap)
+    long_text(a.kztts, a.remap, a.work)
     gguf(a.kztts, a.remap, cases, a.work)
     bad_models(a.kztts, a.remap, a.work)
     finish("test_remapped")

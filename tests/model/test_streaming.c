@@ -24,7 +24,11 @@
  *   - long text split into utterances (model with a tokenizer): the audio and frame
  *     callbacks' positions run on without a gap or overlap across the joins, counted
  *     in the model's samples per frame.
+ *   - kz_decode / kz_decode_all refuse a frame count whose codes or audio cannot exist
+ *     (no code read, no callback), and kz_session_timings accepts a NULL output.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "kztts.h"
@@ -287,6 +291,46 @@ static void read_text_ids(const char *path) {
     CHECK_MSG(n_text > 0, "%s: no ids", path);
 }
 
+static bool never_called(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    (void)pcm;
+    (void)n;
+    (void)pos;
+    (void)last;
+    (*(int *)user)++;
+    return true;
+}
+
+/* A frame count whose codes (n_frames x groups x 4 bytes) or audio cannot exist is refused
+ * before any code is read. */
+static void check_decode_limits(const kz_model *m) {
+    kz_session *s = NULL;
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    static const int32_t codes[MAX_GROUPS] = {0};
+    const size_t g = (size_t)groups;
+    const size_t huge[] = {SIZE_MAX, SIZE_MAX / g + 1, (size_t)PTRDIFF_MAX / (4 * g) + 1};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        int calls = 0;
+        kz_decode_params dp = {.on_audio = never_called, .user = &calls};
+        CHECK(kz_decode(s, codes, huge[i], &dp) == KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "n_frames");
+        CHECK_EQ_INT(calls, 0);
+        kz_audio audio = {.n_samples = 3};
+        CHECK(kz_decode_all(s, codes, huge[i], NULL, &audio) == KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "too large");
+        CHECK(audio.samples == NULL && audio.n_samples == 0);
+    }
+    // What the audio of kz_decode_all could not hold either.
+    kz_audio audio;
+    CHECK(kz_decode_all(s, codes, SIZE_MAX / 4 / spf + 1, NULL, &audio) ==
+          KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "too large");
+    kz_timings t;
+    kz_session_timings(s, &t);
+    CHECK_EQ_INT(t.codec_frames, 0);
+    kz_session_timings(s, NULL);
+    kz_session_free(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2 && argc != 3) {
         fprintf(stderr, "usage: test_streaming TINY_DIR [TEXT_IDS_FILE]\n");
@@ -372,6 +416,7 @@ int main(int argc, char **argv) {
     }
     check_request_values(s);
     kz_session_free(s);
+    check_decode_limits(m);
     kz_session_clear_prompt_cache(NULL); // allowed, does nothing
     test_long_text(m);
     free(ref.pcm);

@@ -133,6 +133,40 @@ static void test_experimental_null(void) {
     CHECK(kz_experimental_session_force_codes(NULL, NULL, 0) == KZ_STATUS_INVALID_ARGUMENT);
 }
 
+/* Every public function with every pointer argument NULL: a status (with a message) or
+ * nothing, never a crash. */
+static void test_all_null(void) {
+    kz_session_timings(NULL, NULL);
+    kz_session_reset_timings(NULL);
+    kz_session_clear_prompt_cache(NULL);
+    kz_model_free(NULL);
+    kz_session_free(NULL);
+    kz_audio_free(NULL);
+    kz_ids_free(NULL);
+    kz_request_default_params(NULL, NULL);
+    kz_quantize_default_params(NULL);
+    kz_model_default_params(NULL);
+    kz_session_default_params(NULL);
+    kz_decode_default_params(NULL);
+    CHECK(kz_model_load(NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_session_new(NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_decode(NULL, NULL, 5, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_decode_all(NULL, NULL, 5, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_synthesize(NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_quantize(NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_synthesize_all(NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_session_prepare(NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_tokenize(NULL, NULL, KZ_TEXT_SPLIT_QWEN2, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "kz_tokenize");
+    CHECK(strcmp(kz_model_describe(NULL), "") == 0 && strcmp(kz_model_type(NULL), "") == 0);
+    CHECK(kz_model_sample_rate(NULL) == 0 && kz_model_samples_per_frame(NULL) == 0);
+    CHECK(kz_model_num_codebooks(NULL) == 0 && kz_model_codebook_size(NULL) == 0);
+    CHECK(kz_model_speaker_count(NULL) == 0 && kz_model_speaker_name(NULL, -1) == NULL);
+    CHECK(kz_model_language_count(NULL) == 0 && kz_model_language_name(NULL, 0) == NULL);
+    CHECK(strcmp(kz_status_str((kz_status)-1), "unknown status") == 0);
+    CHECK(kz_last_error() != NULL && kz_version() != NULL && kz_system_info() != NULL);
+}
+
 static void test_status_and_log(void) {
     for (int st = KZ_OK; st <= KZ_STATUS_INTERNAL; st++) {
         CHECK(strcmp(kz_status_str((kz_status)st), "unknown status") != 0);
@@ -184,6 +218,7 @@ int main(void) {
     test_defaults();
     test_null_and_bad();
     test_experimental_null();
+    test_all_null();
     test_status_and_log();
     test_quantize_params();
     return test_main_result("test_api");

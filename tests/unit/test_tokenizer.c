@@ -637,6 +637,21 @@ static void test_bad_files(void) {
     check_load_error("{\"a\": 0, \"a \": 1}", "", config, KZ_STATUS_BAD_MODEL,
                      "not spelled in the byte-level alphabet");
     check_load_error("{\"a\": -1}", "", config, KZ_STATUS_BAD_MODEL, "id is not an integer");
+    // Ids: the readers take [0, 2^31) as they say; the BPE table then states its own limit.
+    check_load_error("{\"a\": 2147483648}", "", config, KZ_STATUS_BAD_MODEL,
+                     "id is not an integer in [0, 2^31)");
+    static char big_vocab[16448];
+    snprintf(big_vocab, sizeof big_vocab, "%.*s, \"zz\": 2147483647}",
+             (int)(strrchr(vocab, '}') - vocab), vocab);
+    check_load_error(big_vocab, "", config, KZ_STATUS_BAD_MODEL,
+                     "id 2147483647 is too large (at most 2097150)");
+    check_load_error(vocab, "a b\n",
+                     "{\"added_tokens_decoder\": {\"2147483648\": {\"content\": \"<a>\"}}}",
+                     KZ_STATUS_BAD_MODEL, "key \"2147483648\" is not a token id in [0, 2^31)");
+    check_load_error(
+        vocab, "a b\n",
+        "{\"added_tokens_decoder\": {\"99999999999999999999\": {\"content\": \"<a>\"}}}",
+        KZ_STATUS_BAD_MODEL, "is not a token id in [0, 2^31)");
     check_load_error("{\"a\": 0, \"b\": 0}", "", config, KZ_STATUS_BAD_MODEL, "used twice");
     check_load_error(vocab, "a b\nb c\n", config, KZ_STATUS_BAD_MODEL, "line 2");
     check_load_error(vocab, "#version: 0.2\nab\n", config, KZ_STATUS_BAD_MODEL,

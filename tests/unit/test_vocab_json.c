@@ -47,14 +47,14 @@ static void check_key(const kz_vocab_json *v, size_t i, const char *key, size_t 
 static void test_good(void) {
     kz_vocab_json v;
     CHECK_EQ_INT(read_text(" {\n\t\"a\" : 0 ,\"\\u0120the\":279,\"\\\"\\\\\\/\\b\\f\\n\\r\\t\":7,"
-                           "\"\\u00e9\\u4e2d\\ud83d\\ude00\": 2147483646, \"\": 10 }\r\n",
+                           "\"\\u00e9\\u4e2d\\ud83d\\ude00\": 2147483647, \"\": 10 }\r\n",
                            &v),
                  KZ_OK);
     CHECK_EQ_INT((int)v.n_entries, 5);
     check_key(&v, 0, "a", 1, 0);
     check_key(&v, 1, "\xc4\xa0the", 5, 279);
     check_key(&v, 2, "\"\\/\b\f\n\r\t", 8, 7);
-    check_key(&v, 3, "\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 9, 2147483646);
+    check_key(&v, 3, "\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 9, 2147483647); // 2^31 - 1
     check_key(&v, 4, "", 0, 10);
     kz_vocab_json_free(&v);
 
@@ -115,7 +115,7 @@ static void test_bad(void) {
     BAD("{\"a\": 1.5}", "id is not an integer");
     BAD("{\"a\": 1e3}", "id is not an integer");
     BAD("{\"a\": 01}", "id is not an integer");
-    BAD("{\"a\": 2147483647}", "id is not an integer");
+    BAD("{\"a\": 2147483648}", "id is not an integer in [0, 2^31)");
     BAD("{\"a\": 99999999999999999999}", "id is not an integer");
     BAD("{\"a\": 1} x", "bytes after the object");
     BAD("{\"a\": 1}\0", "bytes after the object");
