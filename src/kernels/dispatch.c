@@ -15,7 +15,7 @@
  *     (avx512-vnni), the vdpbf16ps bf16 conv-GEMM (avx512-bf16) and the AMX ones
  *     (avx512-amx). On Intel CPUs (CPUID leaf 0) every x86 table gets the
  *     KZ_QPF_L2 prefetch policy, and the avx512-bf16 one no gain for its bf16 GEMM
- *     (vdpbf16ps measured slower than the fp32 FMAs there, docs/PERF.md).
+ *     (vdpbf16ps is slower than the fp32 FMAs there: docs/ARCHITECTURE.md#kernel-selection).
  *   aarch64 (KZ_HAVE_ARM): Advanced SIMD is baseline, so the best level is always
  *     NEON; the Linux hwcaps fill the feature string and add the sub-levels
  *     neon-dotprod (HWCAP_ASIMDDP) and neon-i8mm (HWCAP2_I8MM) to kz_kernels_neon.
@@ -270,7 +270,7 @@ static void probe(void) {
     }
     k.name = "neon-i8mm";
     k.quant = &kz_quant_neon_i8mm;
-    k.prefill_gemm_quant = false; // kernels.h: not measured on hardware
+    k.prefill_gemm_quant = false; // SMMLA needs fewer instructions than widening (kernels.h)
     table_add(k, KZ_QPF_L1);
 #endif
 }

@@ -230,8 +230,9 @@ typedef void (*kz_matmul_fn)(float *y, size_t ldy, const float *x, size_t ldx, c
  * weight stream, per 64 bytes (x86/quant_prefetch.h): KZ_QPF_L1, one prefetch into L1 at
  * each kernel's own distance; KZ_QPF_L2, one into L2 further ahead and one from there into
  * L1, at other distances for weights read again while the last-level cache holds them
- * (kz_kernels.matmul_q8_0_reused). The probe picks KZ_QPF_L2 on Intel CPUs, where it
- * measured faster (docs/PERF.md, "Prefetch into L2 on Intel"), and KZ_QPF_L1 elsewhere.
+ * (kz_kernels.matmul_q8_0_reused). The probe picks KZ_QPF_L2 on Intel CPUs, where L1
+ * prefetches alone leave the streamed weights short of requests in flight, and KZ_QPF_L1
+ * elsewhere, where L2 hints are slower (docs/ARCHITECTURE.md#kernel-selection).
  * Results are the same bits under either; other kernels ignore it. */
 typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1, KZ_QPF_COUNT = 2 } kz_quant_prefetch;
 
@@ -382,16 +383,13 @@ typedef struct kz_kernels {
     void (*rows_to_f32_q4_0)(float *dst, const void *src, size_t n);
 
     /* How layers/matrix.c runs prompts (4 or more tokens) of Q8_0 / Q4_0 weights: true
-     * through rows_to_f32_* + gemm_rows, false through matmul_q8_0 / matmul_q4_0. Set per
-     * level by measurement (docs/PERF.md): AVX-512's int8 kernels (VNNI or maddubs, four
-     * tokens per weight unpacking) are 1.4-2x faster than widening to f32 (Zen 5); on
-     * AVX2 (Zen 3, 22 tokens, 2 threads) the GEMM path with 4 x 3 tiles beats the grouped
-     * int8 kernels for both formats. NEON: not measured on hardware (none here), so set
-     * by instruction counts: with the i8mm extension (the neon-i8mm sub-level clears it)
-     * the SMMLA kernel's loop (GCC 12 -O3) issues ~100 vector instructions per 1024
-     * multiply-adds (2 rows x 4 tokens x 4 blocks) where the f32 GEMM needs 256
-     * FMLAs plus the widening, and it reads the weights once per 8 tokens; without it
-     * the GEMM path stays (the SDOT and baseline kernels take tokens in pairs).
+     * through rows_to_f32_* + gemm_rows, false through matmul_q8_0 / matmul_q4_0. False on
+     * AVX-512: its int8 kernels (VNNI or maddubs) share each weight unpacking among four
+     * tokens and beat widening to f32. True on AVX2: the GEMM path's 4 x 3 tiles beat the
+     * int8 kernels for both formats. On NEON false only with the i8mm extension (the
+     * neon-i8mm sub-level): its SMMLA loop needs a fraction of the instructions of widening
+     * plus FMLAs and reads the weights once per 8 tokens, where the SDOT and baseline
+     * kernels take tokens in pairs (docs/ARCHITECTURE.md#language-model-matmuls).
      * `bench_quant neon-i8mm neon-dotprod --prefill` compares them on a device. */
     bool prefill_gemm_quant;
 } kz_kernels;

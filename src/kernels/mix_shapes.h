@@ -22,10 +22,9 @@
  *                    any other shape with run-time counts (mix_pairs: rows in pairs over
  *                    the source vectors held in registers); the columns left after the
  *                    last whole vector by the scalar definition (kz_mix_rows_cols_ref).
- * The pair form, once used for every shape, spilled on AVX2 (16 sources for F(10, 7))
- * and paid a broadcast per FMA with two chains in flight: 44.5-60.7 GFLOP/s over the
- * transform shapes on a Zen 3 core in bench_kernels (peak ~100), 71.8-86.1 in this form
- * (docs/PERF.md 2026-12-05 (evening)).
+ * The constant shapes do not use the pair form: it spills on AVX2 (16 sources for
+ * F(10, 7)) and pays a broadcast per FMA with two chains in flight
+ * (docs/ARCHITECTURE.md#winograd-convolutions).
  */
 #include <stddef.h>
 

@@ -29,9 +29,10 @@
  * Register budget: AArch64 has 32 q registers; 6 rows x 4 vectors = 24
  * accumulators + 4 W vectors + 1 broadcast leave 3 spare (7 rows would need
  * 33). Per panel row that is 4 + 6 loads for 24 FMAs, within the two load
- * ports and two FMA pipes of the Cortex-A7x / X cores. KC = 256 (16 KB of
+ * ports and two FMA pipes of current big ARM cores. KC = 256 (16 KB of
  * panel) fits the 32-64 KB L1 of phone cores; the x budget assumes 256-512 KB
- * of L2 per core. Not yet measured on ARM hardware (tested under qemu only).
+ * of L2 per core. These sizes follow from the budgets, untuned on ARM hardware
+ * (tested under qemu).
  */
 #include "kernels/kernels.h"
 

@@ -16,7 +16,7 @@
  * Grouping only shares loads: one or two tokens take two weight rows at a
  * time (16 accumulators, each x vector serves both rows), three or four
  * tokens take one weight row (16 accumulators, each weight vector serves all
- * tokens, the prompt prefill). Not yet measured on ARM hardware.
+ * tokens, the prompt prefill). Untuned on ARM hardware (tested under qemu).
  */
 #include <arm_neon.h>
 #include <stdint.h>

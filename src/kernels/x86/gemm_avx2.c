@@ -23,14 +23,13 @@
  * (a compile-time row count), tail columns compute all 16 lanes of the
  * zero-padded panel and store only the valid ones.
  *
- * Zen 1 executes a ymm FMA as two 128-bit halves: peak is one ymm FMA per
- * cycle, 5-cycle latency, so 12 independent accumulators cover the latency
- * and the 2 W loads + 6 broadcasts per 12 FMAs fit the two load ports.
- * Measured there (bench_kernels, single thread): the codec's k=7 convs run at
- * 95-100% of the measured FMA peak for any KC from 128 to 1536 (the panel
- * streams from L2 fast enough), so KC only bounds the block to L1/L2 size;
- * balancing row blocks and the W prefetch gave ~10% on weight-streaming
- * shapes (few rows, large weights).
+ * 12 independent accumulators cover the FMA latency even where a ymm FMA runs as
+ * two 128-bit halves (one per cycle, 5-cycle latency), and the 2 W loads + 6
+ * broadcasts per 12 FMAs fit two load ports. KC only bounds the k block to L1/L2
+ * size: the panel streams from L2 fast enough for the codec's k=7 convs at any KC
+ * from 128 to 1536. Row blocks are balanced and W is prefetched into L2 for the
+ * weight-streaming shapes (few rows, large weights)
+ * (docs/ARCHITECTURE.md#conv-gemm).
  */
 #include "kernels/kernels.h"
 
@@ -41,12 +40,12 @@
 
 enum {
     MR = 6,       // output rows per micro-tile (the table's gemm_mr)
-    KC = 512,     // panel rows per k block (32 KB); see the measurements above
+    KC = 512,     // panel rows per k block (32 KB); see the header
     MC_MAX = 192, // most rows per row block; bounds part[] to 12 KB of stack
     PREFETCH_ROWS = 128, // panel rows (64 B each) prefetched ahead into L2 (gemm_avx512.c)
 };
 // Budget for the x rows (all taps) of one row block, reused by every panel from L2
-// (512 KB on Zen 1, 1-2 MB on recent cores).
+// (512 KB on the smallest AVX2 cores, 1-2 MB on recent ones).
 #define X_BLOCK_BYTES (320u * 1024u)
 
 #include "kernels/gemm_panel_drive.h"

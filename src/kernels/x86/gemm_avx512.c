@@ -19,9 +19,8 @@
  * the same two adds. Pairing panels, row blocks and tail tiles (fewer rows,
  * a compile-time count; masked columns) never change an element's sequence.
  *
- * With two FMA units of 4-cycle latency (Skylake-SP and later) 16
- * accumulators cover the latency; 2 W loads + 8 broadcasts per 16 FMAs leave
- * load-port headroom.
+ * With two 512-bit FMA units of 4-cycle latency 16 accumulators cover the
+ * latency; 2 W loads + 8 broadcasts per 16 FMAs leave load-port headroom.
  */
 #include "kernels/kernels.h"
 #include "kernels/gemm_blocking.h"
@@ -35,9 +34,9 @@ enum {
     NP = 2,       // panels per micro-tile
     KC = 256,     // panel rows per k block: 2 panels x 256 x 64 B = 32 KB
     MC_MAX = 192, // most rows per row block; bounds part[] to 24 KB of stack
-    // Panel rows (64 B each) prefetched ahead into L2: 8 KB into L2 against 1 KB into L1
-    // streamed few-row calls' weights ~10-20 % faster on a Zen 4 (the codec's 1-frame
-    // chunks 7 % faster; docs/PERF.md 2026-12-03 (late afternoon)).
+    // Panel rows (64 B each) prefetched 8 KB ahead into L2, not into L1: few-row calls
+    // stream their weights from DRAM and need more requests in flight than L1 prefetches
+    // keep (docs/ARCHITECTURE.md#conv-gemm).
     PREFETCH_ROWS = 128,
 };
 // Budget for the x rows (all taps) of one row block, reused by every panel pair from L2

@@ -29,7 +29,7 @@
  * element equals ref/gemm_bf16_ref.c bit for bit, from x or xf, whatever the
  * split of rows and panels (tests/unit/test_gemm_bf16.c). MR is 4, not
  * gemm_avx2.c's 6: the four widened weight vectors and the mask leave 8 of the 16
- * ymm registers for accumulators (5 rows measured slower: spills).
+ * ymm registers for accumulators (5 rows spill).
  */
 #include "kernels/kernels.h"
 
@@ -74,8 +74,8 @@ static inline __attribute__((always_inline)) void widen(float *dst, const uint16
 /* One micro-tile of `rows` (1..MR, a constant after inlining) over one k block;
  * named accumulators so that GCC keeps them in registers. The pair loop broadcasts
  * fp32 x values: from xf when the caller gave it, else from xw, where each tap segment
- * widens the tile's bf16 x pairs first (L1; ~20 % of the products' time in
- * bench_kernels' conv shapes, hence xf). */
+ * widens the tile's bf16 x pairs first (in L1, at a cost the products feel: hence xf,
+ * docs/ARCHITECTURE.md#conv-gemm). */
 #define TILE_ROWS(X) X(0) X(1) X(2) X(3)
 static inline __attribute__((always_inline)) void tile(const tile_job *jb, const int rows) {
     _Alignas(32) float xw[MR][2 * KC];

@@ -6,11 +6,10 @@
  * Data flow: y [n_tok, ldy] (+)= x [n_tok, ldx] . w [n_rows, ldw]^T in register
  * tiles of 4 weight rows x 3 tokens: 12 accumulators of 8 lanes plus 4 weight
  * vectors fill the 16 ymm registers, the token vectors are FMA memory operands
- * (in a scratch harness on Zen 3, 4 rows x 22 tokens from L2: 88.6-88.7 GFLOP/s
- * against 70.4-71.9 for 4 x 2 tiles with the token vectors in registers); the
- * last one or two tokens take a smaller tile. Rows past the end of the
- * range reuse the last valid row pointer; their sums are computed and never
- * stored. One Zen 5 core running this level: 83 GFLOP/s with the data in cache.
+ * (4 x 2 tiles with the token vectors in registers leave the FMA pipes no slack:
+ * docs/ARCHITECTURE.md#language-model-matmuls); the last one or two tokens take a
+ * smaller tile. Rows past the end of the range reuse the last valid row pointer;
+ * their sums are computed and never stored.
  *
  * Per output element (t, o), whatever its tile, n_tok or n_rows:
  *   acc[8] = 0

@@ -9,8 +9,8 @@
  * the last 1-3 tokens take a tile of that many tokens (the prompt's 22 tokens
  * are 5 x 4 + 2, and a padded tile would waste 8 % of the FMAs). Rows past the
  * end of the range reuse the last valid row pointer; their sums are computed and
- * never stored. One Zen 5 core: 184-208 GFLOP/s with w in L1 and x in L2, 84-94 %
- * of its FMA peak (8 x 3, 4 x 5 and 4 x 6 tiles measured slower, docs/PERF.md).
+ * never stored. The 4 x 4 tile runs close to the FMA peak with w in L1 and x in L2;
+ * 8 x 3, 4 x 5 and 4 x 6 tiles are slower (docs/ARCHITECTURE.md#language-model-matmuls).
  *
  * Per output element (t, o), whatever its tile, n_tok or n_rows:
  *   acc[16] = 0

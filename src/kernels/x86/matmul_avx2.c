@@ -4,12 +4,11 @@
  * Per weight row and token: four 8-lane accumulators over i in steps of 32,
  * then 8-wide steps into the first accumulator, a fixed reduction tree, and a
  * scalar tail, with a software prefetch of every line of the weight stream 8 KB ahead into
- * L2 (one into L1 1 KB ahead measured +30 % on one Zen 1 core; into L2 8 KB ahead, every
- * line, bf16 / f16 from DRAM ~20 % faster again at this level on a Zen 4, docs/PERF.md
- * 2026-12-03 (late afternoon)). Tokens are processed two at a time so each weight vector is
- * loaded (and, for bf16 / f16, widened) once for both; the per-token sequence is
- * the same whether a token is paired or alone. Calls with 4 or more tokens (the
- * prompt prefill) take groups of four tokens with two accumulators each, so a
+ * L2: the stream comes from DRAM, and prefetches into L2 keep more requests in flight than
+ * ones into L1 (docs/ARCHITECTURE.md#language-model-matmuls). Tokens are processed two at
+ * a time so each weight vector is loaded (and, for bf16 / f16, widened) once for both; the
+ * per-token sequence is the same whether a token is paired or alone. Calls with 4 or more
+ * tokens (the prompt prefill) take groups of four tokens with two accumulators each, so a
  * weight vector serves four tokens; their order differs from the 1-2 token path
  * but depends only on n_tok and the token's index, never on threads or rows.
  */

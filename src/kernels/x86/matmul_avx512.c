@@ -3,12 +3,11 @@
  *
  * Per weight row and token: four 16-lane accumulators over i in steps of 64,
  * then 16-wide steps into the first accumulator, a fixed reduction tree, and a
- * scalar tail. Every line of the weight stream is prefetched into L2 8 KB ahead: bf16 /
- * f16 rows from DRAM at 28-40 instead of 15-24 GB/s on the Zen 4 of docs/PERF.md (one
- * prefetch into L1 1 KB ahead per 64 weights before; 4 or 8 KB ahead into L1: no change),
- * the language models of a bf16 checkpoint ~30 % faster. Tokens are processed two at a
- * time so each weight vector is loaded (and, for bf16 / f16, widened) once for both; the
- * per-token sequence is the same whether a token is paired or alone.
+ * scalar tail. Every line of the weight stream is prefetched into L2 8 KB ahead: the
+ * stream comes from DRAM, and prefetches into L1 at any distance leave it short of
+ * requests in flight (docs/ARCHITECTURE.md#language-model-matmuls). Tokens are processed
+ * two at a time so each weight vector is loaded (and, for bf16 / f16, widened) once for
+ * both; the per-token sequence is the same whether a token is paired or alone.
  */
 #include <immintrin.h>
 #include <stdint.h>

@@ -15,11 +15,11 @@
  *       shuffle, madd)--> int32 x 8, lane k = block k's exact sum (q4_0: + its -8 sum q)
  *     d_w: the 8 fp16 scales (16-bit inserts, F16C); acc = fma(float(sums), d_w d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
- * The weight stream is prefetched into L1 2 KB ahead, one prefetch per 64 bytes (from DRAM
- * with two threads on Zen 3: q8_0 +10-20 %, q4_0 +5-15 %; docs/PERF.md), or under the
- * KZ_QPF_L2 policy into L2 and from there into L1 (quant_prefetch.h): each entry point
- * (kz_quant_avx2, at the end) runs one mode, which quant_act records in the activations,
- * where every group step sees it.
+ * The weight stream is prefetched into L1 2 KB ahead, one prefetch per 64 bytes (the
+ * hardware prefetchers alone leave the DRAM stream slower:
+ * docs/ARCHITECTURE.md#language-model-matmuls), or under the KZ_QPF_L2 policy into L2 and
+ * from there into L1 (quant_prefetch.h): each entry point (kz_quant_avx2, at the end) runs
+ * one mode, which quant_act records in the activations, where every group step sees it.
  * The integer products are exact (|w| <= 128, |q_x| <= 127: a maddubs pair
  * is at most 32512, no saturation; a q4_0 pair at most 3810, eight of them
  * 30480), so a result differs from the float definition in ref/quant_ref.c
@@ -155,8 +155,9 @@ ALWAYS_INLINE __m256i reduce8(const __m256i p[GROUP]) {
  * four partials a lane (at most 30480, no overflow) and leave, per 128-bit half, blocks
  * 0 4 2 6 (1 5 3 7 in the high half) in lanes i and i + 4; a byte shuffle puts each
  * block's two lanes side by side, one madd widens and adds them, one permute restores
- * the order: 12 operations where a madd per pair and an int32 transpose took 14 (with
- * the scales below, q4_0 +6-10 % on one Zen 3 core, docs/PERF.md 2026-12-05 (later)). */
+ * the order: 12 operations where a madd per pair and an int32 transpose take 14, which
+ * counts in a q4_0 row bound by its instructions
+ * (docs/ARCHITECTURE.md#language-model-matmuls). */
 ALWAYS_INLINE __m256i reduce4_pairs(const __m256i p[GROUP / 2]) {
     const __m256i a =
         _mm256_add_epi16(_mm256_unpacklo_epi16(p[0], p[1]), _mm256_unpackhi_epi16(p[0], p[1]));
@@ -193,9 +194,9 @@ ALWAYS_INLINE void pair_dots_q4(__m256i p[2], const uint8_t *w0, const uint8_t *
 }
 
 /* The fp16 scales of blocks b .. b+7 of a row (blocks of bsize bytes), as floats: eight
- * 16-bit loads inserted into one vector, F16C. A gather was 8-25 % slower on Zen 3; the
- * inserts take 8 fewer instructions than packing the halves into two 64-bit words on
- * the integer units (a compute-bound q4_0 row counts them). */
+ * 16-bit loads inserted into one vector, F16C. A gather is slower; the inserts take 8
+ * fewer instructions than packing the halves into two 64-bit words on the integer units
+ * (a compute-bound q4_0 row counts them). */
 ALWAYS_INLINE __m256 group_scales(const uint8_t *row, size_t b, int bsize) {
     const uint8_t *p = row + b * (size_t)bsize;
     uint16_t h[GROUP];

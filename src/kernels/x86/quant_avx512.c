@@ -7,10 +7,9 @@
  * of the row. A set is a pair (or a last single token) in calls of 1 to 3
  * tokens (decode steps) and up to four tokens in calls of four or more (the
  * prompt prefill: each weight group below is unpacked once for the set and the
- * rows are re-read half as often, 13-15 % faster on the 0.6B prefill on Zen 5,
- * docs/PERF.md), eight for q8_0 on the VNNI path (its unpacked codes need no
- * per-token work: the 0.6B q8_0 prefill of 22 rows 74-75 -> 63-66 ms on Zen 5;
- * q4_0 measured 2-4 % slower with eight). The activations of a set take up to
+ * rows are re-read half as often), eight for q8_0 on the VNNI path (its unpacked
+ * codes need no per-token work; q4_0's do, and it stays at four)
+ * (docs/ARCHITECTURE.md#language-model-matmuls). The activations of a set take up to
  * 82 KB of stack:
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
@@ -37,8 +36,9 @@
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
- * prefetch per 64 bytes (measured best on Zen 5 from DRAM, docs/PERF.md), or under the
- * KZ_QPF_L2 policy into L2 and from there into L1 (quant_prefetch.h).
+ * prefetch per 64 bytes (the best distance and density for the DRAM stream under the L1
+ * policy: docs/ARCHITECTURE.md#language-model-matmuls), or under the KZ_QPF_L2 policy into
+ * L2 and from there into L1 (quant_prefetch.h).
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
  * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
@@ -349,8 +349,8 @@ ALWAYS_INLINE void group_dots(__m512i r[MAX_NT], const __m512i *win, const act *
         return;
     }
     // The plain path (maddubs + madd), and q8_0 on VNNI in sets of up to MAX_NT_PLAIN
-    // tokens: w's sign moved onto q_x, which streams faster from DRAM on Zen 5 than the
-    // offset codes above (code predictor 25-27 vs 28-31 ms, interleaved runs).
+    // tokens: w's sign moved onto q_x, which streams from DRAM at least as fast as the
+    // offset codes above (docs/ARCHITECTURE.md#language-model-matmuls).
     __m512i quad[MAX_NT_PLAIN][4];
     const __m512i one = _mm512_set1_epi16(1);
     if (q4) {
@@ -532,10 +532,10 @@ CHUNK_FN(chunk_q8_8v, 8, 0, 1)
  *         (d_w of the 16 rows by one gather)
  *       hsum over the 16 lanes (hsum's tree, a vector of tokens at a time) -> y
  * The 16-lane accumulators (16 KB) stay in L1. The per-block accumulation, not the
- * tile multiply, bounds this path: 1.7-1.95x the VNNI kernel at 22 tokens, and the
- * 0.6B prefill of 22 rows 98-100 -> 77-79 ms (docs/PERF.md). Copying the codes into
- * aligned tiles first measured slower. q4_0 keeps the kernels above (its nibbles
- * would need unpacking before a tile load).
+ * tile multiply, bounds this path, and it still beats the VNNI kernel
+ * (docs/ARCHITECTURE.md#language-model-matmuls). The codes are not copied into aligned
+ * tiles first: that is slower. q4_0 keeps the kernels above (its nibbles would need
+ * unpacking before a tile load).
  */
 #define AMX_MIN_TOK 8 /* prompts this long take the AMX path */
 #define AMX_TILE 16   /* rows of a weight tile = tokens of an activation tile */
@@ -699,7 +699,7 @@ amx_rows(amx_buf *m, float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c
 }
 
 /* Each thread's amx_buf (~350 KB), allocated on its first prompt and freed when the
- * thread exits: a fresh allocation per call measured as page faults, since buffers
+ * thread exits: a fresh allocation per call would take page faults, since buffers
  * this large are mapped and unmapped each time. */
 static pthread_key_t amx_key;
 static pthread_once_t amx_key_once = PTHREAD_ONCE_INIT;

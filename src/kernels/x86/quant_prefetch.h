@@ -11,9 +11,10 @@
  *   QPF_MODE_REUSE (KZ_QPF_L2, the _reused entry points): into L2 QPF_L2_REUSE and into L1
  *                            QPF_NEAR_REUSE ahead: weights read again while the last-level
  *                            cache still holds them (the code predictor's, 15 times a frame).
- * Both kernels and both formats use the same KZ_QPF_L2 distances (docs/PERF.md, "Prefetch
- * into L2 on Intel"). The mode is a constant of each entry point (QPF_MODE below), so the
- * kernel table alone says which prefetches run. Prefetches never change results.
+ * Both kernels and both formats use the same KZ_QPF_L2 distances, set for the talker's
+ * and the code predictor's streams (docs/ARCHITECTURE.md#kernel-selection). The mode is a
+ * constant of each entry point (QPF_MODE below), so the kernel table alone says which
+ * prefetches run. Prefetches never change results.
  */
 #ifndef KZ_QUANT_PREFETCH_H
 #define KZ_QUANT_PREFETCH_H
