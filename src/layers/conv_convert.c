@@ -2,9 +2,9 @@
  * conv_convert.c - load-time conv conversions on a temporary pool (see conv_convert.h).
  *
  * On the 0.6B codec `winograd-bf16` converts 88 convs and writes 334 MB (the largest,
- * decoder.0's Winograd form, 63 MB): in one thread the transforms, the bf16 packing and
- * the first touch of their new memory were ~240 ms of a ~480 ms model load on the Zen 4
- * of docs/PERF.md; the tasks spread over the cores.
+ * decoder.0's Winograd form, 63 MB). The tasks spread over the cores: on one thread the
+ * transforms, the bf16 packing and the first touch of their new memory are half of a
+ * model load (docs/ARCHITECTURE.md#model-loading).
  */
 #include "layers/conv_convert.h"
 

@@ -16,8 +16,8 @@
  *
  * A GGUF written by `kztts quantize --codec-forms P` holds those forms already (names
  * below); a list with `stored` set binds each conv's form from the mapped file instead of
- * computing it (on the 0.6B codec, 88 convs: a q8_0 load in winograd-bf16 took 88-127 ms
- * against 261-296 ms converting, docs/PERF.md 2026-12-03 (evening)):
+ * computing it, a fraction of the conversion's load time
+ * (docs/ARCHITECTURE.md#model-loading):
  *
  *   "<conv weight>.winograd" / ".packed_bf16" --shape and type checked--> kz_wino / wb
  *   mapped in place, source panels released

@@ -17,10 +17,10 @@
  *       scratch, x[:, k-block] --gemm_rows (all tokens; += after the first k-block)--> y
  *     (F32 rows go to gemm_rows in place, with the same k-blocks). Every weight is
  *     read and widened once for all tokens and the register tiles reuse each load
- *     for four rows or four tokens: 1.4-2.5x the AVX-512 matmuls for F32 / BF16
- *     at 22 tokens, 1.0-2.2x AVX2's (docs/PERF.md);
+ *     for four rows or four tokens, which beats the per-dtype matmuls for F32 / BF16 /
+ *     F16 prompts on every level (docs/ARCHITECTURE.md#language-model-matmuls);
  *   other quantized prompts (AVX-512; NEON with i8mm): the int8 matmuls, which beat
- *     widening to f32 there (measured on AVX-512, reasoned for NEON: kernels.h), with
+ *     widening to f32 there (kernels.h prefill_gemm_quant), with
  *     QUANT_PREFILL_BLOCKS blocks per thread.
  * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests).
  *
@@ -120,33 +120,30 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
     }
 }
 
-/* Prompts of at least this many tokens take the GEMM path: at 4 tokens it is
- * 1.3-2.6x the matmuls for F32 and BF16 (1.1-1.3x at 3), and decode steps (1-2
- * tokens) keep their kernels. */
+/* Prompts of at least this many tokens take the GEMM path: from 4 tokens on it clearly
+ * beats the matmuls for F32 and BF16 (docs/ARCHITECTURE.md#language-model-matmuls), and
+ * decode steps (1-2 tokens) keep their kernels. */
 #define GEMM_MIN_TOK 4
 /* Weight rows and columns converted to f32 per gemm_rows call: 4 x 1024 floats,
  * 16 KB of stack scratch that stays in L1 while all tokens pass over it (8 x 512
- * and 16 x 256 measured slower). A multiple of KZ_QK, so k-blocks start on
+ * and 16 x 256 are slower). A multiple of KZ_QK, so k-blocks start on
  * quantization block boundaries. */
 #define GEMM_ROWS 4
 #define GEMM_KC 1024
 
 /* Blocks per thread and matrix for quantized prompts on the int8 matmuls
- * (BLOCKS_PER_THREAD otherwise): each matmul call quantizes all the prompt's activations again, so
- * fewer, larger blocks are 7-12 % faster on the 0.6B prefill (2 threads, Zen 5: 2,
- * 3 and 4 about equal, 8 and 16 slower), and a q8_0 block of 512 rows x 1024 inputs
- * (557 KB) still stays in a 1 MB L2 across the token sets. The GEMM path measured
- * the same for 2 to 8. */
+ * (BLOCKS_PER_THREAD otherwise): each matmul call quantizes all the prompt's activations
+ * again, so fewer, larger blocks pay off, and a q8_0 block of 512 rows x 1024 inputs
+ * (557 KB) still stays in a 1 MB L2 across the token sets
+ * (docs/ARCHITECTURE.md#language-model-matmuls). */
 #define QUANT_PREFILL_BLOCKS 3
 
 /* Blocks per thread and matrix for the decode steps' matrix-vector products (n_tok <
  * GEMM_MIN_TOK): one, so each thread streams one contiguous share of every matrix and
- * quantizes the activation once. On Zen 5 (2 threads, talker step + code predictor frame
- * interleaved, docs/PERF.md 2026-12-01 "one block per thread") 1 vs 8 blocks cut the code
- * predictor by 17 % (q8_0) and 28 % (q4_0) and the talker step by 3-10 %; each new block
- * restarts the weight stream and the activation quantization. A thread the host delays
- * costs more this way (the other thread takes at most the blocks left), but the caller
- * still runs every block no worker claims. */
+ * quantizes the activation once, where each new block would restart the weight stream
+ * and the activation quantization (docs/ARCHITECTURE.md#language-model-matmuls). A thread
+ * the host delays costs more this way (the other thread takes at most the blocks left),
+ * but the caller still runs every block no worker claims. */
 #define DECODE_BLOCKS_PER_THREAD 1
 
 /* Blocks per thread and matrix for the GEMM path: several per thread let a thread the
@@ -174,9 +171,10 @@ static void (*row_to_f32(const kz_kernels *k, kz_dtype dtype))(float *, const vo
 }
 
 /* Rows [o0, o1) of one matrix on the GEMM path (see the header). While a group
- * of rows is multiplied, the next group's stored bytes are prefetched (one burst
- * per group with the compiler's portable builtin: +15 % from DRAM on Zen 5, where
- * spreading the prefetches over the group measured no better). */
+ * of rows is multiplied, the next group's stored bytes are prefetched, one burst per
+ * group with the compiler's portable builtin: the conversion's DRAM reads do not
+ * overlap the FMA work otherwise, and spreading the prefetches over the group is no
+ * better (docs/ARCHITECTURE.md#language-model-matmuls). */
 static void gemm_block(const kz_kernels *k, const kz_matrix_out *o, const float *x, size_t ldx,
                        size_t n_tok, size_t o0, size_t o1) {
     const kz_matrix *m = o->m;

@@ -8,8 +8,8 @@
  * each head's softmax computed in a fixed order over positions 0..p, so results
  * never depend on threads. The KV cache is head-major ([layer, kv head, position,
  * head_dim]): a head reads its keys and values as two contiguous streams, where a
- * position-major cache made it read 512 bytes of every 4 KB row (talker step
- * median 12.0-12.3 -> 10.9-11.6 ms, q8_0 0.6B on Zen 5, docs/PERF.md 2026-12-01).
+ * position-major cache would have it read 512 bytes of every 4 KB row
+ * (docs/ARCHITECTURE.md#kv-cache-and-attention).
  */
 #include "layers/transformer.h"
 
@@ -131,8 +131,9 @@ void kz_qwen3_state_free(kz_qwen3_state *st) {
 }
 
 /* Attention over at most this many (token, position) pairs runs on the calling thread:
- * the code predictor's 17 positions cost about 10 us, less than a pool dispatch. The
- * talker (22+ prompt rows, then longer sequences) always uses the pool. */
+ * the code predictor's 17 positions gain nothing from the pool
+ * (docs/ARCHITECTURE.md#kv-cache-and-attention). The talker (22+ prompt rows, then longer
+ * sequences) always uses the pool. */
 #define ATTENTION_INLINE_PAIRS 20
 
 typedef struct attn_job {

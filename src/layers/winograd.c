@@ -195,7 +195,7 @@ size_t kz_wino_tile_for(size_t frame_rows, size_t dilation, size_t r, size_t max
 /* The grouped path for convs whose U fits in L2 / a core's share of L3 (the 0.6B codec's
  * 96- and 192-channel k7 convs and block 4's transposed conv): groups of tiles whose V and
  * M take about GROUP_BYTES, at least 8 tiles. Larger U would be re-read per group; those
- * convs keep the whole-call path (docs/PERF.md, 2026-12-03 (codec in cache)). A run
+ * convs keep the whole-call path (docs/ARCHITECTURE.md#winograd-convolutions). A run
  * rounds the group down to a multiple of the GEMM's register tile (group_rows). */
 #define GROUP_U_BYTES (2560u * 1024u)
 #define GROUP_BYTES (128u * 1024u)
@@ -211,9 +211,9 @@ static size_t group_for(const kz_wino *w) {
 
 /* Tiles per group of a run on kernels k: w->group rounded down to a multiple of the GEMM's
  * register tile rows, whose GEMMs then run in full tiles only (8 tiles on a 6-row tile
- * left 2 rows to a narrow tile: the 96- and 192-channel k7 convs of the 0.6B codec took
- * 15-20 % longer on one Zen 3 core, docs/PERF.md 2026-12-05 (later)). Groups smaller
- * than one tile (tests) stay as they are. */
+ * would leave 2 rows to a narrow tile, which leaves the FMA pipes half idle:
+ * docs/ARCHITECTURE.md#winograd-convolutions). Groups smaller than one tile (tests) stay
+ * as they are. */
 static size_t group_rows(const kz_wino *w, const kz_kernels *k) {
     const size_t mr = k->gemm_mr ? k->gemm_mr : 1;
     return w->group >= mr ? w->group / mr * mr : w->group;

@@ -13,9 +13,8 @@
  * for 28 with m = 4, 12 for 42 with m = 6, 16 for 70 with m = 10; r = 2: 5 for 8, 7 for
  * 12). The matrices come from exact Toom-Cook interpolation at the first n - 1 of 0, +-1,
  * +-2, +-1/2, +-3/2, +-3/4, +-1/4, +-3, and infinity. With r = 7 the fp32 rounding of the
- * transforms grows with m (numpy, 256 channels, 400 tiles, largest error against float64
- * relative to the largest output: 1.8e-5 for m = 4, 3.3e-5 for 6, 2.0e-4 for 10, the
- * direct fp32 sum 1.6-1.9e-6; docs/PERF.md), so m = 10 is only offered where bf16 work
+ * transforms grows with m, far above the direct sum's at m = 10
+ * (docs/ARCHITECTURE.md#winograd-convolutions), so m = 10 is only offered where bf16 work
  * elsewhere dominates the error (the codec's winograd-bf16 precision). U takes n / r of
  * the conv's panel memory.
  *
