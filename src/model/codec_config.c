@@ -7,7 +7,8 @@
  * class defaults (codebook_dim has none: required), then check the cross-field
  * relations. num_semantic_quantizers is not read: the official decoder splits
  * its quantizers as 1 + (num_quantizers - 1) whatever the key says.
- * "encoder_config" is read by the encoder (voice cloning) when that lands.
+ * "encoder_config" is not read: it configures the codec's encoder, which the engine
+ * does not run.
  */
 #include "model/codec_config.h"
 

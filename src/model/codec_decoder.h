@@ -31,17 +31,16 @@
 /* A block's transposed conv goes Winograd (winograd precisions) from this many input
  * rows per frame (the 12 Hz codec: decoder.decoder.3 and .4, 160 and 640 rows): with
  * fewer the GEMM streams its weights, which Winograd enlarges n / 2 times, and the
- * 32-row decoder.decoder.2 measured no gain for 18 MB more (docs/PERF.md 2026-12-03,
- * later). */
+ * 32-row decoder.decoder.2 gains nothing for 18 MB more
+ * (docs/ARCHITECTURE.md#codec-schedule). */
 #define KZ_CODEC_WINO_UP_ROWS 64
 /* The last KZ_CODEC_TAIL_BLOCKS decoder blocks and the final conv run in tails of at most
  * KZ_CODEC_TAIL_FRAMES frames (the other stages over the whole internal step): their
  * activations are the codec's largest (1920 rows x 96 channels and 640 x 192 a frame,
  * 0.7 and 0.5 MB per array) and their weights the smallest, so tails keep their arrays
- * in cache where a whole 16-frame step sent them through DRAM (the last block: docs/PERF.md
- * 2026-12-03 (codec in cache); the one before: 2026-12-05 (evening), its k1 convs 65 -> 84
- * GFLOP/s on one Zen 3 core). Bits do not change: no conv's output depends on how its
- * rows are split into calls. */
+ * in cache where a whole 16-frame step would send them through DRAM
+ * (docs/ARCHITECTURE.md#codec-schedule). Bits do not change: no conv's output depends on
+ * how its rows are split into calls. */
 #define KZ_CODEC_TAIL_FRAMES 2
 #define KZ_CODEC_TAIL_BLOCKS 2
 

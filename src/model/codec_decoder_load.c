@@ -224,21 +224,15 @@ kz_status kz_codec_decoder_load(kz_codec_decoder *d, const kz_weights *f,
  * 81 % of the decoder's FLOPs (0.6B: 4.02 of 4.96 GFLOP per frame). Each other conv
  * (quantizer projections, pre_conv, upsample stages, decoder.0, the blocks'
  * transposed convs, the final conv) adds about as much error as a residual unit
- * conv for far less work: all in bf16 measured 35.8 dB against fp32 on a random
- * 0.6B checkpoint and 36.4 dB on the tiny one, the residual units alone 42.6 and
- * 43.5 dB (the requirement is 40 dB). The pointwise projections before the vocoder
- * are the exceptions, read once per chunk call and nearly free in error: the
- * pre-transformer's layer projections (112 MB of fp32 on the 0.6B codec; a 1-frame
- * chunk's transformer 4.1 -> 2.4 ms, 0.72 -> 0.45 ms per frame in 16-frame chunks;
- * 42.58 -> 42.40 dB on the random 0.6B checkpoint) and the ConvNeXt upsample stages'
- * pw1 / pw2 (a 1-frame chunk's decoder 15.0 -> 13.5 ms, 16-frame chunks 6.16 -> 5.96;
- * 42.40 -> 42.37 dB). The upsample stages' and blocks' transposed convs and decoder.0
- * measured 1.5-2.9 dB each (docs/PERF.md 2026-12-02 (night)).
+ * conv for far less work, and all of them in bf16 would take the waveform below the
+ * 40 dB SNR the precisions keep against fp32. The pointwise projections before the
+ * vocoder are the exceptions, read once per chunk call and nearly free in error: the
+ * pre-transformer's layer projections (112 MB of fp32 on the 0.6B codec) and the
+ * ConvNeXt upsample stages' pw1 / pw2 (docs/ARCHITECTURE.md#codec-precisions).
  * use_bf16 switches the pointwise work (the pre-transformer's projections, the ConvNeXt
  * pw1 / pw2, the residual units' conv2) and, with conv1 true, the k7 conv1 too; the
- * winograd-bf16 precision keeps conv1 in its Winograd form (45.6 dB on the random 0.6B
- * checkpoint, docs/PERF.md 2026-12-03; 42.9 with the first block's transposed conv in
- * bf16 as well, below). */
+ * winograd-bf16 precision keeps conv1 in its Winograd form, which stays closer to fp32
+ * (also with the first block's transposed conv in bf16, below). */
 static void use_bf16(kz_codec_decoder *d, bool conv1, kz_convert_list *l) {
     d->bf16 = true;
     kz_codec_transformer_list_bf16(&d->transformer, l);
@@ -290,11 +284,10 @@ static bool use_winograd(kz_codec_decoder *d, size_t max_m, kz_convert_list *l) 
     return up1;
 }
 
-/* Largest k7 tile: F(6, 7) keeps `winograd` within ~1e-5 of the direct fp32 conv (91.5 dB
- * on the random 0.6B codec); under winograd-bf16, whose bf16 pointwise convs dominate the
- * error, F(10, 7) takes 16 instead of 20 transformed rows per 10 outputs at the same 45.6
- * dB, the decoder 0.7-2.2 ms a frame faster on the Zen 4 (medians at chunks of 1, 4 and
- * 16 frames, docs/PERF.md 2026-12-03 (evening)); `winograd` with it measured 78.2 dB. */
+/* Largest k7 tile: F(6, 7) keeps `winograd` close to the direct fp32 conv, where F(10, 7)
+ * would cost it much of its accuracy; under winograd-bf16, whose bf16 pointwise convs
+ * dominate the error, F(10, 7) takes 16 instead of 20 transformed rows per 10 outputs at
+ * the same SNR, a faster decoder (docs/ARCHITECTURE.md#codec-precisions). */
 #define WINO_MAX_M 6
 #define WINO_BF16_MAX_M 10
 
@@ -309,10 +302,9 @@ kz_status kz_codec_decoder_use_winograd_bf16(kz_codec_decoder *d, const kz_codec
     const bool up1_wino = use_winograd(d, WINO_BF16_MAX_M, &l);
     use_bf16(d, false, &l);
     // The first block's transposed conv (the largest weights of the codec: 75 MB of fp32
-    // panels read per chunk call) in bf16 too: 2.7 dB (45.6 -> 42.9 on the random 0.6B
-    // checkpoint), still above `bf16`'s 42.4, for 0.4-1.3 ms a frame (docs/PERF.md
-    // 2026-12-03 (codec in cache)). The second block's would take the waveform below
-    // `bf16` (41.5).
+    // panels read per chunk call) in bf16 too: the decoder gets faster at every chunk size
+    // and the waveform stays at least as close to fp32 as under `bf16`; the second
+    // block's would take it below (docs/ARCHITECTURE.md#codec-precisions).
     if (d->cfg.n_upsample_rates > 0 && !up1_wino) {
         kz_convert_add_bf16(&l, &d->blocks[0].up);
     }

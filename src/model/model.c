@@ -502,8 +502,8 @@ static kz_status default_precision(const kz_model *m, kz_precision *out) {
 /* Switches the loaded codec to precision p (FAST resolved for this CPU), from the GGUF's
  * stored forms when it has p's, then maps in the pages of the forms in use (every chunk
  * reads all of them): only those, so that the fp32 panels a conversion or a stored form
- * replaces never become resident (a q8_0 load in winograd-bf16: peak RSS 1013 against
- * 1122-1146 MB populating every panel first). */
+ * replaces never become resident and add to the peak RSS
+ * (docs/ARCHITECTURE.md#model-loading). */
 static kz_status use_codec_precision(kz_model *m, kz_precision p) {
     kz_status st = p == KZ_PRECISION_DEFAULT ? default_precision(m, &p) : KZ_OK;
     p = kz_model_codec_precision(m, p);
