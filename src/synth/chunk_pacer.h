@@ -9,11 +9,10 @@
  * between callbacks, so the callbacks' own time does not count). The next chunk is
  * the largest number of frames, 1 to KZ_PACER_MAX_FRAMES, whose production fits in
  * KZ_PACER_SAFETY of the time left: small chunks while the buffer is short (no
- * underrun waiting for a big one), growing to 16-frame chunks as it fills (the codec
- * costs 5.8 ms a frame at 16 frames against 6.7 at 4 and 13.6 at 1 on the AMX Xeon,
- * docs/PERF.md). A machine slower than real time at small chunks (the Zen 4 VM of
- * docs/PERF.md 2026-12-03: 93 ms to produce a frame alone, 75 ms a frame at 4) would
- * stay at one frame and underrun at every chunk, so each chunk handed over after the
+ * underrun waiting for a big one), growing to 16-frame chunks as it fills (each codec
+ * call streams all of its weights, so a frame costs least in large chunks:
+ * docs/ARCHITECTURE.md#audio-chunks). A machine slower than real time at small chunks
+ * would stay at one frame and underrun at every chunk, so each chunk handed over after the
  * buffer ran dry, made slower than real time as the chunks before it were, doubles the
  * smallest size the pacer returns (min_frames, kept for the rest of the stream):
  * throughput first once the listener is waiting anyway. One slow step on a machine that
