@@ -136,7 +136,7 @@ const char *kz_gguf_value_type_name(kz_gguf_value_type type) {
     return (unsigned)type < N_VALUE_TYPES ? value_types[type].name : "?";
 }
 
-/* ggml_type names by id (ggml.h); ids 4, 5 and 31-33, 36-38 were removed from ggml. */
+/* ggml_type names by id (ggml.h); ids 4, 5, 31-33 and 36-38 are retired in ggml ("?"). */
 static const char *const tensor_type_names[] = {
     "F32",    "F16",   "Q4_0",  "Q4_1",   "?",     "?",     "Q5_0",    "Q5_1",   "Q8_0",    "Q8_1",
     "Q2_K",   "Q3_K",  "Q4_K",  "Q5_K",   "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",

@@ -26,7 +26,7 @@ kz_status kz_json_parse(const char *label, const char *text, size_t n_bytes, cJS
     if (n_bytes > 0 && memchr(text, '\0', n_bytes)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: contains a NUL byte", label);
     }
-    // cJSON wants a terminated string; its length-bounded parse has had overreads.
+    // cJSON wants a terminated string: its length-bounded parse is known to overread.
     char *copy = malloc(n_bytes + 1);
     if (!copy) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);

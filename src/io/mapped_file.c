@@ -12,9 +12,8 @@
  * 2 MB never leaves the reservation. The whole file is advised MADV_NOHUGEPAGE (a lookup of
  * one embedding row maps 4 KB, not 2 MB), kz_map_populate_range's ranges MADV_HUGEPAGE:
  * their pages are then mapped 2 MB at a time where the page cache holds them so, and pages
- * the kernel reads in for them come in 2 MB folios. On the AMX Xeon, talker weights in 2 MB
- * pages streamed 3-20 % faster than in 4 KB pages, depending on the hour (docs/PERF.md
- * 2026-12-02 "2 MB pages"). Elsewhere a plain mapping.
+ * the kernel reads in for them come in 2 MB folios: weights streamed through 4 KB pages can
+ * lose time to TLB misses (docs/ARCHITECTURE.md#model-loading). Elsewhere a plain mapping.
  */
 #define _DEFAULT_SOURCE  // madvise and MADV_DONTNEED (glibc hides them under plain POSIX)
 #define _DARWIN_C_SOURCE // the same on macOS

@@ -30,7 +30,7 @@ kz_status kz_pool_new(int n_threads, kz_pool **out);
 void kz_pool_free(kz_pool *pool);
 
 /* The default thread count: the online CPUs, at least 1 and at most 8 (beyond 8 the
- * memory-bound stages gain nothing measured). */
+ * memory-bound stages do not get faster). */
 int kz_pool_default_threads(void);
 
 /* Number of threads including the caller. */

@@ -3,9 +3,9 @@
  * model's weights are bound.
  *
  * Building the BPE tables from vocab.json + merges.txt takes about as long as
- * binding and paging in the weights of the 0.6B model (docs/PERF.md, 2026-12-02),
- * and the two do not depend on each other, so a model load starts the tokenizer
- * first and collects it last:
+ * binding and paging in the weights of the 0.6B model
+ * (docs/ARCHITECTURE.md#model-loading), and the two do not depend on each other, so a
+ * model load starts the tokenizer first and collects it last:
  *
  *   kz_tokenizer_job_start_*   -> thread: kz_tokenizer_load[_text] -> status, message
  *   (caller binds the weights)

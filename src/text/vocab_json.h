@@ -1,10 +1,11 @@
 /*
  * vocab_json.h - reading vocab.json, one flat JSON object of "spelling": id pairs.
  *
- * The BPE vocabulary is 151,643 string keys with integer values; building a cJSON tree
- * of it (a node, a key copy and a strtod per entry) took ~40 % of the tokenizer's load.
- * This reader decodes the keys (all JSON escapes, surrogate pairs to UTF-8) into one
- * buffer and the values into integers in a single pass, and accepts only that shape:
+ * The BPE vocabulary is 151,643 string keys with integer values; a cJSON tree of it (a
+ * node, a key copy and a strtod per entry) would take a large share of the tokenizer's
+ * load (docs/ARCHITECTURE.md#model-loading). This reader decodes the keys (all JSON
+ * escapes, surrogate pairs to UTF-8) into one buffer and the values into integers in a
+ * single pass, and accepts only that shape:
  *
  *   text --kz_vocab_json_read--> entries[i] = {key at strings + off, len bytes; id}
  *
