@@ -20,6 +20,7 @@ typedef struct joiner {
     int64_t frames_here;     /* frames of the current utterance delivered */
     size_t samples_here;     /* samples of the current utterance delivered */
     size_t samples_per_frame; /* the codec's decode_upsample_rate */
+    size_t fade_samples;     /* KZ_JOIN_FADE_MS at the codec's output_sample_rate, >= 1 */
     int64_t total;           /* the request's frames or max_frames over all utterances (0:
                                 none): the utterance that reaches it is the last one */
     bool first_utterance, last_utterance;
@@ -27,8 +28,8 @@ typedef struct joiner {
     size_t cap;
 } joiner;
 
-static float fade_gain(size_t i) {
-    return 0.5f - 0.5f * cosf(3.14159265358979f * (float)i / (float)KZ_JOIN_FADE_SAMPLES);
+static float fade_gain(const joiner *j, size_t i) {
+    return 0.5f - 0.5f * cosf(3.14159265358979f * (float)i / (float)j->fade_samples);
 }
 
 /* Whether the utterances so far, the current one included, made the request's total. */
@@ -47,9 +48,9 @@ static bool join_audio(const float *pcm, size_t n, int64_t pos, bool last, void 
         j->cap = n;
     }
     memcpy(j->buf, pcm, n * sizeof *pcm);
-    for (size_t i = 0; !j->first_utterance && j->samples_here + i < KZ_JOIN_FADE_SAMPLES && i < n;
+    for (size_t i = 0; !j->first_utterance && j->samples_here + i < j->fade_samples && i < n;
          i++) {
-        j->buf[i] *= fade_gain(j->samples_here + i);
+        j->buf[i] *= fade_gain(j, j->samples_here + i);
     }
     j->samples_here += n;
     j->frames_here = pos + (int64_t)(n / j->samples_per_frame);
@@ -58,9 +59,9 @@ static bool join_audio(const float *pcm, size_t n, int64_t pos, bool last, void 
     }
     if (last && !j->last_utterance) {
         // Fade out: the final sample gets gain 0, like the next utterance's first.
-        size_t fade = n < KZ_JOIN_FADE_SAMPLES ? n : KZ_JOIN_FADE_SAMPLES;
+        size_t fade = n < j->fade_samples ? n : j->fade_samples;
         for (size_t i = 0; i < fade; i++) {
-            j->buf[n - 1 - i] *= fade_gain(i);
+            j->buf[n - 1 - i] *= fade_gain(j, i);
         }
     }
     return j->on_audio(j->buf, n, j->frame_offset + pos, last && j->last_utterance,
@@ -144,9 +145,12 @@ kz_status kz_long_text_run(kz_session *s, const kz_request *r, kz_audio_fn on_au
     }
     kz_span *spans = malloc(n_spans * sizeof *spans);
     char *piece = malloc(n_bytes + 1);
+    const kz_codec_config *codec = &s->model->codec_cfg;
+    size_t fade = (size_t)codec->output_sample_rate * KZ_JOIN_FADE_MS / 1000;
     joiner j = {.on_audio = on_audio, .audio_user = user, .on_frame = r->on_frame,
                 .frame_user = r->user, .first_utterance = true,
-                .samples_per_frame = (size_t)s->model->codec_cfg.decode_upsample_rate,
+                .samples_per_frame = (size_t)codec->decode_upsample_rate,
+                .fade_samples = fade > 0 ? fade : 1,
                 .total = r->frames > 0 ? r->frames : r->max_frames};
     kz_status st = spans && piece ? KZ_OK
                                   : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");

@@ -20,8 +20,8 @@
 
 #include "synth/session.h"
 
-/* Join fade length in samples (10 ms at 24 kHz). */
-#define KZ_JOIN_FADE_SAMPLES 240
+/* Join fade length in ms, in samples at the model's sample rate. */
+#define KZ_JOIN_FADE_MS 10
 
 /* True when r->text should go through kz_long_text_run. */
 bool kz_long_text_wanted(const kz_request *r);
