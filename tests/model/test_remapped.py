@@ -12,12 +12,15 @@ GGUF of the checkpoint; a text starting with newlines streams as it speaks at on
 16 kHz WAV of frames * 1280 samples; --format f32 to stdout equals the file. Codes:
 `decode` of the golden codes equals the reference waveform (SNR >= 60 dB), a codes
 file with 16 columns or a code >= 1000 is refused. Long text: every utterance is
-whole frames of 1280 samples. Load-time validation, each a one-line error naming
+whole frames of 1280 samples, joined by a 10 ms fade (160 samples at 16 kHz). Load-time validation, each a one-line error naming
 the key or tensor, nothing written: a text id outside text_vocab_size, a codec id
 (a class default) outside the codec vocabulary, a speaker id outside it, a codec
 codebook size or count that disagrees with its tensors, a tokenizer id outside the
 text embedding; token ids on a copy without tokenizer files are refused (the
-newline id is unknown).
+newline id is unknown). Bench: `bench` (whole pipeline: its text tokenized by the
+checkpoint's own tokenizer) and its comparisons (a precision list; tiny and remapped in
+one -m list, each decoding codes of its own shape) run, and a copy at 32 kHz counts its
+real-time factor in 40 ms frames; `quality` names the code predictor's 7 codebooks.
 """
 import argparse
 import json
@@ -193,6 +196,51 @@ def long_text(k, model, work):
     check(r.returncode == 0 and n > 0 and n % SPF == 0 and n >= 3 * SPF,
           f"long text: exit {r.returncode}, {n} samples ({r.stderr.decode()})")
     print(f"ok   long text: {n // SPF} frames of {SPF} samples")
+    # The join fade lasts 10 ms at the model's rate: the first utterance's last 160
+    # samples differ from the same sentence spoken alone (same seed), the rest not.
+    first, second = "Hello world, this is a test.", "How are you today? Fine."
+    def f32(text):
+        out = run(k, ["synth", "-m", two, "-s", "ryan", "--seed", "7", "--max-utterance", "30",
+                      "-o", "-", "--format", "f32", text]).stdout
+        return struct.unpack(f"<{len(out) // 4}f", out)
+    joined, alone = f32(first + " " + second), f32(first)
+    faded = [i for i in range(len(alone)) if joined[i] != alone[i]]
+    n = len(alone)
+    check(len(joined) == 2 * n > 0 and faded == list(range(n - RATE // 100, n)),
+          f"join fade: samples {faded[:2]}..{faded[-1:]} of {n} differ")
+    print(f"ok   join fade: {RATE // 100} samples (10 ms at {RATE} Hz)")
+
+
+def bench(k, model, tiny, work):
+    peaks = ["--peak-gbs", "10", "--peak-gflops", "10"]
+    r = run(k, ["bench", "-m", model, "--frames", "3", "--repeat", "1", "--json"] + peaks)
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(j.get("frame_ms") == 1e3 * SPF / RATE and j.get("prompt_rows", 0) > 0,
+          f"bench: {r.returncode} {r.stderr.decode()} {j.get('frame_ms')}")
+    r = run(k, ["bench", "-m", model, "--frames", "2", "--repeat", "1", "--json",
+                "--codec-precision", "f32,bf16"])
+    v = json.loads(r.stdout)["variants"] if r.returncode == 0 else []
+    check(len(v) == 2, f"bench --codec-precision f32,bf16: {r.returncode} {r.stderr.decode()}")
+    both = tiny + "," + model
+    for extra in (["--decoder-only"], []):
+        r = run(k, ["bench", "-m", both, "--frames", "2", "--repeat", "1", "--json"] + extra)
+        v = json.loads(r.stdout)["variants"] if r.returncode == 0 else []
+        check(len(v) == 2, f"bench -m tiny,remapped {extra}: {r.returncode} {r.stderr.decode()}")
+    fast = link_copy(model, os.path.join(work, "rate32k"))
+    edit_json(os.path.join(fast, "speech_tokenizer", "config.json"),
+              lambda c: c.update(output_sample_rate=2 * RATE))
+    for extra in (["--decoder-only"], []):
+        r = run(k, ["bench", "-m", fast, "--frames", "2", "--repeat", "1", "--json"] + peaks +
+                extra)
+        j = json.loads(r.stdout) if r.returncode == 0 else {}
+        p = j.get("decode" if extra else "streaming", {})
+        check(j.get("frame_ms") == 40 and abs(p.get("rtf", 0) * 40 - p.get("ms_per_frame", 1))
+              < 1e-4 * p.get("ms_per_frame", 1), f"bench at 32 kHz {extra}: {r.returncode} "
+              f"{r.stderr.decode()} frame_ms {j.get('frame_ms')} {p}")
+    print("ok   bench and bench comparisons in the checkpoint's own ids and frame length")
+    r = run(k, ["quality", "-m", model, "--ref", model, "--frames", "2"])
+    check(r.returncode == 0 and b"code predictor (1-7) " in r.stdout,
+          f"quality: the code predictor's codebooks: {r.returncode} {r.stdout[:400]}")
 
 
 def gguf(k, model, cases, work):
@@ -271,7 +319,7 @@ def bad_models(k, model, work):
 
 def main():
     ap = argparse.ArgumentParser()
-    for name in ("kztts", "remap", "golden", "source", "work"):
+    for name in ("kztts", "remap", "tiny", "golden", "source", "work"):
         ap.add_argument("--" + name, required=True)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -285,6 +333,7 @@ def main():
     audio_files(a.kztts, a.remap, cases[0], a.work)
     decode(a.kztts, a.remap, os.path.join(a.golden, "remap"), a.work)
     long_text(a.kztts, a.remap, a.work)
+    bench(a.kztts, a.remap, a.tiny, a.work)
     gguf(a.kztts, a.remap, cases, a.work)
     bad_models(a.kztts, a.remap, a.work)
     finish("test_remapped")

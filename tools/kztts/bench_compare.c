@@ -6,7 +6,8 @@
  * safetensors pages of one file are shared, each precision's transformed panels are its
  * own) -> a warm-up run each (a decode of up to 4 frames, or a 2-frame synthesis) ->
  * rounds: in round r, variant (q + r) mod n runs q-th, so no variant always runs first or
- * after the same neighbour; each run decodes the same seeded random codes, or
+ * after the same neighbour; each run decodes the same seeded random codes (in its
+ * model's shape), or
  * synthesizes the fixed request with its whole prompt (the session's timings give the
  * codec's and the LM stages' share) -> per variant the ms per frame of every round ->
  * median, min, max, and the ratio of medians to the first variant's -> text, or JSON
@@ -37,6 +38,10 @@ typedef struct variant {
     int threads;           /* the session's threads, as it resolved them */
     kz_model *model;
     kz_session *session;
+    kz_request request;    /* the fixed request (pipeline) */
+    int32_t *text_ids;     /* its token ids, by this variant's tokenizer */
+    int32_t *codes;        /* [frames, codebooks] seeded random codes in the variant's
+                              shape (decoder alone): the same for variants of one shape */
     double *ms;       /* [rounds] wall ms per frame */
     double *codec_ms; /* [rounds] the codec's ms per frame (pipeline) */
     double *lm_ms;    /* [rounds] prefill, talker, code predictor, sampling (pipeline) */
@@ -80,6 +85,27 @@ static int split_names(const char *list, bench_axis axis, char *buf, size_t cap,
     return n;
 }
 
+/* The variant's input: random codes in its model's shape (decoder alone), or the fixed
+ * request with the text tokenized by its model. -1 after printing the problem. */
+static int variant_input(const bench_compare_opts *o, variant *x) {
+    if (o->decoder_only) {
+        x->codes = codes_random((size_t)o->frames, kz_model_num_codebooks(x->model),
+                                kz_model_codebook_size(x->model), (uint64_t)o->seed);
+        if (!x->codes) {
+            fprintf(stderr, "kztts bench: out of memory for the codes\n");
+            return -1;
+        }
+        return 0;
+    }
+    kz_status st = bench_fixed_request(x->model, o->frames, o->chunk, o->seed, &x->request,
+                                       &x->text_ids);
+    if (st != KZ_OK) {
+        cli_report("bench", st);
+        return -1;
+    }
+    return 0;
+}
+
 static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *v, int n) {
     for (int i = 0; i < n; i++) {
         const char *label = v[i].requested;
@@ -98,6 +124,9 @@ static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *
         kz_experimental_session_get_info(v[i].session, &si);
         v[i].in_effect = mi.codec_precision;
         v[i].threads = si.n_threads;
+        if (variant_input(o, &v[i]) != 0) {
+            return -1;
+        }
         v[i].ms = malloc((size_t)o->rounds * sizeof *v[i].ms);
         v[i].codec_ms = calloc((size_t)o->rounds, sizeof *v[i].codec_ms);
         v[i].lm_ms = calloc((size_t)o->rounds, sizeof *v[i].lm_ms);
@@ -109,23 +138,25 @@ static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *
     return 0;
 }
 
-void bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,
-                         kz_request *r) {
-    static const int32_t text[] = {9707, 11, 1879, 0, 358, 1079, 1181, 17821, 13, 220, 16, 17};
+kz_status bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,
+                              kz_request *r, int32_t **ids) {
+    size_t n_ids = 0;
     kz_request_default_params(m, r);
-    r->token_ids = text;
-    r->n_token_ids = sizeof text / sizeof text[0];
+    // Token ids, tokenized once: the runs time the synthesis, not the tokenizer.
+    kz_status st = kz_tokenize(m, BENCH_TEXT, KZ_TEXT_SPLIT_QWEN2, ids, &n_ids);
+    r->token_ids = *ids;
+    r->n_token_ids = n_ids;
     r->speaker = kz_model_speaker_name(m, 0);
     r->frames = (int32_t)frames;
     r->chunk_frames = (int32_t)chunk;
     r->seed = (uint64_t)seed;
     r->on_audio = cli_discard_audio;
+    return st;
 }
 
 /* One timed run of variant x: round r's wall ms per frame, and for the pipeline the
  * codec's and the LM stages' ms per frame from the session's timings. */
-static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r,
-                          const int32_t *codes, size_t frames) {
+static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r, size_t frames) {
     kz_status st;
     const double t0 = stats_now_ms();
     if (o->decoder_only) {
@@ -133,10 +164,10 @@ static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r,
         kz_decode_default_params(&dp);
         dp.chunk_frames = (int32_t)o->chunk;
         dp.on_audio = cli_discard_audio;
-        st = kz_decode(x->session, codes, frames, &dp);
+        st = kz_decode(x->session, x->codes, frames, &dp);
     } else {
-        kz_request q;
-        bench_fixed_request(x->model, (int64_t)frames, o->chunk, o->seed, &q);
+        kz_request q = x->request;
+        q.frames = (int32_t)frames;
         kz_session_clear_prompt_cache(x->session); // every run computes its whole prompt
         kz_session_reset_timings(x->session);
         st = kz_synthesize(x->session, &q);
@@ -156,16 +187,16 @@ static kz_status run_once(const bench_compare_opts *o, variant *x, int64_t r,
 }
 
 /* Warm-up (round -1, not kept), then the rounds; the same input for every precision. */
-static kz_status run_rounds(const bench_compare_opts *o, variant *v, int n, const int32_t *codes) {
+static kz_status run_rounds(const bench_compare_opts *o, variant *v, int n) {
     const int64_t most = o->decoder_only ? 4 : 2;
     const size_t warm = (size_t)(o->frames < most ? o->frames : most);
     kz_status st = KZ_OK;
     for (int i = 0; i < n && st == KZ_OK; i++) {
-        st = run_once(o, &v[i], -1, codes, warm);
+        st = run_once(o, &v[i], -1, warm);
     }
     for (int64_t r = 0; r < o->rounds && st == KZ_OK; r++) {
         for (int q = 0; q < n && st == KZ_OK; q++) {
-            st = run_once(o, &v[(q + r) % n], r, codes, (size_t)o->frames);
+            st = run_once(o, &v[(q + r) % n], r, (size_t)o->frames);
         }
     }
     return st;
@@ -200,7 +231,7 @@ static void print_text(const bench_compare_opts *o, bench_axis axis, const varia
             printf(" %10.2f %10.2f\n", v[i].codec_median, v[i].lm_median);
         }
     }
-    printf("(wall ms per 80 ms frame%s; 'vs first' = median / the first one's median)\n",
+    printf("(wall ms per frame%s; 'vs first' = median / the first one's median)\n",
            o->decoder_only ? " of the codec decoder"
                            : "; codec and LM stages (prefill, talker, code predictor, "
                              "sampling): medians of their own ms per frame");
@@ -273,14 +304,9 @@ int bench_compare(const bench_compare_opts *o) {
         v[i].requested = names[i];
     }
     int rc = open_variants(o, axis, v, n);
-    int32_t *codes = NULL;
     if (rc == 0) {
-        codes = codes_random((size_t)o->frames, kz_model_num_codebooks(v[0].model),
-                             kz_model_codebook_size(v[0].model), (uint64_t)o->seed);
-        kz_status st = codes ? run_rounds(o, v, n, codes) : KZ_STATUS_OUT_OF_MEMORY;
-        if (!codes) {
-            fprintf(stderr, "kztts bench: out of memory for the codes\n");
-        } else if (st != KZ_OK) {
+        kz_status st = run_rounds(o, v, n);
+        if (st != KZ_OK) {
             cli_report("bench", st);
         }
         rc = st == KZ_OK ? 0 : -1;
@@ -291,13 +317,14 @@ int bench_compare(const bench_compare_opts *o) {
         }
         (o->json ? print_json : print_text)(o, axis, v, n);
     }
-    free(codes);
     for (int i = 0; i < n; i++) {
         kz_session_free(v[i].session);
         kz_model_free(v[i].model);
         free(v[i].ms);
         free(v[i].codec_ms);
         free(v[i].lm_ms);
+        kz_ids_free(v[i].text_ids);
+        free(v[i].codes);
     }
     return rc == 0 ? 0 : 1;
 }

@@ -30,11 +30,16 @@ typedef struct bench_compare_opts {
  * model path that does not exist as written. */
 bool bench_compare_wanted(const char *model, const char *precisions, const char *schedule);
 
-/* The bench's fixed request: a 12-token text (about a 10-word sentence) for the model's
- * first speaker, exactly `frames` frames, chunk_frames `chunk` (0 = adaptive), seed; the
- * audio is dropped (cli_discard_audio). */
-void bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,
-                         kz_request *r);
+/* The bench's text, about a 10-word sentence (12 tokens with the released models'
+ * tokenizer). */
+#define BENCH_TEXT "Hello, world! I am its transparent. 12"
+
+/* The bench's fixed request for m: BENCH_TEXT as token ids of m's own tokenizer (*ids,
+ * owned by the caller: kz_ids_free), the model's first speaker, exactly `frames` frames,
+ * chunk_frames `chunk` (0 = adaptive), seed; the audio is dropped (cli_discard_audio).
+ * Returns kz_tokenize's status (*ids NULL on failure). */
+kz_status bench_fixed_request(const kz_model *m, int64_t frames, int64_t chunk, int64_t seed,
+                              kz_request *r, int32_t **ids);
 
 /* Opens the model once per variant (exactly one option may hold a list; a schedule list
  * needs the pipeline), warms each up, then o->rounds rounds in which every variant runs

@@ -37,7 +37,7 @@ static double floor_rtf(const bench_result *r) {
             ms += s->floor_ms;
         }
     }
-    return ms / 80;
+    return ms / r->frame_ms;
 }
 
 /* --- text -------------------------------------------------------------------- */
@@ -107,20 +107,21 @@ static void text_stages(const bench_result *r) {
 static void text_runs(const bench_result *r) {
     const bench_playback *st = &r->streaming, *off = &r->offline;
     if (r->decoder_only) {
-        printf("real-time factor    %8.3f  (80 ms of audio per frame)\n", st->ms_per_frame / 80);
+        printf("real-time factor    %8.3f  (%g ms of audio per frame)\n",
+               st->ms_per_frame / r->frame_ms, r->frame_ms);
         printf("codec GFLOP/frame   %8.3f\n", r->codec_gflop_per_frame);
         printf("peak RSS            %8.1f MB\n", r->peak_rss_mb);
         return;
     }
     printf("peak RSS            %8.1f MB\n", r->peak_rss_mb);
     printf("streaming           %8.2f ms/frame  real-time factor %.3f\n", st->ms_per_frame,
-           st->ms_per_frame / 80);
+           st->ms_per_frame / r->frame_ms);
     printf("  time to first audio %6.1f ms; underruns when played in real time: %d (%.0f ms "
            "waiting per run); %.1f chunks per run\n",
            st->first_audio_ms, st->underruns, st->stall_ms, st->chunks);
     printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
            "(all frames, then one decode)\n",
-           off->ms_per_frame, off->ms_per_frame / 80, off->first_audio_ms);
+           off->ms_per_frame, off->ms_per_frame / r->frame_ms, off->first_audio_ms);
     printf("  codec decoder %.2f ms/frame in the one pass (streaming: %.2f in %.1f chunks "
            "per run)\n",
            off->codec_ms_per_frame, st->codec_ms_per_frame, st->chunks);
@@ -215,10 +216,11 @@ static void json_stages(json_out *j, const bench_result *r) {
     json_close(j, ']');
 }
 
-static void json_playback(json_out *j, const char *key, const bench_playback *p) {
+static void json_playback(json_out *j, const char *key, const bench_playback *p,
+                          double frame_ms) {
     json_open(j, key, '{');
     json_num(j, "ms_per_frame", p->ms_per_frame, true);
-    json_num(j, "rtf", p->ms_per_frame / 80, true);
+    json_num(j, "rtf", p->ms_per_frame / frame_ms, true);
     json_num(j, "first_audio_ms", p->first_audio_ms, p->first_audio_ms >= 0);
     json_num(j, "underruns", p->underruns, p->underruns >= 0);
     json_num(j, "stall_ms_per_run", p->stall_ms, p->underruns >= 0);
@@ -237,6 +239,7 @@ void bench_print_json(const bench_result *r) {
     json_num(&j, "frames", (double)r->frames, true);
     json_num(&j, "runs", (double)r->runs, true);
     json_num(&j, "chunk", (double)r->chunk, true);
+    json_num(&j, "frame_ms", r->frame_ms, true);
     json_num(&j, "threads", r->threads, true);
     json_num(&j, "threads_lm", r->threads_lm, !r->decoder_only);
     json_num(&j, "threads_codec", r->threads_codec, true);
@@ -251,9 +254,9 @@ void bench_print_json(const bench_result *r) {
     json_stages(&j, r);
     const double f = floor_rtf(r);
     json_num(&j, "floor_rtf", f, f > 0);
-    json_playback(&j, r->decoder_only ? "decode" : "streaming", &r->streaming);
+    json_playback(&j, r->decoder_only ? "decode" : "streaming", &r->streaming, r->frame_ms);
     if (!r->decoder_only) {
-        json_playback(&j, "offline", &r->offline);
+        json_playback(&j, "offline", &r->offline, r->frame_ms);
         const double(*fa)[2] = r->first_audio_layout_ms;
         json_num(&j, "first_audio_non_streaming_layout_ms", fa[0][0], true);
         json_num(&j, "first_audio_streaming_layout_ms", fa[1][0], true);

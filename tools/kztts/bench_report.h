@@ -60,6 +60,8 @@ typedef struct bench_result {
                                 --codec-forms), not computed at load */
     const char *bf16_gemm; /* the codec's bf16 GEMM ("amx", ...), "" without bf16 work */
     int64_t frames, runs, chunk;
+    double frame_ms;      /* audio per codec frame (the model's samples per frame at its
+                             sample rate): real-time factor = ms per frame / frame_ms */
     int threads, threads_lm, threads_codec;
     bool overlap;         /* the stages overlap (KZ_SCHEDULE_OVERLAP), else take turns */
     double load_ms;       /* kz_model_load wall time */

@@ -63,6 +63,7 @@ static void engine_facts(const kz_model *m, const kz_session *s, bool decoder_on
     r->codec_forms_stored = mi.codec_forms_stored;
     r->bf16_gemm = mi.bf16_gemm;
     r->load_ms = mi.load_ms;
+    r->frame_ms = 1e3 * kz_model_samples_per_frame(m) / kz_model_sample_rate(m);
     r->threads = si.n_threads;
     r->threads_lm = si.n_threads_lm;
     r->threads_codec = decoder_only ? si.n_threads : si.n_threads_codec;
@@ -192,8 +193,9 @@ static int run_decoder(const bench_opts *o, bench_result *r) {
 /* --- full pipeline ------------------------------------------------------------- */
 
 /* One synthesis as a listener would see it: time to first audio, and underruns if
- * playback started at the first callback and consumed 24000 samples a second. */
+ * playback started at the first callback and consumed the model's sample rate. */
 typedef struct playback {
+    double sample_rate; /* Hz */
     double t0, first_ms, wall_ms;
     double played_s;   /* audio delivered so far, seconds */
     int underruns;
@@ -214,13 +216,13 @@ static bool on_chunk(const float *pcm, size_t n, int64_t pos, bool last, void *u
             p->stall_ms += now - due;
         }
     }
-    p->played_s += (double)n / 24000.0;
+    p->played_s += (double)n / p->sample_rate;
     p->chunks++;
     return true;
 }
 
-static kz_status timed(kz_session *s, const kz_request *r, playback *p) {
-    *p = (playback){.t0 = stats_now_ms(), .first_ms = -1};
+static kz_status timed(const kz_model *m, kz_session *s, const kz_request *r, playback *p) {
+    *p = (playback){.sample_rate = kz_model_sample_rate(m), .t0 = stats_now_ms(), .first_ms = -1};
     kz_request q = *r;
     q.on_audio = on_chunk;
     q.user = p;
@@ -280,16 +282,16 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
 static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session *s,
                               bench_result *res) {
     kz_request r;
-    bench_fixed_request(m, o->frames, o->chunk, o->seed, &r);
+    int32_t *text_ids;
+    kz_status st = bench_fixed_request(m, o->frames, o->chunk, o->seed, &r, &text_ids);
     playback runs[64], offline, layout;
     double layout_ms[2][2][64];
     int n = o->repeat < 64 ? (int)o->repeat : 64;
     res->runs = n;
     kz_session_reset_timings(s);
-    kz_status st = KZ_OK;
     for (int i = 0; i < n && st == KZ_OK; i++) {
         kz_session_clear_prompt_cache(s); // every run computes its whole prompt
-        st = timed(s, &r, &runs[i]);
+        st = timed(m, s, &r, &runs[i]);
     }
     kz_timings t, t_off;
     kz_session_timings(s, &t);
@@ -297,7 +299,7 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
     off.first_chunk_frames = off.chunk_frames = (int32_t)(o->frames < 1024 ? o->frames : 1024);
     kz_session_clear_prompt_cache(s);
     kz_session_reset_timings(s);
-    st = st ? st : timed(s, &off, &offline);
+    st = st ? st : timed(m, s, &off, &offline);
     kz_session_timings(s, &t_off); // before the layout runs add to them
     kz_request quick = r;
     quick.frames = 2;
@@ -306,7 +308,7 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
             quick.layout = l == 0 ? KZ_LAYOUT_NON_STREAMING : KZ_LAYOUT_STREAMING;
             kz_session_clear_prompt_cache(s); // cold, then again with the voice cached
             for (int c = 0; c < 2 && st == KZ_OK; c++) {
-                st = timed(s, &quick, &layout);
+                st = timed(m, s, &quick, &layout);
                 layout_ms[l][c][i] = layout.first_ms;
             }
         }
@@ -319,6 +321,7 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
         res->streaming.codec_ms_per_frame = stats_codec_ms(&t) / (double)t.frames;
         res->offline.codec_ms_per_frame = stats_codec_ms(&t_off) / (double)t_off.frames;
     }
+    kz_ids_free(text_ids);
     return st;
 }
 
@@ -348,7 +351,7 @@ int cmd_bench(int argc, char **argv) {
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &o.model, "DIR   checkpoint or codec directory"),
         ARG_OPT_FLAG("--decoder-only", NULL, &o.decoder_only, "benchmark only the codec decoder, on random codes"),
-        ARG_OPT_INT("--frames", NULL, &o.frames, 1, 100000, "N     frames per run (default 100 = 8 s)"),
+        ARG_OPT_INT("--frames", NULL, &o.frames, 1, 100000, "N     frames per run (default 100: 8 s in the released models)"),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
         ARG_OPT_INT("--chunk", NULL, &o.chunk, 0, 1024, "N     frames per streamed chunk; 0 = adaptive (default; 4 with --decoder-only)"),
         ARG_OPT_INT("--threads-lm", NULL, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage"),
@@ -371,13 +374,13 @@ int cmd_bench(int argc, char **argv) {
     }
     if (o.help) {
         args_usage("bench", "-m MODEL [--decoder-only] [options]", specs, n_specs);
-        printf("\nPer stage: ms per 80 ms frame, achieved GB/s of weights (talker, code "
-               "predictor)\nor GFLOP/s (codec), and the floor: the time at this machine's "
-               "limits, DRAM\nread bandwidth with the LM stage's threads and the FMA peak "
-               "with the codec's,\nboth measured in well under a second after the runs; "
-               "'%% of floor' = floor / time;\nthe floor RTF: the stages at their floors, "
-               "one after another.\nThen real-time factors, time to first audio, "
-               "peak RSS and the model load time.\n"
+        printf("\nPer stage: ms per codec frame (80 ms of audio in the released models), "
+               "achieved GB/s\nof weights (talker, code predictor) or GFLOP/s (codec), and the "
+               "floor: the time at\nthis machine's limits, DRAM read bandwidth with the LM "
+               "stage's threads and the FMA\npeak with the codec's, both measured in well "
+               "under a second after the runs;\n'%% of floor' = floor / time; the floor RTF: "
+               "the stages at their floors,\none after another. Then real-time factors, time to "
+               "first audio, peak RSS and the model\nload time.\n"
                "\nA list in one of -m, --codec-precision or --schedule (A,B,...: 2 to 5) "
                "compares them in one\nprocess: one model each, --repeat rounds in which each "
                "runs once, the order rotating;\nmedian, min and max ms per frame and the "

@@ -3,13 +3,13 @@
  * (say a quantized model and its bf16 original), by teacher forcing.
  *
  *   REF    greedy, exactly N frames: the session observer keeps its raw talker
- *          logits [N, vocab] and code predictor logits [N, 15, cp vocab]; the frame
- *          callback keeps its codes [N, 16]
+ *          logits [N, vocab] and code predictor logits [N, G - 1, cp vocab]; the
+ *          frame callback keeps its codes [N, G] (G: the model's codebooks per frame)
  *   MODEL  the same request with REF's codes forced, so both models see the same
  *          history; each logit block MODEL produces is compared at once with REF's:
  *          squared error, REF's energy, argmax of every row
  *   report relative L2 error over all frames and of the worst frame, top-1 agreement
- *          of codebook 0 (talker) and of codebooks 1-15 (code predictor), REF's top-2
+ *          of codebook 0 (talker) and of codebooks 1..G-1 (code predictor), REF's top-2
  *          margin of every row (quantiles, the largest one that flipped, agreement by
  *          margin band), wall time of
  *          both runs and their talker + code predictor time per frame (the session
@@ -49,7 +49,7 @@ static const double BANDS[N_BANDS - 1] = {0.1, 1.0};
 
 /* One stage's logits (talker or code predictor): REF's, and MODEL's against them. */
 typedef struct stage {
-    size_t rows, cols;       /* per frame: 1 x vocab (talker), 15 x cp vocab */
+    size_t rows, cols;       /* per frame: 1 x vocab (talker), G - 1 x cp vocab */
     float *ref;              /* [frames, rows, cols] REF's logits */
     int64_t n_seen;          /* frames observed in the current run */
     double sq_err, sq_ref;   /* sum (a - b)^2 and sum b^2 over all frames */
@@ -338,12 +338,14 @@ static void print_stage(const char *label, const stage *st) {
 static int report_text(const quality_opts *o, const quality *q) {
     printf("model %s\nref   %s\n", o->model, o->ref);
     printf("%lld frames, MODEL teacher-forced on REF's greedy codes\n\n", (long long)q->n_frames);
+    char cp[32];
+    snprintf(cp, sizeof cp, "code predictor (1-%zu)", q->groups - 1);
     printf("%-22s %12s %12s %s\n", "", "rel. error", "worst frame", "  top-1 agreement");
     print_stage("talker (codebook 0)", &q->talker);
-    print_stage("code predictor (1-15)", &q->cp);
+    print_stage(cp, &q->cp);
     printf("\nREF's top-2 margin (logits; a flip where REF hardly decides matters less):\n");
     print_margins("talker (codebook 0)", &q->talker);
-    print_margins("code predictor (1-15)", &q->cp);
+    print_margins(cp, &q->cp);
     printf("\n%-22s %12s %12s\n", "time", "REF", "MODEL");
     printf("%-22s %12.1f %12.1f\n", "run, ms", q->ref_ms, q->model_ms);
     printf("%-22s %12.3f %12.3f\n", "LM, ms/frame", q->ref_lm_ms, q->model_lm_ms);

@@ -6,7 +6,7 @@
  *   line, separated by spaces (an empty line for empty text).
  *
  * No tokens are added (no ChatML wrapper, no BOS/EOS). A trailing newline
- * read from standard input is text like any other and becomes id 198.
+ * read from standard input is text like any other (id 198 in the released models).
  * Invalid UTF-8 prints "kztts tokenize: bad input: invalid UTF-8 at byte N"
  * and exits 1; a NUL byte in standard input is refused the same way, since
  * the text crosses the API as a C string.
