@@ -202,7 +202,10 @@ static kz_status resolve_instruct(const kz_model *m, const kz_request *r, kz_pla
     if (!r->instruct || !r->instruct[0]) {
         return KZ_OK;
     }
-    if (strcmp(m->cfg.tts_model_size, "0b6") == 0) {
+    // The official generate_custom_voice drops it when `tts_model_size in "0b6"`: a
+    // substring test ("", "0", "b6", ... match), CustomVoice models only.
+    if (strcmp(m->cfg.tts_model_type, "custom_voice") == 0 &&
+        strstr("0b6", m->cfg.tts_model_size) != NULL) {
         kz_log(KZ_LOG_WARN, "0.6B models ignore the instruction (as the official wrapper does)");
         return KZ_OK;
     }

@@ -9,6 +9,8 @@ speaker or language, missing speaker, a speaker on VoiceDesign, an instruction
 on a Base model, --frames 0, out-of-range sampling values, malformed
 --token-ids, missing tokenizer files, a config that disagrees with the tensors.
 Interrupted (SIGINT / SIGTERM / SIGHUP) while writing: no output, no partial file.
+An instruction is dropped exactly when the official wrapper drops it (CustomVoice and
+`tts_model_size in "0b6"`).
 """
 import argparse
 import json
@@ -319,6 +321,41 @@ def zero_options(k, model, work):
     print("ok   --top-k 0 is no top-k, --max-utterance 0 never splits")
 
 
+def instruct_size(k, model, tiny_vd, work):
+    """The official generate_custom_voice drops the instruction when `tts_model_size in
+    "0b6"` (a substring test) on CustomVoice models: copies with each size either speak
+    the instruction (greedy codes differ from no instruction, no warning) or ignore it
+    (the same codes as without, a warning); VoiceDesign keeps it whatever the size."""
+    def codes(m, extra, name):
+        path = os.path.join(work, "size_" + name + ".codes")
+        r = run(k, ["synth", "-m", m, "--greedy", "--frames", "3", "--dump-codes", path, "-o",
+                    os.path.join(work, "size.wav"), "Hello there."] + extra)
+        return (open(path).read() if r.returncode == 0 else None), r.stderr.decode()
+    warning = "ignore the instruction"
+    for size, ignored in [("0b6", True), ("0b", True), ("b6", True), ("6", True), ("", True),
+                          ("1b7", False), ("0b60", False), ("0B6", False), ("0.6b", False)]:
+        m = link_copy(model, os.path.join(work, "size_" + (size or "empty")))
+        path = os.path.join(m, "config.json")
+        cfg = json.load(open(path))
+        cfg["tts_model_size"] = size
+        json.dump(cfg, open(path, "w"))
+        plain, _ = codes(m, ["-s", "ryan"], "plain")
+        told, err = codes(m, ["-s", "ryan", "-i", "Speak very slowly."], "told")
+        ok = plain is not None and (told == plain) == ignored and (warning in err) == ignored
+        check(ok, f"tts_model_size {size!r}: instruction {'kept' if told != plain else 'dropped'}"
+                  f", stderr {err!r}")
+    m = link_copy(tiny_vd, os.path.join(work, "vd_0b6"))
+    path = os.path.join(m, "config.json")
+    cfg = json.load(open(path))
+    cfg["tts_model_size"] = "0b6"
+    json.dump(cfg, open(path, "w"))
+    a, _ = codes(m, ["-i", "A calm voice."], "vd_a")
+    b, err = codes(m, ["-i", "An angry voice."], "vd_b")
+    check(a is not None and a != b and warning not in err,
+          f"VoiceDesign of size 0b6 keeps the instruction: {err!r}")
+    print("ok   the instruction as the official wrapper's `tts_model_size in \"0b6\"`")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("kztts", "tiny", "tiny_vd", "tiny_base", "tokenizer", "work"):
@@ -336,6 +373,7 @@ def main():
         long_text(a.kztts, model, a.work, chunk)
     interrupted(a.kztts, model, a.work)
     zero_options(a.kztts, model, a.work)
+    instruct_size(a.kztts, model, a.tiny_vd, a.work)
     bad_inputs(a.kztts, a, model, a.work)
     finish("test_cli_synth")
 
