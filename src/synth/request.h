@@ -15,6 +15,10 @@
  * utterances (kz_request.max_utterance_bytes) before the cap applies. */
 #define KZ_MAX_PROMPT_TOKENS 2048
 
+/* The runaway guard: the most frames an utterance of n_text text tokens takes when the
+ * request sets no limit, 50 + 8 per token (kztts.h kz_request.max_frames). */
+int64_t kz_request_runaway_guard(size_t n_text);
+
 /* Owned id buffers behind a plan. */
 typedef struct kz_plan_ids {
     int32_t *text, *instruct; /* malloc'ed or NULL */

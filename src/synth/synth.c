@@ -50,6 +50,7 @@
 #include "layers/vector.h"
 #include "runtime/error.h"
 #include "synth/prefill.h"
+#include "synth/request.h"
 #include "synth/text_feed.h"
 
 #define QUEUE_FRAMES 64
@@ -403,7 +404,7 @@ static bool finished(const synth *y, int32_t c0) {
     int64_t cap = y->plan->max_frames;
     if (y->streaming_text && y->feed.done) {
         // Once all text is known the runaway guard applies as for text given at once.
-        int64_t guard = 50 + 8 * (int64_t)y->feed.n_ids;
+        int64_t guard = kz_request_runaway_guard(y->feed.n_ids);
         cap = guard < cap ? guard : cap;
     }
     return c0 == y->m->talker.cfg.codec_eos_token_id || y->n_frames >= cap;
