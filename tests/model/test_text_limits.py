@@ -7,7 +7,9 @@ tokenizer files.
   - one utterance's prompt is at most 2048 tokens: a longer one is a one-line error before
     any audio (also when it is not the first utterance), and the same text split at the
     default size speaks;
-  - text of only Unicode White_Space (NBSP, U+3000, em space, ...) is refused like empty text.
+  - text of only Unicode White_Space (NBSP, U+3000, em space, ...) is refused like empty text;
+  - without a limit an utterance stops at its runaway guard, 50 + 8 frames per text token,
+    however its text arrives, and under --max-frames each utterance of long text still does.
 A copy of the checkpoint whose generation_config.json allows 2 frames per utterance makes
 every utterance's length known (the random weights rarely end speech on their own).
 """
@@ -71,6 +73,41 @@ def frame_totals(k, model):
     print("ok   frame totals over utterances")
 
 
+def tokens(k, model, text):
+    r = subprocess.run([k, "tokenize", "-m", model, text], capture_output=True, timeout=60)
+    return len(r.stdout.split())
+
+
+def runaway_guard(k, model):
+    """Without a limit an utterance stops at 50 + 8 per text token (greedy: the random
+    weights do not end speech that early): text at once in either layout, token ids and
+    text streamed on stdin alike. Long text with --max-frames above what the text makes
+    holds each utterance to its own guard too, so the request makes as many frames as
+    without --max-frames, and a lower total still ends it."""
+    text = "Hello there, friend."
+    n = tokens(k, model, text)
+    ids = subprocess.run([k, "tokenize", "-m", model, text], capture_output=True).stdout.split()
+    want = 50 + 8 * n
+    base = [k, "synth", "-m", model, "-s", "ryan", "--greedy", "-o", "-", "--format", "f32"]
+    runs = {"text": ([text], None), "streaming layout": (["--layout", "streaming", text], None),
+            "token ids": (["--token-ids", ",".join(i.decode() for i in ids)], None),
+            "--stream-text": (["--stream-text"], text.encode())}
+    for name, (extra, stdin) in runs.items():
+        r = subprocess.run(base + extra, input=stdin, capture_output=True, timeout=300)
+        check(r.returncode == 0 and len(r.stdout) == want * FRAME * 4,
+              f"guard, {name}: {len(r.stdout) / FRAME / 4:g} frames, want {want} "
+              f"({r.stderr.decode()})")
+    sentences = ["One two three.", "Four five six.", "Seven eight nine."]
+    guards = sum(50 + 8 * tokens(k, model, t) for t in sentences)
+    split = ["--greedy", "--max-utterance", "20"]
+    for extra, frames in [([], guards), (["--max-frames", "2000"], guards),
+                          (["--max-frames", str(guards - 7)], guards - 7)]:
+        rc, pcm, err = synth(k, model, " ".join(sentences), split + extra)
+        check(rc == 0 and len(pcm) == frames * FRAME,
+              f"long text {extra}: {len(pcm) / FRAME:g} frames, want {frames} ({err})")
+    print("ok   runaway guard: one definition, per utterance under --max-frames")
+
+
 def prompt_cap(k, model, work):
     words = " ".join(["word"] * 2100) + "."  # one sentence of about 2100 tokens
     expect = "more than 2048"
@@ -120,6 +157,7 @@ def main():
     for f in ("vocab.json", "merges.txt", "tokenizer_config.json"):
         shutil.copy(os.path.join(a.tokenizer, f), os.path.join(model, f))
     frame_totals(a.kztts, two_frame_model(model, a.work))
+    runaway_guard(a.kztts, model)
     prompt_cap(a.kztts, model, a.work)
     blank_text(a.kztts, model)
     finish("test_text_limits")
