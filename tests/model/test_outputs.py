@@ -6,6 +6,8 @@
 - A write that fails (/dev/full, stdout on /dev/full, a file size limit standing in for
   a full disk) is one line naming the output and the reason, exit 1, and leaves nothing
   behind; -o and --dump-codes are committed together or not at all.
+- --dump-codes naming the file -o writes (also as ./x, through a link, a hard link, or "-"
+  twice) exits 2 before any work.
 - A signal removes only the process's own temporary file: two processes writing the
   same OUT, one interrupted, the other's file stays (and a quantize interrupted beside a
   synth writing the same name).
@@ -305,6 +307,55 @@ def two_writers(e):
     passed(f0, f"quantize interrupted beside another writer of its name (statuses {statuses})")
 
 
+# ---- -o and --dump-codes naming one file ----------------------------------------------
+
+def same_file(e):
+    """--dump-codes naming the file -o writes (by any spelling, link or stdout) exits 2 with
+    one line before any work and writes nothing; an existing file named so stays as it was.
+    Two names of one device (/dev/null) and two different files are fine."""
+    f0 = failures()
+    d = e.folder("same")
+    old = os.path.join(d, "old.wav")
+    open(old, "wb").write(b"old")
+    os.link(old, os.path.join(d, "hard.wav"))
+    os.symlink("old.wav", os.path.join(d, "to_old.wav"))
+    os.symlink("new.wav", os.path.join(d, "to_new.wav"))  # dangling: new.wav is created
+    os.makedirs(os.path.join(d, "sub"))
+    rel = os.path.relpath(d)
+    cases = [("x and x", "new.wav", "new.wav"), ("x and ./x", "new.wav", "./new.wav"),
+             ("x and its absolute path", "new.wav", os.path.join(d, "new.wav")),
+             ("x and sub/../x", "new.wav", "sub/../new.wav"),
+             ("a dangling link and its target", "to_new.wav", "new.wav"),
+             ("an existing file twice", "old.wav", "./old.wav"),
+             ("a link and its target", "old.wav", "to_old.wav"),
+             ("a hard link", "hard.wav", "old.wav"),
+             ("stdout twice", "-", "-")]
+    for name, out, dumped in cases:
+        for a, b in ((out, dumped), (dumped, out)):
+            r = run(e.synth + ["-o", a, "--dump-codes", b], cwd=d)
+            err = r.stderr.decode().strip()
+            check(r.returncode == 2 and len(err.splitlines()) == 1 and "same file" in err,
+                  f"-o {a} --dump-codes {b} ({name}): {r.returncode} {err!r}")
+            check(r.stdout == b"" and sorted(os.listdir(d)) == ["hard.wav", "old.wav", "sub",
+                                                                "to_new.wav", "to_old.wav"],
+                  f"{name}: wrote {len(r.stdout)} bytes, left {sorted(os.listdir(d))}")
+            check(open(os.path.join(d, "old.wav"), "rb").read() == b"old", f"{name}: old.wav")
+    # stdout and its name under /dev (a pipe here), and stdout redirected into the file.
+    r = run(e.synth + ["-o", "-", "--dump-codes", "/dev/stdout"])
+    check(r.returncode == 2 and r.stdout == b"", f"-o - --dump-codes /dev/stdout: {r.returncode}")
+    with open(os.path.join(d, "old.wav"), "ab") as f:
+        r = subprocess.run(e.synth + ["--dump-codes", "-", "-o", "old.wav"], cwd=d, stdout=f,
+                           stderr=subprocess.PIPE, timeout=300)
+    check(r.returncode == 2, f"--dump-codes - into old.wav -o old.wav: {r.returncode}")
+    r = run(e.synth + ["-o", os.path.join(rel, "a.wav"), "--dump-codes",
+                       os.path.join(rel, "a.codes")])
+    ok_run("-o a.wav --dump-codes a.codes", r)
+    if e.null:
+        r = run(e.synth + ["-o", e.null, "--dump-codes", e.null])
+        ok_run("-o NULL --dump-codes NULL", r)
+    passed(f0, "-o and --dump-codes naming one file: exit 2, nothing written")
+
+
 # ---- progress on a terminal --------------------------------------------------------------
 
 def on_tty(args):
@@ -374,6 +425,7 @@ def main():
     fifos_written_through(e)
     failed_writes(e, codes)
     two_writers(e)
+    same_file(e)
     progress_lines(e, codes)
     finish("test_outputs")
 

@@ -19,6 +19,7 @@
 #include "audio_out.h"
 #include "cli.h"
 #include "codes_file.h"
+#include "out_file.h"
 #include "progress.h"
 
 #define KZ_DEFAULT_MODEL "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"
@@ -228,6 +229,11 @@ static int check_options(const synth_opts *o, const char *text_arg, const char *
     if (o->frames > 0 && o->max_frames > 0 && o->frames > o->max_frames) {
         fprintf(stderr, "kztts synth: --frames %lld is more than --max-frames %lld\n",
                 (long long)o->frames, (long long)o->max_frames);
+        return -1;
+    }
+    if (o->dump_codes && out_file_same(o->out, o->dump_codes)) {
+        fprintf(stderr, "kztts synth: --dump-codes %s and -o %s are the same file\n",
+                o->dump_codes, o->out);
         return -1;
     }
     return cli_output_format("synth", o->out, o->format, format);

@@ -8,7 +8,7 @@
  * first failure recorded -> out_file_commit: flush, fsync, close all -> all good? rename
  * each over its target : unlink each -> untrack.
  */
-#define _DEFAULT_SOURCE /* mkstemp, fchmod, lstat, readlink, fsync, strdup */
+#define _DEFAULT_SOURCE /* mkstemp, fchmod, lstat, readlink, realpath, fsync, strdup */
 
 #include "out_file.h"
 
@@ -211,6 +211,45 @@ out_file *out_file_open(const char *path) {
         return NULL;
     }
     return f;
+}
+
+/* The file a write to `path` creates when nothing exists there: the real path of the
+ * folder at the end of its symlinks, "/" and the last name. NULL when the folder does not
+ * resolve (opening it fails later) or out of memory. */
+static char *new_file_name(const char *path) {
+    char *target = resolve_links(path);
+    char *slash = target ? strrchr(target, '/') : NULL;
+    const char *base = slash ? slash + 1 : target;
+    if (slash) {
+        *slash = '\0';
+    }
+    char *dir = target ? realpath(slash ? (target[0] ? target : "/") : ".", NULL) : NULL;
+    char *name = dir ? malloc(strlen(dir) + strlen(base) + 2) : NULL;
+    if (name) {
+        sprintf(name, "%s/%s", dir, base);
+    }
+    free(dir);
+    free(target);
+    return name;
+}
+
+bool out_file_same(const char *a, const char *b) {
+    const bool out_a = strcmp(a, "-") == 0, out_b = strcmp(b, "-") == 0;
+    if (out_a && out_b) {
+        return true;
+    }
+    struct stat sa, sb;
+    const bool has_a = out_a ? fstat(STDOUT_FILENO, &sa) == 0 : stat(a, &sa) == 0;
+    const bool has_b = out_b ? fstat(STDOUT_FILENO, &sb) == 0 : stat(b, &sb) == 0;
+    if (has_a || has_b) {
+        return has_a && has_b && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+               !S_ISCHR(sa.st_mode);
+    }
+    char *na = new_file_name(a), *nb = new_file_name(b);
+    const bool same = na && nb && strcmp(na, nb) == 0;
+    free(na);
+    free(nb);
+    return same;
 }
 
 bool out_file_is_pipe(const char *path) {

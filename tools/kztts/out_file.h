@@ -31,6 +31,12 @@ out_file *out_file_open(const char *path);
  * opening it (which for a FIFO waits for a reader). */
 bool out_file_is_pipe(const char *path);
 
+/* Whether writing OUT names a and b would reach the same file: both "-", the same
+ * existing file or FIFO (stdout's for "-"; links and other spellings followed, devices
+ * excepted: /dev/null takes any number of writers), or the same new file (the same
+ * folder and name at the end of their symlinks). */
+bool out_file_same(const char *a, const char *b);
+
 /* The stream to write to (buffered; use out_file_write or check its errors with
  * out_file_check). */
 FILE *out_file_stream(const out_file *f);
