@@ -3,7 +3,7 @@ download into an empty cache, reuse of the cache, offline use, resume after a dr
 or stalled connection, and every failure a user can meet (lying endpoint, wrong size,
 404, 401, 500, unreachable endpoint, truncated transfer, a server that restarts every
 resumed transfer and drops it, malformed listing entries, a looping pagination link,
-write error). A failure must exit non-zero with one line on stderr and leave no file at
+write error), and --quiet on every command that downloads. A failure must exit non-zero with one line on stderr and leave no file at
 its final place in the cache. Retries wait 20 ms (KZTTS_HUB_RETRY_MS) except where a
 case says otherwise.
 
@@ -487,39 +487,64 @@ def case_environment():
     print("ok   endpoint, cache and local-path rules", flush=True)
 
 
+def on_tty(cmd, env):
+    """Runs cmd with stderr on a pseudo-terminal; returns (exit status, what it got)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=slave)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    return p.returncode, out.decode(errors="replace")
+
+
 def case_progress():
     cache = new_cache("tty")
     with Hub("tty", "--slow", "40000000") as hub:
-        master, slave = pty.openpty()
-        p = subprocess.Popen([A.kztts, "info", "-m", REPO], env=env_for(hub.url, cache),
-                             stdout=subprocess.DEVNULL, stderr=slave)
-        os.close(slave)
-        out, deadline = b"", time.monotonic() + 120
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 1)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif p.poll() is not None:
-                break
-        os.close(master)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        text = out.decode(errors="replace")
-        check(p.returncode == 0, f"progress bar: exit {p.returncode}")
+        rc, text = on_tty([A.kztts, "info", "-m", REPO], env_for(hub.url, cache))
+        check(rc == 0, f"progress bar: exit {rc}")
         for needle in ("downloading owner/tiny@main", "model.safetensors", "23.9 MB", "100%",
                        "MB/s"):
             check(needle in text, f"progress bar: {needle!r} not in {text[-300:]!r}")
     last = [s for s in text.replace("\r", "\n").splitlines() if "model.safetensors" in s][-1:]
     print(f"ok   progress bar on a terminal: {last}", flush=True)
+
+
+def case_quiet():
+    """Every command that can download takes --quiet / -q: on a terminal, into an empty
+    cache, nothing reaches stderr."""
+    codes = os.path.join(A.work, "quiet.codes")
+    open(codes, "w").write(("0 " * 16).strip() + "\n")
+    out = os.path.join(A.work, "quiet.wav")
+    commands = {"info": [], "speakers": [], "tokenize": ["hi"],
+                "synth": ["-s", "ryan", "--frames", "2", "-o", out, "hi"],
+                "decode": ["--codes", codes, "-o", out],
+                "bench": ["--decoder-only", "--frames", "2", "--repeat", "1", "--peak-gflops", "1"],
+                "quality": ["--ref", REPO, "--frames", "2"]}
+    with Hub("quiet", "--slow", "40000000") as hub:
+        for i, (name, extra) in enumerate(commands.items()):
+            flag = "-q" if i % 2 else "--quiet"
+            rc, text = on_tty([A.kztts, name, "-m", REPO, flag] + extra,
+                              env_for(hub.url, new_cache("quiet_" + name)))
+            check(rc == 0 and text.strip() == "", f"{name} {flag} on a terminal: {rc} {text!r}")
+    print("ok   --quiet / -q on every command that downloads", flush=True)
 
 
 def main():
@@ -548,6 +573,7 @@ def main():
     case_upstream_change(base)
     case_environment()
     case_progress()
+    case_quiet()
     print(f"test_hub: {passed} passed, {failed} failed")
     sys.exit(1 if failed or not passed else 0)
 

@@ -47,6 +47,10 @@ typedef struct cli_engine {
  * -1 after printing "kztts CMD: --schedule must be ..." for any other name. */
 int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out);
 
+/* The --quiet option's help text (every command that loads a model, which may download it). */
+#define CLI_QUIET_HELP                                                                         \
+    "no progress lines, downloads included (they are drawn only when stderr is a terminal)"
+
 /* The --codec-precision option's help text (synth, decode, bench). */
 #define CLI_CODEC_PRECISION_HELP                                                               \
     "P     codec convolutions: exact (f32, as the reference) or fast (this CPU's fastest, "   \

@@ -34,13 +34,14 @@
 #include "cli.h"
 #include "codes_file.h"
 #include "machine_peak.h"
+#include "progress.h"
 #include "stats.h"
 
 typedef struct bench_opts {
     const char *model, *isa, *codec_precision, *schedule;
     int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
     double peak_gbs, peak_gflops; /* 0 = measure */
-    bool decoder_only, json, help;
+    bool decoder_only, json, help, quiet;
 } bench_opts;
 
 static double peak_rss_mb(void) {
@@ -364,6 +365,7 @@ int cmd_bench(int argc, char **argv) {
         ARG_OPT_DOUBLE("--peak-gbs", NULL, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"),
         ARG_OPT_DOUBLE("--peak-gflops", NULL, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"),
         ARG_OPT_FLAG("--json", NULL, &o.json, "print one JSON object instead of text"),
+        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -390,6 +392,9 @@ int cmd_bench(int argc, char **argv) {
     if (!o.model) {
         fprintf(stderr, "kztts bench: -m MODEL is required\n");
         return 2;
+    }
+    if (o.quiet) {
+        progress_quiet();
     }
     if (o.chunk < 0) {
         o.chunk = o.decoder_only ? 4 : 0;

@@ -108,7 +108,7 @@ int cmd_decode(int argc, char **argv) {
         ARG_OPT_FLAG("--official-chunking", NULL, &o.official, "decode in 300-frame windows with 25 frames of context, as the official package"),
         ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
-        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, "no progress lines, downloads included (they are drawn only when stderr is a terminal)"),
+        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);

@@ -7,14 +7,16 @@
 
 #include "args.h"
 #include "cli.h"
+#include "progress.h"
 
 int cmd_info(int argc, char **argv) {
     const char *model_path = NULL, *isa = "auto", *codec_precision = NULL;
-    bool help = false;
+    bool help = false, quiet = false;
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &model_path, "DIR   checkpoint or codec directory"),
         ARG_OPT_CHOICE("--isa", NULL, &isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &codec_precision, CLI_PRECISION_NAMES, "P     exact|fast|bf16|winograd|winograd-bf16 (default: the file's choice): load the codec so (the description names the precision in effect)"),
+        ARG_OPT_FLAG("--quiet", "-q", &quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -26,6 +28,9 @@ int cmd_info(int argc, char **argv) {
     if (help) {
         args_usage("info", "-m MODEL", specs, n_specs);
         return 0;
+    }
+    if (quiet) {
+        progress_quiet();
     }
     if (!model_path) {
         printf("kztts %s\n%s\n", kz_version(), kz_system_info());

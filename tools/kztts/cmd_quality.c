@@ -30,6 +30,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "progress.h"
 #include "stats.h"
 
 #define MAX_FRAMES 1024 /* one audio chunk: kz_request.first_chunk_frames <= 1024 */
@@ -38,7 +39,7 @@
 typedef struct quality_opts {
     const char *model, *ref, *isa, *speaker, *language, *token_ids;
     int64_t frames, threads;
-    bool json, help;
+    bool json, help, quiet;
 } quality_opts;
 
 /* Rows are also counted by REF's top-2 margin (its best logit minus its second best): an
@@ -494,6 +495,7 @@ int cmd_quality(int argc, char **argv) {
         ARG_OPT_FLAG("--json", NULL, &o.json, "print one JSON object"),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
         ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
+        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -511,6 +513,9 @@ int cmd_quality(int argc, char **argv) {
         fprintf(stderr,
                 "kztts quality: give the model to measure (-m) and the reference (--ref)\n");
         return 2;
+    }
+    if (o.quiet) {
+        progress_quiet();
     }
     return run(&o, n_pos ? pos[0] : NULL);
 }

@@ -6,12 +6,14 @@
 
 #include "args.h"
 #include "cli.h"
+#include "progress.h"
 
 int cmd_speakers(int argc, char **argv) {
     const char *model_path = NULL;
-    bool help = false;
+    bool help = false, quiet = false;
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &model_path, "DIR   model directory or repo id"),
+        ARG_OPT_FLAG("--quiet", "-q", &quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -23,6 +25,9 @@ int cmd_speakers(int argc, char **argv) {
     if (help || !model_path) {
         args_usage("speakers", "-m MODEL", specs, n_specs);
         return help ? 0 : 2;
+    }
+    if (quiet) {
+        progress_quiet();
     }
     kz_model *m;
     kz_session *s;

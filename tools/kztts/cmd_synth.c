@@ -303,7 +303,7 @@ int cmd_synth(int argc, char **argv) {
         ARG_OPT_INT("--max-utterance", NULL, &o.max_utterance, 0, 1 << 20, "N     split longer text at sentence ends into utterances of <= N bytes (default 600, 0 = never)"),
         ARG_OPT_FLAG("--stream", NULL, &o.stream, "write each chunk out as soon as it is decoded (for | aplay)"),
         ARG_OPT_FLAG("--stream-text", NULL, &o.stream_text, "read the text from stdin as it arrives and speak while it comes"),
-        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, "no progress lines, downloads included (they are drawn only when stderr is a terminal)"),
+        ARG_OPT_FLAG("--quiet", "-q", &o.quiet, CLI_QUIET_HELP),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
         ARG_OPT_INT("--threads-lm", NULL, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage (default all)"),
         ARG_OPT_INT("--threads-codec", NULL, &o.threads_codec, 0, 256, "N     threads of the codec stage (default all; half with overlap)"),

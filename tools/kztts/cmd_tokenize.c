@@ -18,6 +18,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "progress.h"
 
 /* Reads all of standard input into a NUL-terminated buffer; NULL on failure. */
 static char *read_stdin(size_t *n_bytes) {
@@ -47,10 +48,11 @@ static char *read_stdin(size_t *n_bytes) {
 
 int cmd_tokenize(int argc, char **argv) {
     const char *model_path = NULL, *split_name = "qwen2";
-    bool help = false;
+    bool help = false, quiet = false;
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &model_path, "DIR   model directory or repo id"),
         ARG_OPT_CHOICE("--split", NULL, &split_name, CLI_SPLIT_NAMES, "MODE  pre-tokenizer pattern: qwen2 (default) or mistral"),
+        ARG_OPT_FLAG("--quiet", "-q", &quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
     int n_specs = (int)(sizeof specs / sizeof specs[0]);
@@ -62,6 +64,9 @@ int cmd_tokenize(int argc, char **argv) {
     if (help || !model_path) {
         args_usage("tokenize", "-m MODEL [--split qwen2|mistral] [TEXT | -]", specs, n_specs);
         return help ? 0 : 2;
+    }
+    if (quiet) {
+        progress_quiet();
     }
     const kz_text_split split = (kz_text_split)args_choice_value(CLI_SPLIT_NAMES, split_name);
     char *owned = NULL;
