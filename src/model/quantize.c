@@ -248,6 +248,12 @@ static kz_status fill_model_tensor(void *user, const char *name, void *dst, size
     kz_tensor first = *t;
     first.n_elements = rows ? cols : 0;
     kz_status st = kz_tensor_to_f32(&first, j->rows);
+    // The load scans every other tensor; synthesis checks this one's rows as it reads them.
+    // A GGUF must not carry a NaN or Inf on to that late error.
+    if (st == KZ_OK && strcmp(t->name, "talker.model.text_embedding.weight") == 0) {
+        st = kz_tensor_check_finite(t, kz_weights_path(j->m->main_w),
+                                    kz_weights_prefix(j->m->main_w));
+    }
     if (st == KZ_OK) {
         convert_job c = {.t = t, .d = d, .rows = rows, .cols = cols, .dst = dst,
                          .scratch = j->rows};
@@ -500,12 +506,10 @@ static kz_status add_text_file(kz_gguf_writer *w, const char *dir, const char *n
                                const char *key, bool required) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *probe = fopen(path, "rb");
-    if (!probe && !required) {
+    // access, not an open: a FIFO put there after the load must not block (the read below
+    // opens regular files only).
+    if (!required && access(path, F_OK) != 0) {
         return KZ_OK;
-    }
-    if (probe) {
-        fclose(probe);
     }
     char *text;
     size_t n;

@@ -7,7 +7,8 @@ GGUF file alike.
     q8_0 / q4_0 block scales in a GGUF): the SIMD activations may turn it into finite garbage,
     so the load refuses it, naming the file, the tensor and the element (block);
 each fails to load with one line and exit status 1; a bad row of the text embedding (read a
-row at a time, not scanned at load) fails the synthesis that reads it. Finite weights whose
+row at a time, not scanned at load) fails the synthesis that reads it, and `quantize`, which
+reads all of it. Finite weights whose
 arithmetic overflows (norm weights at the largest bf16, a codec conv at the largest f32) end
 synth and decode with one line saying where non-finite values appeared, exit status 1, no
 output file and not a byte of audio on stdout.
@@ -280,6 +281,19 @@ def main():
     st_poke(os.path.join(m, main_st), TEXT_EMB, 64 * 6 + 3, b"\x00\x00")
     st_poke(os.path.join(m, main_st), TEXT_EMB, 64 * 1000, nan_bf16)
     expect_runs(k, "NaN in a text embedding row no prompt reads", synth_args(m))
+    # quantize reads every value of it, so it refuses the row the load lets through.
+    for t in ("q8_0", "bf16"):
+        out_dir = os.path.join(a.work, "quantize_nan_text_" + t)
+        os.makedirs(out_dir)
+        r = subprocess.run([k, "quantize", "-m", m, "-o", os.path.join(out_dir, "q.gguf"),
+                            "--type", t], capture_output=True, text=True, timeout=300)
+        err = r.stderr.strip()
+        check(r.returncode == 1 and len(err.splitlines()) == 1 and
+              all(w in err for w in (main_st, f"tensor '{TEXT_EMB}'", "non-finite",
+                                     f"element {64 * 1000}")),
+              f"quantize --type {t} of a NaN text embedding row: {r.returncode} {err!r}")
+        check(os.listdir(out_dir) == [], f"quantize {t}: left {os.listdir(out_dir)}")
+    print("ok   quantize refuses a NaN in the text embedding")
     # Components the engine does not run are not read, so not checked.
     m = link_copy(a.tiny, os.path.join(a.work, "nan_in_encoder"))
     st_poke(os.path.join(m, codec_st), ENCODER_W, 0, struct.pack("<f", float("nan")))

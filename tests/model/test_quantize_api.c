@@ -8,10 +8,15 @@
  *   - cancelled from the progress callback after 3 tensors: KZ_STATUS_CANCELLED with a
  *     message, the old output file untouched, the library's temporary file gone, another
  *     writer's "<out>.partial-*" file of the same name kept, the report not filled;
- *   - a zero-initialised params struct with a type: that type is written.
+ *   - a zero-initialised params struct with a type: that type is written;
+ *   - an optional file (generation_config.json) replaced by a FIFO after the load
+ *     validated it (at the load's last log message): KZ_STATUS_IO naming the file, no
+ *     hang (an alarm ends the test if the open blocks), nothing written.
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -138,6 +143,86 @@ static void test_zeroed(const char *tiny, const char *dir) {
     unlink(out);
 }
 
+/* Copies text file src to dst, replacing the first `from` with `to`. */
+static void copy_replacing(const char *src, const char *dst, const char *from, const char *to) {
+    char *text = calloc(1, 1 << 20);
+    FILE *f = fopen(src, "rb");
+    size_t n = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    char *at = text ? strstr(text, from) : NULL;
+    CHECK_MSG(at != NULL, "%s lacks %s", src, from);
+    FILE *out = fopen(dst, "wb");
+    CHECK(out != NULL);
+    if (at && out) {
+        fwrite(text, 1, (size_t)(at - text), out);
+        fputs(to, out);
+        fputs(at + strlen(from), out);
+    }
+    if (out) {
+        fclose(out);
+    }
+    free(text);
+    (void)n;
+}
+
+typedef struct fifo_swap {
+    const char *dir; /* the source checkpoint */
+    bool done;
+} fifo_swap;
+
+/* At the load's warning (its last step, after every file was read): a FIFO in place of
+ * generation_config.json. */
+static void swap_in_fifo(kz_log_level level, const char *message, void *user) {
+    fifo_swap *w = user;
+    (void)level;
+    if (w->done || !strstr(message, "does not spell")) {
+        return;
+    }
+    char fifo[300], gen[300];
+    snprintf(fifo, sizeof fifo, "%s/fifo", w->dir);
+    snprintf(gen, sizeof gen, "%s/generation_config.json", w->dir);
+    w->done = mkfifo(fifo, 0600) == 0 && rename(fifo, gen) == 0;
+}
+
+static void test_fifo_swapped(const char *tiny, const char *dir) {
+    char src[300], from[400], to[400], out[300];
+    snprintf(src, sizeof src, "%s/src", dir);
+    CHECK(mkdir(src, 0700) == 0);
+    static const char *const linked[] = {"model.safetensors", "speech_tokenizer",
+                                         "generation_config.json", "vocab.json", "merges.txt",
+                                         "tokenizer_config.json", "preprocessor_config.json"};
+    for (size_t i = 0; i < sizeof linked / sizeof linked[0]; i++) {
+        snprintf(from, sizeof from, "%s/%s", tiny, linked[i]);
+        snprintf(to, sizeof to, "%s/%s", src, linked[i]);
+        CHECK(symlink(from, to) == 0);
+    }
+    // An assistant id the tokenizer does not spell: the load warns once it is complete.
+    snprintf(from, sizeof from, "%s/config.json", tiny);
+    snprintf(to, sizeof to, "%s/config.json", src);
+    copy_replacing(from, to, "\"assistant_token_id\": 77091", "\"assistant_token_id\": 5");
+    snprintf(out, sizeof out, "%s/fifo.gguf", dir);
+    fifo_swap w = {.dir = src};
+    kz_log_set(swap_in_fifo, KZ_LOG_WARN, &w);
+    alarm(120); // a blocking open of the FIFO ends the test here
+    const kz_status st = kz_quantize(src, out, NULL);
+    alarm(0);
+    kz_log_set(NULL, KZ_LOG_WARN, NULL);
+    CHECK(w.done);
+    CHECK_EQ_INT(st, KZ_STATUS_IO);
+    CHECK_STR_CONTAINS(kz_last_error(), "generation_config.json: not a regular file (a FIFO)");
+    CHECK(access(out, F_OK) != 0);
+    for (size_t i = 0; i < sizeof linked / sizeof linked[0]; i++) {
+        snprintf(to, sizeof to, "%s/%s", src, linked[i]);
+        unlink(to);
+    }
+    snprintf(to, sizeof to, "%s/config.json", src);
+    unlink(to);
+    CHECK_EQ_INT(count_entries(src), 0);
+    rmdir(src);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_quantize_api TINY_DIR\n");
@@ -151,6 +236,7 @@ int main(int argc, char **argv) {
     test_defaults(argv[1], dir);
     test_cancel(argv[1], dir);
     test_zeroed(argv[1], dir);
+    test_fifo_swapped(argv[1], dir);
     CHECK_EQ_INT(count_entries(dir), 0);
     rmdir(dir);
     return test_main_result("test_quantize_api");
