@@ -255,21 +255,25 @@ void kz_request_fill_defaults(const kz_model *m, const kz_request *r, kz_request
 }
 
 static kz_status check_sampling(const kz_request *r, int32_t vocab) {
-    struct { const char *name; double v, lo, hi; bool open_lo; } nums[] = {
-        {"temperature", r->temperature, 0, 100, true},
-        {"top_p", r->top_p, 0, 1, true},
-        {"repetition_penalty", r->repetition_penalty, 0, 100, true},
-        {"cp_temperature", r->cp_temperature, 0, 100, true},
-        {"cp_top_p", r->cp_top_p, 0, 1, true},
-        {"top_k", r->top_k, -1, vocab, false},
-        {"cp_top_k", r->cp_top_k, -1, vocab, false}};
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-        double v = nums[i].v;
-        bool bad = !(v <= nums[i].hi) || (nums[i].open_lo ? v <= nums[i].lo : v < nums[i].lo);
-        if (bad) {
-            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s %g out of range %s%g, %g]",
-                                nums[i].name, v, nums[i].open_lo ? "(" : "[", nums[i].lo,
-                                nums[i].hi);
+    struct { const char *name; double v, lo, hi; } reals[] = {
+        {"temperature", r->temperature, 0, 100},
+        {"top_p", r->top_p, 0, 1},
+        {"repetition_penalty", r->repetition_penalty, 0, 100},
+        {"cp_temperature", r->cp_temperature, 0, 100},
+        {"cp_top_p", r->cp_top_p, 0, 1}};
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        double v = reals[i].v;
+        if (!(v > reals[i].lo && v <= reals[i].hi)) {
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s %g out of range (%g, %g]",
+                                reals[i].name, v, reals[i].lo, reals[i].hi);
+        }
+    }
+    struct { const char *name; int32_t v; } ints[] = {{"top_k", r->top_k},
+                                                      {"cp_top_k", r->cp_top_k}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (ints[i].v < -1 || ints[i].v > vocab) {
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s %d out of range [-1, %d]",
+                                ints[i].name, ints[i].v, vocab);
         }
     }
     if (r->frames < 0 || r->max_frames < 0 || r->chunk_frames < 0 || r->chunk_frames > 1024 ||

@@ -307,7 +307,9 @@ def option_values(a):
 
 def model_judged(a):
     """Values only the model can judge, and options that contradict each other: exit 2."""
-    expect_exit(a, "top-k beyond the vocabulary", "synth", ["--top-k", str(1 << 20)], 2, "top_k")
+    # Integers print as integers (not "1.04858e+06"); the tiny talker has 3072 codes.
+    expect_exit(a, "top-k beyond the vocabulary", "synth", ["--top-k", str(1 << 20)], 2,
+                "top_k 1048576 out of range [-1, 3072]")
     expect_exit(a, "unknown speaker", "synth", ["-s", "nobody"], 2, "nobody")
     expect_exit(a, "unknown language", "synth", ["-l", "klingon"], 2, "klingon")
     expect_exit(a, "frames above max-frames", "synth", ["--frames", "5", "--max-frames", "2"], 2,
