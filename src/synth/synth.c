@@ -188,7 +188,14 @@ static void teardown(synth *y) {
  * tokenized to and only t0. */
 static kz_status first_text(synth *y) {
     kz_status st = kz_text_feed_need(&y->feed, 1);
-    if (st == KZ_OK && y->feed.n_ids == 0) {
+    // Generation starts once the text holds more than whitespace, so text that turns out
+    // to be only whitespace is refused as kz_synthesize refuses it, before any audio.
+    while (st == KZ_OK && !y->feed.done && kz_text_feed_blank(&y->feed)) {
+        st = kz_text_feed_need(&y->feed, y->feed.n_ids + 1);
+    }
+    if (st == KZ_OK && kz_text_feed_blank(&y->feed)) {
+        st = kz_error_set(KZ_STATUS_BAD_INPUT, "the text is empty or only whitespace");
+    } else if (st == KZ_OK && y->feed.n_ids == 0) {
         st = kz_error_set(KZ_STATUS_BAD_INPUT, "the streamed text gives no tokens to speak");
     }
     y->spec.role_ids = y->feed.role;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/error.h"
+#include "text/sentences.h"
 
 #define ROLE_PREFIX "<|im_start|>assistant\n"
 #define ROLE_SUFFIX "<|im_end|>\n<|im_start|>assistant\n"
@@ -86,4 +87,21 @@ kz_status kz_text_feed_need(kz_text_feed *f, size_t want) {
         }
     }
     return KZ_OK;
+}
+
+/* n_bytes of s without a UTF-8 sequence cut off at its end. */
+static size_t whole_chars(const char *s, size_t n_bytes) {
+    for (size_t back = 1; back <= 4 && back <= n_bytes; back++) {
+        unsigned char c = (unsigned char)s[n_bytes - back];
+        if ((c & 0xC0) != 0x80) { // the last lead byte: its sequence's length
+            size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            return len > back ? n_bytes - back : n_bytes;
+        }
+    }
+    return n_bytes;
+}
+
+bool kz_text_feed_blank(const kz_text_feed *f) {
+    const char *user_text = f->text + sizeof ROLE_PREFIX - 1;
+    return kz_text_is_blank(user_text, f->done ? f->n_bytes : whole_chars(user_text, f->n_bytes));
 }

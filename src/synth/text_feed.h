@@ -41,4 +41,8 @@ void kz_text_feed_free(kz_text_feed *f);
  * cancelled by the pull function, invalid UTF-8, text over 16 KB. */
 kz_status kz_text_feed_need(kz_text_feed *f, size_t want);
 
+/* Whether the text pulled so far is empty or only Unicode White_Space (kz_text_is_blank);
+ * before the text is done a character cut at the end of the last piece is left out. */
+bool kz_text_feed_blank(const kz_text_feed *f);
+
 #endif

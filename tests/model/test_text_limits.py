@@ -7,7 +7,8 @@ tokenizer files.
   - one utterance's prompt is at most 2048 tokens: a longer one is a one-line error before
     any audio (also when it is not the first utterance), and the same text split at the
     default size speaks;
-  - text of only Unicode White_Space (NBSP, U+3000, em space, ...) is refused like empty text;
+  - text of only Unicode White_Space (NBSP, U+3000, em space, ...) is refused like empty text,
+    also streamed (--stream-text) in pieces;
   - without a limit an utterance stops at its runaway guard, 50 + 8 frames per text token,
     however its text arrives, and under --max-frames each utterance of long text still does.
 A copy of the checkpoint whose generation_config.json allows 2 frames per utterance makes
@@ -19,6 +20,7 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 
 from testlib import check, finish, link_copy
 
@@ -33,6 +35,23 @@ def synth(k, model, text, extra, stdin=None):
                        capture_output=True, timeout=300)
     n = len(r.stdout) // 4
     return r.returncode, struct.unpack(f"<{n}f", r.stdout[:4 * n]), r.stderr.decode().strip()
+
+
+def stream_pieces(k, model, pieces):
+    """--stream-text with the pieces written one by one, with pauses; returns (exit
+    status, stdout bytes, stderr)."""
+    p = subprocess.Popen([k, "synth", "-m", model, "-s", "ryan", "--seed", "3", "--frames", "2",
+                          "--stream-text", "-o", "-", "--format", "f32"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for piece in pieces:
+        try:
+            p.stdin.write(piece)
+            p.stdin.flush()
+        except BrokenPipeError:
+            break
+        time.sleep(0.05)
+    out, err = p.communicate(timeout=300)
+    return p.returncode, out, err.decode().strip()
 
 
 def two_frame_model(model, work):
@@ -140,6 +159,21 @@ def blank_text(k, model):
     # Long blank text goes the long-text way: the same error.
     rc, _, err = synth(k, model, "\u3000" * 400, ["--frames", "2"])
     check(rc == 1 and "empty or only whitespace" in err, f"long blank text: {err!r}")
+    # Streamed text (--stream-text) of only whitespace, even in pieces that cut a character
+    # in two, is refused the same way before any audio; leading whitespace pieces before the
+    # words change nothing.
+    pieces = [b"\xc2", b"\xa0 \xe3\x80", b"\x80\n"]
+    rc, out, err = stream_pieces(k, model, pieces)
+    check(rc == 1 and "empty or only whitespace" in err and len(err.splitlines()) == 1 and
+          not out, f"--stream-text of whitespace pieces: {rc} {err!r} {len(out)} bytes")
+    for text in ("", " \t\u3000"):
+        rc, out, err = stream_pieces(k, model, [text.encode()] if text else [])
+        check(rc == 1 and "empty or only whitespace" in err and not out,
+              f"--stream-text {text!r}: {rc} {err!r}")
+    rc, late, err = stream_pieces(k, model, pieces + [b"Hello there."])
+    rc2, once, _ = stream_pieces(k, model, [b"".join(pieces) + b"Hello there."])
+    check(rc == 0 and rc2 == 0 and late == once and len(once) == 2 * FRAME * 4,
+          f"--stream-text whitespace, then words: {rc} {err!r}")
     # A space inside words is still text.
     rc, pcm, err = synth(k, model, "a\u00a0b", ["--frames", "2"])
     check(rc == 0 and len(pcm) == 2 * FRAME, f"text with an NBSP inside: {err}")
