@@ -364,10 +364,12 @@ typedef struct kz_request {
     float cp_top_p;            /* code predictor, as top_p; 0 = model (1.0) */
     uint64_t seed;             /* RNG seed; default 0 (0 is a seed like any other) */
     /* Length. */
-    int32_t frames;            /* > 0: exactly this many frames (end of speech masked);
-                                  0 (default): until end of speech */
-    int32_t max_frames;        /* cap on frames per utterance; 0 (default) = runaway guard
-                                  min(max_new_tokens - 1, 50 + 8 x text tokens) */
+    int32_t frames;            /* > 0: exactly this many frames in all (end of speech
+                                  masked); 0 (default): until end of speech */
+    int32_t max_frames;        /* > 0: at most this many frames in all (long text: over all
+                                  its utterances); 0 (default): no total. Without frames,
+                                  each utterance also stops at its runaway guard
+                                  min(max_new_tokens - 1, 50 + 8 x its text tokens) */
     int32_t max_utterance_bytes; /* text longer than this is split at sentence ends (any
                                   script) into utterances spoken back to back in one stream,
                                   joined with a 10 ms fade; -1 = never split; 0 = 600 */

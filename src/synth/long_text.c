@@ -125,13 +125,9 @@ static kz_status speak_span(kz_session *s, const kz_request *r, const kz_span *s
     one.user = j; // for join_frame; the audio goes to join_audio with j explicitly
     kz_plan plan;
     kz_plan_ids ids;
+    // The frames left are a cap: an utterance that never ends its speech still stops at
+    // its own runaway guard (kz_request_resolve), leaving the rest of the text its frames.
     kz_status st = kz_request_resolve(s->model, &one, &plan, &ids);
-    // max_frames caps the whole request, so one utterance that never ends its speech
-    // still stops at its own runaway guard, leaving the rest of the text its frames.
-    int64_t guard = kz_request_runaway_guard(plan.prompt.n_text);
-    if (st == KZ_OK && r->frames == 0 && plan.max_frames > guard) {
-        plan.max_frames = (int32_t)guard;
-    }
     if (st == KZ_OK) {
         plan.exact_last = true; // join_audio fades the final buffer out
         j->samples_here = 0;

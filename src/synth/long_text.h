@@ -9,10 +9,10 @@
  *           so the stream has no step), frame positions continued, is_last only
  *           on the final buffer.
  * The request's frames and max_frames count over all utterances: each utterance may
- * take the frames still left (with max_frames, or neither, at most its own runaway
- * guard), the one that reaches the total ends the stream (the text after it is not
- * spoken), and with frames the last utterance is held to exactly the frames left (end
- * of speech masked) so the request has exactly that many.
+ * take the frames still left (and at most its own runaway guard), the one that reaches
+ * the total ends the stream (the text after it is not spoken), and with frames the last
+ * utterance is held to exactly the frames left (end of speech masked) so the request has
+ * exactly that many.
  * Memory per utterance is freed before the next, so it does not grow with the
  * text beyond the text itself and the span list.
  */

@@ -306,15 +306,19 @@ int64_t kz_request_runaway_guard(size_t n_text) {
     return GUARD_BASE_FRAMES + GUARD_FRAMES_PER_TOKEN * (int64_t)n_text;
 }
 
-/* Frame cap: the request's, else the runaway guard (see kz_request in kztts.h),
- * never above the model's max_new_tokens - 1 (the official loop's limit). */
+/* Frame cap: the exact count, else the runaway guard lowered to the request's max_frames
+ * (see kz_request in kztts.h), never above the model's max_new_tokens - 1 (the official
+ * loop's limit). Streamed text: max_frames or its fixed cap until all text is known
+ * (synth.c applies the guard then). */
 static int32_t frame_cap(const kz_model *m, const kz_request *r, size_t n_text) {
-    int64_t guard = r->text_pull ? STREAM_TEXT_MAX_FRAMES : kz_request_runaway_guard(n_text);
-    int64_t cap = r->max_frames > 0 ? r->max_frames : guard;
-    int64_t limit = m->gen.max_new_tokens > 1 ? m->gen.max_new_tokens - 1 : 1;
     if (r->frames > 0) {
         return r->frames;
     }
+    int64_t cap = r->text_pull ? STREAM_TEXT_MAX_FRAMES : kz_request_runaway_guard(n_text);
+    if (r->max_frames > 0 && (r->text_pull || r->max_frames < cap)) {
+        cap = r->max_frames;
+    }
+    int64_t limit = m->gen.max_new_tokens > 1 ? m->gen.max_new_tokens - 1 : 1;
     return (int32_t)(cap < limit ? cap : limit);
 }
 

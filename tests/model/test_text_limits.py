@@ -9,8 +9,8 @@ tokenizer files.
     default size speaks;
   - text of only Unicode White_Space (NBSP, U+3000, em space, ...) is refused like empty text,
     also streamed (--stream-text) in pieces;
-  - without a limit an utterance stops at its runaway guard, 50 + 8 frames per text token,
-    however its text arrives, and under --max-frames each utterance of long text still does.
+  - an utterance stops at its runaway guard, 50 + 8 frames per text token, however its
+    text arrives, also under a larger --max-frames (which caps the request's total).
 A copy of the checkpoint whose generation_config.json allows 2 frames per utterance makes
 every utterance's length known (the random weights rarely end speech on their own).
 """
@@ -98,11 +98,12 @@ def tokens(k, model, text):
 
 
 def runaway_guard(k, model):
-    """Without a limit an utterance stops at 50 + 8 per text token (greedy: the random
-    weights do not end speech that early): text at once in either layout, token ids and
-    text streamed on stdin alike. Long text with --max-frames above what the text makes
-    holds each utterance to its own guard too, so the request makes as many frames as
-    without --max-frames, and a lower total still ends it."""
+    """An utterance stops at 50 + 8 frames per text token (greedy: the random weights do
+    not end speech that early), also under a larger --max-frames, and at a smaller one:
+    text at once in either layout, token ids and text streamed on stdin alike. Long text
+    with --max-frames above what the text makes holds each utterance to its own guard too,
+    so the request makes as many frames as without --max-frames, and a lower total still
+    ends it."""
     text = "Hello there, friend."
     n = tokens(k, model, text)
     ids = subprocess.run([k, "tokenize", "-m", model, text], capture_output=True).stdout.split()
@@ -112,10 +113,13 @@ def runaway_guard(k, model):
             "token ids": (["--token-ids", ",".join(i.decode() for i in ids)], None),
             "--stream-text": (["--stream-text"], text.encode())}
     for name, (extra, stdin) in runs.items():
-        r = subprocess.run(base + extra, input=stdin, capture_output=True, timeout=300)
-        check(r.returncode == 0 and len(r.stdout) == want * FRAME * 4,
-              f"guard, {name}: {len(r.stdout) / FRAME / 4:g} frames, want {want} "
-              f"({r.stderr.decode()})")
+        for limit, frames in (([], want), (["--max-frames", "2000"], want),
+                              (["--max-frames", "20"], 20)):
+            r = subprocess.run(base + limit + extra, input=stdin, capture_output=True,
+                               timeout=300)
+            check(r.returncode == 0 and len(r.stdout) == frames * FRAME * 4,
+                  f"guard, {name} {limit}: {len(r.stdout) / FRAME / 4:g} frames, want {frames} "
+                  f"({r.stderr.decode()})")
     sentences = ["One two three.", "Four five six.", "Seven eight nine."]
     guards = sum(50 + 8 * tokens(k, model, t) for t in sentences)
     split = ["--greedy", "--max-utterance", "20"]
