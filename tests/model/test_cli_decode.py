@@ -95,6 +95,7 @@ def main():
     check(r.returncode == 0 and "codec:" in out and "kernels:" in out, f"info: {out}")
     for cmd in (["decode", "--help"], ["info", "--help"], ["bench", "--help"], ["--help"]):
         check(run([a.kztts] + cmd).returncode == 0, f"{cmd} exits 0")
+    check_help(a)
     r = run([a.kztts, "bench", "-m", a.tiny, "--decoder-only", "--frames", "3", "--repeat", "1"])
     check(r.returncode == 0 and b"real-time factor" in r.stdout and b"% of floor" in r.stdout
           and b"FMA peak" in r.stdout and b"floor RTF" in r.stdout, f"bench: {r.stderr.decode()}")
@@ -106,6 +107,39 @@ def main():
     check_bench_compare(a)
     check_acceptance_script(a)
     finish("test_cli_decode")
+
+
+def help_options(a, cmd):
+    """{option: its help line} of `kztts cmd --help`."""
+    out = run([a.kztts, cmd, "--help"]).stdout.decode()
+    lines = {}
+    for line in out.splitlines():
+        words = line.replace(",", " ").split()
+        for w in words[:2]:
+            if w.startswith("--"):
+                lines[w] = line
+    return lines, out
+
+
+def check_help(a):
+    """The help texts say what the options do now: --frames and --max-frames count over the
+    whole request and the runaway guard stays; 0 of --top-k and --max-utterance; the
+    codec precision's default from the model file; --quiet wherever a model may be
+    downloaded; no frame length, rate or codebook count stated as if every model had it."""
+    synth, _ = help_options(a, "synth")
+    for option, needles in (("--frames", ["in all"]), ("--max-frames", ["in all", "50 + 8"]),
+                            ("--top-k", ["0 = off"]), ("--max-utterance", ["0 = never"]),
+                            ("--codec-precision", ["the model file's"])):
+        line = synth.get(option, "")
+        check(all(n in line for n in needles), f"synth --help {option}: {line!r} lacks {needles}")
+    for cmd in ("synth", "decode", "info", "speakers", "tokenize", "bench", "quality",
+                "quantize"):
+        options, out = help_options(a, cmd)
+        check("--quiet" in options and "-q" in options["--quiet"], f"{cmd} --help: no -q, --quiet")
+        for line in out.splitlines():
+            fixed = any(n in line for n in ("80 ms", "24 kHz", "24000", "1920", "of 16 per"))
+            check(not fixed or "released models" in line, f"{cmd} --help: {line.strip()!r}")
+    print("ok   help texts")
 
 
 def check_bench_compare(a):
@@ -214,10 +248,14 @@ def check_bench_json(a):
     check(j.get("first_audio_layout_runs") == 2 and all((j.get(k) or 0) > 0 for k in keys),
           "bench --json: first audio per text layout, whole prompt and voice prefix cached, "
           f"the median of --repeat runs: {[j.get(k) for k in keys]}")
-    # 3 role rows, 5 tag rows (nothink, think_bos, think_eos, speaker, pad), 12 text rows,
+    # 3 role rows, 5 tag rows (nothink, think_bos, think_eos, speaker, pad), the text rows
+    # (the bench's sentence by the model's own tokenizer: 12 tokens with the released one),
     # EOS and BOS: none taken from the prompt cache in the timed runs.
-    check(j.get("prompt_rows") == 22,
-          f"bench --json: every timed run computes its whole prompt: {j.get('prompt_rows')}")
+    r = run([a.kztts, "tokenize", "-m", a.tiny, "Hello, world! I am its transparent. 12"])
+    n_text = len(r.stdout.split())
+    check(n_text > 0 and j.get("prompt_rows") == 10 + n_text,
+          f"bench --json: every timed run computes its whole prompt: {j.get('prompt_rows')}, "
+          f"{n_text} text tokens")
 
 
 def check_acceptance_script(a):

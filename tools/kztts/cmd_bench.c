@@ -350,7 +350,7 @@ static int run_full(const bench_opts *o, bench_result *r) {
 int cmd_bench(int argc, char **argv) {
     bench_opts o = {.isa = "auto", .frames = 100, .chunk = -1, .repeat = 3, .seed = 1};
     const arg_spec specs[] = {
-        ARG_OPT_STRING("--model", "-m", &o.model, "DIR   checkpoint or codec directory"),
+        ARG_OPT_STRING("--model", "-m", &o.model, "MODEL checkpoint or codec directory, .gguf file or Hugging Face repo id (A,B,...: compare)"),
         ARG_OPT_FLAG("--decoder-only", NULL, &o.decoder_only, "benchmark only the codec decoder, on random codes"),
         ARG_OPT_INT("--frames", NULL, &o.frames, 1, 100000, "N     frames per run (default 100: 8 s in the released models)"),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
@@ -358,7 +358,7 @@ int cmd_bench(int argc, char **argv) {
         ARG_OPT_INT("--threads-lm", NULL, &o.threads_lm, 0, 256, "N     threads of the talker/code predictor stage"),
         ARG_OPT_INT("--threads-codec", NULL, &o.threads_codec, 0, 256, "N     threads of the codec stage"),
         ARG_OPT_INT("--repeat", NULL, &o.repeat, 1, 1000, "N     timed runs (default 3)"),
-        ARG_OPT_INT("--seed", NULL, &o.seed, 0, 1e15, "N     random codes seed (default 1)"),
+        ARG_OPT_INT("--seed", NULL, &o.seed, 0, 1e15, "N     seed of the random codes and of the sampling (default 1)"),
         ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
         ARG_OPT_CHOICES("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, BENCH_COMPARE_MAX, CLI_CODEC_PRECISION_HELP),
         ARG_OPT_CHOICES("--schedule", NULL, &o.schedule, CLI_SCHEDULE_NAMES, BENCH_COMPARE_MAX, "S     how the LM and codec stages share the cores: turns (default) or overlap"),

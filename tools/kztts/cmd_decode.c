@@ -99,8 +99,8 @@ static int run(const decode_opts *o) {
 int cmd_decode(int argc, char **argv) {
     decode_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4};
     const arg_spec specs[] = {
-        ARG_OPT_STRING("--model", "-m", &o.model, "DIR   checkpoint or codec directory"),
-        ARG_OPT_STRING("--codes", NULL, &o.codes, "FILE  codes, one frame of 16 per line (- = stdin)"),
+        ARG_OPT_STRING("--model", "-m", &o.model, "MODEL checkpoint or codec directory, .gguf file or Hugging Face repo id"),
+        ARG_OPT_STRING("--codes", NULL, &o.codes, "FILE  codes, one frame per line: the model's codebooks (16 in the released models); - = stdin"),
         ARG_OPT_STRING("--output", "-o", &o.out, "OUT   output file, - for stdout (default out.wav)"),
         ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg (default: from OUT's extension; wav when it has none)"),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),

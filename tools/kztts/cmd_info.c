@@ -13,7 +13,7 @@ int cmd_info(int argc, char **argv) {
     const char *model_path = NULL, *isa = "auto", *codec_precision = NULL;
     bool help = false, quiet = false;
     const arg_spec specs[] = {
-        ARG_OPT_STRING("--model", "-m", &model_path, "DIR   checkpoint or codec directory"),
+        ARG_OPT_STRING("--model", "-m", &model_path, "MODEL checkpoint or codec directory, .gguf file or Hugging Face repo id"),
         ARG_OPT_CHOICE("--isa", NULL, &isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &codec_precision, CLI_PRECISION_NAMES, "P     exact|fast|bf16|winograd|winograd-bf16 (default: the file's choice): load the codec so (the description names the precision in effect)"),
         ARG_OPT_FLAG("--quiet", "-q", &quiet, CLI_QUIET_HELP),

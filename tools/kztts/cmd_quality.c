@@ -486,8 +486,8 @@ static int run(const quality_opts *o, const char *arg) {
 int cmd_quality(int argc, char **argv) {
     quality_opts o = {.isa = "auto", .frames = 100};
     const arg_spec specs[] = {
-        ARG_OPT_STRING("--model", "-m", &o.model, "DIR   model to measure (e.g. quantized)"),
-        ARG_OPT_STRING("--ref", NULL, &o.ref, "DIR   reference model (e.g. the bf16 original)"),
+        ARG_OPT_STRING("--model", "-m", &o.model, "MODEL model to measure (e.g. quantized): directory, .gguf file or repo id"),
+        ARG_OPT_STRING("--ref", NULL, &o.ref, "REF   reference model (e.g. the bf16 original)"),
         ARG_OPT_STRING("--speaker", "-s", &o.speaker, "NAME  CustomVoice speaker (default: REF's first)"),
         ARG_OPT_STRING("--language", "-l", &o.language, "LANG  auto (default) or a language name"),
         ARG_OPT_INT("--frames", NULL, &o.frames, 1, MAX_FRAMES, "N     frames to compare, at most 1024 (default 100)"),

@@ -12,7 +12,7 @@ int cmd_speakers(int argc, char **argv) {
     const char *model_path = NULL;
     bool help = false, quiet = false;
     const arg_spec specs[] = {
-        ARG_OPT_STRING("--model", "-m", &model_path, "DIR   model directory or repo id"),
+        ARG_OPT_STRING("--model", "-m", &model_path, "MODEL checkpoint directory, .gguf file or Hugging Face repo id"),
         ARG_OPT_FLAG("--quiet", "-q", &quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
