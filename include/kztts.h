@@ -343,7 +343,8 @@ typedef struct kz_request {
     kz_text_pull_fn text_pull; /* streaming text input: generation starts once the first
                                   tokens are known, uses the streaming-text layout, and
                                   does not end while more text is promised. At most 16 KB
-                                  of text and max_frames (0: 1500, 2 minutes) frames. */
+                                  of text and max_frames (0: 1500, 2 minutes in the released
+                                  models) frames. */
     /* Voice. */
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
     const char *language;      /* NULL or "auto" (default) or a language name */
@@ -351,7 +352,7 @@ typedef struct kz_request {
                                   0.6B CustomVoice ignores it as the official wrapper does */
     kz_text_layout layout;     /* default KZ_LAYOUT_DEFAULT */
     kz_text_split split;       /* tokenizer split pattern, default KZ_TEXT_SPLIT_QWEN2 */
-    /* Sampling: talker (codebook 0), then the code predictor (codebooks 1..15). */
+    /* Sampling: talker (codebook 0), then the code predictor (the frame's other codebooks). */
     bool greedy;               /* true: argmax for both. false (default): as the model says
                                   (sampling, unless its do_sample is false) */
     float temperature;         /* talker, (0, 100]; 0 = model (0.9) */
@@ -397,8 +398,8 @@ typedef struct kz_request {
  * result synthesizes exactly as the zero-initialised request does. */
 KZ_API void kz_request_default_params(const kz_model *model, kz_request *r);
 
-/* Synthesizes speech for r, streaming 24 kHz PCM to r->on_audio chunk by chunk
- * (see kz_audio_fn). Same seed and request -> same audio, on any thread count. */
+/* Synthesizes speech for r, streaming PCM at the model's sample rate to r->on_audio chunk
+ * by chunk (see kz_audio_fn). Same seed and request -> same audio, on any thread count. */
 KZ_API kz_status kz_synthesize(kz_session *session, const kz_request *r);
 
 /* Computes the prompt prefix of r's voice (speaker, language, instruction) into the
@@ -492,7 +493,7 @@ typedef struct kz_quantize_params {
     int32_t n_threads;                /* threads converting rows; 0 (default) = the cores, at
                                          most 8 */
     kz_quantize_progress_fn progress; /* default NULL */
-    void *progress_user;              /* passed to progress */
+    void *user;                       /* passed to progress */
     kz_quantize_report *report;       /* filled when the call succeeds; default NULL */
 } kz_quantize_params;
 

@@ -626,7 +626,7 @@ kz_status kz_quantize(const char *src, const char *out_path, const kz_quantize_p
     kz_quantize_report report = {.types = {{"F32", 0, 0}, {"F16", 0, 0}, {"BF16", 0, 0},
                                            {"Q8_0", 0, 0}, {"Q4_0", 0, 0}}};
     job j = {.type = p->type, .forms = p->codec_forms, .rep = &report,
-             .progress = p->progress, .progress_user = p->progress_user};
+             .progress = p->progress, .progress_user = p->user};
     double t0 = now_s();
     kz_status st = check_args(src, out_path, p);
     if (st != KZ_OK) {

@@ -93,7 +93,7 @@ static void test_defaults(const char *tiny, const char *dir) {
     kz_quantize_params p;
     kz_quantize_default_params(&p);
     p.progress = on_progress;
-    p.progress_user = &l;
+    p.user = &l;
     p.report = &report;
     CHECK_MSG(kz_quantize(tiny, out, &p) == KZ_OK, "%s", kz_last_error());
     size_t n_tensors = 0;
@@ -122,7 +122,7 @@ static void test_cancel(const char *tiny, const char *dir) {
     progress_log l = {.in_order = true, .on_caller = true, .cancel_at = 3,
                       .caller = pthread_self()};
     kz_quantize_params p = {.type = KZ_QUANTIZE_Q4_0, .progress = on_progress,
-                            .progress_user = &l, .report = &report};
+                            .user = &l, .report = &report};
     CHECK_EQ_INT(kz_quantize(tiny, out, &p), KZ_STATUS_CANCELLED);
     CHECK_STR_CONTAINS(kz_last_error(), "cancelled");
     CHECK(l.n_calls == 4 && l.last_done == 3);

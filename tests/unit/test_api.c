@@ -189,7 +189,7 @@ static void test_quantize_params(void) {
     memset(&qp, 0x5a, sizeof qp);
     kz_quantize_default_params(&qp);
     CHECK(qp.type == KZ_QUANTIZE_Q8_0 && qp.codec_forms == KZ_PRECISION_DEFAULT);
-    CHECK(qp.n_threads == 0 && qp.progress == NULL && qp.progress_user == NULL);
+    CHECK(qp.n_threads == 0 && qp.progress == NULL && qp.user == NULL);
     CHECK(qp.report == NULL);
     CHECK(KZ_QUANTIZE_Q8_0 == 0 && KZ_PRECISION_DEFAULT == 0); // so a zeroed struct is the defaults
     kz_quantize_default_params(NULL);

@@ -92,7 +92,7 @@ int cmd_quantize(int argc, char **argv) {
     progress bar;
     progress_begin(&bar, true);
     params.progress = on_progress;
-    params.progress_user = &bar;
+    params.user = &bar;
     params.report = &report;
     interrupt_defer_begin();
     kz_status st = kz_quantize(model_path, out, &params);
