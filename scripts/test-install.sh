@@ -11,9 +11,12 @@
 # C11 program (written below) is built against the installed copy three ways: with
 # `pkg-config --cflags --libs kztts` (shared), with find_package(kztts) and kztts::kztts
 # (shared), and with kztts::kztts_static (static: the binary must not need libkztts.so);
-# each binary runs: the version, an error status with its message, and, when the tiny
-# model fixture of the release tests exists (BUILD_DIR/tests/model/tiny), a decode of 3
-# frames of codes to 3 x 1920 samples. find_package(kztts 99.0) must fail (version file).
+# each binary runs: kz_abi_version() == KZ_ABI_VERSION, the version, an error status with
+# its message, and, when the tiny model fixture of the release tests exists
+# (BUILD_DIR/tests/model/tiny), a decode of 3 frames of codes to 3 x samples-per-frame
+# samples at the model's sample rate. The program built against a copy of kztts.h with
+# another KZ_ABI_VERSION must refuse to run. find_package(kztts 99.0) must fail (version
+# file).
 # The installed CLI must print its version. Exits non-zero at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,7 +58,8 @@ echo "   $(wc -l <"$work/exported.txt") functions, no other symbol"
 
 mkdir -p "$work/app"
 cat >"$work/app/main.c" <<'EOF'
-/* A user's program: links kztts, checks an error path, decodes codes when given a model. */
+/* A user's program: checks that it runs with the library its header describes, links
+ * kztts, checks an error path, decodes codes when given a model. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +67,12 @@ cat >"$work/app/main.c" <<'EOF'
 #include <kztts.h>
 
 int main(int argc, char **argv) {
-    printf("kztts %s\n", kz_version());
+    if (kz_abi_version() != KZ_ABI_VERSION) {
+        fprintf(stderr, "built against KZ_ABI_VERSION %d, running with the library's %d\n",
+                KZ_ABI_VERSION, (int)kz_abi_version());
+        return 3;
+    }
+    printf("kztts %s, ABI %d\n", kz_version(), (int)kz_abi_version());
     kz_model *model = NULL;
     kz_status st = kz_model_load("/nonexistent/kztts-model", NULL, &model);
     if (st == KZ_OK || model != NULL || kz_last_error()[0] == '\0') {
@@ -90,7 +99,8 @@ int main(int argc, char **argv) {
     kz_audio audio = {0};
     st = codes ? kz_decode_all(session, codes, N_FRAMES, NULL, &audio) : KZ_STATUS_OUT_OF_MEMORY;
     size_t want = (size_t)N_FRAMES * (size_t)kz_model_samples_per_frame(model);
-    int ok = st == KZ_OK && audio.n_samples == want && audio.sample_rate == 24000;
+    int ok = st == KZ_OK && audio.n_samples == want &&
+             audio.sample_rate == kz_model_sample_rate(model);
     printf("decoded %zu samples at %d Hz (want %zu): %s\n", audio.n_samples,
            (int)audio.sample_rate, want, ok ? "ok" : kz_last_error());
     kz_audio_free(&audio);
@@ -130,6 +140,22 @@ cc -std=c11 -Wall -Wextra -Wpedantic -Werror -o "$work/app_pc" "$work/app/main.c
 LD_LIBRARY_PATH="$libdir" ldd "$work/app_pc" | grep -q "$libdir/$soname" \
     || fail "the pkg-config build does not load the installed $soname"
 LD_LIBRARY_PATH="$libdir" run "pkg-config build" "$work/app_pc"
+
+echo "-- a program built against another KZ_ABI_VERSION refuses to run"
+mkdir -p "$work/other_abi"
+abi=$(awk '$1 == "#define" && $2 == "KZ_ABI_VERSION" {print $3}' "$prefix/include/kztts.h")
+[ -n "$abi" ] || fail "no KZ_ABI_VERSION in the installed kztts.h"
+sed "s/^#define KZ_ABI_VERSION $abi\$/#define KZ_ABI_VERSION $((abi + 1))/" \
+    "$prefix/include/kztts.h" >"$work/other_abi/kztts.h"
+# shellcheck disable=SC2046
+cc -std=c11 -I"$work/other_abi" -o "$work/app_other_abi" "$work/app/main.c" \
+    $(pkg-config --libs kztts) || fail "cannot build against the edited header"
+if LD_LIBRARY_PATH="$libdir" "$work/app_other_abi" >"$work/other_abi.log" 2>&1; then
+    fail "a program built with KZ_ABI_VERSION $((abi + 1)) ran with library ABI $abi"
+fi
+grep -q "KZ_ABI_VERSION $((abi + 1)), running with the library's $abi" "$work/other_abi.log" \
+    || fail "the ABI mismatch message: $(cat "$work/other_abi.log")"
+echo "   KZ_ABI_VERSION $((abi + 1)) against library ABI $abi: refused"
 
 echo "-- find_package(kztts): kztts::kztts and kztts::kztts_static"
 if ! { cmake -S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$prefix" \
