@@ -88,10 +88,10 @@ typedef struct synth {
     float *emb;            /* [D] embedding row */
     float *tvec;           /* [D] streamed text vector */
     int32_t *frame;        /* [groups] frame being built */
-    float *cp_logits;      /* [15, cp vocab] when observed, else NULL */
+    float *cp_logits;      /* [groups - 1, cp vocab] when observed, else NULL */
     int64_t n_frames;      /* frames generated */
     double cp_sampling_ms; /* sampling time inside the code predictor (not CP time) */
-    int32_t cp_step;       /* codebook the code predictor picks next (1..15) */
+    int32_t cp_step;       /* codebook the code predictor picks next (1..groups - 1) */
     bool cp_nonfinite;     /* a code predictor step's logits held NaN or Inf */
     kz_status lm_status;
     char lm_error[512];    /* the LM thread's message (last errors are thread-local) */
