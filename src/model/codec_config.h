@@ -6,7 +6,8 @@
  * official configuration class (Qwen3TTSTokenizerV2DecoderConfig), which are
  * NOT the released values for every key (e.g. hidden_size defaults to 1024, the
  * release says 512), exactly as Hugging Face would load the file; codebook_dim
- * has no default there and is required.
+ * has no default there and is required. The numbers in the field comments are
+ * the released checkpoints' values, for orientation; nothing assumes them.
  */
 #ifndef KZ_CODEC_CONFIG_H
 #define KZ_CODEC_CONFIG_H

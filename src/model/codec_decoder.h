@@ -1,6 +1,7 @@
 /*
  * codec_decoder.h - Qwen3-TTS-Tokenizer-12Hz decoder: 16 codes per 80 ms frame
- * -> 1920 samples of 24 kHz audio, streaming with carried state.
+ * -> decode_upsample_rate samples of audio (1920 at 24 kHz as released), streaming
+ * with carried state.
  *
  *   codes [T, 16]
  *   -> split RVQ lookup + output projections   [T, codebook_dim]      decoder.quantizer.*

@@ -12,7 +12,9 @@
  * from the released values for several keys, as Hugging Face would load them;
  * a key those classes have no default for (talker_config.text_vocab_size) is
  * an error when missing, as the official model cannot be built without it.
- * Name tables (speakers, languages) keep the checkpoint's spelling; lookups
+ * The numbers in the field comments are the released checkpoints' values, for
+ * orientation; nothing assumes them. Name tables (speakers, languages) keep the
+ * checkpoint's spelling; lookups
  * lower-case the query as the official wrapper does.
  *
  * Every id is checked against the table it indexes once the file is read:

@@ -4,7 +4,7 @@
  *
  *   text id  -> text_embedding [text_hidden] -> text_projection (fc1, SiLU, fc2) -> T(id) [D]
  *   codec id -> codec_embedding -> C(id) [D]
- *   rows [n, D] -> layers (talker.model.layers.*) -> final norm -> h [D] -> codec_head -> [3072]
+ *   rows [n, D] -> layers (talker.model.layers.*) -> final norm -> h [D] -> codec_head -> [vocab_size]
  * Tensor names: talker.model.{text_embedding,codec_embedding,layers.*,norm},
  * talker.text_projection.linear_fc{1,2}.{weight,bias}, talker.codec_head.weight.
  * Upstream: Qwen3TTSTalkerForConditionalGeneration. Trap: text_projection has
