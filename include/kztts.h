@@ -558,8 +558,10 @@ KZ_API kz_status kz_experimental_session_observe(kz_session *session,
 
 /* Teacher forcing: in each following synthesis, frame f < n_frames takes the codes
  * codes[f * num_code_groups ..] instead of sampled ones (the logits are still computed
- * and observed). codes is borrowed until the next call; NULL (or n_frames 0) ends the
- * forcing. */
+ * and observed), each in [0, kz_model_codebook_size) and codebook 0 also below the
+ * talker's vocabulary (EOS and the other control ids are no audio), else
+ * KZ_STATUS_BAD_INPUT. codes is borrowed until the next call; NULL (or n_frames 0) ends
+ * the forcing. */
 KZ_API kz_status kz_experimental_session_force_codes(kz_session *session, const int32_t *codes,
                                                      size_t n_frames);
 

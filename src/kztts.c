@@ -527,14 +527,18 @@ kz_status kz_experimental_session_observe(kz_session *s, kz_experimental_observe
     return KZ_OK;
 }
 
-/* Every forced code inside the table it indexes: codebook 0 the talker's vocabulary,
- * the others the code predictor's. */
+/* Every forced code inside the tables it indexes: codebook 0 the talker's vocabulary and
+ * the codec's codebook (a control id such as EOS or pad is no audio), the others the code
+ * predictor's vocabulary. */
 static kz_status check_forced(const kz_model *m, const int32_t *codes, size_t n_frames) {
     const size_t groups = (size_t)m->talker.cfg.num_code_groups;
+    const int32_t n0 = m->talker.cfg.vocab_size < m->codec_cfg.codebook_size
+                           ? m->talker.cfg.vocab_size
+                           : m->codec_cfg.codebook_size;
     for (size_t f = 0; f < n_frames; f++) {
         for (size_t g = 0; g < groups; g++) {
             const int32_t v = codes[f * groups + g];
-            const int32_t n = g == 0 ? m->talker.cfg.vocab_size : m->cp.cfg.vocab_size;
+            const int32_t n = g == 0 ? n0 : m->cp.cfg.vocab_size;
             if (v < 0 || v >= n) {
                 return kz_error_set(KZ_STATUS_BAD_INPUT,
                                     "kz_experimental_session_force_codes: frame %zu, codebook "

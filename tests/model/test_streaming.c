@@ -209,6 +209,11 @@ static void check_forcing(const kz_model *m, const run *ref) {
     bad[3] = -1;
     CHECK(kz_experimental_session_force_codes(s, bad, 1) == KZ_STATUS_BAD_INPUT);
     CHECK_STR_CONTAINS(kz_last_error(), "codebook 3");
+    // Codebook 0 at the codec's codebook size: a talker control id (EOS, pad), no audio.
+    bad[3] = 0;
+    bad[0] = kz_model_codebook_size(m);
+    CHECK(kz_experimental_session_force_codes(s, bad, 1) == KZ_STATUS_BAD_INPUT);
+    CHECK_STR_CONTAINS(kz_last_error(), "codebook 0");
     CHECK(kz_experimental_session_force_codes(s, ref->codes, N_FRAMES) == KZ_OK);
     for (int forced = 1; forced >= 0; forced--) {
         run r = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
