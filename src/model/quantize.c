@@ -604,6 +604,10 @@ static kz_status check_args(const char *src, const char *out_path, const kz_quan
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_quantize: %s path is NULL",
                             src ? "output" : "source");
     }
+    if (!src[0] || !out_path[0]) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_quantize: empty %s path",
+                            src[0] ? "output" : "source");
+    }
     if (ends_with(src, ".gguf")) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "%s: the source must be a checkpoint directory, not a GGUF file", src);
@@ -611,6 +615,10 @@ static kz_status check_args(const char *src, const char *out_path, const kz_quan
     if ((unsigned)p->type > KZ_QUANTIZE_F32) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_quantize: unknown type %d",
                             (int)p->type);
+    }
+    if (p->codec_forms < KZ_PRECISION_DEFAULT || p->codec_forms > KZ_PRECISION_WINOGRAD_BF16) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_quantize: codec_forms %d is not a kz_precision", (int)p->codec_forms);
     }
     if (p->n_threads < 0 || p->n_threads > 256) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,

@@ -11,7 +11,9 @@
  *   - a zero-initialised params struct with a type: that type is written;
  *   - an optional file (generation_config.json) replaced by a FIFO after the load
  *     validated it (at the load's last log message): KZ_STATUS_IO naming the file, no
- *     hang (an alarm ends the test if the open blocks), nothing written.
+ *     hang (an alarm ends the test if the open blocks), nothing written;
+ *   - bad arguments (empty paths, a codec_forms that is no kz_precision) are
+ *     KZ_STATUS_INVALID_ARGUMENT before anything is read or written.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -223,6 +225,22 @@ static void test_fifo_swapped(const char *tiny, const char *dir) {
     rmdir(src);
 }
 
+static void test_bad_args(const char *tiny, const char *dir) {
+    char out[300];
+    snprintf(out, sizeof out, "%s/bad.gguf", dir);
+    CHECK_EQ_INT(kz_quantize(tiny, "", NULL), KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "empty");
+    CHECK_EQ_INT(kz_quantize("", out, NULL), KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "empty");
+    const int forms[] = {-1, KZ_PRECISION_WINOGRAD_BF16 + 1};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        kz_quantize_params p = {.codec_forms = (kz_precision)forms[i]};
+        CHECK_EQ_INT(kz_quantize(tiny, out, &p), KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "codec_forms");
+    }
+    CHECK_EQ_INT(count_entries(dir), 0);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_quantize_api TINY_DIR\n");
@@ -237,6 +255,7 @@ int main(int argc, char **argv) {
     test_cancel(argv[1], dir);
     test_zeroed(argv[1], dir);
     test_fifo_swapped(argv[1], dir);
+    test_bad_args(argv[1], dir);
     CHECK_EQ_INT(count_entries(dir), 0);
     rmdir(dir);
     return test_main_result("test_quantize_api");
