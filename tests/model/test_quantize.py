@@ -6,9 +6,10 @@ same model) and the codec-only GGUF decodes like its directory; a checkpoint dir
 with F16 safetensors speaks like the f16 GGUF; f16, q8_0 and q4_0
 models are deterministic across thread counts and runs; their logits stay within
 a bound of the f32 model (`kztts quality`), f16 closer than q8_0 closer than q4_0; the
-tokenizer and configs come from the file; bad options exit 2; a missing source, a
-GGUF source, an unwritable output, a truncated file, a foreign architecture and a
-missing tensor each give exit 1, one clear line and no crash or partial file;
+tokenizer and configs come from the file; bad options exit 2 (-o - too: no GGUF goes to
+stdout, nor to a file named "-"); a missing source, a GGUF source, an unwritable output,
+a truncated file, a foreign architecture and a missing tensor each give exit 1, one
+clear line and no crash or partial file;
 --codec-forms files map their stored codec forms in that precision and decode the same
 bits as converting at load (test_codec_forms).
 """
@@ -200,6 +201,13 @@ def test_errors(a, models):
     expect_error(a, ["quantize", "-m", a.tiny, "-o", "/proc/kztts/x.gguf"], 1, ["x.gguf"],
                  "unwritable output")
     check(not os.path.exists(os.path.join(a.work, "n.gguf")), "partial output left")
+    # A GGUF is a file to map, not a stream: -o - is refused, never a file named "-".
+    r = run([a.kztts, "quantize", "-m", a.tiny, "-o", "-"], cwd=a.work)
+    err = r.stderr.decode()
+    check(r.returncode == 2 and "stdout" in err and err.count("\n") == 1,
+          f"quantize -o -: exit {r.returncode}, {err!r}")
+    check(not os.path.exists(os.path.join(a.work, "-")) and not r.stdout,
+          "quantize -o - wrote a file named '-' or to stdout")
     data = open(q8, "rb").read()
     trunc = os.path.join(a.work, "truncated.gguf")
     with open(trunc, "wb") as f:

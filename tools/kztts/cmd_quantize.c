@@ -9,6 +9,7 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "args.h"
 #include "cli.h"
@@ -82,6 +83,11 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (!model_path || !out) {
         fprintf(stderr, "kztts quantize: -m DIR and -o OUT.gguf are required\n");
+        return 2;
+    }
+    if (strcmp(out, "-") == 0) {
+        // A GGUF is mapped in place by its readers: a file, not a stream.
+        fprintf(stderr, "kztts quantize: -o -: a GGUF cannot be written to stdout; name a file\n");
         return 2;
     }
     kz_quantize_params params;
