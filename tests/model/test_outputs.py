@@ -5,7 +5,8 @@
   (keeping its permissions; a dangling link's target is created), the link stays a link.
 - A write that fails (/dev/full, stdout on /dev/full, a file size limit standing in for
   a full disk) is one line naming the output and the reason, exit 1, and leaves nothing
-  behind; -o and --dump-codes are committed together or not at all.
+  behind; -o and --dump-codes are committed together or not at all. Text on stdout
+  (tokenize, speakers, info, bench --json, help) that cannot be written fails the same way.
 - --dump-codes naming the file -o writes (also as ./x, through a link, a hard link, or "-"
   twice) exits 2 before any work.
 - A signal removes only the process's own temporary file: two processes writing the
@@ -240,6 +241,25 @@ def failed_writes(e, codes):
     passed(f0, "full device, full stdout, size limit: one line naming the output, nothing left")
 
 
+def text_to_failed_stdout(e):
+    """Commands whose product is text on stdout (ids, lists, reports, JSON, help): a
+    write that fails there is the same one-line failure, never exit 0 with the text lost."""
+    f0 = failures()
+    m = ["-m", e.tiny]
+    commands = (("tokenize", ["tokenize"] + m + ["Hello there."]), ("speakers", ["speakers"] + m),
+                ("info", ["info"] + m), ("synth --help", ["synth", "--help"]),
+                ("bench --json", ["bench"] + m + ["--decoder-only", "--frames", "2", "--repeat",
+                                                  "1", "--peak-gbs", "1", "--peak-gflops", "1",
+                                                  "--json"]))
+    for name, args in commands:
+        with open("/dev/full", "wb") as full:  # a shell's "> /dev/full"
+            r = subprocess.run([e.k] + args, stdout=full, stderr=subprocess.PIPE, timeout=300)
+        one_line_failure(f"{name} > /dev/full", r, "stdout", "No space left on device")
+    r = run([e.k, "tokenize"] + m + ["Hello there."], preexec_fn=lambda: os.close(1))
+    one_line_failure("tokenize with stdout closed", r, "stdout", "Bad file descriptor")
+    passed(f0, "text on a full or closed stdout: one line naming stdout, exit 1")
+
+
 # ---- B3: signals and other processes' files ----------------------------------------------
 
 def wait_for(cond, what):
@@ -424,6 +444,7 @@ def main():
     symlinks_followed(e)
     fifos_written_through(e)
     failed_writes(e, codes)
+    text_to_failed_stdout(e)
     two_writers(e)
     same_file(e)
     progress_lines(e, codes)

@@ -1,6 +1,8 @@
 /*
- * main.c - the kztts command-line tool: dispatches argv[1] to cmd_<name>.
+ * main.c - the kztts command-line tool: dispatches argv[1] to cmd_<name>, then makes
+ * sure what the command printed on stdout reached it.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,15 +26,30 @@ static void usage(FILE *f) {
             kz_version());
 }
 
+/* rc, or 1 after one line when the text printed on stdout could not all be written (a
+ * full disk, a closed stdout): ids, lists and reports are a command's product too. */
+static int stdout_written(const char *cmd, int rc) {
+    int err = fflush(stdout) == 0 ? 0 : errno;
+    if (!err && ferror(stdout)) {
+        err = EIO; // an earlier write failed; its errno is gone
+    }
+    if (!err || rc != 0) {
+        return rc; // a failed command has said why already
+    }
+    fprintf(stderr, "kztts%s%s: stdout: cannot write: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            strerror(err));
+    return 1;
+}
+
 int main(int argc, char **argv) {
     interrupt_init(); // before any thread: an interrupted command leaves no partial output
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return stdout_written(NULL, argc < 2 ? 2 : 0);
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("kztts %s\n", kz_version());
-        return 0;
+        return stdout_written(NULL, 0);
     }
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"synth", cmd_synth}, {"decode", cmd_decode}, {"speakers", cmd_speakers},
@@ -40,7 +57,7 @@ int main(int argc, char **argv) {
         {"quality", cmd_quality}, {"quantize", cmd_quantize}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) == 0) {
-            return cmds[i].fn(argc - 2, argv + 2);
+            return stdout_written(cmds[i].name, cmds[i].fn(argc - 2, argv + 2));
         }
     }
     fprintf(stderr, "kztts: unknown command '%s' (see 'kztts --help')\n", argv[1]);
