@@ -22,6 +22,7 @@
 #include "synth/prefill.h"
 #include "synth/request.h"
 #include "synth/session.h"
+#include "text/tokenizer.h"
 
 int32_t kz_abi_version(void) {
     return KZ_ABI_VERSION;
@@ -336,7 +337,18 @@ void kz_request_default_params(const kz_model *model, kz_request *r) {
     r->language = "auto";
 }
 
-/* The enum and size fields kz_request_resolve does not check. */
+/* Malformed UTF-8 in a request string, named by its byte in that string: checked before
+ * the text is split or wrapped, whose offsets the user never sees. */
+static kz_status check_utf8(const char *s, const char *what) {
+    size_t n = s ? strlen(s) : 0, bad = s ? kz_utf8_invalid_at(s, n) : 0;
+    if (bad < n) {
+        return kz_error_set(KZ_STATUS_BAD_INPUT, "invalid UTF-8 in %s at byte %zu", what, bad);
+    }
+    return KZ_OK;
+}
+
+/* The enum and size fields kz_request_resolve does not check, and the instruction's UTF-8
+ * (the text's: synthesize_to, as kz_session_prepare ignores the text). */
 static kz_status check_request_fields(const kz_request *r, const char *fn) {
     if (r->layout < KZ_LAYOUT_DEFAULT || r->layout > KZ_LAYOUT_STREAMING ||
         (r->split != KZ_TEXT_SPLIT_QWEN2 && r->split != KZ_TEXT_SPLIT_MISTRAL)) {
@@ -347,7 +359,7 @@ static kz_status check_request_fields(const kz_request *r, const char *fn) {
                             "%s: max_utterance_bytes %d must be -1 (never split), 0 (default) "
                             "or positive", fn, (int)r->max_utterance_bytes);
     }
-    return KZ_OK;
+    return check_utf8(r->instruct, "the instruction");
 }
 
 kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
@@ -383,6 +395,7 @@ kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
 static kz_status synthesize_to(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
                                void *audio_user) {
     kz_status st = check_request_fields(r, "kz_synthesize");
+    st = st ? st : check_utf8(r->text, "the text");
     if (st != KZ_OK) {
         return st;
     }

@@ -41,6 +41,11 @@ static kz_status commit(kz_text_feed *f) {
     size_t n = f->n_bytes;
     size_t drop_tail = 0;
     if (f->done) {
+        size_t bad = kz_utf8_invalid_at(user_text, n);
+        if (bad < n) { // named in the user's text, not in its wrapping
+            return kz_error_set(KZ_STATUS_BAD_INPUT,
+                                "invalid UTF-8 in the streamed text at byte %zu", bad);
+        }
         memcpy(user_text + n, ROLE_SUFFIX, sizeof ROLE_SUFFIX);
         n += sizeof ROLE_SUFFIX - 1;
         drop_tail = 5;

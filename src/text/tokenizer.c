@@ -320,9 +320,8 @@ const char *kz_tokenizer_token(const kz_tokenizer *t, int32_t id, size_t *n_byte
 
 /* ---- encoding ----------------------------------------------------------- */
 
-/* Offset of the first byte of the first ill-formed sequence, or n_bytes.
- * Well-formed means RFC 3629: shortest form, no surrogates, <= U+10FFFF. */
-static size_t utf8_invalid_at(const uint8_t *s, size_t n_bytes) {
+size_t kz_utf8_invalid_at(const char *text, size_t n_bytes) {
+    const uint8_t *s = (const uint8_t *)text;
     size_t i = 0;
     while (i < n_bytes) {
         uint8_t c = s[i];
@@ -475,7 +474,7 @@ kz_status kz_tokenizer_encode(const kz_tokenizer *t, const char *text, size_t n_
                             "kz_tokenizer_encode: unknown split mode %d", (int)mode);
     }
     const uint8_t *bytes = (const uint8_t *)text;
-    size_t bad = utf8_invalid_at(bytes, n_bytes);
+    size_t bad = kz_utf8_invalid_at(text, n_bytes);
     if (bad < n_bytes) {
         return kz_error_set(KZ_STATUS_BAD_INPUT, "invalid UTF-8 at byte %zu", bad);
     }
@@ -533,7 +532,7 @@ size_t kz_tokenizer_stable_prefix(const kz_tokenizer *t, const char *text, size_
                                   kz_split_mode mode) {
     const uint8_t *s = (const uint8_t *)text;
     size_t n = complete_utf8(s, n_bytes);
-    if (utf8_invalid_at(s, n) != n) {
+    if (kz_utf8_invalid_at(text, n) != n) {
         return 0;
     }
     size_t span = 0;

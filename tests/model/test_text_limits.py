@@ -10,7 +10,9 @@ tokenizer files.
   - text of only Unicode White_Space (NBSP, U+3000, em space, ...) is refused like empty text,
     also streamed (--stream-text) in pieces;
   - an utterance stops at its runaway guard, 50 + 8 frames per text token, however its
-    text arrives, also under a larger --max-frames (which caps the request's total).
+    text arrives, also under a larger --max-frames (which caps the request's total);
+  - malformed UTF-8 (text, stdin, streamed text, instruction) names the byte of the user's
+    text, not of the chat wrapping around it.
 A copy of the checkpoint whose generation_config.json allows 2 frames per utterance makes
 every utterance's length known (the random weights rarely end speech on their own).
 """
@@ -29,9 +31,11 @@ SENTENCES = "One two three. Four five six. Seven eight nine. Ten eleven twelve."
 
 
 def synth(k, model, text, extra, stdin=None):
-    """Runs synth to stdout as f32; returns (exit status, samples, stderr)."""
+    """Runs synth to stdout as f32 (text None: "-", False: no text argument); returns (exit
+    status, samples, stderr)."""
     args = [k, "synth", "-m", model, "-s", "ryan", "--seed", "3", "-o", "-", "--format", "f32"]
-    r = subprocess.run(args + extra + ([text] if text is not None else ["-"]), input=stdin,
+    text = [] if text is False else [text] if text is not None else ["-"]
+    r = subprocess.run(args + extra + text, input=stdin,
                        capture_output=True, timeout=300)
     n = len(r.stdout) // 4
     return r.returncode, struct.unpack(f"<{n}f", r.stdout[:4 * n]), r.stderr.decode().strip()
@@ -184,6 +188,24 @@ def blank_text(k, model):
     print("ok   blank text")
 
 
+def invalid_utf8(k, model):
+    """Malformed UTF-8 is refused naming the byte of the user's text (not of the engine's
+    chat wrapping around it), also after long text is split and in streamed text."""
+    cases = [
+        ("argument", b"abc\xff", [], None, "the text at byte 3"),
+        ("stdin", None, [], b"Hello \xe4\xbd", "the text at byte 6"),
+        ("second utterance", b"One two three. Four five \xc0 six.", ["--max-utterance", "16"],
+         None, "the text at byte 25"),
+        ("streamed", False, ["--stream-text"], b"\xffHello there.", "the streamed text at byte 0"),
+        ("instruction", b"Hello.", ["-i", b"ab\xed\xa0\x80"], None, "the instruction at byte 2"),
+    ]
+    for name, text, extra, stdin, want in cases:
+        rc, pcm, err = synth(k, model, text, ["--frames", "2"] + extra, stdin=stdin)
+        check(rc == 1 and "invalid UTF-8 in " + want in err and len(err.splitlines()) == 1
+              and not pcm, f"invalid UTF-8, {name}: {rc} {err!r}")
+    print("ok   invalid UTF-8 named at the user's byte")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("kztts", "tiny", "tokenizer", "work"):
@@ -198,6 +220,7 @@ def main():
     runaway_guard(a.kztts, model)
     prompt_cap(a.kztts, model, a.work)
     blank_text(a.kztts, model)
+    invalid_utf8(a.kztts, model)
     finish("test_text_limits")
 
 
