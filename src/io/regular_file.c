@@ -59,3 +59,8 @@ kz_status kz_regular_file_open(const char *path, int *fd, uint64_t *n_bytes) {
     *n_bytes = (uint64_t)st.st_size;
     return KZ_OK;
 }
+
+bool kz_file_absent(const char *path) {
+    struct stat st;
+    return lstat(path, &st) != 0 && errno == ENOENT;
+}

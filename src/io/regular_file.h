@@ -13,6 +13,7 @@
 #ifndef KZ_REGULAR_FILE_H
 #define KZ_REGULAR_FILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kztts.h"
@@ -22,5 +23,10 @@
  * message names path: KZ_STATUS_IO for a missing or unreadable path and for anything
  * that is not a regular file ("PATH: not a regular file (a FIFO)"). */
 kz_status kz_regular_file_open(const char *path, int *fd, uint64_t *n_bytes);
+
+/* True when nothing at all is at path: an optional model file that is not there. A
+ * broken or looping symlink is something (a cache missing its blob), which
+ * kz_regular_file_open then refuses by name instead of it passing for absent. */
+bool kz_file_absent(const char *path);
 
 #endif

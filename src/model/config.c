@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "io/json.h"
+#include "io/regular_file.h"
 #include "io/text_file.h"
 #include "runtime/error.h"
 
@@ -356,7 +356,7 @@ kz_status kz_generation_config_parse(const char *label, const char *text, size_t
 
 kz_status kz_generation_config_load(const char *path, kz_generation_config *out) {
     generation_fallbacks(out);
-    if (access(path, F_OK) != 0) {
+    if (kz_file_absent(path)) {
         return KZ_OK;
     }
     char *text;

@@ -30,6 +30,7 @@
 
 #include "io/json.h"
 #include "io/mapped_file.h"
+#include "io/regular_file.h"
 #include "model/gguf_layout.h"
 #include "runtime/error.h"
 #include "text/tokenizer_job.h"
@@ -97,7 +98,7 @@ static kz_status load_tts(kz_model *m, const char *dir, const kz_load_opts *o) {
     // The tokenizer builds on a thread of its own while the weights are bound; an
     // error of the weights is reported first (text/tokenizer_job.h).
     kz_tokenizer_job job = {0};
-    if (st == KZ_OK && access(vocab_path, F_OK) == 0) {
+    if (st == KZ_OK && !kz_file_absent(vocab_path)) {
         st = kz_tokenizer_job_start_dir(&job, dir);
     }
     st = st == KZ_OK ? kz_tts_config_load(cfg_path, &m->cfg) : st;

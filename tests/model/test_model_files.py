@@ -2,8 +2,10 @@
 reads (config.json, generation_config.json, model.safetensors, the tokenizer's vocab.json,
 merges.txt and tokenizer_config.json, speech_tokenizer/config.json and
 speech_tokenizer/model.safetensors) is a FIFO nobody writes to, a directory or a symlink to
-/dev/zero; `-m` naming a FIFO x.gguf, /dev/zero or a FIFO. Each must fail at once (exit 1)
-with one line naming the file and what it is, never wait on the FIFO. A run that hangs is
+/dev/zero, or a dangling or looping symlink (the optional generation_config.json and
+tokenizer files too: not taken as absent); `-m` naming a FIFO x.gguf, /dev/zero or a FIFO.
+Each must fail at once (exit 1) with one line naming the file and what it is, never wait on
+the FIFO. A run that hangs is
 killed after a timeout and counts as a failure.
 
 Then the one input that may be a pipe: `kztts decode --codes` reading from a FIFO that a
@@ -91,6 +93,14 @@ def model_files(a):
             path = replace(model, rel, kind)
             expect_refused(f"{rel} is {kind}", run(a, ["info", "-m", model]), path,
                            f"not a regular file ({kind})")
+        # A broken link (a cache missing its blob) is no absent file, optional ones included.
+        for kind, target in (("dangling", "missing.blob"), ("looping", os.path.basename(rel))):
+            model = model_copy(a, "special")
+            path = os.path.join(model, rel)
+            os.unlink(path)
+            os.symlink(target, path)
+            expect_refused(f"{rel} is a {kind} symlink", run(a, ["info", "-m", model]), path,
+                           "cannot open")
 
 
 def model_argument(a):
