@@ -361,7 +361,7 @@ typedef struct kz_request {
     float repetition_penalty;  /* talker, (0, 100], 1 = off, applies in greedy too;
                                   0 = model (1.05) */
     float cp_temperature;      /* code predictor, as temperature; 0 = model (0.9) */
-    int32_t cp_top_k;          /* code predictor, as top_k; 0 = model (50) */
+    int32_t cp_top_k;          /* code predictor, 1..its vocab, or -1 = off; 0 = model (50) */
     float cp_top_p;            /* code predictor, as top_p; 0 = model (1.0) */
     uint64_t seed;             /* RNG seed; default 0 (0 is a seed like any other) */
     /* Length. */

@@ -98,6 +98,10 @@ static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p
         p->text_user = r->user;
         return KZ_OK;
     }
+    if (r->text && r->token_ids) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "give text or token_ids, not both (text and token_ids are set)");
+    }
     if (!r->text) {
         if (!r->token_ids || r->n_token_ids == 0) {
             return kz_error_set(KZ_STATUS_BAD_INPUT, "no text and no token ids to speak");
@@ -237,9 +241,14 @@ void kz_request_fill_defaults(const kz_model *m, const kz_request *r, kz_request
     } else {
         kz_generation_config_parse("", NULL, 0, &g); // the official wrapper's fallbacks
     }
-    // generation_config.json's top_k 0 is "off", which the request spells -1.
-    const int32_t top_k = g.top_k > 0 ? g.top_k : -1;
-    const int32_t cp_top_k = g.subtalker_top_k > 0 ? g.subtalker_top_k : -1;
+    // generation_config.json's top_k 0 is "off", which the request spells -1; one beyond
+    // the vocabulary keeps all of it, as the official sampler's min(top_k, vocabulary).
+    int32_t top_k = g.top_k > 0 ? g.top_k : -1;
+    int32_t cp_top_k = g.subtalker_top_k > 0 ? g.subtalker_top_k : -1;
+    if (m && m->has_tts) {
+        top_k = top_k > m->cfg.talker.vocab_size ? -1 : top_k;
+        cp_top_k = cp_top_k > m->cfg.talker.code_predictor.vocab_size ? -1 : cp_top_k;
+    }
     kz_request q = *r;
     q.greedy = r->greedy || !g.do_sample;
     q.temperature = or_f(r->temperature, g.temperature);
@@ -254,7 +263,7 @@ void kz_request_fill_defaults(const kz_model *m, const kz_request *r, kz_request
     *out = q;
 }
 
-static kz_status check_sampling(const kz_request *r, int32_t vocab) {
+static kz_status check_sampling(const kz_request *r, int32_t vocab, int32_t cp_vocab) {
     struct { const char *name; double v, lo, hi; } reals[] = {
         {"temperature", r->temperature, 0, 100},
         {"top_p", r->top_p, 0, 1},
@@ -268,12 +277,12 @@ static kz_status check_sampling(const kz_request *r, int32_t vocab) {
                                 reals[i].name, v, reals[i].lo, reals[i].hi);
         }
     }
-    struct { const char *name; int32_t v; } ints[] = {{"top_k", r->top_k},
-                                                      {"cp_top_k", r->cp_top_k}};
+    struct { const char *name; int32_t v, hi; } ints[] = {{"top_k", r->top_k, vocab},
+                                                          {"cp_top_k", r->cp_top_k, cp_vocab}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (ints[i].v < -1 || ints[i].v > vocab) {
+        if (ints[i].v < -1 || ints[i].v > ints[i].hi) {
             return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s %d out of range [-1, %d]",
-                                ints[i].name, ints[i].v, vocab);
+                                ints[i].name, ints[i].v, ints[i].hi);
         }
     }
     if (r->frames < 0 || r->max_frames < 0 || r->chunk_frames < 0 || r->chunk_frames > 1024 ||
@@ -346,7 +355,8 @@ kz_status kz_request_resolve(const kz_model *m, const kz_request *request, kz_pl
     kz_request filled;
     kz_request_fill_defaults(m, request, &filled);
     const kz_request *r = &filled;
-    kz_status st = check_sampling(r, m->cfg.talker.vocab_size);
+    kz_status st = check_sampling(r, m->cfg.talker.vocab_size,
+                                  m->cfg.talker.code_predictor.vocab_size);
     st = st ? st : resolve_voice(m, r, plan);
     st = st ? st : resolve_text(m, r, plan, ids);
     st = st ? st : resolve_instruct(m, r, plan, ids);

@@ -12,7 +12,8 @@ named option with an unknown name; each string option empty; each option without
 its value. All exit 2 with one line naming the option, before any work. Then the
 values only the model can judge (exit 2 too), the output format from --format and
 the extension of -o, a NUL byte in text on stdin (exit 1), and --temperature 0 as
---greedy.
+--greedy. generation_config.json's top_k beyond the vocabularies is top-k off, not a bad
+command line.
 """
 import argparse
 import json
@@ -318,6 +319,26 @@ def model_judged(a):
     print("ok   values the model refuses exit 2")
 
 
+def generation_top_k(a):
+    """generation_config.json's top_k / subtalker_top_k beyond the vocabularies (the official
+    sampler takes min(top_k, vocabulary)) speak as top-k off, not as a bad command line."""
+    codes = {}
+    for name, top_k, cp_top_k in (("beyond", 5000, 2500), ("off", 0, 0)):
+        model = copy_model(a.tiny, os.path.join(a.work, "gen_top_k_" + name))
+        edit_json(os.path.join(model, "generation_config.json"),
+                  lambda g: g.update(top_k=top_k, subtalker_top_k=cp_top_k, do_sample=True))
+        line = base_command("synth", a, a.work)
+        line[line.index("-m") + 1] = model
+        line[line.index("--frames") + 1] = "6"
+        path = os.path.join(a.work, f"gen_top_k_{name}.codes")
+        r = subprocess.run([a.kztts] + line + ["--seed", "5", "--dump-codes", path],
+                           capture_output=True, timeout=120)
+        check(r.returncode == 0, f"generation_config top_k {top_k}: {r.stderr.decode()}")
+        codes[name] = open(path).read() if r.returncode == 0 else name
+    check(codes["beyond"] == codes["off"], "top_k beyond the vocabulary is not top-k off")
+    print("ok   generation_config.json's top_k beyond the vocabulary is top-k off")
+
+
 def output_formats(a):
     """--format names are case-insensitive; without it the extension of -o decides (any case,
     wav when there is none); an unknown extension without --format, an extension naming
@@ -416,6 +437,7 @@ def main():
         run_case(a.kztts, name, a.tiny, codes, extra, expect, a.work)
     option_values(a)
     model_judged(a)
+    generation_top_k(a)
     output_formats(a)
     text_with_nul(a)
     temperature_zero(a)

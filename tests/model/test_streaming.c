@@ -238,9 +238,21 @@ static void check_forcing(const kz_model *m, const run *ref) {
     kz_session_free(s);
 }
 
+/* A request refused before any audio: INVALID_ARGUMENT naming `field`. */
+static void expect_refused(kz_session *s, kz_request q, const char *field) {
+    run got = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
+    q.on_audio = on_audio;
+    q.user = &got;
+    CHECK_MSG(kz_synthesize(s, &q) == KZ_STATUS_INVALID_ARGUMENT && got.n_samples == 0,
+              "%s: %s", field, kz_last_error());
+    CHECK_STR_CONTAINS(kz_last_error(), field);
+    free(got.pcm);
+}
+
 /* A request's numbers: 0 is the model's default, -1 turns top-k off or never splits the
- * text, anything else out of range is refused with the field's name; no audio comes. */
-static void check_request_values(kz_session *s) {
+ * text, anything else out of range is refused with the field's name (cp_top_k against the
+ * code predictor's vocabulary); text and token ids together are refused; no audio comes. */
+static void check_request_values(const kz_model *m, kz_session *s) {
     static const struct { const char *field; float temperature, top_p, penalty;
                           int32_t top_k, cp_top_k, max_utterance_bytes; bool ok; } cases[] = {
         {"top_k", 0, 0, 0, -1, -1, -1, true}, // off, off, never split
@@ -277,6 +289,18 @@ static void check_request_values(kz_session *s) {
         }
         free(got.pcm);
     }
+    kz_experimental_model_info info;
+    CHECK(kz_experimental_model_get_info(m, &info) == KZ_OK);
+    kz_request q = {0};
+    q.token_ids = TEXT;
+    q.n_token_ids = n_text;
+    q.speaker = "ryan";
+    q.frames = 2;
+    q.cp_top_k = info.cp_vocab_size + 1;
+    expect_refused(s, q, "cp_top_k");
+    q.cp_top_k = 0;
+    q.text = "Hello.";
+    expect_refused(s, q, "text and token_ids");
 }
 
 /* Comma-separated ids from the file at path into TEXT. */
@@ -419,7 +443,7 @@ int main(int argc, char **argv) {
         CHECK(none.n_samples == 0);
         free(none.pcm);
     }
-    check_request_values(s);
+    check_request_values(m, s);
     kz_session_free(s);
     check_decode_limits(m);
     kz_session_clear_prompt_cache(NULL); // allowed, does nothing
