@@ -462,8 +462,9 @@ typedef enum kz_quantize_type {
 } kz_quantize_type;
 
 /* Progress of kz_quantize: n_done of n_total tensors written. Called on the calling thread
- * before the first tensor (n_done 0) and after each. Return false to cancel: kz_quantize
- * then removes its temporary file and returns KZ_STATUS_CANCELLED. */
+ * before the first tensor (n_done 0) and after each, the last time (n_total) once the file
+ * is complete on disk and only its rename into place is left. Return false to cancel:
+ * kz_quantize then removes its temporary file and returns KZ_STATUS_CANCELLED. */
 typedef bool (*kz_quantize_progress_fn)(size_t n_done, size_t n_total, void *user);
 
 /* Tensors written in one stored type. */

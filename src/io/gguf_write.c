@@ -17,10 +17,13 @@
  *           (offsets packed in order, each rounded up to the alignment, as ggml writes them)
  *        -> zero padding to the alignment, then each tensor's bytes and zero padding
  *           (callback tensors are produced into one reused buffer of the largest size),
- *           the progress callback before the first tensor and after each (false cancels)
- *        -> fflush, fsync, fchmod (the replaced file's mode, else 0644), close, rename over
- *           the target; on any error or cancel unlink the temporary file, so the target is
- *           either the old file or the complete new one.
+ *           the progress callback before the first tensor and after each but the last
+ *           (false cancels)
+ *        -> fflush, fsync, fchmod (the replaced file's mode, else 0644), close, the
+ *           progress callback for the last tensor (so a cancel, e.g. a signal, is honoured
+ *           until only the rename is left), rename over the target; on any error or cancel
+ *           unlink the temporary file, so the target is either the old file or the
+ *           complete new one.
  *   The stream's buffer is WRITE_CHUNK bytes, so the file is written in whole 4 MB pieces at
  *   4 MB offsets (glibc writes large requests in multiples of the buffer size once it is
  *   full): Linux then caches the new file in 2 MB folios, which the loader maps 2 MB at a
@@ -567,7 +570,9 @@ static void write_data(sink *s, const kz_gguf_writer *w) {
         }
         sink_write(s, bytes, r->n_bytes);
         sink_pad(s, r->n_bytes, w->alignment);
-        report_progress(s, w, i + 1);
+        if (i + 1 < w->n_tensors) { // the last one's once the file is on disk
+            report_progress(s, w, i + 1);
+        }
     }
     free(buffer);
 }
@@ -710,6 +715,9 @@ kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
     }
     if (s.file) {
         sink_close(&s);
+    }
+    if (w->n_tensors > 0) {
+        report_progress(&s, w, w->n_tensors);
     }
     if (s.status == KZ_OK && s.temp && rename(s.temp, s.target) != 0) {
         s.status = kz_error_set(KZ_STATUS_IO, "%s: cannot rename %s into place: %s", path, s.temp,

@@ -4,7 +4,9 @@
  *
  *   - defaults (and params NULL): a q8_0 GGUF that loads; the progress callback runs on
  *     the caller's thread from (0, n) to (n, n) one tensor at a time, n = the report's
- *     tensor count; the report names its types and counts the packed codec weights;
+ *     tensor count, the (n, n) call once the file is complete on disk (a cancel there
+ *     still keeps the old file); the report names its types and counts the packed codec
+ *     weights;
  *   - cancelled from the progress callback after 3 tensors: KZ_STATUS_CANCELLED with a
  *     message, the old output file untouched, the library's temporary file gone, another
  *     writer's "<out>.partial-*" file of the same name kept, the report not filled;
@@ -32,10 +34,33 @@ typedef struct progress_log {
     bool in_order;  /* each call's n_done is the one after the last, n_total fixed */
     bool on_caller; /* every call on the thread that called kz_quantize */
     pthread_t caller;
+    const char *dir;      /* the output's folder, or NULL */
+    long long final_size; /* bytes of the temporary file at the (n, n) call, or -1 */
 } progress_log;
+
+/* Size of the one "*.partial-*" file in dir, or -1. */
+static long long partial_size(const char *dir) {
+    long long size = -1;
+    DIR *d = opendir(dir);
+    for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d)) {
+        char path[600];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (strstr(e->d_name, ".partial-") && stat(path, &st) == 0) {
+            size = (long long)st.st_size;
+        }
+    }
+    if (d) {
+        closedir(d);
+    }
+    return size;
+}
 
 static bool on_progress(size_t n_done, size_t n_total, void *user) {
     progress_log *l = user;
+    if (l->dir && n_done == n_total) {
+        l->final_size = partial_size(l->dir);
+    }
     l->in_order = l->in_order && n_done == l->n_calls && (!l->n_calls || n_total == l->total);
     l->on_caller = l->on_caller && pthread_equal(pthread_self(), l->caller);
     l->n_calls++;
@@ -91,7 +116,7 @@ static void test_defaults(const char *tiny, const char *dir) {
     snprintf(out, sizeof out, "%s/default.gguf", dir);
     kz_quantize_report report;
     progress_log l = {.in_order = true, .on_caller = true, .cancel_at = SIZE_MAX,
-                      .caller = pthread_self()};
+                      .caller = pthread_self(), .dir = dir, .final_size = -1};
     kz_quantize_params p;
     kz_quantize_default_params(&p);
     p.progress = on_progress;
@@ -103,6 +128,12 @@ static void test_defaults(const char *tiny, const char *dir) {
         n_tensors += report.types[i].n_tensors;
     }
     CHECK(l.in_order && l.on_caller && l.n_calls == l.total + 1 && l.last_done == l.total);
+    // The last call comes with the file complete on disk, only the rename left: a cancel
+    // (a signal) up to then keeps the old file, and none comes after the work is done.
+    struct stat st;
+    CHECK(stat(out, &st) == 0);
+    CHECK_MSG(l.final_size == (long long)st.st_size, "at (n, n) the file had %lld of %lld bytes",
+              l.final_size, (long long)st.st_size);
     CHECK(l.total > 0 && l.total == n_tensors);
     CHECK(strcmp(report.types[0].type, "F32") == 0 && strcmp(report.types[3].type, "Q8_0") == 0);
     CHECK(report.types[3].n_tensors > 0 && report.types[3].n_bytes > 0);
