@@ -22,7 +22,8 @@
  * Objects: a kz_model (mapped weights, configs, tokenizer, kernel table) is immutable
  * after load and may be shared by any number of threads and sessions; a kz_session holds
  * everything that changes during synthesis (caches, codec state, thread pools) and is
- * used by one thread at a time.
+ * used by one thread at a time: a call on a session while another runs on it (from its
+ * callback or another thread) returns KZ_STATUS_INVALID_ARGUMENT ("in use").
  *
  * Parameters: every params and request struct is valid zero-initialised; a field's 0
  * means "the default" (the model's, where the model files state one), and the
@@ -246,10 +247,11 @@ KZ_API void kz_session_clear_prompt_cache(kz_session *session);
  * during the call (copy what you keep). `pos_frame` is the index of the first codec
  * frame (80 ms in the released models) the buffer belongs to; `is_last` marks the final
  * buffer of the request (exactly once; in kz_synthesize it may be empty, n_samples 0,
- * since the end of speech is known only after the last frame). Called on the thread that called
- * kz_decode or kz_synthesize, in order; it must not re-enter the session. Return true to
- * continue, false to cancel (the call then returns KZ_STATUS_CANCELLED and the
- * synthesis thread stops within one frame). `user` is the struct's user pointer. */
+ * since the end of speech is known only after the last frame). Called on the thread that
+ * called kz_decode or kz_synthesize, in order; it must not re-enter the session (such a
+ * call returns KZ_STATUS_INVALID_ARGUMENT). Return true to continue, false to cancel (the
+ * call then returns KZ_STATUS_CANCELLED and the synthesis thread stops within one frame).
+ * `user` is the struct's user pointer. */
 typedef bool (*kz_audio_fn)(const float *pcm, size_t n_samples, int64_t pos_frame, bool is_last,
                             void *user);
 

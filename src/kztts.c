@@ -143,13 +143,30 @@ kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
     return kz_session_create(model, params, out);
 }
 
+/* Marks the session busy for one public call, or refuses the call: a second one, from
+ * one of the running call's callbacks or from another thread, would deadlock on the
+ * frame queue or corrupt the caches and codec state the running call uses. */
+static kz_status session_enter(kz_session *s, const char *fn) {
+    if (atomic_exchange(&s->busy, true)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: the session is in use (called from one of its callbacks, or "
+                            "from another thread while a call runs): one call at a time", fn);
+    }
+    return KZ_OK;
+}
+
+static void session_leave(kz_session *s) {
+    atomic_store(&s->busy, false);
+}
+
 void kz_session_free(kz_session *session) {
     kz_session_destroy(session);
 }
 
 void kz_session_clear_prompt_cache(kz_session *session) {
-    if (session) {
+    if (session && session_enter(session, "kz_session_clear_prompt_cache") == KZ_OK) {
         kz_prompt_cache_clear(&session->prompt_cache);
+        session_leave(session);
     }
 }
 
@@ -204,7 +221,13 @@ static kz_status decode_to(kz_session *session, const int32_t *codes, size_t n_f
                             "kz_decode: chunk_frames %d out of range [1, 1024] (0: 4)",
                             (int)p.chunk_frames);
     }
-    return kz_session_decode(session, codes, n_frames, &p, on_audio, user);
+    st = session_enter(session, "kz_decode");
+    if (st != KZ_OK) {
+        return st;
+    }
+    st = kz_session_decode(session, codes, n_frames, &p, on_audio, user);
+    session_leave(session);
+    return st;
 }
 
 kz_status kz_decode(kz_session *session, const int32_t *codes, size_t n_frames,
@@ -384,21 +407,21 @@ kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
     q.on_frame = NULL;
     kz_plan plan;
     kz_plan_ids ids;
-    st = kz_request_resolve(session->model, &q, &plan, &ids);
-    st = st == KZ_OK ? kz_prefill_prepare(session, &plan.prompt) : st;
-    kz_plan_ids_free(&ids);
-    return st;
-}
-
-/* kz_synthesize of r (defaults filled) with the audio going to on_audio(audio_user);
- * r's other callbacks get r->user. */
-static kz_status synthesize_to(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
-                               void *audio_user) {
-    kz_status st = check_request_fields(r, "kz_synthesize");
-    st = st ? st : check_utf8(r->text, "the text");
+    st = session_enter(session, "kz_session_prepare");
     if (st != KZ_OK) {
         return st;
     }
+    st = kz_request_resolve(session->model, &q, &plan, &ids);
+    st = st == KZ_OK ? kz_prefill_prepare(session, &plan.prompt) : st;
+    kz_plan_ids_free(&ids);
+    session_leave(session);
+    return st;
+}
+
+/* synthesize_to on the entered session. */
+static kz_status synthesize_in(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
+                               void *audio_user) {
+    kz_status st;
     const kz_codec_config *c = &session->model->codec_cfg;
     double frame_ms =
         c->output_sample_rate > 0 ? 1e3 * c->decode_upsample_rate / c->output_sample_rate : 80.0;
@@ -414,6 +437,21 @@ static kz_status synthesize_to(kz_session *session, const kz_request *r, kz_audi
     }
     st = kz_synth_run(session, &plan, on_audio, audio_user);
     kz_plan_ids_free(&ids);
+    return st;
+}
+
+/* kz_synthesize of r (defaults filled) with the audio going to on_audio(audio_user);
+ * r's other callbacks get r->user. */
+static kz_status synthesize_to(kz_session *session, const kz_request *r, kz_audio_fn on_audio,
+                               void *audio_user) {
+    kz_status st = check_request_fields(r, "kz_synthesize");
+    st = st ? st : check_utf8(r->text, "the text");
+    st = st ? st : session_enter(session, "kz_synthesize");
+    if (st != KZ_OK) {
+        return st;
+    }
+    st = synthesize_in(session, r, on_audio, audio_user);
+    session_leave(session);
     return st;
 }
 
@@ -535,9 +573,13 @@ kz_status kz_experimental_session_observe(kz_session *s, kz_experimental_observe
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "kz_experimental_session_observe: session is NULL");
     }
-    s->observe = fn;
-    s->observe_user = fn ? user : NULL;
-    return KZ_OK;
+    kz_status st = session_enter(s, "kz_experimental_session_observe");
+    if (st == KZ_OK) {
+        s->observe = fn;
+        s->observe_user = fn ? user : NULL;
+        session_leave(s);
+    }
+    return st;
 }
 
 /* Every forced code inside the tables it indexes: codebook 0 the talker's vocabulary and
@@ -562,13 +604,8 @@ static kz_status check_forced(const kz_model *m, const int32_t *codes, size_t n_
     return KZ_OK;
 }
 
-kz_status kz_experimental_session_force_codes(kz_session *s, const int32_t *codes,
-                                              size_t n_frames) {
-    kz_error_clear();
-    if (!s) {
-        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                            "kz_experimental_session_force_codes: session is NULL");
-    }
+/* kz_experimental_session_force_codes on the entered session. */
+static kz_status force_codes(kz_session *s, const int32_t *codes, size_t n_frames) {
     s->forced_codes = NULL;
     s->n_forced = 0;
     if (!codes || n_frames == 0) {
@@ -587,5 +624,21 @@ kz_status kz_experimental_session_force_codes(kz_session *s, const int32_t *code
         s->forced_codes = codes;
         s->n_forced = (int64_t)n_frames;
     }
+    return st;
+}
+
+kz_status kz_experimental_session_force_codes(kz_session *s, const int32_t *codes,
+                                              size_t n_frames) {
+    kz_error_clear();
+    if (!s) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_experimental_session_force_codes: session is NULL");
+    }
+    kz_status st = session_enter(s, "kz_experimental_session_force_codes");
+    if (st != KZ_OK) {
+        return st;
+    }
+    st = force_codes(s, codes, n_frames);
+    session_leave(s);
     return st;
 }

@@ -8,6 +8,8 @@
 #ifndef KZ_SESSION_H
 #define KZ_SESSION_H
 
+#include <stdatomic.h>
+
 #include "kztts.h"
 #include "layers/conv.h"
 #include "model/code_predictor.h"
@@ -31,6 +33,7 @@ typedef struct kz_lm_stats {
 
 struct kz_session {
     const kz_model *model;
+    atomic_bool busy;              /* a public call runs on it (kztts.c session_enter) */
     kz_pool *pool;                 /* all threads: kz_decode */
     kz_pool *lm_pool;              /* synthesis: talker + code predictor stage */
     kz_pool *codec_pool;           /* synthesis: codec stage (calling thread) */

@@ -25,8 +25,12 @@
  *     callbacks' positions run on without a gap or overlap across the joins, counted
  *     in the model's samples per frame.
  *   - kz_decode / kz_decode_all refuse a frame count whose codes or audio cannot exist
- *     (no code read, no callback), and kz_session_timings accepts a NULL output.
+ *     (no code read, no callback), and kz_session_timings accepts a NULL output;
+ *   - a session serves one call at a time: a call on it from its own callback, or from a
+ *     second thread while a call runs, is INVALID_ARGUMENT ("in use"), never a deadlock
+ *     or a corrupted synthesis; the running call then finishes with the same audio.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -303,6 +307,88 @@ static void check_request_values(const kz_model *m, kz_session *s) {
     expect_refused(s, q, "text and token_ids");
 }
 
+/* A second call on a busy session: from the audio callback (mode 0: kz_synthesize, 1:
+ * kz_decode, 2: kz_session_prepare, 3: teacher forcing) or from another thread while the
+ * callback waits (mode 4). */
+typedef struct busy_probe {
+    kz_session *s;
+    int mode;
+    kz_status got;
+    char message[256];
+    run audio;
+} busy_probe;
+
+static bool quiet_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    (void)pcm, (void)n, (void)pos, (void)last, (void)user;
+    return true;
+}
+
+static kz_status second_call(busy_probe *b) {
+    kz_request q = {0};
+    q.token_ids = TEXT;
+    q.n_token_ids = n_text;
+    q.speaker = "ryan";
+    q.frames = 2;
+    q.on_audio = quiet_audio;
+    int32_t codes[MAX_GROUPS] = {0};
+    kz_decode_params dp = {.on_audio = quiet_audio};
+    switch (b->mode) {
+    case 1: return kz_decode(b->s, codes, 1, &dp);
+    case 2: return kz_session_prepare(b->s, &q);
+    case 3: return kz_experimental_session_force_codes(b->s, codes, 1);
+    default: return kz_synthesize(b->s, &q);
+    }
+}
+
+static void *second_thread(void *arg) {
+    busy_probe *b = arg;
+    b->got = second_call(b);
+    snprintf(b->message, sizeof b->message, "%s", kz_last_error());
+    return NULL;
+}
+
+static bool probing_audio(const float *pcm, size_t n, int64_t pos, bool last, void *user) {
+    busy_probe *b = user;
+    if (pos == 0 && b->got == KZ_OK) {
+        b->got = KZ_STATUS_INTERNAL; // until the probe says otherwise: once only
+        if (b->mode == 4) {
+            pthread_t t;
+            CHECK(pthread_create(&t, NULL, second_thread, b) == 0);
+            pthread_join(t, NULL);
+        } else {
+            second_thread(b);
+        }
+    }
+    return on_audio(pcm, n, pos, last, &b->audio);
+}
+
+static void check_busy(const kz_model *m, const run *ref) {
+    kz_session *s;
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    for (int mode = 0; mode <= 4; mode++) {
+        busy_probe b = {.s = s, .mode = mode,
+                        .audio = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1}};
+        kz_request q = {0};
+        q.token_ids = TEXT;
+        q.n_token_ids = n_text;
+        q.speaker = "ryan";
+        q.frames = N_FRAMES;
+        q.seed = 5; // ref's
+        q.first_chunk_frames = 1;
+        q.on_audio = probing_audio;
+        q.user = &b;
+        CHECK_MSG(kz_synthesize(s, &q) == KZ_OK, "mode %d: %s", mode, kz_last_error());
+        CHECK_MSG(b.got == KZ_STATUS_INVALID_ARGUMENT, "mode %d: second call gave %d", mode,
+                  (int)b.got);
+        CHECK_STR_CONTAINS(b.message, "in use");
+        CHECK_MSG(b.audio.n_samples == ref->n_samples &&
+                      memcmp(b.audio.pcm, ref->pcm, ref->n_samples * sizeof(float)) == 0,
+                  "mode %d: the running synthesis changed", mode);
+        free(b.audio.pcm);
+    }
+    kz_session_free(s);
+}
+
 /* Comma-separated ids from the file at path into TEXT. */
 static void read_text_ids(const char *path) {
     FILE *f = fopen(path, "r");
@@ -378,6 +464,7 @@ int main(int argc, char **argv) {
     CHECK(ref.order_ok && ref.n_last == 1);
     check_offline(m, &ref);
     check_forcing(m, &ref);
+    check_busy(m, &ref);
     static const int chunks[] = {1, 2, 4, 25, 0}; /* 0: adaptive */
     static const int splits[][2] = {{1, 1}, {2, 1}};
     static const kz_schedule schedules[] = {KZ_SCHEDULE_TURNS, KZ_SCHEDULE_OVERLAP};
