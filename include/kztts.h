@@ -343,10 +343,11 @@ typedef struct kz_request {
                                   wrapping) */
     size_t n_token_ids;
     kz_text_pull_fn text_pull; /* streaming text input: generation starts once the first
-                                  tokens are known, uses the streaming-text layout, and
-                                  does not end while more text is promised. At most 16 KB
-                                  of text and max_frames (0: 1500, 2 minutes in the released
-                                  models) frames. */
+                                  tokens are known, uses the streaming-text layout (layout
+                                  KZ_LAYOUT_NON_STREAMING is refused), and does not end
+                                  while more text is promised. At most 16 KB of text and
+                                  max_frames (0: 1500, 2 minutes in the released models)
+                                  frames. */
     /* Voice. */
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
     const char *language;      /* NULL or "auto" (default) or a language name */

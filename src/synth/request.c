@@ -89,6 +89,11 @@ static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p
             return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                                 "streaming text input excludes text and token_ids");
         }
+        if (r->layout == KZ_LAYOUT_NON_STREAMING) {
+            return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                                "streaming text input is spoken in the streaming layout: layout "
+                                "non-streaming contradicts it");
+        }
         if (!m->tokenizer) {
             return kz_error_set(KZ_STATUS_UNSUPPORTED,
                                 "%s has no tokenizer files (vocab.json, merges.txt)", m->path);

@@ -316,6 +316,16 @@ def model_judged(a):
     expect_exit(a, "frames above max-frames", "synth", ["--frames", "5", "--max-frames", "2"], 2,
            "--max-frames")
     expect_exit(a, "quality with an unknown speaker", "quality", ["-s", "nobody"], 2, "nobody")
+    # Streamed text is spoken in the streaming layout: asking for the other one contradicts it.
+    line = base_command("synth", a, a.work)
+    i = line.index("--token-ids")
+    line[i:i + 2] = ["--stream-text", "--layout", "non-streaming"]
+    r = subprocess.run([a.kztts] + line, input=b"Hello there.", capture_output=True, timeout=120)
+    err = r.stderr.decode("utf-8", "replace").strip()
+    check(r.returncode == 2 and "layout" in err and len(err.splitlines()) == 1,
+          f"--stream-text --layout non-streaming: exit {r.returncode} ({err!r})")
+    check(not os.path.exists(os.path.join(a.work, "out.wav")),
+          "--stream-text --layout non-streaming wrote out.wav")
     print("ok   values the model refuses exit 2")
 
 
