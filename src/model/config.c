@@ -92,11 +92,17 @@ static int read_name_ids(kz_json_ctx *j, const cJSON *table, const char *key, kz
     return n;
 }
 
-static void read_dialects(const cJSON *table, kz_talker_config *t) {
+/* A speaker's dialect: a language name, or false / null for none. Any other value the
+ * official code would look up as a language and fail on, so it is refused here. */
+static void read_dialects(kz_json_ctx *j, const cJSON *table, kz_talker_config *t) {
     for (int i = 0; i < t->n_speakers; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(table, t->speakers[i].name);
         if (cJSON_IsString(v)) {
             copy_str(t->speakers[i].dialect, sizeof t->speakers[i].dialect, v->valuestring);
+        } else if (v && !cJSON_IsFalse(v) && !cJSON_IsNull(v) && j->status == KZ_OK) {
+            j->status = kz_error_set(KZ_STATUS_BAD_MODEL,
+                                     "%s: talker_config.spk_is_dialect.%s: expected a language "
+                                     "name or false", j->path, t->speakers[i].name);
         }
     }
 }
@@ -141,7 +147,7 @@ static void read_talker(kz_json_ctx *j, const cJSON *o, kz_talker_config *t) {
     t->n_speakers = spk ? read_name_ids(j, spk, "spk_id", t->speakers, t->vocab_size) : 0;
     const cJSON *dialect = kz_json_obj(j, o, "spk_is_dialect");
     if (dialect) {
-        read_dialects(dialect, t);
+        read_dialects(j, dialect, t);
     }
     const char *scope = j->scope;
     j->scope = "talker_config.code_predictor_config";

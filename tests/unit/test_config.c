@@ -200,6 +200,13 @@ static void test_tts_ids(void) {
                "talker_config.codec_language_id.english: expected a codec id");
     tts_edited("\"dylan\": \"beijing_dialect\"", "\"dylan\": \"klingon_dialect\"",
                KZ_STATUS_BAD_MODEL, "spk_is_dialect.dylan: 'klingon_dialect' is not in");
+    // A dialect is a language name or false (no dialect); the official code would look any
+    // other value up as a language and fail, so it is no silent "no dialect".
+    tts_edited("\"dylan\": \"beijing_dialect\"", "\"dylan\": true", KZ_STATUS_BAD_MODEL,
+               "spk_is_dialect.dylan: expected a language name or false");
+    tts_edited("\"dylan\": \"beijing_dialect\"", "\"dylan\": 2074", KZ_STATUS_BAD_MODEL,
+               "spk_is_dialect.dylan: expected a language name or false");
+    tts_edited("\"dylan\": \"beijing_dialect\"", "\"dylan\": null", KZ_OK, "");
     tts_edited("\"head_dim\": 16, \"num_code_groups\": 16, \"text_hidden_size\"",
                "\"num_code_groups\": 16, \"text_hidden_size\"", KZ_OK, ""); // 32 / 4 heads
     tts_edited("\"hidden_size\": 32, \"intermediate_size\": 96,\n  \"num_hidden_layers\": 2, "
