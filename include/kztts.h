@@ -373,7 +373,8 @@ typedef struct kz_request {
     int32_t max_frames;        /* > 0: at most this many frames in all (long text: over all
                                   its utterances); 0 (default): no total. Without frames,
                                   each utterance also stops at its runaway guard
-                                  min(max_new_tokens - 1, 50 + 8 x its text tokens) */
+                                  min(max_new_tokens - 1, 50 + 8 x its text tokens).
+                                  frames above max_frames is KZ_STATUS_INVALID_ARGUMENT */
     int32_t max_utterance_bytes; /* text longer than this is split at sentence ends (any
                                   script) into utterances spoken back to back in one stream,
                                   joined with a 10 ms fade; -1 = never split; 0 = 600 */

@@ -382,6 +382,11 @@ static kz_status check_request_fields(const kz_request *r, const char *fn) {
                             "%s: max_utterance_bytes %d must be -1 (never split), 0 (default) "
                             "or positive", fn, (int)r->max_utterance_bytes);
     }
+    if (r->frames > 0 && r->max_frames > 0 && r->frames > r->max_frames) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: frames %d is above max_frames %d (an exact count cannot pass "
+                            "the cap)", fn, (int)r->frames, (int)r->max_frames);
+    }
     return check_utf8(r->instruct, "the instruction");
 }
 

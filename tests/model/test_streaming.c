@@ -303,6 +303,9 @@ static void check_request_values(const kz_model *m, kz_session *s) {
     q.cp_top_k = info.cp_vocab_size + 1;
     expect_refused(s, q, "cp_top_k");
     q.cp_top_k = 0;
+    q.max_frames = 1;
+    expect_refused(s, q, "above max_frames");
+    q.max_frames = 0;
     q.text = "Hello.";
     expect_refused(s, q, "text and token_ids");
 }
