@@ -55,6 +55,10 @@
 #define KZ_GGUF_KEY_MERGES "kztts.tokenizer.merges.txt"
 #define KZ_GGUF_KEY_TOKENIZER_CONFIG "kztts.tokenizer.config.json"
 #define KZ_GGUF_KEY_CODEC_FORMS "kztts.codec.forms"
+/* u32 1: kz_quantize checked every value and block scale it wrote to be finite, so a load
+ * skips its own scan of the file (model.c check_finite); synthesis still refuses
+ * non-finite logits and audio, which is what a file altered afterwards would produce. */
+#define KZ_GGUF_KEY_WEIGHTS_CHECKED "kztts.weights_checked"
 
 #define KZ_GGUF_PREFIX_MODEL "model."
 #define KZ_GGUF_PREFIX_CODEC "codec."

@@ -279,7 +279,12 @@ static bool unscanned_tensor(const char *name) {
  * the values are checked at the source: every one, once, before any loader maps its
  * pages in (each tensor's pages are read ahead in one go, and dropped again after its
  * scan, so a load maps in only what it uses). */
-static kz_status check_finite(const kz_weights *w) {
+static kz_status check_finite(const kz_model *m, const kz_weights *w) {
+    uint32_t checked = 0;
+    if (m->gguf && kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_WEIGHTS_CHECKED) &&
+        kz_gguf_get_u32(m->gguf, KZ_GGUF_KEY_WEIGHTS_CHECKED, &checked) == KZ_OK && checked == 1) {
+        return KZ_OK; // the writer checked every value (gguf_layout.h)
+    }
     kz_status st = KZ_OK;
     for (size_t i = 0; i < kz_weights_count(w) && st == KZ_OK; i++) {
         const kz_tensor *t = kz_weights_at(w, i);
@@ -293,7 +298,7 @@ static kz_status check_finite(const kz_weights *w) {
 }
 
 kz_status kz_model_bind_tts(kz_model *m) {
-    kz_status st = check_finite(m->main_w);
+    kz_status st = check_finite(m, m->main_w);
     st = st == KZ_OK ? kz_talker_load(&m->talker, m->main_w, &m->cfg.talker) : st;
     st = st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_w, &m->cfg.talker) : st;
     return st == KZ_OK ? check_tts_indices(m) : st;
@@ -303,7 +308,7 @@ kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
     if (o && o->on_packed) {
         kz_weights_set_on_packed(m->codec_w, o->on_packed, o->on_packed_user);
     }
-    kz_status st = check_finite(m->codec_w);
+    kz_status st = check_finite(m, m->codec_w);
     st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg) : st;
     return st == KZ_OK ? check_codec_indices(m) : st;
 }

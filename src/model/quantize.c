@@ -7,6 +7,8 @@
  *       --type: stored type per talker / code-predictor tensor--> GGUF writer
  *       --configs, tokenizer files as text, tensors converted one at a time--> OUT.gguf
  *       (the writer's progress callback -> params.progress, which may cancel)
+ * Every value the file stores is checked finite as it is written (check_written), and the
+ * file says so (KZ_GGUF_KEY_WEIGHTS_CHECKED), so its loads need no scan.
  *
  * What each type stores (everything else keeps its stored type):
  *   f32    every talker matrix F32                        (reference, large)
@@ -200,6 +202,17 @@ static const packed_entry *find_packed(const job *j, const char *name) {
     return NULL;
 }
 
+/* Refuses a non-finite value (block scale) in what the file is about to store: a
+ * conversion of finite values can still overflow (an f16 or bf16 rounding, a q8_0 / q4_0
+ * scale, a Winograd transform), and the file says it was checked
+ * (KZ_GGUF_KEY_WEIGHTS_CHECKED), which spares every load a scan. */
+static kz_status check_written(const char *name, kz_dtype d, const void *data, size_t n_elements) {
+    const kz_tensor out = {.name = name, .dtype = d, .n_dims = 1,
+                           .shape = {(int64_t)n_elements}, .n_elements = n_elements,
+                           .data = data};
+    return kz_tensor_check_finite(&out, "quantize", "converted ");
+}
+
 #define CONVERT_BLOCK_ROWS 64
 
 typedef struct convert_job {
@@ -259,6 +272,7 @@ static kz_status fill_model_tensor(void *user, const char *name, void *dst, size
                          .scratch = j->rows};
         kz_pool_run(j->pool, (rows + CONVERT_BLOCK_ROWS - 1) / CONVERT_BLOCK_ROWS, convert_rows,
                     &c);
+        st = check_written(name, d, dst, t->n_elements);
     }
     kz_weights_release(j->m->main_w, t);
     return st;
@@ -430,14 +444,13 @@ static const form_entry *find_form(const job *j, const char *name) {
 
 /* Fill callback: a Winograd form's U_k one after another (user: the kz_wino). */
 static kz_status fill_winograd(void *user, const char *name, void *dst, size_t n_bytes) {
-    (void)name;
     const kz_wino *w = user;
     const size_t each = kz_packed_bytes(1, w->k_in, w->n);
     KZ_ASSERT(each * w->n_pts == n_bytes);
     for (size_t k = 0; k < w->n_pts; k++) {
         memcpy((uint8_t *)dst + k * each, w->u[k].w.data, each);
     }
-    return KZ_OK;
+    return check_written(name, KZ_DTYPE_F32, dst, n_bytes / sizeof(float));
 }
 
 /* "<weight>.winograd" or "<weight>.packed_bf16" for e (layers/conv_convert.h). */
@@ -455,8 +468,10 @@ static kz_status add_form(job *j, kz_gguf_writer *w, const form_entry *e) {
     }
     snprintf(name, sizeof name, "%s%s%s", KZ_GGUF_PREFIX_CODEC, c->name, KZ_CONV_FORM_BF16);
     const int64_t shape[4] = {n_panels, (int64_t)(c->taps * c->wb.k_pairs), KZ_PANEL, 2};
-    count(j, KZ_DTYPE_BF16, kz_packed_bf16_bytes(c->taps, c->k_in, c->n));
-    return kz_gguf_writer_add_tensor(w, name, KZ_GGUF_TENSOR_BF16, 4, shape, c->wb.data);
+    const size_t n_bytes = kz_packed_bf16_bytes(c->taps, c->k_in, c->n);
+    count(j, KZ_DTYPE_BF16, n_bytes);
+    kz_status st = check_written(name, KZ_DTYPE_BF16, c->wb.data, n_bytes / 2);
+    return st ? st : kz_gguf_writer_add_tensor(w, name, KZ_GGUF_TENSOR_BF16, 4, shape, c->wb.data);
 }
 
 /* One codec tensor as stored, or its packed panels. */
@@ -470,7 +485,9 @@ static kz_status add_codec_tensor(job *j, kz_gguf_writer *w, const kz_tensor *t)
     if (gguf_type(t->dtype, &type) && t->n_dims >= 1 && t->n_dims <= KZ_GGUF_MAX_DIMS) {
         snprintf(name, sizeof name, "%s%s", KZ_GGUF_PREFIX_CODEC, t->name);
         count(j, t->dtype, t->n_bytes);
-        return kz_gguf_writer_add_tensor(w, name, type, t->n_dims, t->shape, t->data);
+        // The load scans only what the decoder runs; the file vouches for every tensor.
+        kz_status st = check_written(name, t->dtype, t->data, t->n_elements);
+        return st ? st : kz_gguf_writer_add_tensor(w, name, type, t->n_dims, t->shape, t->data);
     }
     j->rep->n_skipped++;
     return KZ_OK;
@@ -541,6 +558,7 @@ static kz_status add_metadata(const job *j, kz_gguf_writer *w, const char *src) 
                      : st;
     st = st == KZ_OK ? kz_gguf_writer_add_u32(w, "general.alignment", KZ_GGUF_ALIGNMENT) : st;
     st = st == KZ_OK ? kz_gguf_writer_add_u32(w, KZ_GGUF_KEY_FORMAT, KZ_GGUF_FORMAT_VERSION) : st;
+    st = st == KZ_OK ? kz_gguf_writer_add_u32(w, KZ_GGUF_KEY_WEIGHTS_CHECKED, 1) : st;
     st = st == KZ_OK ? kz_gguf_writer_add_str(w, KZ_GGUF_KEY_RECIPE, type_name(j->type))
                      : st;
     st = st == KZ_OK ? add_text_file(w, codec_dir, "config.json", KZ_GGUF_KEY_CODEC_CONFIG, true)

@@ -190,6 +190,9 @@ class Gguf:
         raw = struct.pack("<Q", len(k)) + k + struct.pack("<IQ", 8, len(v)) + v
         self.kv = [(kk, raw if kk == key else r) for kk, r in self.kv]
 
+    def drop(self, key):
+        self.kv = [(k, r) for k, r in self.kv if k != key]
+
     def tensor(self, name):
         return next(t for t in self.tensors if t[0] == name)
 
@@ -201,10 +204,17 @@ class Gguf:
             f.write(head + self.data)
 
 
-def gguf_poke(src, dst, tensor, value_bytes, stride, index):
+CHECKED = "kztts.weights_checked"
+
+
+def gguf_poke(src, dst, tensor, value_bytes, stride, index, keep_checked=False):
     """Copy of src with value (block scale) `index` of `tensor` replaced; stride: bytes from
-    one value (block) to the next."""
+    one value (block) to the next. Unless keep_checked, the copy also loses the writer's
+    "every value checked" key, as a file from another writer would lack it, so its load
+    scans every value."""
     g = Gguf(src)
+    if not keep_checked:
+        g.drop(CHECKED)
     _, _, offset, _ = g.tensor(tensor)
     data = bytearray(g.data)
     at = offset + index * stride
@@ -328,6 +338,32 @@ def main():
         gguf_poke(src, dst, tensor, value, stride, index)
         expect_load_error(k, "GGUF " + name, dst,
                           [f"tensor '{tensor}'", f"non-finite {what}", where])
+    # kz_quantize vouches for what it wrote, so its files load without a scan; a value
+    # altered afterwards still cannot reach the audio: decode refuses non-finite audio.
+    check(Gguf(q8).u32(CHECKED) == 1, f"{CHECKED} missing from a kz_quantize file")
+    bias = "codec.decoder.decoder.0.conv.bias"
+    dst = os.path.join(a.work, "checked_inf_bias.gguf")
+    gguf_poke(q8, dst, bias, struct.pack("<f", float("inf")), 4, 0, keep_checked=True)
+    expect_loads(k, "altered file that says it was checked", dst)
+    codes1 = os.path.join(a.work, "codes1.txt")
+    with open(codes1, "w") as f:
+        f.write(("7 " * 16).strip() + "\n")
+    expect_run_error(k, "altered checked file, decode", decode_args(dst, codes1),
+                     ["non-finite audio"], a.work)
+    # A conversion that overflows (a finite bf16 value beyond f16's range) is refused by
+    # quantize, which must not vouch for an infinity it wrote.
+    m = link_copy(a.tiny, os.path.join(a.work, "f16_overflow"))
+    st_poke(os.path.join(m, main_st), TALKER_W, 3, b"\xc3\x47")  # 1e5 in bf16
+    out_dir = os.path.join(a.work, "quantize_f16_overflow")
+    os.makedirs(out_dir)
+    r = subprocess.run([k, "quantize", "-m", m, "-o", os.path.join(out_dir, "q.gguf"),
+                        "--type", "f16"], capture_output=True, text=True, timeout=300)
+    err = r.stderr.strip()
+    check(r.returncode == 1 and len(err.splitlines()) == 1 and
+          all(w in err for w in ("non-finite", TALKER_W, "element 3")),
+          f"quantize --type f16 of 1e5: {r.returncode} {err!r}")
+    check(os.listdir(out_dir) == [], f"quantize f16 overflow: left {os.listdir(out_dir)}")
+    print("ok   quantize files are checked once, when written")
     # A quantized block whose int8 values are extreme but whose scale is finite loads.
     dst = os.path.join(a.work, "q8_extreme.gguf")
     gguf_poke(q8, dst, q_proj, b"\x00\x3c" + b"\x80" * 32, 34, 1)
