@@ -22,7 +22,7 @@ import shutil
 import struct
 import subprocess
 
-from testlib import check, finish, link_copy
+from testlib import check, edit_json, finish, link_copy
 
 # bf16 in the tiny checkpoint; f16 / q8_0 in its GGUFs
 TALKER_W = "talker.model.layers.1.mlp.up_proj.weight"
@@ -84,14 +84,6 @@ def expect_runs(kztts, name, args):
     r = subprocess.run([kztts] + args + ["-o", "-", "--format", "f32"], capture_output=True,
                        timeout=300)
     check(r.returncode == 0 and len(r.stdout) > 0, f"{name}: {r.stderr.decode().strip()}")
-
-
-def edit_json(path, fn):
-    with open(path) as f:
-        cfg = json.load(f)
-    fn(cfg)
-    with open(path, "w") as f:
-        json.dump(cfg, f)
 
 
 # ---- safetensors --------------------------------------------------------------------------

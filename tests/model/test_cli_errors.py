@@ -22,7 +22,7 @@ import shutil
 import struct
 import subprocess
 
-from testlib import check, finish, link_copy
+from testlib import check, edit_json, finish, link_copy
 
 
 def copy_model(tiny, dst):
@@ -63,14 +63,6 @@ def edit_bytes(model, fn):
     os.unlink(p)
     with open(p, "wb") as f:
         f.write(fn(data))
-
-
-def edit_json(path, fn):
-    with open(path) as f:
-        cfg = json.load(f)
-    fn(cfg)
-    with open(path, "w") as f:
-        json.dump(cfg, f)
 
 
 PRE_CONV = "decoder.pre_conv.conv.weight"

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import threading
 
-from testlib import check, finish, link_copy
+from testlib import check, expect_refused, finish, link_copy
 
 TIMEOUT = 60
 TOKENIZER = ("vocab.json", "merges.txt", "tokenizer_config.json")
@@ -58,15 +58,6 @@ def run(a, args, **kw):
                               timeout=TIMEOUT, **kw)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(args, None, "", f"timed out after {TIMEOUT} s")
-
-
-def expect_refused(name, r, *needles):
-    err = r.stderr.strip()
-    check(r.returncode == 1, f"{name}: exit {r.returncode} (want 1), stderr {err!r}")
-    check(len(err.splitlines()) == 1, f"{name}: expected one line on stderr, got {err!r}")
-    for n in needles:
-        check(n in err, f"{name}: message {err!r} lacks {n!r}")
-    print(f"ok   {name}: {err}", flush=True)
 
 
 def replace(model, rel, kind):

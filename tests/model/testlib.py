@@ -1,5 +1,6 @@
 """Shared helpers of the Python model tests: a check counter that prints the closing
 "N passed, N failed" line CI reads, and a cheap copy of a checkpoint folder."""
+import json
 import os
 import shutil
 import sys
@@ -20,6 +21,26 @@ def finish(name):
     """Prints the closing line and exits non-zero on any failure (or no check at all)."""
     print(f"{name}: {_counts['passed']} passed, {_counts['failed']} failed")
     sys.exit(1 if _counts["failed"] or not _counts["passed"] else 0)
+
+
+def edit_json(path, fn):
+    """Applies fn to the JSON object in the file at path and writes it back."""
+    with open(path) as f:
+        obj = json.load(f)
+    fn(obj)
+    with open(path, "w") as f:
+        json.dump(obj, f)
+
+
+def expect_refused(name, r, *needles):
+    """r (a text-mode CompletedProcess) failed at run time: exit 1, one line on stderr that
+    holds every needle."""
+    err = r.stderr.strip()
+    check(r.returncode == 1, f"{name}: exit {r.returncode} (want 1), stderr {err!r}")
+    check(len(err.splitlines()) == 1, f"{name}: expected one line on stderr, got {err!r}")
+    for n in needles:
+        check(n in err, f"{name}: message {err!r} lacks {n!r}")
+    print(f"ok   {name}: {err}", flush=True)
 
 
 def link_copy(src, dst, copy_suffixes=(".json", ".txt")):
