@@ -19,7 +19,7 @@
  *   levels to run (default: all the CPU supports); --quick shortens timing.
  */
 #include "kernels/kernels.h"
-#include "machine_peak.h"
+#include "kernels/machine_peak.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -153,7 +153,7 @@ static double peak_for(kz_isa isa) {
 }
 
 /* One thread's bf16 peak for the bf16 GEMM called name (kz_kernels.gemm_bf16_name;
- * tools/kztts/machine_peak.c: tdpbf16ps on fixed tiles for "amx", vdpbf16ps chains for
+ * src/kernels/machine_peak.c: tdpbf16ps on fixed tiles for "amx", vdpbf16ps chains for
  * "avx512bf16", the FMA loop of the vector width for "avx2" and "neon"), measured once
  * per name and printed; 0 for the scalar definition. */
 static double bf16_peak(const char *name) {
@@ -169,7 +169,7 @@ static double bf16_peak(const char *name) {
         if (!seen[i]) {
             const char *loop;
             seen[i] = name;
-            peak[i] = machine_peak_fma_gflops(name, 1, &loop);
+            peak[i] = kz_machine_fma_gflops(name, 1, &loop);
             printf("measured bf16 peak, %s: %.2f GFLOP/s\n", loop, peak[i]);
             return peak[i];
         }

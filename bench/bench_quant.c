@@ -28,7 +28,7 @@
  * q8_0 / q4_0 where the level's prefill_gemm_quant says so).
  *
  * Next to the rates stand this machine's limits, measured first with the probes of
- * `kztts bench` (tools/kztts/machine_peak.c): the DRAM read bandwidth of the
+ * `kztts bench` (src/kernels/machine_peak.c): the DRAM read bandwidth of the
  * benchmark's thread count (the DRAM table's "% of DRAM read") and, per level, the
  * FMA peak (the prefill table's "% of FMA peak" for the GEMM path). The read probe
  * is a plain streaming loop without software prefetch, so a prefetching kernel can
@@ -54,7 +54,7 @@
 #include "kernels/quant.h"
 #include "layers/matrix.h"
 #include "runtime/threadpool.h"
-#include "machine_peak.h"
+#include "kernels/machine_peak.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -388,7 +388,7 @@ static void bench_table(const kz_kernels *k, kz_pool *pool, double mb, double pr
                         size_t n_tok, int prefill_only, double peak_gbs) {
     static const size_t shapes[][2] = {{3072, 1024}, {1024, 3072}, {2048, 1024}};
     const char *loop;
-    const double peak_gflops = machine_peak_fma_gflops(kz_isa_name(k->isa), n_threads, &loop);
+    const double peak_gflops = kz_machine_fma_gflops(kz_isa_name(k->isa), n_threads, &loop);
     printf("[%s] FMA peak %.1f GFLOP/s with %d thread%s (%s)\n", k->name, peak_gflops,
            n_threads, n_threads == 1 ? "" : "s", loop);
     if (!prefill_only) {
@@ -459,7 +459,7 @@ int main(int argc, char **argv) {
     printf(", 1 token, best pass; columns: shape [rows, n_in] x matrices, format, "
            "bytes streamed per pass, time per pass, GB/s of weight bytes, weights per ns, "
            "speed-up per weight over bf16\n");
-    const double peak_gbs = machine_peak_read_gbs(n_threads);
+    const double peak_gbs = kz_machine_read_gbs(n_threads);
     printf("machine: DRAM read %.1f GB/s with %d thread%s (256 MB streaming probe)\n", peak_gbs,
            n_threads, n_threads == 1 ? "" : "s");
     const kz_kernels *tables[16];

@@ -517,8 +517,8 @@ KZ_API kz_status kz_quantize(const char *src, const char *out_path,
 
 /* ---- experimental: may change or go in any release -------------------------
  * What `kztts bench` and `kztts quality` need beyond the API above: the engine's
- * configuration in effect, and hooks into the frame loop for measuring a model against
- * another. Not covered by KZ_ABI_VERSION. */
+ * configuration in effect, this machine's limits, and hooks into the frame loop for
+ * measuring a model against another. Not covered by KZ_ABI_VERSION. */
 
 /* The model as loaded. Strings are static or owned by the model. */
 typedef struct kz_experimental_model_info {
@@ -569,6 +569,20 @@ KZ_API kz_status kz_experimental_session_observe(kz_session *session,
  * the forcing. */
 KZ_API kz_status kz_experimental_session_force_codes(kz_session *session, const int32_t *codes,
                                                      size_t n_frames);
+
+/* This machine's limits, against which `kztts bench` states each stage's floor, measured on
+ * a thread pool of n_threads (1..256, the caller included) as the stages run.
+ * Read bandwidth: a 256 MB buffer read by every thread, best of three passes, *gbs in
+ * GB/s. FMA peak: independent multiply-add chains in the loop named `loop` (a kernel
+ * level as kz_experimental_model_info.kernels names it, or a bf16 GEMM as .bf16_gemm
+ * names it; any other name, "scalar" included, or one this CPU cannot run, runs a
+ * portable loop), each thread timed by
+ * its own CPU time, best of three passes, *gflops in GFLOP/s (2 per FMA), *loop_run the
+ * loop that ran (static). Each takes about 0.1-0.4 s. KZ_STATUS_OUT_OF_MEMORY when the
+ * buffer or the threads cannot be had. */
+KZ_API kz_status kz_experimental_machine_read_gbs(int32_t n_threads, double *gbs);
+KZ_API kz_status kz_experimental_machine_fma_gflops(const char *loop, int32_t n_threads,
+                                                    double *gflops, const char **loop_run);
 
 #ifdef __cplusplus
 }

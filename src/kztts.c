@@ -21,6 +21,7 @@
 #include "synth/long_text.h"
 #include "synth/prefill.h"
 #include "synth/request.h"
+#include "kernels/machine_peak.h"
 #include "synth/session.h"
 #include "text/tokenizer.h"
 
@@ -645,5 +646,38 @@ kz_status kz_experimental_session_force_codes(kz_session *s, const int32_t *code
     }
     st = force_codes(s, codes, n_frames);
     session_leave(s);
+    return st;
+}
+
+static kz_status check_threads(int32_t n_threads, const void *out, const char *fn) {
+    if (n_threads < 1 || n_threads > 256 || !out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: n_threads %d not in [1, 256], or no output", fn, (int)n_threads);
+    }
+    return KZ_OK;
+}
+
+kz_status kz_experimental_machine_read_gbs(int32_t n_threads, double *gbs) {
+    kz_error_clear();
+    kz_status st = check_threads(n_threads, gbs, "kz_experimental_machine_read_gbs");
+    if (st == KZ_OK && (*gbs = kz_machine_read_gbs(n_threads)) <= 0) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                          "kz_experimental_machine_read_gbs: no memory or threads for the probe");
+    }
+    return st;
+}
+
+kz_status kz_experimental_machine_fma_gflops(const char *loop, int32_t n_threads, double *gflops,
+                                             const char **loop_run) {
+    kz_error_clear();
+    kz_status st = check_threads(n_threads, gflops, "kz_experimental_machine_fma_gflops");
+    if (st == KZ_OK && !loop_run) {
+        st = kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                          "kz_experimental_machine_fma_gflops: loop_run is NULL");
+    }
+    if (st == KZ_OK && (*gflops = kz_machine_fma_gflops(loop, n_threads, loop_run)) <= 0) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                          "kz_experimental_machine_fma_gflops: no memory or threads for the probe");
+    }
     return st;
 }

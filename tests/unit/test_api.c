@@ -131,6 +131,15 @@ static void test_experimental_null(void) {
     CHECK(kz_experimental_session_get_info(NULL, &si) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK(kz_experimental_session_observe(NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK(kz_experimental_session_force_codes(NULL, NULL, 0) == KZ_STATUS_INVALID_ARGUMENT);
+    double v = 0;
+    const char *loop = NULL;
+    CHECK(kz_experimental_machine_read_gbs(1, NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_experimental_machine_read_gbs(0, &v) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_experimental_machine_read_gbs(100000, &v) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_experimental_machine_fma_gflops("f32", 1, NULL, &loop) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_experimental_machine_fma_gflops("f32", -1, &v, &loop) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK(kz_experimental_machine_fma_gflops("no-such-loop", 1, &v, &loop) == KZ_OK);
+    CHECK(v > 0 && loop && strstr(loop, "portable"));
 }
 
 /* Every public function with every pointer argument NULL: a status (with a message) or

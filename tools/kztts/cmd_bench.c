@@ -3,7 +3,8 @@
  *
  * Data flow: load the model (kz_model_load's own wall time is reported) -> timed runs
  * -> the session's stage timings and counters (kz_timings: ms, weight bytes streamed
- * by the LM stages, codec FLOP) and the peak RSS -> the machine probes (machine_peak.c:
+ * by the LM stages, codec FLOP) and the peak RSS -> the machine probes (kztts.h
+ * kz_experimental_machine_*:
  * DRAM read bandwidth with the LM stage's threads, FMA peak at the model's kernel level
  * with the codec stage's threads; --peak-gbs / --peak-gflops replace them) -> per stage
  * ms/frame, achieved GB/s or GFLOP/s, the floor (bytes / bandwidth, FLOP / FMA peak)
@@ -33,7 +34,6 @@
 #include "bench_report.h"
 #include "cli.h"
 #include "codes_file.h"
-#include "machine_peak.h"
 #include "progress.h"
 #include "stats.h"
 
@@ -71,27 +71,38 @@ static void engine_facts(const kz_model *m, const kz_session *s, bool decoder_on
     r->overlap = si.overlap;
 }
 
-/* The machine's limits for the stages' thread counts (see machine_peak.h). */
+/* The probes of kztts.h (kz_experimental_machine_*), 0 when one cannot run. */
+static double probe_read_gbs(int n_threads) {
+    double gbs = 0;
+    return kz_experimental_machine_read_gbs(n_threads, &gbs) == KZ_OK ? gbs : 0;
+}
+
+static double probe_fma_gflops(const char *loop, int n_threads, const char **loop_run) {
+    double gflops = 0;
+    return kz_experimental_machine_fma_gflops(loop, n_threads, &gflops, loop_run) == KZ_OK ? gflops
+                                                                                         : 0;
+}
+
+/* The machine's limits for the stages' thread counts. */
 static void measure_machine(const bench_opts *o, bench_result *r) {
     bench_machine *m = &r->machine;
     const double t0 = stats_now_ms();
     m->read_threads = r->threads_lm;
     m->read_given = o->peak_gbs > 0;
     if (!o->decoder_only) {
-        m->read_gbs = m->read_given ? o->peak_gbs : machine_peak_read_gbs(r->threads_lm);
+        m->read_gbs = m->read_given ? o->peak_gbs : probe_read_gbs(r->threads_lm);
     }
     m->fma_threads = r->threads_codec;
     m->fma_given = o->peak_gflops > 0;
     m->fma_loop = "";
     m->fma_gflops = m->fma_given ? o->peak_gflops
-                                 : machine_peak_fma_gflops(r->kernels, r->threads_codec,
-                                                           &m->fma_loop);
+                                 : probe_fma_gflops(r->kernels, r->threads_codec, &m->fma_loop);
     // The codec's bf16 convolutions: the bf16 GEMM the library installed sets the peak
     // (below the avx512 level it is FMAs on widened bf16: the FMA peak).
     m->bf16_gflops = 0;
     m->bf16_loop = "";
     if (r->bf16_gemm[0] && strcmp(r->kernels, "avx512") == 0) {
-        m->bf16_gflops = machine_peak_fma_gflops(r->bf16_gemm, r->threads_codec, &m->bf16_loop);
+        m->bf16_gflops = probe_fma_gflops(r->bf16_gemm, r->threads_codec, &m->bf16_loop);
     }
     m->probe_ms = stats_now_ms() - t0;
 }

@@ -1,14 +1,15 @@
 /*
- * machine_peak.c - DRAM read bandwidth and FMA peak of n threads (see machine_peak.h).
+ * machine_peak.c - DRAM read bandwidth and FMA peak of n threads (see machine_peak.h;
+ * kztts.h's kz_experimental_machine_* for `kztts bench`).
  *
- * Read bandwidth: allocate 256 MB on 2 MB huge pages where the OS allows -> the team's
+ * Read bandwidth: allocate 256 MB on 2 MB huge pages where the OS allows -> the pool's
  * threads touch it in 4 MB chunks (page faults in parallel) -> three timed passes in
  * which the threads claim 4 MB chunks and sum them as 64-bit integers -> 256 MB /
  * fastest pass. The first touch of memory a VM has never used can cost far more
  * than the passes; it is not timed.
  *
  * FMA peak: time one run of the loop on the calling thread to size a chunk at ~5 ms
- * -> three passes of 4 chunks per thread on the team; each thread's rate is its FLOP
+ * -> three passes of 4 chunks per thread on the pool; each thread's rate is its FLOP
  * over its own CPU time (so other processes on a busy machine do not lower what the
  * cores can do), summed over the threads -> the best pass. A chunk is a set of
  * independent multiply-add chains on registers (12 or 16 chains, enough to cover FMA
@@ -21,31 +22,27 @@
  * `isa` naming the bf16 GEMM in use: "amx" (four tile accumulators, tdpbf16ps on
  * fixed tiles) or "avx512bf16" (16 vdpbf16ps chains).
  *
- * The x86 loops (AVX2 + FMA, AVX-512, AVX512_BF16, AMX) are compiled with target attributes, as in
- * bench/bench_kernels.c, so the rest of the tool stays at the baseline ISA; they run
+ * The x86 loops (AVX2 + FMA, AVX-512, AVX512_BF16, AMX) are compiled with target attributes,
+ * as in bench/bench_kernels.c, so the rest of the library stays at the baseline ISA; they run
  * only at a level that the model's dispatch found the CPU supports. aarch64 uses NEON
  * intrinsics (baseline there). Other builds and the scalar level run a GCC vector-
  * extension loop of separate multiplies and adds (the tree builds with
  * -ffp-contract=off), which is what baseline code can reach.
  *
- * Threads: a team of n - 1 POSIX threads plus the caller, kept for all passes of one
- * probe and started together at a barrier; they claim chunks from an atomic counter, as
- * the library's pool hands out work, so the probes see the stages' kind of threads
- * without the tool including library internals.
+ * The passes run on the library's thread pool (runtime/threadpool.h), the kind of
+ * threads the stages run on.
  */
 #define _DEFAULT_SOURCE // madvise and MADV_HUGEPAGE (glibc hides them under plain POSIX)
-#include "machine_peak.h"
+#include "kernels/machine_peak.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
-#include "stats.h"
+#include "kernels/kernels.h"
+#include "runtime/threadpool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PEAK_X86 1
@@ -66,130 +63,10 @@
 static volatile uint64_t sink_u64;
 static volatile float sink_f32;
 
-/* --- a team of threads --------------------------------------------------------- */
-
-/* Work of one run: fn(arg, chunk, worker) for every chunk in [0, n_chunks). */
-typedef void (*team_fn)(void *arg, size_t chunk, int worker);
-
-typedef struct team team;
-
-typedef struct team_member {
-    team *t;
-    int worker;
-} team_member;
-
-struct team {
-    int n_threads;           /* the caller is worker 0 */
-    int n_started;           /* threads running team_main */
-    pthread_t *threads;      /* [n_threads - 1] */
-    team_member *members;    /* [n_threads] */
-    pthread_mutex_t lock;
-    pthread_cond_t wake;     /* a run started, or quit */
-    pthread_cond_t idle;     /* the last thread finished its run */
-    unsigned run;            /* runs started */
-    int busy;                /* threads still in the current run */
-    bool quit;
-    team_fn fn;
-    void *arg;
-    size_t n_chunks;
-    atomic_size_t next;      /* next unclaimed chunk */
-};
-
-static void team_work(team_member *m) {
-    team *t = m->t;
-    for (size_t c = atomic_fetch_add(&t->next, 1); c < t->n_chunks;
-         c = atomic_fetch_add(&t->next, 1)) {
-        t->fn(t->arg, c, m->worker);
-    }
-}
-
-static void *team_main(void *arg) {
-    team_member *m = arg;
-    team *t = m->t;
-    unsigned seen = 0;
-    pthread_mutex_lock(&t->lock);
-    for (;;) {
-        while (t->run == seen && !t->quit) {
-            pthread_cond_wait(&t->wake, &t->lock);
-        }
-        if (t->quit) {
-            break;
-        }
-        seen = t->run;
-        pthread_mutex_unlock(&t->lock);
-        team_work(m);
-        pthread_mutex_lock(&t->lock);
-        if (--t->busy == 0) {
-            pthread_cond_signal(&t->idle);
-        }
-    }
-    pthread_mutex_unlock(&t->lock);
-    return NULL;
-}
-
-/* Runs fn over n_chunks chunks on every member; returns when all are done. */
-static void team_run(team *t, size_t n_chunks, team_fn fn, void *arg) {
-    pthread_mutex_lock(&t->lock);
-    t->fn = fn;
-    t->arg = arg;
-    t->n_chunks = n_chunks;
-    atomic_store(&t->next, 0);
-    t->busy = t->n_started;
-    t->run++;
-    pthread_cond_broadcast(&t->wake);
-    pthread_mutex_unlock(&t->lock);
-    team_work(&t->members[0]);
-    pthread_mutex_lock(&t->lock);
-    while (t->busy > 0) {
-        pthread_cond_wait(&t->idle, &t->lock);
-    }
-    pthread_mutex_unlock(&t->lock);
-}
-
-static void team_free(team *t) {
-    if (!t) {
-        return;
-    }
-    pthread_mutex_lock(&t->lock);
-    t->quit = true;
-    pthread_cond_broadcast(&t->wake);
-    pthread_mutex_unlock(&t->lock);
-    for (int i = 0; i < t->n_started; i++) {
-        pthread_join(t->threads[i], NULL);
-    }
-    pthread_mutex_destroy(&t->lock);
-    pthread_cond_destroy(&t->wake);
-    pthread_cond_destroy(&t->idle);
-    free(t->threads);
-    free(t->members);
-    free(t);
-}
-
-/* n_threads (>= 1, the caller included), or NULL when they cannot all be had (a probe
- * on fewer threads would measure something else). */
-static team *team_new(int n_threads) {
-    n_threads = n_threads < 1 ? 1 : n_threads;
-    team *t = calloc(1, sizeof *t);
-    if (!t) {
-        return NULL;
-    }
-    t->threads = calloc((size_t)n_threads, sizeof *t->threads);
-    t->members = calloc((size_t)n_threads, sizeof *t->members);
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->wake, NULL);
-    pthread_cond_init(&t->idle, NULL);
-    t->n_threads = n_threads;
-    bool ok = t->threads && t->members;
-    for (int i = 0; ok && i < n_threads; i++) {
-        t->members[i] = (team_member){t, i};
-        ok = i == 0 || pthread_create(&t->threads[i - 1], NULL, team_main, &t->members[i]) == 0;
-        t->n_started += ok && i > 0;
-    }
-    if (!ok) {
-        team_free(t);
-        return NULL;
-    }
-    return t;
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
 /* --- read bandwidth ---------------------------------------------------------- */
@@ -218,26 +95,26 @@ static void read_chunk(void *arg, size_t chunk, int worker) {
     j->sums[chunk] = a + b + c + d;
 }
 
-double machine_peak_read_gbs(int n_threads) {
-    team *tm = NULL;
+double kz_machine_read_gbs(int n_threads) {
+    kz_pool *pool;
     read_job *j = calloc(1, sizeof *j);
     if (!j || !(j->data = aligned_alloc(HUGE_PAGE_BYTES, READ_BYTES)) ||
-        !(tm = team_new(n_threads))) {
+        kz_pool_new(n_threads, &pool) != KZ_OK) {
         free(j ? j->data : NULL);
         free(j);
         return 0;
     }
 #ifdef MADV_HUGEPAGE
     // Where transparent huge pages are on request only (the usual default), ask: 128
-    // faults of 2 MB instead of 65536 of 4 KB, measured 50 ms instead of 1.7 s in a VM.
+    // faults of 2 MB instead of 65536 of 4 KB, which a VM's first touch makes costly.
     (void)madvise(j->data, READ_BYTES, MADV_HUGEPAGE);
 #endif
-    team_run(tm, READ_CHUNKS, touch_chunk, j);
+    kz_pool_run(pool, READ_CHUNKS, touch_chunk, j);
     double best_ms = 1e30;
     for (int pass = 0; pass < PASSES; pass++) {
-        const double t0 = stats_now_ms();
-        team_run(tm, READ_CHUNKS, read_chunk, j);
-        const double ms = stats_now_ms() - t0;
+        const double t0 = now_ms();
+        kz_pool_run(pool, READ_CHUNKS, read_chunk, j);
+        const double ms = now_ms() - t0;
         best_ms = ms < best_ms ? ms : best_ms;
     }
     uint64_t s = 0;
@@ -245,7 +122,7 @@ double machine_peak_read_gbs(int n_threads) {
         s ^= j->sums[c];
     }
     sink_u64 = s;
-    team_free(tm);
+    kz_pool_free(pool);
     free(j->data);
     free(j);
     return (double)READ_BYTES / (best_ms * 1e-3) * 1e-9;
@@ -342,37 +219,14 @@ __attribute__((target("avx512f,avx512bf16"))) static float loop_avx512_bf16(long
     return s;
 }
 
-/* LDTILECFG's 64-byte operand, palette 1 (Intel SDM "TILECFG"): tile t has rows[t]
- * rows of colsb[t] bytes. */
-typedef struct amx_tile_config {
-    uint8_t palette;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_tile_config;
-
-static void amx_tile_config_set(amx_tile_config *c, const uint8_t rows[8],
-                                const uint16_t colsb[8]) {
-    memset(c, 0, sizeof *c);
-    c->palette = 1;
-    for (int t = 0; t < 8; t++) {
-        c->rows[t] = rows[t];
-        c->colsb[t] = colsb[t];
-    }
-    // ldtilecfg's read of *c is invisible to the compiler: keep the stores above.
-    __asm__ volatile("" : : "r"(c) : "memory");
-}
-
 // AMX: four independent 16 x 16 fp32 accumulator tiles, each += A[16, 32 bf16] x
 // B[16 pairs, 16 x 2] per round (16 x 16 x 32 multiply-adds). Only called after the
-// library's dispatch obtained the tile permission (the model's bf16 GEMM is "amx",
-// kz_experimental_model_get_info).
+// library's dispatch obtained the tile permission (the model's bf16 GEMM is "amx").
 __attribute__((target("amx-tile,amx-bf16"))) static float loop_amx_bf16(long iters) {
     static const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
     static const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
-    _Alignas(64) amx_tile_config cfg;
-    amx_tile_config_set(&cfg, rows, colsb);
+    _Alignas(64) kz_amx_tile_config cfg;
+    kz_amx_tile_config_set(&cfg, rows, colsb);
     _tile_loadconfig(&cfg);
     _Alignas(64) uint16_t ones[16][32];
     for (int r = 0; r < 16; r++) {
@@ -436,7 +290,25 @@ typedef struct fma_kind {
     double flop_per_iter;
 } fma_kind;
 
+/* The loop called isa when this CPU runs the sub-level it needs, else the portable one
+ * (a name from the public API must never execute an instruction the CPU lacks). */
 static fma_kind fma_for(const char *isa) {
+#ifdef PEAK_X86
+    static const char *const needs[][2] = {{"avx512", "avx512"},
+                                           {"avx2", "avx2"},
+                                           {"amx", "avx512-amx"},
+                                           {"avx512bf16", "avx512-bf16"}};
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++) {
+        if (strcmp(isa, needs[i][0]) == 0 && !kz_kernels_named(needs[i][1])) {
+            isa = "";
+        }
+    }
+#endif
+#ifdef PEAK_NEON
+    if (strcmp(isa, "neon") == 0 && !kz_kernels_named("neon")) {
+        isa = "";
+    }
+#endif
 #ifdef PEAK_X86
     if (strcmp(isa, "avx512") == 0) {
         return (fma_kind){"avx512 fma", loop_avx512, 2.0 * 16 * 16};
@@ -459,7 +331,7 @@ static fma_kind fma_for(const char *isa) {
     return (fma_kind){"portable mul+add", loop_portable, 2.0 * 4 * 12};
 }
 
-/* One team thread's share of a pass. */
+/* One pool thread's share of a pass. */
 typedef struct fma_worker {
     double cpu_ms; // CPU time in its chunks
     long chunks;
@@ -469,7 +341,7 @@ typedef struct fma_worker {
 typedef struct fma_job {
     fma_kind kind;
     long iters;      // per chunk
-    fma_worker *w;   // [n_threads], indexed by the team's worker id
+    fma_worker *w;   // [n_threads], indexed by the pool's worker id
 } fma_job;
 
 static double cpu_ms(void) {
@@ -498,12 +370,12 @@ static long calibrate(fma_loop run) {
 }
 
 // One pass: the sum over threads of each one's FLOP over its own CPU time.
-static double fma_pass(team *tm, fma_job *j, int n_threads) {
+static double fma_pass(kz_pool *pool, fma_job *j, int n_threads) {
     for (int t = 0; t < n_threads; t++) {
         j->w[t].cpu_ms = 0;
         j->w[t].chunks = 0;
     }
-    team_run(tm, (size_t)n_threads * FMA_CHUNKS_PER_THREAD, fma_chunk, j);
+    kz_pool_run(pool, (size_t)n_threads * FMA_CHUNKS_PER_THREAD, fma_chunk, j);
     double gflops = 0;
     for (int t = 0; t < n_threads; t++) {
         const double flop = j->kind.flop_per_iter * (double)j->iters * (double)j->w[t].chunks;
@@ -512,25 +384,25 @@ static double fma_pass(team *tm, fma_job *j, int n_threads) {
     return gflops;
 }
 
-double machine_peak_fma_gflops(const char *isa, int n_threads, const char **loop) {
+double kz_machine_fma_gflops(const char *isa, int n_threads, const char **loop) {
     fma_job j = {.kind = fma_for(isa ? isa : "")};
     *loop = j.kind.name;
-    team *tm;
+    kz_pool *pool;
     if (!(j.w = calloc((size_t)n_threads, sizeof *j.w))) {
         return 0;
     }
-    if (!(tm = team_new(n_threads))) {
+    if (kz_pool_new(n_threads, &pool) != KZ_OK) {
         free(j.w);
         return 0;
     }
     j.iters = calibrate(j.kind.run);
     double best = 0;
     for (int pass = 0; pass < PASSES; pass++) {
-        const double g = fma_pass(tm, &j, n_threads);
+        const double g = fma_pass(pool, &j, n_threads);
         best = g > best ? g : best;
     }
     sink_f32 = j.w[0].sink;
-    team_free(tm);
+    kz_pool_free(pool);
     free(j.w);
     return best;
 }

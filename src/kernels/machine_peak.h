@@ -5,15 +5,15 @@
  * The bench divides a stage's work by these limits to get its floor (the fastest the
  * stage could run here): weight bytes / read bandwidth for the talker and the code
  * predictor, floating-point operations / FMA peak for the codec decoder. Each
- * measurement runs on a team of the stage's thread count (the caller included) and
- * takes 0.1-0.3 s.
+ * measurement runs on a thread pool of the stage's thread count (the caller included).
+ * Public as kztts.h's kz_experimental_machine_read_gbs / _fma_gflops.
  */
 #ifndef KZ_MACHINE_PEAK_H
 #define KZ_MACHINE_PEAK_H
 
 /* Streaming read of a 256 MB buffer (far larger than the last-level cache a core sees) by
  * n_threads threads, best of three passes. Returns GB/s, or 0 if out of memory. */
-double machine_peak_read_gbs(int n_threads);
+double kz_machine_read_gbs(int n_threads);
 
 /* Independent FMA chains on n_threads threads at the kernel level `isa` (the name the
  * model's kernel table reports: "avx512", "avx2", "neon"; anything else, "scalar"
@@ -23,6 +23,6 @@ double machine_peak_read_gbs(int n_threads);
  * where the library's dispatch installed that GEMM). Best of three ~20 ms passes, each
  * thread timed by its own CPU time. Returns GFLOP/s (2 per FMA), or 0 on failure; *loop
  * names the loop that ran (static string). */
-double machine_peak_fma_gflops(const char *isa, int n_threads, const char **loop);
+double kz_machine_fma_gflops(const char *isa, int n_threads, const char **loop);
 
 #endif
