@@ -64,7 +64,7 @@ extern "C" {
 
 /* The layout of the public structs and the signatures of the public functions this
  * header declares, as a number that grows with every incompatible change. */
-#define KZ_ABI_VERSION 1
+#define KZ_ABI_VERSION 2
 
 /* KZ_ABI_VERSION of the library linked at run time. A program checks
  * kz_abi_version() == KZ_ABI_VERSION once at start-up: different numbers mean it was
@@ -311,6 +311,88 @@ KZ_API const char *kz_model_language_name(const kz_model *model, int32_t index);
 /* "custom_voice", "voice_design", "base", or "codec" for a codec-only model. */
 KZ_API const char *kz_model_type(const kz_model *model);
 
+/* ---- voices: cloning with a Base model ----------------------------------- */
+
+/* A voice cloned from a short reference recording: the speaker encoder's x-vector and,
+ * for an in-context (ICL) voice, the reference's codec codes and transcript. Made once
+ * (from samples or an audio file), saved to a small versioned file (.kzvoice) and
+ * loaded again; immutable, so one voice may serve any number of sessions and threads.
+ * A voice belongs to the model it was made with (the speaker encoder's size and a
+ * fingerprint of the encoders' weights, the same in a GGUF made from that checkpoint).
+ *
+ *   kz_voice *voice;
+ *   kz_voice_params vp = {.ref_text = "What the reference recording says."};
+ *   kz_voice_from_file(model, "ref.wav", &vp, &voice);       // or kz_voice_load
+ *   kz_voice_save(voice, "alice.kzvoice");
+ *   kz_request req = {.text = "Hello in a cloned voice.", .voice = voice};
+ *   kz_synthesize_all(session, &req, &audio);
+ *   kz_voice_free(voice);
+ *
+ * Reference audio: any sample rate and channel count, downmixed (channel mean) and
+ * resampled to the model's rate as the official pipeline does; at least 1 s, at most
+ * max_seconds, not silent. Use only voices whose owners agreed to be cloned. */
+typedef struct kz_voice kz_voice;
+
+typedef struct kz_voice_params {
+    const char *ref_text;  /* transcript of the reference audio: an ICL voice (the official
+                              default mode). Required unless xvector_only. */
+    bool xvector_only;     /* a voice of the speaker embedding only (no codes, no
+                              transcript; ref_text is ignored) */
+    float max_seconds;     /* longest reference accepted, [1, 600]; 0 = 60 */
+    int32_t n_threads;     /* threads for the encoders, 0..256; 0 = online CPUs (at most 8) */
+} kz_voice_params;
+
+KZ_API void kz_voice_default_params(kz_voice_params *params);
+
+/* A voice from samples in memory: n_frames frames of `channels` interleaved float
+ * samples in [-1, 1] at sample_rate Hz (8000..384000). KZ_STATUS_UNSUPPORTED for a
+ * model that cannot clone (not Base); KZ_STATUS_BAD_INPUT for unusable audio. */
+KZ_API kz_status kz_voice_from_samples(const kz_model *model, const float *samples,
+                                       size_t n_frames, int32_t sample_rate, int32_t channels,
+                                       const kz_voice_params *params, kz_voice **out);
+/* The same from an audio file (WAV, FLAC, Ogg Vorbis/Opus, MP3, ... as libsndfile reads). */
+KZ_API kz_status kz_voice_from_file(const kz_model *model, const char *audio_path,
+                                    const kz_voice_params *params, kz_voice **out);
+
+/* Writes the voice file at path (complete or not at all). */
+KZ_API kz_status kz_voice_save(const kz_voice *voice, const char *path);
+/* Reads and validates a voice file; which model it fits is checked when it is used
+ * (kz_voice_check, kz_synthesize). */
+KZ_API kz_status kz_voice_load(const char *path, kz_voice **out);
+KZ_API void kz_voice_free(kz_voice *voice);
+
+/* KZ_OK when voice was made for model, else KZ_STATUS_INVALID_ARGUMENT with a one-line
+ * reason in kz_last_error(). */
+KZ_API kz_status kz_voice_check(const kz_model *model, const kz_voice *voice);
+
+typedef struct kz_voice_info {
+    int32_t format_version;  /* of the file format */
+    bool icl;                /* has reference codes and transcript */
+    int32_t xvector_dim;     /* the speaker encoder's enc_dim (= talker hidden size) */
+    int32_t n_ref_frames;    /* reference codec frames (0 for x-vector only) */
+    int32_t n_codebooks;     /* codes per frame (0 for x-vector only) */
+    double ref_seconds;      /* length of the reference audio */
+    const char *ref_text;    /* transcript ("" for x-vector only), valid while voice lives */
+    const char *model_type;  /* "base" */
+    uint64_t fingerprint;    /* of the encoders' weights of the model it belongs to */
+} kz_voice_info;
+
+KZ_API kz_status kz_voice_get_info(const kz_voice *voice, kz_voice_info *info);
+
+/* ---- codec encoder ------------------------------------------------------- */
+
+/* Codec codes of audio (the codec encoder of a Base or codec model): n_frames frames of
+ * `channels` interleaved samples at sample_rate Hz in, downmixed and resampled as for a
+ * voice; out: *codes [*n_codes_frames, n_codebooks] (codebook 0 first), free with
+ * kz_codes_free. params: max_seconds and n_threads as for a voice (ref_text ignored). */
+KZ_API kz_status kz_encode(const kz_model *model, const float *samples, size_t n_frames,
+                           int32_t sample_rate, int32_t channels, const kz_voice_params *params,
+                           int32_t **codes, size_t *n_codes_frames, int32_t *n_codebooks);
+KZ_API kz_status kz_encode_file(const kz_model *model, const char *audio_path,
+                                const kz_voice_params *params, int32_t **codes,
+                                size_t *n_codes_frames, int32_t *n_codebooks);
+KZ_API void kz_codes_free(int32_t *codes);
+
 /* ---- synthesis ------------------------------------------------------------ */
 
 /* How the text is laid out in the prompt (spec: the wrapper's non_streaming_mode). */
@@ -350,6 +432,8 @@ typedef struct kz_request {
                                   frames. */
     /* Voice. */
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
+    const kz_voice *voice;     /* Base: required, a cloned voice made for this model
+                                  (kz_voice_*); refused by the other model types */
     const char *language;      /* NULL or "auto" (default) or a language name */
     const char *instruct;      /* style instruction (1.7B CustomVoice, VoiceDesign) or NULL;
                                   0.6B CustomVoice ignores it as the official wrapper does */

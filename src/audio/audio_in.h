@@ -1,0 +1,28 @@
+/*
+ * audio_in.h - reference audio into the library: a file (libsndfile) or samples in
+ * memory -> mono float at the model's rate (channel mean, then libsoxr resampling as
+ * the official pipeline's librosa.resample does) -> checked for length and silence.
+ */
+#ifndef KZ_AUDIO_IN_H
+#define KZ_AUDIO_IN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kztts.h"
+
+/* Reads an audio file: *samples (malloc'd) [*n_frames, *channels] interleaved floats.
+ * KZ_STATUS_IO when it cannot be opened, KZ_STATUS_BAD_INPUT when it is not audio
+ * libsndfile can read or is empty; the message names the file. */
+kz_status kz_audio_read_file(const char *path, float **samples, size_t *n_frames,
+                             int32_t *sample_rate, int32_t *channels);
+
+/* Checks interleaved input (rate 8000..384000, channels 1..64, every sample finite),
+ * downmixes to mono by the channel mean and resamples to out_rate: *mono (malloc'd)
+ * [*n_out]. Then refuses, with KZ_STATUS_BAD_INPUT and a one-line reason, audio shorter
+ * than 1 s, longer than max_seconds, or silent. */
+kz_status kz_audio_prepare_reference(const float *samples, size_t n_frames,
+                                     int32_t sample_rate, int32_t channels, int32_t out_rate,
+                                     double max_seconds, float **mono, size_t *n_out);
+
+#endif
