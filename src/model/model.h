@@ -18,7 +18,9 @@
 #include "model/code_predictor.h"
 #include "model/codec_config.h"
 #include "model/codec_decoder.h"
+#include "model/codec_encoder.h"
 #include "model/config.h"
+#include "model/speaker_encoder.h"
 #include "model/talker.h"
 #include "text/tokenizer.h"
 
@@ -35,6 +37,10 @@ struct kz_model {
     kz_talker talker;         /* when has_tts */
     kz_code_predictor cp;     /* when has_tts */
     kz_generation_config gen; /* when has_tts */
+    kz_speaker_encoder *speaker_encoder; /* Base checkpoints, else NULL (kz_model_bind_tts) */
+    kz_codec_encoder *codec_encoder;     /* when the codec has its encoder, else NULL
+                                            (kz_model_bind_codec) */
+    uint64_t voice_fingerprint;          /* voice.h, set at load when both encoders are */
     kz_tokenizer *tokenizer;  /* NULL when the directory has no vocab.json */
     int32_t newline_id;       /* the tokenizer's one id for "\n", the third role token of
                                  token-id input (-1: no tokenizer, or "\n" is not one token) */
