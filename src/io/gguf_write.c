@@ -11,7 +11,7 @@
  *                                             written through; a symlink is followed to the
  *                                             end of its chain; a regular file (or none)
  *                                             gets mkstemp("<target>.partial-XXXXXX") in the
- *                                             target's folder
+ *                                             target's folder (io/atomic_file.h)
  *        -> "GGUF", u32 3, u64 n_tensors, u64 n_kv, kv_bytes
  *        -> per tensor: name, u32 n_dims, u64 dims[], u32 type, u64 offset
  *           (offsets packed in order, each rounded up to the alignment, as ggml writes them)
@@ -41,15 +41,12 @@
  */
 #include "io/gguf.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "io/atomic_file.h"
 #include "runtime/error.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -451,21 +448,10 @@ kz_status kz_gguf_writer_add_tensor_fn(kz_gguf_writer *w, const char *name,
 
 #define WRITE_CHUNK ((size_t)4 << 20)
 
-/* Output file with a sticky error: after the first failed write nothing more is written. */
-typedef struct sink {
-    FILE *file;
-    char *buffer;     // the stream's WRITE_CHUNK bytes of buffer
-    char *temp;       // the temporary file, or NULL when writing through to a device or FIFO
-    char *target;     // the file the temporary one replaces (path with its symlinks followed)
-    const char *dest; // the path as given, for messages
-    mode_t mode;      // the temporary file's permission bits
-    kz_status status;
-} sink;
+typedef kz_atomic_file sink; // the output file, with its sticky error
 
 static void sink_write(sink *s, const void *bytes, size_t n_bytes) {
-    if (s->status == KZ_OK && n_bytes > 0 && fwrite(bytes, 1, n_bytes, s->file) != n_bytes) {
-        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot write: %s", s->dest, strerror(errno));
-    }
+    kz_atomic_file_write(s, bytes, n_bytes);
 }
 
 static void sink_u32(sink *s, uint32_t value) {
@@ -577,126 +563,6 @@ static void write_data(sink *s, const kz_gguf_writer *w) {
     free(buffer);
 }
 
-/* Flushes, syncs and closes the file (a device or FIFO is only flushed: it cannot be
- * synced); keeps the first error. */
-static void sink_close(sink *s) {
-    if (s->status == KZ_OK &&
-        (fflush(s->file) != 0 || (s->temp && fsync(fileno(s->file)) != 0))) {
-        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot write: %s", s->dest, strerror(errno));
-    }
-    if (s->status == KZ_OK && s->temp && fchmod(fileno(s->file), s->mode) != 0) {
-        s->status =
-            kz_error_set(KZ_STATUS_IO, "%s: cannot set permissions: %s", s->temp, strerror(errno));
-    }
-    if (fclose(s->file) != 0 && s->status == KZ_OK) {
-        s->status = kz_error_set(KZ_STATUS_IO, "%s: cannot close: %s", s->dest, strerror(errno));
-    }
-    s->file = NULL;
-}
-
-/* `target` of the symlink at link_path as a path from here (relative targets are relative
- * to the link's folder); NULL when out of memory. */
-static char *link_target_path(const char *link_path, const char *target) {
-    const char *slash = strrchr(link_path, '/');
-    if (target[0] == '/' || !slash) {
-        return copy_string(target);
-    }
-    const size_t dir_bytes = (size_t)(slash - link_path) + 1;
-    char *p = malloc(dir_bytes + strlen(target) + 1);
-    if (p) {
-        memcpy(p, link_path, dir_bytes);
-        strcpy(p + dir_bytes, target);
-    }
-    return p;
-}
-
-/* *out = the file writing `path` replaces: path, or the end of its chain of symlinks (which
- * may not exist yet). */
-static kz_status resolve_links(const char *path, char **out) {
-    enum { MAX_LINKS = 40 }; // the kernel's own limit on a path's symlinks
-    char *p = copy_string(path);
-    for (int hops = 0; p; hops++) {
-        struct stat st;
-        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) {
-            *out = p; // absent (created there) or not a link; other errors show at mkstemp
-            return KZ_OK;
-        }
-        char target[4096];
-        const ssize_t n = readlink(p, target, sizeof target - 1);
-        if (hops == MAX_LINKS || n < 0) {
-            free(p);
-            return kz_error_set(KZ_STATUS_IO, "%s: %s", path,
-                                strerror(n < 0 ? errno : ELOOP));
-        }
-        target[n] = '\0';
-        char *next = link_target_path(p, target);
-        free(p);
-        p = next;
-    }
-    return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", path);
-}
-
-/* A device or FIFO: opened as it is and written in place (a FIFO waits for a reader). */
-static kz_status open_through(sink *s) {
-    const int fd = open(s->dest, O_WRONLY | O_NOCTTY);
-    if (fd < 0 || !(s->file = fdopen(fd, "wb"))) {
-        kz_status status = kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", s->dest,
-                                        strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
-        return status;
-    }
-    return KZ_OK;
-}
-
-/* A regular file or nothing: a temporary file beside the end of the path's symlinks. */
-static kz_status open_temp(sink *s) {
-    kz_status status = resolve_links(s->dest, &s->target);
-    if (status != KZ_OK) {
-        return status;
-    }
-    struct stat st;
-    s->mode = stat(s->target, &st) == 0 ? st.st_mode & 07777 : 0644; // a model is plain data
-    const size_t temp_bytes = strlen(s->target) + sizeof ".partial-XXXXXX";
-    if (!(s->temp = malloc(temp_bytes))) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", s->dest);
-    }
-    snprintf(s->temp, temp_bytes, "%s.partial-XXXXXX", s->target);
-    const int fd = mkstemp(s->temp);
-    if (fd < 0) {
-        status = kz_error_set(KZ_STATUS_IO, "%s: cannot create a temporary file: %s", s->dest,
-                              strerror(errno));
-        free(s->temp);
-        s->temp = NULL;
-        return status;
-    }
-    if (!(s->file = fdopen(fd, "wb"))) {
-        status = kz_error_set(KZ_STATUS_IO, "%s: cannot open: %s", s->temp, strerror(errno));
-        close(fd);
-        return status;
-    }
-    return KZ_OK;
-}
-
-/* Opens the destination of s->dest and gives the stream its buffer. */
-static kz_status sink_open(sink *s) {
-    struct stat st;
-    const bool exists = stat(s->dest, &st) == 0; // follows symlinks: what a write would reach
-    kz_status status;
-    if (exists && S_ISDIR(st.st_mode)) {
-        return kz_error_set(KZ_STATUS_IO, "%s: is a directory", s->dest);
-    }
-    status = exists && !S_ISREG(st.st_mode) ? open_through(s) : open_temp(s);
-    if (status == KZ_OK && !(s->buffer = malloc(WRITE_CHUNK))) {
-        status = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the buffer", s->dest);
-    }
-    if (status == KZ_OK) {
-        (void)setvbuf(s->file, s->buffer, _IOFBF, WRITE_CHUNK); // before any write: cannot fail
-    }
-    return status;
-}
-
 kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
     if (!w || !path) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
@@ -706,30 +572,17 @@ kz_status kz_gguf_writer_write(kz_gguf_writer *w, const char *path) {
     if (status != KZ_OK) {
         return status;
     }
-    sink s = {.dest = path, .status = KZ_OK};
-    s.status = sink_open(&s);
-    if (s.status == KZ_OK) {
+    sink s;
+    if (kz_atomic_file_open(&s, path, WRITE_CHUNK) == KZ_OK) {
         uint64_t position = write_header(&s, w);
         sink_pad(&s, position, w->alignment);
         write_data(&s, w);
     }
-    if (s.file) {
-        sink_close(&s);
-    }
+    kz_atomic_file_close(&s);
     if (w->n_tensors > 0) {
         report_progress(&s, w, w->n_tensors);
     }
-    if (s.status == KZ_OK && s.temp && rename(s.temp, s.target) != 0) {
-        s.status = kz_error_set(KZ_STATUS_IO, "%s: cannot rename %s into place: %s", path, s.temp,
-                                strerror(errno));
-    }
-    if (s.status != KZ_OK && s.temp) {
-        unlink(s.temp);
-    }
-    free(s.temp);
-    free(s.target);
-    free(s.buffer);
-    return s.status;
+    return kz_atomic_file_finish(&s);
 }
 
 void kz_gguf_writer_set_progress(kz_gguf_writer *w, kz_gguf_progress_fn fn, void *user) {

@@ -320,40 +320,6 @@ const char *kz_tokenizer_token(const kz_tokenizer *t, int32_t id, size_t *n_byte
 
 /* ---- encoding ----------------------------------------------------------- */
 
-size_t kz_utf8_invalid_at(const char *text, size_t n_bytes) {
-    const uint8_t *s = (const uint8_t *)text;
-    size_t i = 0;
-    while (i < n_bytes) {
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c < 0xC2 || c > 0xF4) { // continuation byte, C0/C1 overlong lead, or > U+10FFFF
-            return i;
-        }
-        size_t n_cont = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
-        if (n_bytes - i <= n_cont) { // truncated at the end of the text
-            return i;
-        }
-        uint8_t c1 = s[i + 1];
-        // The second byte's range is narrower after E0 (overlong), ED (surrogates),
-        // F0 (overlong) and F4 (above U+10FFFF).
-        uint8_t lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-        uint8_t hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-        if (c1 < lo || c1 > hi) {
-            return i;
-        }
-        for (size_t k = 2; k <= n_cont; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) {
-                return i;
-            }
-        }
-        i += n_cont + 1;
-    }
-    return n_bytes;
-}
-
 /* Rust's char::is_whitespace, i.e. Unicode White_Space (used by lstrip/rstrip). */
 static bool is_white_space(int32_t cp) {
     return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||

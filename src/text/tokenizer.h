@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/utf8.h"
 #include "kztts.h"
 
 typedef struct kz_tokenizer kz_tokenizer;
@@ -47,10 +48,6 @@ kz_status kz_tokenizer_load_text(const kz_tokenizer_text *src, kz_tokenizer **ou
  * a file that cannot be read is KZ_STATUS_IO. */
 kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out);
 void kz_tokenizer_free(kz_tokenizer *t);
-
-/* Offset of the first byte of the first ill-formed UTF-8 sequence in text[0, n_bytes), or
- * n_bytes. Well-formed means RFC 3629: shortest form, no surrogates, <= U+10FFFF. */
-size_t kz_utf8_invalid_at(const char *text, size_t n_bytes);
 
 /* Encodes n_bytes of UTF-8 text. *ids is malloc'ed (caller frees), *n_ids its
  * length. Invalid UTF-8 returns KZ_STATUS_BAD_INPUT naming the byte offset. */
