@@ -23,6 +23,8 @@
 #include "synth/request.h"
 #include "kernels/machine_peak.h"
 #include "synth/session.h"
+#include "synth/voice.h"
+#include "io/voice_file.h"
 #include "text/tokenizer.h"
 
 int32_t kz_abi_version(void) {
@@ -320,6 +322,191 @@ const char *kz_model_language_name(const kz_model *m, int32_t i) {
 
 const char *kz_model_type(const kz_model *m) {
     return !m ? "" : m->has_tts ? m->cfg.tts_model_type : "codec";
+}
+
+/* ---- voices and codec codes ------------------------------------------------- */
+
+static kz_status check_utf8(const char *s, const char *what);
+
+void kz_voice_default_params(kz_voice_params *params) {
+    if (params) {
+        memset(params, 0, sizeof *params);
+    }
+}
+
+/* The params of a voice (ref_text when !xvector_only) or an encode (ref_text ignored). */
+static kz_status check_voice_params(const kz_voice_params *p, bool for_voice, const char *fn) {
+    if (!(p->max_seconds == 0 || (p->max_seconds >= 1 && p->max_seconds <= 600)) ||
+        p->n_threads < 0 || p->n_threads > 256) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: max_seconds %g must be 0 (60) or in [1, 600], n_threads %d in "
+                            "[0, 256]", fn, (double)p->max_seconds, (int)p->n_threads);
+    }
+    if (!for_voice || p->xvector_only) {
+        return KZ_OK;
+    }
+    if (!p->ref_text || !p->ref_text[0]) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: ref_text (the reference's transcript) is required unless "
+                            "xvector_only is set", fn);
+    }
+    if (strlen(p->ref_text) > (1u << 20)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: ref_text is longer than 1 MB", fn);
+    }
+    return check_utf8(p->ref_text, "the reference transcript");
+}
+
+/* Samples in memory: at a rate and channel count the audio input takes. */
+static kz_status check_samples(int32_t sample_rate, int32_t channels, const char *fn) {
+    if (sample_rate < 8000 || sample_rate > 384000 || channels < 1 || channels > 64) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "%s: sample_rate %d must be in [8000, 384000], channels %d in [1, 64]",
+                            fn, (int)sample_rate, (int)channels);
+    }
+    return KZ_OK;
+}
+
+/* Common checks of the four constructors: model, source and out present; *p_out the params
+ * or the defaults, checked. */
+static kz_status check_voice_call(const kz_model *model, bool has_source, bool has_out,
+                                  const kz_voice_params **p_out, kz_voice_params *defaults,
+                                  bool for_voice, const char *fn) {
+    if (!model || !has_source || !has_out) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: model, %s and the outputs are "
+                            "required", fn, strstr(fn, "file") ? "audio_path" : "samples");
+    }
+    kz_voice_default_params(defaults);
+    *p_out = *p_out ? *p_out : defaults;
+    return check_voice_params(*p_out, for_voice, fn);
+}
+
+kz_status kz_voice_from_samples(const kz_model *model, const float *samples, size_t n_frames,
+                                int32_t sample_rate, int32_t channels,
+                                const kz_voice_params *params, kz_voice **out) {
+    kz_error_clear();
+    const char *fn = "kz_voice_from_samples";
+    if (out) {
+        *out = NULL;
+    }
+    kz_voice_params defaults;
+    kz_status st = check_voice_call(model, samples || n_frames == 0, out, &params, &defaults,
+                                    true, fn);
+    st = st == KZ_OK ? check_samples(sample_rate, channels, fn) : st;
+    const kz_voice_audio a = {.samples = samples, .n_frames = n_frames,
+                              .sample_rate = sample_rate, .channels = channels};
+    return st == KZ_OK ? kz_voice_make(model, &a, params, out) : st;
+}
+
+kz_status kz_voice_from_file(const kz_model *model, const char *audio_path,
+                             const kz_voice_params *params, kz_voice **out) {
+    kz_error_clear();
+    if (out) {
+        *out = NULL;
+    }
+    kz_voice_params defaults;
+    kz_status st = check_voice_call(model, audio_path, out, &params, &defaults, true,
+                                    "kz_voice_from_file");
+    const kz_voice_audio a = {.path = audio_path};
+    return st == KZ_OK ? kz_voice_make(model, &a, params, out) : st;
+}
+
+kz_status kz_voice_save(const kz_voice *voice, const char *path) {
+    kz_error_clear();
+    if (!voice || !path || !path[0]) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_voice_save: voice and path are "
+                            "required");
+    }
+    return kz_voice_file_write(voice, path);
+}
+
+kz_status kz_voice_load(const char *path, kz_voice **out) {
+    kz_error_clear();
+    if (!out || !path || !path[0]) {
+        if (out) {
+            *out = NULL;
+        }
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_voice_load: path and out are "
+                            "required");
+    }
+    return kz_voice_file_read(path, out);
+}
+
+void kz_voice_free(kz_voice *voice) {
+    free(voice); // one allocation (io/voice_file.h)
+}
+
+kz_status kz_voice_check(const kz_model *model, const kz_voice *voice) {
+    kz_error_clear();
+    if (!model || !voice) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_voice_check: model and voice are "
+                            "required");
+    }
+    return kz_voice_fits(model, voice);
+}
+
+kz_status kz_voice_get_info(const kz_voice *voice, kz_voice_info *info) {
+    kz_error_clear();
+    if (info) {
+        memset(info, 0, sizeof *info);
+    }
+    if (!voice || !info) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_voice_get_info: voice and info are "
+                            "required");
+    }
+    *info = (kz_voice_info){.format_version = voice->format_version, .icl = voice->icl,
+                            .xvector_dim = voice->enc_dim, .n_ref_frames = voice->n_ref_frames,
+                            .n_codebooks = voice->n_codebooks, .ref_seconds = voice->ref_seconds,
+                            .ref_text = voice->ref_text, .model_type = voice->model_type,
+                            .fingerprint = voice->fingerprint};
+    return KZ_OK;
+}
+
+/* Empties the outputs of an encode that may be NULL. */
+static void clear_codes(int32_t **codes, size_t *n_frames, int32_t *n_codebooks) {
+    if (codes) {
+        *codes = NULL;
+    }
+    if (n_frames) {
+        *n_frames = 0;
+    }
+    if (n_codebooks) {
+        *n_codebooks = 0;
+    }
+}
+
+kz_status kz_encode(const kz_model *model, const float *samples, size_t n_frames,
+                    int32_t sample_rate, int32_t channels, const kz_voice_params *params,
+                    int32_t **codes, size_t *n_codes_frames, int32_t *n_codebooks) {
+    kz_error_clear();
+    const char *fn = "kz_encode";
+    clear_codes(codes, n_codes_frames, n_codebooks);
+    kz_voice_params defaults;
+    const bool outs = codes && n_codes_frames && n_codebooks;
+    kz_status st = check_voice_call(model, samples || n_frames == 0, outs, &params, &defaults,
+                                    false, fn);
+    st = st == KZ_OK ? check_samples(sample_rate, channels, fn) : st;
+    const kz_voice_audio a = {.samples = samples, .n_frames = n_frames,
+                              .sample_rate = sample_rate, .channels = channels};
+    return st == KZ_OK ? kz_voice_encode(model, &a, params, codes, n_codes_frames, n_codebooks)
+                       : st;
+}
+
+kz_status kz_encode_file(const kz_model *model, const char *audio_path,
+                         const kz_voice_params *params, int32_t **codes, size_t *n_codes_frames,
+                         int32_t *n_codebooks) {
+    kz_error_clear();
+    clear_codes(codes, n_codes_frames, n_codebooks);
+    kz_voice_params defaults;
+    const bool outs = codes && n_codes_frames && n_codebooks;
+    kz_status st = check_voice_call(model, audio_path, outs, &params, &defaults, false,
+                                    "kz_encode_file");
+    const kz_voice_audio a = {.path = audio_path};
+    return st == KZ_OK ? kz_voice_encode(model, &a, params, codes, n_codes_frames, n_codebooks)
+                       : st;
+}
+
+void kz_codes_free(int32_t *codes) {
+    free(codes);
 }
 
 /* ---- text ----------------------------------------------------------------- */

@@ -33,6 +33,7 @@
 #include "io/regular_file.h"
 #include "model/gguf_layout.h"
 #include "runtime/error.h"
+#include "synth/voice.h"
 #include "text/tokenizer_job.h"
 
 static char *join(const char *dir, const char *name) {
@@ -536,6 +537,9 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
     st = st == KZ_OK && m->has_tts ? kz_model_check_tts(m) : st;
+    if (st == KZ_OK) { // which encoders a cloned voice must come from (synth/voice.h)
+        m->voice_fingerprint = kz_model_voice_fingerprint(m);
+    }
     st = st == KZ_OK ? use_codec_precision(m, params->codec_precision) : st;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;

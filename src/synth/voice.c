@@ -1,62 +1,221 @@
-/* voice.c - SCAFFOLD until voices land (issue 31). */
+/*
+ * voice.c - cloned voices and codec codes from reference audio (see voice.h).
+ *
+ *   file or samples -> kz_audio_read_file (a file) -> kz_audio_prepare_reference: mono at
+ *   the speaker encoder's rate (and at the codec's, when it differs), length and silence
+ *   checked -> a transient pool of n_threads with m's kernel table (kz_exec)
+ *   -> kz_speaker_encoder_run: x-vector [enc_dim]
+ *   -> ICL: kz_codec_encoder_run: codes [n_frames, n_codebooks]; the transcript copied
+ *   -> one kz_voice allocation (io/voice_file.h), tagged with the model's type, rate and
+ *      weights fingerprint.
+ * kz_voice_fits compares a voice with a model field by field, so a voice made with another
+ * model is refused with the one value that differs.
+ */
 #include "synth/voice.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/audio_in.h"
+#include "io/voice_file.h"
+#include "model/model.h"
 #include "runtime/error.h"
+#include "runtime/threadpool.h"
 
-static kz_status not_yet(void) {
-    return kz_error_set(KZ_STATUS_UNSUPPORTED, "voices: not built yet");
-}
+enum { DEFAULT_MAX_SECONDS = 60 };
 
-void kz_voice_default_params(kz_voice_params *params) {
-    if (params) {
-        *params = (kz_voice_params){0};
+/* Mono reference audio at one rate. */
+typedef struct mono {
+    float *pcm;
+    size_t n;
+    int32_t rate;
+} mono;
+
+/* The reference as interleaved samples: a's own, or its file's (*owned then, caller frees). */
+static kz_status source_samples(const kz_voice_audio *a, kz_voice_audio *out, float **owned) {
+    *owned = NULL;
+    *out = *a;
+    if (!a->path) {
+        return KZ_OK;
     }
+    kz_status st = kz_audio_read_file(a->path, owned, &out->n_frames, &out->sample_rate,
+                                      &out->channels);
+    out->samples = *owned;
+    return st;
 }
-kz_status kz_voice_from_samples(const kz_model *model, const float *samples, size_t n_frames,
-                                int32_t sample_rate, int32_t channels,
-                                const kz_voice_params *params, kz_voice **out) {
-    (void)model, (void)samples, (void)n_frames, (void)sample_rate, (void)channels;
-    (void)params, (void)out;
-    return not_yet();
+
+/* a prepared at rate (mono, length and silence checked). */
+static kz_status prepare(const kz_voice_audio *a, const kz_voice_params *p, int32_t rate,
+                         mono *out) {
+    const double max_s = p->max_seconds > 0 ? p->max_seconds : DEFAULT_MAX_SECONDS;
+    out->rate = rate;
+    return kz_audio_prepare_reference(a->samples, a->n_frames, a->sample_rate, a->channels, rate,
+                                      max_s, &out->pcm, &out->n);
 }
-kz_status kz_voice_from_file(const kz_model *model, const char *audio_path,
-                             const kz_voice_params *params, kz_voice **out) {
-    (void)model, (void)audio_path, (void)params, (void)out;
-    return not_yet();
+
+/* The transient thread pool and kernel table the encoders run on. */
+static kz_status exec_new(const kz_model *m, const kz_voice_params *p, kz_exec *e) {
+    *e = (kz_exec){.k = m->kernels};
+    return kz_pool_new(p->n_threads > 0 ? p->n_threads : kz_pool_default_threads(), &e->pool);
 }
-kz_status kz_voice_save(const kz_voice *voice, const char *path) {
-    (void)voice, (void)path;
-    return not_yet();
+
+static kz_status cannot_clone(const kz_model *m) {
+    const char *type = m->has_tts ? m->cfg.tts_model_type : "codec";
+    if (strcmp(type, "base") != 0) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "voice cloning needs a Base model; %s is a %s model", m->path, type);
+    }
+    return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                        "%s: this Base model has no %s, so it cannot clone voices", m->path,
+                        !m->speaker_encoder ? "speaker encoder (speaker_encoder.* tensors)"
+                                            : "codec encoder (speech_tokenizer encoder.* tensors)");
 }
-kz_status kz_voice_load(const char *path, kz_voice **out) {
-    (void)path, (void)out;
-    return not_yet();
+
+static bool can_clone(const kz_model *m) {
+    return m->has_tts && strcmp(m->cfg.tts_model_type, "base") == 0 && m->speaker_encoder &&
+           m->codec_encoder;
 }
-void kz_voice_free(kz_voice *voice) { (void)voice; }
-kz_status kz_voice_check(const kz_model *model, const kz_voice *voice) {
-    (void)model, (void)voice;
-    return not_yet();
+
+/* The voice of the prepared audio: x-vector, and for ICL the codes and transcript. */
+static kz_status build(const kz_model *m, const mono *spk, const mono *codec,
+                       const kz_voice_params *p, kz_exec *e, kz_voice **out) {
+    int32_t *codes = NULL;
+    size_t n_frames = 0;
+    kz_status st = KZ_OK;
+    if (!p->xvector_only) {
+        st = kz_codec_encoder_run(m->codec_encoder, codec->pcm, codec->n, e, &codes, &n_frames);
+    }
+    const int32_t n_books = p->xvector_only ? 0 : kz_codec_encoder_codebooks(m->codec_encoder);
+    const size_t text_bytes = p->xvector_only ? 0 : strlen(p->ref_text);
+    kz_voice *v = NULL;
+    if (st == KZ_OK && n_frames > KZ_VOICE_MAX_FRAMES) {
+        st = kz_error_set(KZ_STATUS_BAD_INPUT, "reference of %zu codec frames (at most %d)",
+                          n_frames, KZ_VOICE_MAX_FRAMES);
+    }
+    if (st == KZ_OK && !(v = kz_voice_file_alloc(kz_speaker_encoder_dim(m->speaker_encoder),
+                                                 (int32_t)n_frames, n_books, text_bytes))) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "no memory for the voice");
+    }
+    st = st == KZ_OK ? kz_speaker_encoder_run(m->speaker_encoder, spk->pcm, spk->n, e,
+                                              v->xvector)
+                     : st;
+    if (st == KZ_OK) {
+        memcpy(v->model_type, "base", sizeof "base"); // can_clone: the only type that clones
+        v->fingerprint = m->voice_fingerprint;
+        v->sample_rate = codec->rate;
+        v->ref_seconds = (double)codec->n / codec->rate;
+        v->icl = !p->xvector_only;
+        if (v->icl) {
+            memcpy(v->ref_codes, codes, sizeof *codes * n_frames * (size_t)n_books);
+            memcpy(v->ref_text, p->ref_text, text_bytes);
+        }
+        *out = v;
+        v = NULL;
+    }
+    free(v);
+    free(codes);
+    return st;
 }
-kz_status kz_voice_get_info(const kz_voice *voice, kz_voice_info *info) {
-    (void)voice, (void)info;
-    return not_yet();
+
+kz_status kz_voice_make(const kz_model *m, const kz_voice_audio *a, const kz_voice_params *p,
+                        kz_voice **out) {
+    *out = NULL;
+    if (!can_clone(m)) {
+        return cannot_clone(m);
+    }
+    float *owned;
+    kz_voice_audio src;
+    kz_status st = source_samples(a, &src, &owned);
+    mono spk = {0}, codec = {0};
+    st = st == KZ_OK ? prepare(&src, p, m->cfg.speaker_sample_rate, &spk) : st;
+    if (st == KZ_OK && m->codec_cfg.input_sample_rate != spk.rate) {
+        st = prepare(&src, p, m->codec_cfg.input_sample_rate, &codec);
+    }
+    free(owned);
+    kz_exec e = {0};
+    st = st == KZ_OK ? exec_new(m, p, &e) : st;
+    st = st == KZ_OK ? build(m, &spk, codec.pcm ? &codec : &spk, p, &e, out) : st;
+    kz_pool_free(e.pool);
+    free(spk.pcm);
+    free(codec.pcm);
+    return st;
 }
-kz_status kz_encode(const kz_model *model, const float *samples, size_t n_frames,
-                    int32_t sample_rate, int32_t channels, const kz_voice_params *params,
-                    int32_t **codes, size_t *n_codes_frames, int32_t *n_codebooks) {
-    (void)model, (void)samples, (void)n_frames, (void)sample_rate, (void)channels;
-    (void)params, (void)codes, (void)n_codes_frames, (void)n_codebooks;
-    return not_yet();
+
+kz_status kz_voice_encode(const kz_model *m, const kz_voice_audio *a, const kz_voice_params *p,
+                          int32_t **codes, size_t *n_frames, int32_t *n_codebooks) {
+    *codes = NULL;
+    *n_frames = 0;
+    *n_codebooks = 0;
+    if (!m->codec_encoder) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s has no codec encoder (speech_tokenizer encoder.* tensors), so it "
+                            "cannot encode audio",
+                            m->path);
+    }
+    float *owned;
+    kz_voice_audio src;
+    kz_status st = source_samples(a, &src, &owned);
+    mono pcm = {0};
+    st = st == KZ_OK ? prepare(&src, p, m->codec_cfg.input_sample_rate, &pcm) : st;
+    free(owned);
+    kz_exec e = {0};
+    st = st == KZ_OK ? exec_new(m, p, &e) : st;
+    st = st == KZ_OK ? kz_codec_encoder_run(m->codec_encoder, pcm.pcm, pcm.n, &e, codes, n_frames)
+                     : st;
+    if (st == KZ_OK) {
+        *n_codebooks = kz_codec_encoder_codebooks(m->codec_encoder);
+    }
+    kz_pool_free(e.pool);
+    free(pcm.pcm);
+    return st;
 }
-kz_status kz_encode_file(const kz_model *model, const char *audio_path,
-                         const kz_voice_params *params, int32_t **codes,
-                         size_t *n_codes_frames, int32_t *n_codebooks) {
-    (void)model, (void)audio_path, (void)params, (void)codes, (void)n_codes_frames;
-    (void)n_codebooks;
-    return not_yet();
+
+/* The first code of v at or beyond size, as "frame F, codebook C: code X"; false if none. */
+static bool code_beyond(const kz_voice *v, int32_t size, char *where, size_t n) {
+    const size_t n_codes = (size_t)v->n_ref_frames * (size_t)v->n_codebooks;
+    for (size_t i = 0; i < n_codes; i++) {
+        if (v->ref_codes[i] >= size) {
+            snprintf(where, n, "frame %zu, codebook %zu: code %d", i / (size_t)v->n_codebooks,
+                     i % (size_t)v->n_codebooks, v->ref_codes[i]);
+            return true;
+        }
+    }
+    return false;
 }
-void kz_codes_free(int32_t *codes) { (void)codes; }
-uint64_t kz_model_voice_fingerprint(const kz_model *m) {
-    (void)m;
-    return 0;
+
+kz_status kz_voice_fits(const kz_model *m, const kz_voice *v) {
+    const char *type = m->has_tts ? m->cfg.tts_model_type : "codec";
+    const char *why = "voice made for another model";
+    if (strcmp(type, v->model_type) != 0) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: the voice is for a %s model, this is "
+                            "a %s model", why, v->model_type, type);
+    }
+    if (v->enc_dim != m->cfg.talker.hidden_size) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: its x-vector has %d values, this "
+                            "model's talker hidden_size is %d", why, v->enc_dim,
+                            m->cfg.talker.hidden_size);
+    }
+    if (v->icl && v->n_codebooks != m->cfg.talker.num_code_groups) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: its codes have %d codebooks, this "
+                            "model has %d code groups", why, v->n_codebooks,
+                            m->cfg.talker.num_code_groups);
+    }
+    char where[96];
+    if (v->icl && code_beyond(v, m->codec_cfg.codebook_size, where, sizeof where)) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: %s is beyond this model's codebook "
+                            "size %d", why, where, m->codec_cfg.codebook_size);
+    }
+    if (v->sample_rate != m->codec_cfg.input_sample_rate) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: its reference was taken at %d Hz, "
+                            "this model's codec takes %d Hz", why, v->sample_rate,
+                            m->codec_cfg.input_sample_rate);
+    }
+    if (v->fingerprint != m->voice_fingerprint) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "%s: its encoder fingerprint is "
+                            "%016" PRIx64 ", this model's is %016" PRIx64 " (different speaker or "
+                            "codec encoder weights)", why, v->fingerprint, m->voice_fingerprint);
+    }
+    return KZ_OK;
 }
