@@ -148,6 +148,11 @@ kz_status kz_voice_encode(const kz_model *m, const kz_voice_audio *a, const kz_v
     *codes = NULL;
     *n_frames = 0;
     *n_codebooks = 0;
+    if (m->has_tts && strcmp(m->cfg.tts_model_type, "base") != 0) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "encoding audio needs a Base model or a codec; %s is a %s model",
+                            m->path, m->cfg.tts_model_type);
+    }
     if (!m->codec_encoder) {
         return kz_error_set(KZ_STATUS_UNSUPPORTED,
                             "%s has no codec encoder (speech_tokenizer encoder.* tensors), so it "

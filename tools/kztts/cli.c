@@ -104,6 +104,34 @@ int cli_output_format(const char *cmd, const char *out, const char *format, cons
     return 0;
 }
 
+/* The model at path (a hub id resolved first) with mp; -1 after one line. */
+static int load_model(const char *cmd, const char *path, const kz_model_params *mp,
+                      kz_model **model) {
+    char *dir;
+    if (hub_resolve(cmd, path, &dir) != 0) {
+        return -1;
+    }
+    kz_status st = kz_model_load(dir, mp, model);
+    free(dir);
+    if (st != KZ_OK) {
+        cli_report(cmd, st);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_load(const char *cmd, const char *path, const char *isa, kz_model **model) {
+    *model = NULL;
+    kz_model_params mp;
+    kz_model_default_params(&mp);
+    int cap = (int)mp.isa;
+    if (lookup(cmd, "--isa", CLI_ISA_NAMES, isa, &cap) != 0) {
+        return -1;
+    }
+    mp.isa = (kz_isa_cap)cap;
+    return load_model(cmd, path, &mp, model);
+}
+
 int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_model **model,
                     kz_session **session) {
     *model = NULL;
@@ -122,20 +150,13 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
     mp.isa = (kz_isa_cap)isa;
     mp.codec_precision = (kz_precision)precision;
     sp.schedule = (kz_schedule)schedule;
-    char *dir;
-    if (hub_resolve(cmd, path, &dir) != 0) {
-        return -1;
-    }
-    kz_status st = kz_model_load(dir, &mp, model);
-    free(dir);
-    if (st != KZ_OK) {
-        cli_report(cmd, st);
+    if (load_model(cmd, path, &mp, model) != 0) {
         return -1;
     }
     sp.n_threads = e->threads;
     sp.n_threads_lm = e->threads_lm;
     sp.n_threads_codec = e->threads_codec;
-    st = kz_session_new(*model, &sp, session);
+    kz_status st = kz_session_new(*model, &sp, session);
     if (st != KZ_OK) {
         cli_report(cmd, st);
         kz_model_free(*model);

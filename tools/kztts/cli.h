@@ -21,6 +21,8 @@ int cmd_speakers(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_quality(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_encode(int argc, char **argv);
+int cmd_voice(int argc, char **argv);
 
 /* Names of the options shared by several commands (any case on the command line). */
 extern const arg_choice CLI_ISA_NAMES[];       /* --isa: auto, scalar, avx2, avx512, neon */
@@ -34,6 +36,11 @@ extern const arg_choice CLI_FORMAT_NAMES[];    /* --format: wav, f32, s16, flac,
  * and returns -1 on failure (both outputs NULL). */
 int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, kz_model **model,
              kz_session **session);
+
+/* Loads the model at path with the given ISA name (NULL = auto), without a session (the
+ * commands that only run the encoders). Prints "kztts CMD: message" and returns -1 on
+ * failure (*model NULL). */
+int cli_load(const char *cmd, const char *path, const char *isa, kz_model **model);
 
 /* How a command runs the engine: ISA name (NULL = auto), threads (0 = automatic), LM /
  * codec stage threads (0 = automatic), codec precision name (NULL: the model's default)

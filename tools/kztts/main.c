@@ -18,6 +18,9 @@ static void usage(FILE *f) {
             "  speakers list speakers and languages     kztts speakers -m MODEL\n"
             "  tokenize text -> token ids               kztts tokenize -m MODEL \"Hello\"\n"
             "  decode   codec codes file -> audio       kztts decode -m MODEL --codes FILE -o OUT\n"
+            "  encode   audio -> codec codes file       kztts encode -m MODEL --audio REF.wav -o CODES.txt\n"
+            "  voice    clone a voice into a file       kztts voice create -m BASE --ref-audio REF.wav --ref-text T -o NAME.kzvoice\n"
+            "           show a voice file               kztts voice info NAME.kzvoice\n"
             "  info     describe a model and this CPU   kztts info -m MODEL\n"
             "  bench    measure stage speed             kztts bench -m MODEL --decoder-only\n"
             "  quantize write a GGUF model              kztts quantize -m DIR -o OUT.gguf --type q8_0\n"
@@ -54,7 +57,8 @@ int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"synth", cmd_synth}, {"decode", cmd_decode}, {"speakers", cmd_speakers},
         {"tokenize", cmd_tokenize}, {"info", cmd_info}, {"bench", cmd_bench},
-        {"quality", cmd_quality}, {"quantize", cmd_quantize}};
+        {"quality", cmd_quality}, {"quantize", cmd_quantize}, {"encode", cmd_encode},
+        {"voice", cmd_voice}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) == 0) {
             return stdout_written(cmds[i].name, cmds[i].fn(argc - 2, argv + 2));
