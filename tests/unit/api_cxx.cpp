@@ -31,6 +31,14 @@ int main() {
     expect(r.chunk_frames == 0 && r.first_chunk_frames == 1 && r.top_k == 50 &&
                r.max_utterance_bytes == 600 && std::strcmp(r.language, "auto") == 0,
            "request defaults");
+    kz_voice_params vp{};
+    kz_voice_default_params(&vp);
+    expect(!vp.ref_text && !vp.xvector_only && vp.max_seconds == 0 && vp.n_threads == 0,
+           "voice defaults");
+    kz_voice_info vi{};
+    expect(kz_voice_get_info(nullptr, &vi) == KZ_STATUS_INVALID_ARGUMENT, "bad voice info");
+    kz_voice_free(nullptr);
+    kz_codes_free(nullptr);
     kz_model_free(nullptr);
     kz_session_free(nullptr);
     kz_audio_free(nullptr);
