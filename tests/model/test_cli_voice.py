@@ -6,7 +6,8 @@ Checks: `voice info` prints every field of a Python-written ICL and x-vector-onl
 with -m it says the voice fits the tiny Base checkpoint whose fingerprint Python computed
 (so C and Python agree on the fingerprint), and refuses with one line naming both values a
 voice of another seed's Base checkpoint, of the 1.7B-style size, with too many codebooks,
-with a code beyond the codebook, or for a CustomVoice model; damaged, truncated and
+with a code beyond the codebook, or for a CustomVoice model, and says a voice of the
+checkpoint fits its bf16 and q8_0 GGUFs (the same fingerprint); damaged, truncated and
 newer-format files exit 1 with one line; `voice create` and `encode` on a CustomVoice model
 exit 1 with one line; missing or conflicting options exit 2 before any model is loaded;
 no command that fails leaves a file (or a temporary one) in the output folder.
@@ -119,6 +120,20 @@ def test_mismatches(kz, source, base, cv, work, fp, xv, codes):
           in r.stderr, f"voice for a CustomVoice model: {r.returncode} {r.stderr!r}")
 
 
+def test_gguf(kz, base, work):
+    """A GGUF of the Base checkpoint keeps the encoders' values: the same fingerprint, so a
+    voice of the checkpoint fits it, for every weight type."""
+    icl = os.path.join(work, "icl.kzvoice")
+    for t in ("bf16", "q8_0"):
+        gguf = os.path.join(work, f"base_{t}.gguf")
+        r = run([kz, "quantize", "-m", base, "-o", gguf, "--type", t, "--quiet"])
+        check(r.returncode == 0, f"quantize {t}: {r.stderr}")
+        r, lines = info_lines(kz, icl, "-m", gguf)
+        check(r.returncode == 0 and lines[-1:] == [f"model: fits {gguf}"],
+              f"a voice of the checkpoint on its {t} GGUF: {lines[-1:]} {r.stderr.strip()}")
+        os.remove(gguf)
+
+
 def test_bad_files(kz, work, fp, xv, codes):
     good = vf.encode(xv, fp, 3.25, codes, TEXT)
     bad = os.path.join(work, "bad.kzvoice")
@@ -196,6 +211,7 @@ def main():
     base = os.path.join(os.path.dirname(a.tiny), "tiny_base")
     fp, xv, codes = test_info(a.kztts, base, a.tiny, a.work)
     test_mismatches(a.kztts, a.source, base, a.tiny, a.work, fp, xv, codes)
+    test_gguf(a.kztts, base, a.work)
     test_bad_files(a.kztts, a.work, fp, xv, codes)
     test_create_errors(a.kztts, base, a.tiny, a.work)
     finish("test_cli_voice")
