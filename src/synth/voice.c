@@ -2,7 +2,7 @@
  * voice.c - cloned voices and codec codes from reference audio (see voice.h).
  *
  *   file or samples -> kz_audio_read_file (a file) -> kz_audio_prepare_reference: mono at
- *   the speaker encoder's rate (and at the codec's, when it differs), length and silence
+ *   the speaker encoder's rate (and for ICL at the codec's, when it differs), length and silence
  *   checked -> a transient pool of n_threads with m's kernel table (kz_exec)
  *   -> kz_speaker_encoder_run: x-vector [enc_dim]
  *   -> ICL: kz_codec_encoder_run: codes [n_frames, n_codebooks]; the transcript copied
@@ -104,8 +104,8 @@ static kz_status build(const kz_model *m, const mono *spk, const mono *codec,
     if (st == KZ_OK) {
         memcpy(v->model_type, "base", sizeof "base"); // can_clone: the only type that clones
         v->fingerprint = m->voice_fingerprint;
-        v->sample_rate = codec->rate;
-        v->ref_seconds = (double)codec->n / codec->rate;
+        v->sample_rate = m->codec_cfg.input_sample_rate;
+        v->ref_seconds = (double)spk->n / spk->rate;
         v->icl = !p->xvector_only;
         if (v->icl) {
             memcpy(v->ref_codes, codes, sizeof *codes * n_frames * (size_t)n_books);
@@ -130,7 +130,7 @@ kz_status kz_voice_make(const kz_model *m, const kz_voice_audio *a, const kz_voi
     kz_status st = source_samples(a, &src, &owned);
     mono spk = {0}, codec = {0};
     st = st == KZ_OK ? prepare(&src, p, m->cfg.speaker_sample_rate, &spk) : st;
-    if (st == KZ_OK && m->codec_cfg.input_sample_rate != spk.rate) {
+    if (st == KZ_OK && !p->xvector_only && m->codec_cfg.input_sample_rate != spk.rate) {
         st = prepare(&src, p, m->codec_cfg.input_sample_rate, &codec);
     }
     free(owned);
