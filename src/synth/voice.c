@@ -51,8 +51,14 @@ static kz_status prepare(const kz_voice_audio *a, const kz_voice_params *p, int3
                          mono *out) {
     const double max_s = p->max_seconds > 0 ? p->max_seconds : DEFAULT_MAX_SECONDS;
     out->rate = rate;
-    return kz_audio_prepare_reference(a->samples, a->n_frames, a->sample_rate, a->channels, rate,
-                                      max_s, &out->pcm, &out->n);
+    kz_status st = kz_audio_prepare_reference(a->samples, a->n_frames, a->sample_rate,
+                                              a->channels, rate, max_s, &out->pcm, &out->n);
+    if (st != KZ_OK && a->path) { // the audio's problem, said of the file it came from
+        char why[512];
+        snprintf(why, sizeof why, "%s", kz_error_get());
+        kz_error_set(st, "%s: %s", a->path, why);
+    }
+    return st;
 }
 
 /* The transient thread pool and kernel table the encoders run on. */
