@@ -58,7 +58,7 @@ kz_status kz_voice_fits(const kz_model *m, const kz_voice *v);
 
 /* 64-bit fingerprint of m's speaker encoder and codec encoder weights as f32 values
  * (the same for a checkpoint directory and a GGUF made from it); docs/VOICE_FILE.md gives
- * the definition. 0 when m has no speaker_encoder.* or no encoder.quantizer.* tensors.
+ * the definition. 0 when m has no speaker_encoder.* or no encoder.quantizer codebook tensors.
  * Reads those tensors: the load computes it once into m->voice_fingerprint
  * (voice_fingerprint.c). */
 uint64_t kz_model_voice_fingerprint(const kz_model *m);

@@ -5,7 +5,8 @@
  *
  *   main weights "speaker_encoder.*"         -+- each group in strcmp order of the names
  *   codec weights "encoder.quantizer.*"       |  (a quantizer layer numbered at or beyond
- *     (the layers the encoder's codes use)   -+   encoder_valid_num_quantizers is left out)
+ *     ".codebook." tensors of the layers     -+   encoder_valid_num_quantizers is left out)
+ *     the encoder's codes use
  *   -> per tensor: FNV-1a of its name, mixed with each dimension; its values as f32 bits,
  *      each mixed with its index and summed (mod 2^64)
  *   -> folded into the fingerprint in order.
@@ -39,11 +40,12 @@ static uint64_t fnv1a64(const char *text) {
     return h;
 }
 
-/* Whether a codec tensor counts: under encoder.quantizer., and not in a layer numbered
- * valid or beyond (".layers.N."). */
+/* Whether a codec tensor counts: a codebook tensor under encoder.quantizer. (".codebook."),
+ * not in a layer numbered valid or beyond (".layers.N."). The quantizer's projections are
+ * left out: a GGUF may hold them only as packed panels (io/weights.h). */
 static bool quantizer_tensor(const char *name, int32_t valid) {
     static const char prefix[] = "encoder.quantizer.";
-    if (strncmp(name, prefix, sizeof prefix - 1) != 0) {
+    if (strncmp(name, prefix, sizeof prefix - 1) != 0 || !strstr(name, ".codebook.")) {
         return false;
     }
     const char *layers = strstr(name, ".layers.");

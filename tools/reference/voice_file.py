@@ -5,7 +5,7 @@ x-vector and codes and read back what kztts wrote.
 
 Dataflow:
     fingerprint(model_dir): model.safetensors "speaker_encoder.*" and
-        speech_tokenizer/model.safetensors "encoder.quantizer.*" (layers below
+        speech_tokenizer/model.safetensors "encoder.quantizer.*.codebook.*" (layers below
         encoder_valid_num_quantizers), each group in name order -> per tensor FNV-1a of the
         name mixed with its dims, and the sum of mix64(index << 32 | f32 bits) over its
         values -> folded in order (as src/synth/voice_fingerprint.c)
@@ -82,7 +82,7 @@ def _fold(fp, tensors):
 
 
 def _quantizer_tensor(name, valid):
-    if not name.startswith("encoder.quantizer."):
+    if not name.startswith("encoder.quantizer.") or ".codebook." not in name:
         return False
     if ".layers." not in name:
         return True
