@@ -538,12 +538,9 @@ kz_status kz_experimental_model_get_info(const kz_model *m, kz_experimental_mode
     }
     memset(out, 0, sizeof *out);
     const kz_codec_decoder *d = &m->decoder;
-    const kz_precision p = d->winograd ? (d->bf16 ? KZ_PRECISION_WINOGRAD_BF16
-                                                  : KZ_PRECISION_WINOGRAD)
-                                       : (d->bf16 ? KZ_PRECISION_BF16 : KZ_PRECISION_EXACT);
     out->kernels = kz_isa_name(m->kernels->isa);
     out->kernel_sub_level = m->kernels->name;
-    out->codec_precision = kz_precision_name(p);
+    out->codec_precision = kz_precision_name(kz_model_precision_in_effect(m));
     out->codec_forms_stored = m->codec_forms_mapped;
     out->bf16_gemm = d->bf16 ? m->kernels->gemm_bf16_name : "";
     out->load_ms = m->load_ms;

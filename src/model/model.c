@@ -173,10 +173,7 @@ static kz_status build_description(kz_model *m) {
     w += snprintf(b + w, n - (size_t)w, "\n");
     w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
     w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
-    const char *precision = m->decoder.bf16 ? "bf16" : "f32";
-    if (m->decoder.winograd) {
-        precision = m->decoder.bf16 ? "winograd-bf16" : "winograd";
-    }
+    const char *precision = kz_precision_name(kz_model_precision_in_effect(m));
     const kz_gguf_kv *forms = m->gguf ? kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS) : NULL;
     char note[96] = "";
     if (m->codec_forms_mapped) {
@@ -443,6 +440,14 @@ kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p) {
     }
 }
 
+kz_precision kz_model_precision_in_effect(const kz_model *m) {
+    const kz_codec_decoder *d = &m->decoder;
+    if (d->winograd) {
+        return d->bf16 ? KZ_PRECISION_WINOGRAD_BF16 : KZ_PRECISION_WINOGRAD;
+    }
+    return d->bf16 ? KZ_PRECISION_BF16 : KZ_PRECISION_EXACT;
+}
+
 const char *kz_precision_name(kz_precision p) {
     switch (p) {
     case KZ_PRECISION_DEFAULT: return "default";
@@ -467,14 +472,21 @@ kz_status kz_model_use_codec_precision(kz_model *m, kz_precision p, const kz_cod
 /* *out: the GGUF's stored codec forms when they are those of precision p (gguf_layout.h
  * kztts.codec.forms), else NULL (the load converts). A forms key that is not a string is
  * a malformed file. */
-static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weights **out) {
-    *out = NULL;
-    const char *forms;
+/* *forms: the precision name under the GGUF's codec forms key, NULL when m has none. */
+static kz_status stored_forms_name(const kz_model *m, const char **forms) {
+    *forms = NULL;
     if (!m->gguf || !kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS)) {
         return KZ_OK;
     }
-    kz_status st = kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms);
-    if (st == KZ_OK && p != KZ_PRECISION_EXACT && strcmp(forms, kz_precision_name(p)) == 0) {
+    return kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, forms);
+}
+
+static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weights **out) {
+    *out = NULL;
+    const char *forms;
+    kz_status st = stored_forms_name(m, &forms);
+    if (st == KZ_OK && forms && p != KZ_PRECISION_EXACT &&
+        strcmp(forms, kz_precision_name(p)) == 0) {
         *out = m->codec_w;
     }
     return st;
@@ -488,21 +500,19 @@ static kz_status default_precision(const kz_model *m, kz_precision *out) {
                                          KZ_PRECISION_WINOGRAD_BF16};
     *out = KZ_PRECISION_EXACT;
     const char *forms;
-    if (!m->gguf || !kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS)) {
-        return KZ_OK;
+    kz_status st = stored_forms_name(m, &forms);
+    if (st != KZ_OK || !forms) {
+        return st;
     }
-    kz_status st = kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms);
-    for (size_t i = 0; st == KZ_OK && i < sizeof known / sizeof known[0]; i++) {
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcmp(forms, kz_precision_name(known[i])) == 0) {
             *out = known[i];
             return KZ_OK;
         }
     }
-    if (st == KZ_OK) {
-        kz_log(KZ_LOG_WARN, "%s: codec forms '%.40s' unknown to this version: the codec runs "
-                            "in f32", m->path, forms);
-    }
-    return st;
+    kz_log(KZ_LOG_WARN, "%s: codec forms '%.40s' unknown to this version: the codec runs in f32",
+           m->path, forms);
+    return KZ_OK;
 }
 
 /* Switches the loaded codec to precision p (FAST resolved for this CPU), from the GGUF's
