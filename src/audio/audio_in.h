@@ -11,6 +11,9 @@
 
 #include "kztts.h"
 
+/* The longest reference any caller may allow (kz_voice_params.max_seconds' upper bound). */
+#define KZ_AUDIO_MAX_SECONDS 600
+
 /* Reads an audio file: *samples (malloc'd) [*n_frames, *channels] interleaved floats.
  * KZ_STATUS_IO when it cannot be opened, KZ_STATUS_BAD_INPUT when it is not audio
  * libsndfile can read or is empty; the message names the file. */
