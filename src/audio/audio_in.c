@@ -137,13 +137,17 @@ static kz_status check_not_silent(const float *mono, size_t n) {
 kz_status kz_audio_prepare_reference(const float *samples, size_t n_frames,
                                      int32_t sample_rate, int32_t channels, int32_t out_rate,
                                      double max_seconds, float **mono, size_t *n_out) {
+    if (mono) {
+        *mono = NULL;
+    }
+    if (n_out) {
+        *n_out = 0;
+    }
     kz_status st =
         check_arguments(samples, sample_rate, channels, out_rate, max_seconds, mono, n_out);
     if (st != KZ_OK) {
         return st;
     }
-    *mono = NULL;
-    *n_out = 0;
     if ((st = check_length(n_frames, sample_rate, max_seconds)) != KZ_OK ||
         (st = check_finite(samples, n_frames, channels)) != KZ_OK) {
         return st;
