@@ -16,6 +16,10 @@
  * The header's frame count only sizes the first allocation: compressed formats estimate
  * it, and a malformed file may claim anything, so reading stops at the file's real end
  * or at the limit, whichever comes first.
+ *
+ * Known wart: libmpg123, libsndfile's MP3 decoder, prints its own warnings about a
+ * malformed MP3 stream to stderr; libsndfile (1.2) does not set MPG123_QUIET and offers
+ * no way to, so the library's "never prints" holds for every input but broken MP3s.
  */
 #include "audio/audio_in.h"
 
