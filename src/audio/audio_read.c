@@ -44,7 +44,7 @@
 typedef struct audio_buffer {
     float *samples; /* [cap_frames, channels] */
     size_t n_frames, cap_frames, max_frames;
-    int channels;
+    int channels, rate;
 } audio_buffer;
 
 /* Grows b to twice its capacity, at most max_frames + 1 (the extra frame reveals that a
@@ -61,15 +61,24 @@ static kz_status grow(audio_buffer *b, const char *path) {
     return KZ_OK;
 }
 
+static kz_status too_long(const audio_buffer *b, const char *path) {
+    if (b->max_frames == (size_t)b->rate * KZ_AUDIO_MAX_SECONDS) {
+        return kz_error_set(KZ_STATUS_BAD_INPUT,
+                            "%s: longer than %d s (%zu frames at %d Hz), the most a reference "
+                            "may last",
+                            path, KZ_AUDIO_MAX_SECONDS, b->max_frames, b->rate);
+    }
+    return kz_error_set(KZ_STATUS_BAD_INPUT,
+                        "%s: more than %zu frames of %d channels, too large for a reference",
+                        path, b->max_frames, b->channels);
+}
+
 /* Reads frames until the end of the stream into b. */
 static kz_status read_frames(SNDFILE *sf, audio_buffer *b, const char *path) {
     for (;;) {
         if (b->n_frames == b->cap_frames) {
             if (b->cap_frames > b->max_frames) {
-                return kz_error_set(KZ_STATUS_BAD_INPUT,
-                                    "%s: longer than %zu frames (%d s, or %zu samples in all): "
-                                    "not a reference recording",
-                                    path, b->max_frames, KZ_AUDIO_MAX_SECONDS, MAX_SAMPLES);
+                return too_long(b, path);
             }
             kz_status st = grow(b, path);
             if (st != KZ_OK) {
@@ -90,6 +99,10 @@ static kz_status read_frames(SNDFILE *sf, audio_buffer *b, const char *path) {
     if (b->n_frames == 0) {
         return kz_error_set(KZ_STATUS_BAD_INPUT, "%s: no audio in the file (0 frames)", path);
     }
+    float *fit = realloc(b->samples, b->n_frames * (size_t)b->channels * sizeof(float));
+    if (fit) {
+        b->samples = fit;
+    }
     return KZ_OK;
 }
 
@@ -104,13 +117,16 @@ static kz_status start_buffer(const SF_INFO *info, audio_buffer *b, const char *
                             path, info->samplerate, MIN_RATE, MAX_RATE);
     }
     b->channels = info->channels;
+    b->rate = info->samplerate;
     b->max_frames = (size_t)info->samplerate * KZ_AUDIO_MAX_SECONDS;
     if (b->max_frames > MAX_SAMPLES / (size_t)b->channels - 1) {
         b->max_frames = MAX_SAMPLES / (size_t)b->channels - 1;
     }
+    /* One frame more than the header says, so that reading a file of the length it
+     * claims ends without growing the buffer. */
     size_t first = FIRST_SAMPLES / (size_t)b->channels;
-    if (info->frames > 0 && (uint64_t)info->frames < first) {
-        first = (size_t)info->frames;
+    if (info->frames >= 0 && (uint64_t)info->frames < first) {
+        first = (size_t)info->frames + 1;
     }
     b->cap_frames = first;
     b->samples = malloc(first * (size_t)b->channels * sizeof(float));
