@@ -20,6 +20,7 @@
 #include "audio/audio_in.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,13 @@ static kz_status check_length(size_t n_frames, int32_t sample_rate, double max_s
 }
 
 static kz_status check_finite(const float *samples, size_t n_frames, int32_t channels) {
+    /* Within max_seconds this holds on 64-bit hosts; a 32-bit one could overflow. */
+    if (n_frames > SIZE_MAX / sizeof(float) / (size_t)channels) {
+        return kz_error_set(KZ_STATUS_BAD_INPUT,
+                            "reference audio: %zu frames of %d channels "
+                            "do not fit in memory",
+                            n_frames, (int)channels);
+    }
     size_t n = n_frames * (size_t)channels;
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(samples[i])) {
@@ -134,9 +142,9 @@ static kz_status check_not_silent(const float *mono, size_t n) {
     return KZ_OK;
 }
 
-kz_status kz_audio_prepare_reference(const float *samples, size_t n_frames,
-                                     int32_t sample_rate, int32_t channels, int32_t out_rate,
-                                     double max_seconds, float **mono, size_t *n_out) {
+kz_status kz_audio_prepare_reference(const float *samples, size_t n_frames, int32_t sample_rate,
+                                     int32_t channels, int32_t out_rate, double max_seconds,
+                                     float **mono, size_t *n_out) {
     if (mono) {
         *mono = NULL;
     }
@@ -152,8 +160,8 @@ kz_status kz_audio_prepare_reference(const float *samples, size_t n_frames,
         (st = check_finite(samples, n_frames, channels)) != KZ_OK) {
         return st;
     }
-    size_t n = sample_rate == out_rate ? n_frames
-                                       : kz_resample_length(n_frames, sample_rate, out_rate);
+    size_t n =
+        sample_rate == out_rate ? n_frames : kz_resample_length(n_frames, sample_rate, out_rate);
     float *out = malloc(n * sizeof *out);
     if (!out) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "reference audio: out of memory");

@@ -53,8 +53,7 @@ static kz_status grow(audio_buffer *b, const char *path) {
     size_t cap = b->cap_frames > b->max_frames / 2 ? b->max_frames + 1 : b->cap_frames * 2;
     float *grown = realloc(b->samples, cap * (size_t)b->channels * sizeof(float));
     if (!grown) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu frames", path,
-                            cap);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory for %zu frames", path, cap);
     }
     b->samples = grown;
     b->cap_frames = cap;
@@ -69,8 +68,8 @@ static kz_status too_long(const audio_buffer *b, const char *path) {
                             path, KZ_AUDIO_MAX_SECONDS, b->max_frames, b->rate);
     }
     return kz_error_set(KZ_STATUS_BAD_INPUT,
-                        "%s: more than %zu frames of %d channels, too large for a reference",
-                        path, b->max_frames, b->channels);
+                        "%s: more than %zu frames of %d channels, too large for a reference", path,
+                        b->max_frames, b->channels);
 }
 
 /* Reads frames until the end of the stream into b. */
@@ -113,8 +112,8 @@ static kz_status start_buffer(const SF_INFO *info, audio_buffer *b, const char *
                             info->channels, MAX_CHANNELS);
     }
     if (info->samplerate < MIN_RATE || info->samplerate > MAX_RATE) {
-        return kz_error_set(KZ_STATUS_BAD_INPUT, "%s: sample rate %d Hz; %d..%d are accepted",
-                            path, info->samplerate, MIN_RATE, MAX_RATE);
+        return kz_error_set(KZ_STATUS_BAD_INPUT, "%s: sample rate %d Hz; %d..%d are accepted", path,
+                            info->samplerate, MIN_RATE, MAX_RATE);
     }
     b->channels = info->channels;
     b->rate = info->samplerate;

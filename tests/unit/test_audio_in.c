@@ -157,8 +157,7 @@ static const int channels_12[] = {1, 2, 0};
 static const format_case formats[] = {
     {"wav16", "wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 2.0 / 32768, all_rates, channels_126},
     {"wavf", "wav", SF_FORMAT_WAV | SF_FORMAT_FLOAT, 1e-30, all_rates, channels_126},
-    {"flac24", "flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_24, 2.0 / 8388608, all_rates,
-     channels_126},
+    {"flac24", "flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_24, 2.0 / 8388608, all_rates, channels_126},
     {"vorbis", "ogg", SF_FORMAT_OGG | SF_FORMAT_VORBIS, 0, all_rates, channels_126},
     {"opus", "opus", SF_FORMAT_OGG | SF_FORMAT_OPUS, 0, opus_rates, channels_126},
     {"mp3", "mp3", SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 0, all_rates, channels_12},
@@ -176,12 +175,12 @@ static void check_lossless(const format_case *fc, const float *written, const fl
 }
 
 /* The prepared output: librosa's length, the sine kept; 24 kHz input is the channel mean. */
-static void check_prepared(const format_case *fc, const char *path, const float *x,
-                           size_t n_frames, int rate, int channels) {
+static void check_prepared(const format_case *fc, const char *path, const float *x, size_t n_frames,
+                           int rate, int channels) {
     float *mono = NULL;
     size_t n_out = 0;
-    kz_status st = kz_audio_prepare_reference(x, n_frames, rate, channels, OUT_RATE, 60, &mono,
-                                              &n_out);
+    kz_status st =
+        kz_audio_prepare_reference(x, n_frames, rate, channels, OUT_RATE, 60, &mono, &n_out);
     CHECK_MSG(st == KZ_OK, "%s: %s", path, kz_last_error());
     if (st != KZ_OK) {
         return;
@@ -213,11 +212,11 @@ static void check_prepared(const format_case *fc, const char *path, const float 
     free(mean);
     double amp_tol = fc->quantum ? 2e-3 : 3e-2, res_tol = fc->quantum ? 1e-3 : 5e-2;
     CHECK_MSG(fabs(amp / SINE_AMP - 1) <= amp_tol && residual / SINE_AMP <= res_tol,
-              "%s: 440 Hz amplitude %.5f (want %.2f within %g), residual %.2e of it (< %g)",
-              path, amp, SINE_AMP, amp_tol, residual / SINE_AMP, res_tol);
+              "%s: 440 Hz amplitude %.5f (want %.2f within %g), residual %.2e of it (< %g)", path,
+              amp, SINE_AMP, amp_tol, residual / SINE_AMP, res_tol);
     CHECK_MSG(fabs(amp / amp_in - 1) <= 2e-3 && residual <= residual_in + 1e-3 * SINE_AMP,
-              "%s: amplitude %.5f after resampling, %.5f before; residual %.2e, %.2e before",
-              path, amp, amp_in, residual, residual_in);
+              "%s: amplitude %.5f after resampling, %.5f before; residual %.2e, %.2e before", path,
+              amp, amp_in, residual, residual_in);
     free(mono);
 }
 
@@ -274,8 +273,7 @@ static float *python_soxr_resample(const float *x, size_t n, int in_rate, int ou
     float *y = calloc(olen, sizeof *y);
     size_t pos = 0, done = 0;
     for (size_t i = 0; s && i < n; i += div_len) {
-        soxr_process(s, x + i, n - i < div_len ? n - i : div_len, NULL, y + pos, olen - pos,
-                     &done);
+        soxr_process(s, x + i, n - i < div_len ? n - i : div_len, NULL, y + pos, olen - pos, &done);
         pos += done;
     }
     if (s) {
@@ -298,7 +296,8 @@ static void test_resample_recipe(void) {
     uint64_t rng = 0x5eed;
     int padded = 0;
     for (size_t r = 0; r < sizeof rates / sizeof rates[0]; r++) {
-        for (size_t n = (size_t)rates[r]; n < (size_t)rates[r] * 5 / 2; n += (size_t)rates[r] / 3 + 7) {
+        for (size_t n = (size_t)rates[r]; n < (size_t)rates[r] * 5 / 2;
+             n += (size_t)rates[r] / 3 + 7) {
             float *x = malloc(n * sizeof *x);
             for (size_t i = 0; i < n; i++) {
                 x[i] = 0.3f * (float)sin(0.01 * (double)i) + 0.1f * test_rng_float(&rng);
@@ -349,8 +348,7 @@ static void test_silence(void) {
                  KZ_STATUS_BAD_INPUT);
     CHECK_STR_CONTAINS(kz_last_error(), "silent");
     x[n / 2] = 2e-4f;
-    CHECK_EQ_INT(kz_audio_prepare_reference(x, n, OUT_RATE, 1, OUT_RATE, 60, &mono, &n_out),
-                 KZ_OK);
+    CHECK_EQ_INT(kz_audio_prepare_reference(x, n, OUT_RATE, 1, OUT_RATE, 60, &mono, &n_out), KZ_OK);
     CHECK_EQ_INT(n_out, n);
     free(mono);
     free(x);
@@ -366,15 +364,14 @@ static void test_lengths(void) {
     CHECK_EQ_INT(kz_audio_prepare_reference(x, 0, rate, 1, OUT_RATE, 60, &mono, &n_out),
                  KZ_STATUS_BAD_INPUT);
     CHECK_STR_CONTAINS(kz_last_error(), "empty");
-    CHECK_EQ_INT(kz_audio_prepare_reference(x, (size_t)rate / 2, rate, 1, OUT_RATE, 60, &mono,
-                                            &n_out),
-                 KZ_STATUS_BAD_INPUT);
+    CHECK_EQ_INT(
+        kz_audio_prepare_reference(x, (size_t)rate / 2, rate, 1, OUT_RATE, 60, &mono, &n_out),
+        KZ_STATUS_BAD_INPUT);
     CHECK_STR_CONTAINS(kz_last_error(), "0.50 s long; at least 1 s");
-    CHECK_EQ_INT(kz_audio_prepare_reference(x, (size_t)rate - 1, rate, 1, OUT_RATE, 60, &mono,
-                                            &n_out),
-                 KZ_STATUS_BAD_INPUT);
-    CHECK_EQ_INT(kz_audio_prepare_reference(x, (size_t)rate, rate, 1, OUT_RATE, 60, &mono,
-                                            &n_out),
+    CHECK_EQ_INT(
+        kz_audio_prepare_reference(x, (size_t)rate - 1, rate, 1, OUT_RATE, 60, &mono, &n_out),
+        KZ_STATUS_BAD_INPUT);
+    CHECK_EQ_INT(kz_audio_prepare_reference(x, (size_t)rate, rate, 1, OUT_RATE, 60, &mono, &n_out),
                  KZ_OK);
     CHECK_EQ_INT(n_out, OUT_RATE);
     free(mono);
@@ -383,12 +380,11 @@ static void test_lengths(void) {
     CHECK_STR_CONTAINS(kz_last_error(), "61.0 s long, over the limit of 60 s");
     CHECK_STR_CONTAINS(kz_last_error(), "kz_voice_params.max_seconds");
     CHECK_STR_CONTAINS(kz_last_error(), "--max-ref-seconds");
-    CHECK_EQ_INT(kz_audio_prepare_reference(x, (size_t)rate * 60, rate, 1, OUT_RATE, 60, &mono,
-                                            &n_out),
-                 KZ_OK);
+    CHECK_EQ_INT(
+        kz_audio_prepare_reference(x, (size_t)rate * 60, rate, 1, OUT_RATE, 60, &mono, &n_out),
+        KZ_OK);
     free(mono);
-    CHECK_EQ_INT(kz_audio_prepare_reference(x, n61, rate, 1, OUT_RATE, 90, &mono, &n_out),
-                 KZ_OK);
+    CHECK_EQ_INT(kz_audio_prepare_reference(x, n61, rate, 1, OUT_RATE, 90, &mono, &n_out), KZ_OK);
     CHECK_EQ_INT(n_out, (size_t)OUT_RATE * 61);
     free(mono);
     free(x);
@@ -417,8 +413,8 @@ static void check_bad_argument(const float *x, int32_t rate, int32_t channels, i
                                double max_seconds, const char *message) {
     float *mono = (float *)1;
     size_t n_out = 7;
-    CHECK_EQ_INT(kz_audio_prepare_reference(x, OUT_RATE * 2, rate, channels, out_rate,
-                                            max_seconds, &mono, &n_out),
+    CHECK_EQ_INT(kz_audio_prepare_reference(x, OUT_RATE * 2, rate, channels, out_rate, max_seconds,
+                                            &mono, &n_out),
                  KZ_STATUS_INVALID_ARGUMENT);
     CHECK(mono == NULL && n_out == 0);
     CHECK_STR_CONTAINS(kz_last_error(), message);
@@ -528,16 +524,17 @@ static void test_too_long_file(void) {
     char path[256];
     path_of(path, sizeof path, "601_s.wav");
     if (write_audio(path, SF_FORMAT_WAV | SF_FORMAT_PCM_U8, rate, 1, x, n)) {
-        check_refused_file(path, KZ_STATUS_BAD_INPUT, "longer than 600 s (4800000 frames at 8000 Hz)");
+        check_refused_file(path, KZ_STATUS_BAD_INPUT,
+                           "longer than 600 s (4800000 frames at 8000 Hz)");
     }
     free(x);
 }
 
 /* Byte flips and truncations of every format: an error or audio, never a crash. */
 static void test_corrupted_files(void) {
-    static const char *sources[] = {"wav16_22050_2.wav", "wavf_44100_1.wav",
+    static const char *sources[] = {"wav16_22050_2.wav",   "wavf_44100_1.wav",
                                     "flac24_48000_6.flac", "vorbis_22050_2.ogg",
-                                    "opus_16000_2.opus", "mp3_44100_2.mp3"};
+                                    "opus_16000_2.opus",   "mp3_44100_2.mp3"};
     uint64_t rng = 0xc0ffee;
     int n_ok = 0, n_refused = 0;
     for (size_t s = 0; s < sizeof sources / sizeof sources[0]; s++) {
@@ -557,7 +554,8 @@ static void test_corrupted_files(void) {
                 /* Flips in the first 512 bytes (headers) and anywhere. */
                 for (int k = 0; k < 1 + trial % 4; k++) {
                     size_t span = trial % 2 ? n : (n < 512 ? n : 512);
-                    copy[test_rng_below(&rng, span)] ^= (unsigned char)(1 + test_rng_below(&rng, 255));
+                    copy[test_rng_below(&rng, span)] ^=
+                        (unsigned char)(1 + test_rng_below(&rng, 255));
                 }
             }
             write_bytes(path, copy, n_copy);
