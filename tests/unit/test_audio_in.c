@@ -456,7 +456,7 @@ static void check_refused_file(const char *path, kz_status status, const char *m
 }
 
 static void test_bad_files(void) {
-    char path[256], good[256];
+    char path[256];
     path_of(path, sizeof path, "missing.wav");
     check_refused_file(path, KZ_STATUS_IO, "No such file");
     check_refused_file(dir, KZ_STATUS_IO, "a directory");
@@ -467,48 +467,66 @@ static void test_bad_files(void) {
     path_of(path, sizeof path, "zero_bytes.wav");
     write_bytes(path, "", 0);
     check_refused_file(path, KZ_STATUS_BAD_INPUT, "not audio libsndfile can read");
-
     path_of(path, sizeof path, "no_frames.wav");
     write_audio(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, NULL, 0);
     check_refused_file(path, KZ_STATUS_BAD_INPUT, "no audio in the file");
 
+    /* Half a second reads, and is refused when prepared. */
+    path_of(path, sizeof path, "half_second.wav");
+    float *x = sine(16000, 1, 8000), *samples = NULL, *mono = NULL;
+    size_t n_frames = 0, n_out = 0;
+    int32_t rate = 0, channels = 0;
+    write_audio(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, x, 8000);
+    CHECK_EQ_INT(kz_audio_read_file(path, &samples, &n_frames, &rate, &channels), KZ_OK);
+    CHECK_EQ_INT(n_frames, 8000);
+    CHECK_EQ_INT(
+        kz_audio_prepare_reference(samples, n_frames, rate, channels, OUT_RATE, 60, &mono, &n_out),
+        KZ_STATUS_BAD_INPUT);
+    CHECK_STR_CONTAINS(kz_last_error(), "0.50 s long; at least 1 s");
+    free(samples);
+    free(x);
+}
+
+/* A 16-bit stereo WAV whose canonical 44-byte header (channels at 22, rate at 24, data
+ * size at 40) is cut or edited. */
+static void test_absurd_headers(void) {
+    char path[256], good[256];
     path_of(good, sizeof good, "wav16_16000_2.wav");
     size_t n = 0;
     unsigned char *wav = read_bytes(good, &n);
-    CHECK(wav != NULL && n > 100);
-    if (!wav) {
+    CHECK(wav != NULL && n > 44 && memcmp(wav + 36, "data", 4) == 0);
+    if (!wav || n <= 44 || memcmp(wav + 36, "data", 4) != 0) {
+        free(wav);
         return;
     }
     path_of(path, sizeof path, "truncated_header.wav");
     write_bytes(path, wav, 30);
     check_refused_file(path, KZ_STATUS_BAD_INPUT, "not audio libsndfile can read");
 
-    /* A canonical 44-byte header: channels at 22, rate at 24. */
     unsigned char *edited = malloc(n);
     memcpy(edited, wav, n);
     edited[22] = 200, edited[23] = 0;
     path_of(path, sizeof path, "200_channels.wav");
     write_bytes(path, edited, n);
-    float *samples = NULL;
-    size_t n_frames = 0;
-    int32_t rate = 0, channels = 0;
-    kz_status st = kz_audio_read_file(path, &samples, &n_frames, &rate, &channels);
-    CHECK_MSG(st == KZ_STATUS_BAD_INPUT, "200 channels: %s", kz_last_error());
-    free(samples);
+    check_refused_file(path, KZ_STATUS_BAD_INPUT, "200 channels; 1..64 are accepted");
+
     memcpy(edited, wav, n);
     uint32_t low_rate = 4000;
     memcpy(edited + 24, &low_rate, 4);
     path_of(path, sizeof path, "4000_hz.wav");
     write_bytes(path, edited, n);
     check_refused_file(path, KZ_STATUS_BAD_INPUT, "sample rate 4000 Hz; 8000..384000");
+
     /* The data chunk claims 2 GB: libsndfile reads the frames that are there. */
     memcpy(edited, wav, n);
     uint32_t huge = 0x7ffffff0u;
     memcpy(edited + 40, &huge, 4);
     path_of(path, sizeof path, "huge_data.wav");
     write_bytes(path, edited, n);
-    samples = NULL;
-    st = kz_audio_read_file(path, &samples, &n_frames, &rate, &channels);
+    float *samples = NULL;
+    size_t n_frames = 0;
+    int32_t rate = 0, channels = 0;
+    kz_status st = kz_audio_read_file(path, &samples, &n_frames, &rate, &channels);
     CHECK_MSG(st == KZ_OK && n_frames == 24000 && channels == 2, "huge data chunk: %s",
               kz_last_error());
     free(samples);
@@ -620,6 +638,7 @@ int main(void) {
     test_non_finite();
     test_bad_arguments();
     test_bad_files();
+    test_absurd_headers();
     test_too_long_file();
     test_corrupted_files();
     CHECK_EQ_INT(count_open_fds(), fds);
