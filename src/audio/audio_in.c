@@ -9,10 +9,11 @@
  *
  * The official pipeline (Qwen3TTSModel._normalize_audio_inputs and
  * Qwen3TTSTokenizer._normalize_audio_inputs; librosa.load's to_mono for a path) takes
- * np.mean over the channel axis of float32 samples: a float32 sum in channel order
- * divided by the channel count, which is what downmix() computes (numpy may pair the
- * terms of a sum of 3 or more channels differently, a last-bit difference). It neither
- * normalises nor clips, and resamples only when the rate differs from the model's.
+ * np.mean over the channel axis of float32 samples: numpy's float32 sum along the
+ * (contiguous) channel axis, its pairwise_sum, divided by the channel count in float32;
+ * downmix() adds in that same order, so the mean is numpy's to the bit (up to the sign
+ * of a zero). It neither normalises nor clips, and resamples only when the rate differs
+ * from the model's.
  * librosa refuses non-finite samples (util.valid_audio, "Audio buffer is not finite
  * everywhere") when it downmixes or resamples; kztts refuses them always. The length
  * and silence limits are kztts's own: the official code accepts any length.
@@ -41,6 +42,28 @@ typedef struct downmix_state {
     int32_t channels;
 } downmix_state;
 
+/* The sum of one frame's channels in numpy's order for a float32 row shorter than its
+ * pairwise block (128 terms): one by one below 8 terms; else 8 running sums over the
+ * whole groups of 8, added as a tree, then the rest one by one. */
+static float numpy_sum(const float *x, int32_t n) {
+    float sum = 0.0f;
+    int32_t i = 0;
+    if (n >= 8) {
+        float r[8];
+        memcpy(r, x, sizeof r);
+        for (i = 8; i < n - n % 8; i += 8) {
+            for (int j = 0; j < 8; j++) {
+                r[j] += x[i + j];
+            }
+        }
+        sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    }
+    for (; i < n; i++) {
+        sum += x[i];
+    }
+    return sum;
+}
+
 /* The channel mean of the next frames into buf[cap]; how many (kz_resample_read_fn). */
 static size_t downmix(void *state, float *buf, size_t cap) {
     downmix_state *d = state;
@@ -48,11 +71,7 @@ static size_t downmix(void *state, float *buf, size_t cap) {
     const float *x = d->samples + d->pos_frame * (size_t)d->channels;
     float count = (float)d->channels;
     for (size_t i = 0; i < n; i++, x += d->channels) {
-        float sum = x[0];
-        for (int32_t c = 1; c < d->channels; c++) {
-            sum += x[c];
-        }
-        buf[i] = sum / count;
+        buf[i] = numpy_sum(x, d->channels) / count;
     }
     d->pos_frame += n;
     return n;

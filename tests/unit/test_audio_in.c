@@ -12,6 +12,8 @@
  *   sinusoid over the middle of the output must give amplitude 0.5 within 0.2 % and
  *   leave a residual below 0.1 % of it (lossless files); lossy codecs within 3 % and 5 %
  *   (a frequency error of even 0.1 % would leave a far larger residual);
+ * - the channel mean is numpy's float32 np.mean to the bit (goldens from numpy for 8, 13
+ *   and 64 channels, where its pairwise sum differs from adding in channel order);
  * - the resampling recipe: the output equals, bit for bit, libsoxr driven the way
  *   python-soxr drives it for librosa (SOXR_HQ, float32, its input chunks, one flush)
  *   then cut or zero-padded to librosa's length; Debian has neither python3-soxr nor
@@ -325,6 +327,54 @@ static void test_resample_recipe(void) {
     CHECK_MSG(padded > 0, "no length needed librosa's zero padding: the case is untested");
 }
 
+/* The channel mean is numpy's np.mean over float32 channels to the bit, pairwise sums
+ * included. Goldens: numpy 1.24, d = ((i * 31 + c * 17) % 1000 - 500) / 997 as float32
+ * [frames, channels], np.mean(d.T, axis=0) (librosa.to_mono's call) for frames 0..7. */
+static void test_numpy_mean(void) {
+    static const struct {
+        int channels;
+        uint32_t mean[8];
+    } goldens[] = {
+        {8,
+         {0xbee236f3, 0xbed24b7e, 0xbec26008, 0xbeb27493, 0xbea2891e, 0xbe929da8, 0xbe82b232,
+          0xbe658d7b}},
+        {13,
+         {0xbecc63a1, 0xbebc782b, 0xbeac8cb5, 0xbe9ca141, 0xbe8cb5cb, 0xbe7994ab, 0xbe59bdc0,
+          0xbe39e6d6}},
+        {64,
+         {0xbd2f1e0b, 0xbd3024f9, 0xbce1f537, 0xbce40316, 0xbce610f4, 0xbce81ed0, 0xbcea2cad,
+          0xbc57afe5}},
+    };
+    for (size_t g = 0; g < sizeof goldens / sizeof goldens[0]; g++) {
+        int ch = goldens[g].channels;
+        size_t n = OUT_RATE;
+        float *x = malloc(n * (size_t)ch * sizeof *x), *mono = NULL;
+        for (size_t i = 0; i < n; i++) {
+            for (int c = 0; c < ch; c++) {
+                x[i * (size_t)ch + (size_t)c] =
+                    (float)((int)((i * 31 + (size_t)c * 17) % 1000) - 500) / 997.0f;
+            }
+        }
+        size_t n_out = 0, n_sequential_differs = 0;
+        CHECK_EQ_INT(kz_audio_prepare_reference(x, n, OUT_RATE, ch, OUT_RATE, 60, &mono, &n_out),
+                     KZ_OK);
+        for (size_t i = 0; mono && i < 8; i++) {
+            uint32_t bits;
+            memcpy(&bits, &mono[i], 4);
+            CHECK_MSG(bits == goldens[g].mean[i], "%d channels, frame %zu: %08x, numpy %08x", ch, i,
+                      (unsigned)bits, (unsigned)goldens[g].mean[i]);
+            float sum = 0;
+            for (int c = 0; c < ch; c++) {
+                sum += x[i * (size_t)ch + (size_t)c];
+            }
+            n_sequential_differs += sum / (float)ch != mono[i];
+        }
+        CHECK_MSG(n_sequential_differs > 0, "%d channels: the order of the sum is not tested", ch);
+        free(mono);
+        free(x);
+    }
+}
+
 /* Opposite channels cancel, and peaks below 1e-4 are silence; 2e-4 is not. */
 static void test_silence(void) {
     size_t n = OUT_RATE * 2;
@@ -633,6 +683,7 @@ int main(void) {
     int fds = count_open_fds();
     test_formats();
     test_resample_recipe();
+    test_numpy_mean();
     test_silence();
     test_lengths();
     test_non_finite();
