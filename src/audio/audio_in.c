@@ -32,8 +32,8 @@
 #define MAX_RATE 384000
 #define MAX_CHANNELS 64
 /* Silence: every sample of the mono signal at out_rate has |x| below this (-80 dBFS,
- * about 3 LSB of 16-bit audio), so dither or a hiss-free digital zero is refused while
- * any audible speech passes. */
+ * about 3 LSB of 16-bit audio), so digital silence or dither alone is refused while any
+ * audible recording passes. */
 #define SILENCE_PEAK 1e-4f
 
 typedef struct downmix_state {
@@ -129,9 +129,7 @@ static kz_status check_length(size_t n_frames, int32_t sample_rate, double max_s
 static kz_status check_finite(const float *samples, size_t n_frames, int32_t channels) {
     /* Within max_seconds this holds on 64-bit hosts; a 32-bit one could overflow. */
     if (n_frames > SIZE_MAX / sizeof(float) / (size_t)channels) {
-        return kz_error_set(KZ_STATUS_BAD_INPUT,
-                            "reference audio: %zu frames of %d channels "
-                            "do not fit in memory",
+        return kz_error_set(KZ_STATUS_BAD_INPUT, "reference audio: %zu frames of %d channels",
                             n_frames, (int)channels);
     }
     size_t n = n_frames * (size_t)channels;
