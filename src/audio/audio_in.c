@@ -129,8 +129,9 @@ static kz_status check_length(size_t n_frames, int32_t sample_rate, double max_s
 static kz_status check_finite(const float *samples, size_t n_frames, int32_t channels) {
     /* Within max_seconds this holds on 64-bit hosts; a 32-bit one could overflow. */
     if (n_frames > SIZE_MAX / sizeof(float) / (size_t)channels) {
-        return kz_error_set(KZ_STATUS_BAD_INPUT, "reference audio: %zu frames of %d channels",
-                            n_frames, (int)channels);
+        return kz_error_set(KZ_STATUS_BAD_INPUT,
+                            "reference audio: %zu frames of %d channels: too many", n_frames,
+                            (int)channels);
     }
     size_t n = n_frames * (size_t)channels;
     for (size_t i = 0; i < n; i++) {
