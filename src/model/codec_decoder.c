@@ -199,6 +199,65 @@ void kz_codec_state_reset(kz_codec_state *s) {
     kz_codec_transformer_state_reset(&s->tr);
 }
 
+/* The conv states that exist (rows allocated), in a fixed order. */
+static size_t live_conv_states(kz_codec_state *s, kz_conv_state **out) {
+    kz_conv_state *all[3 + KZ_CODEC_MAX_RATES * (2 + KZ_CODEC_RES_UNITS)];
+    size_t n = 0, k = 0;
+    all[n++] = &s->pre_conv;
+    all[n++] = &s->dec0;
+    all[n++] = &s->final_conv;
+    for (int i = 0; i < KZ_CODEC_MAX_RATES; i++) {
+        all[n++] = &s->dw[i];
+        all[n++] = &s->block_up[i];
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            all[n++] = &s->res[i][r];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (all[i]->rows) {
+            out[k++] = all[i];
+        }
+    }
+    return k;
+}
+
+#define MAX_CONV_STATES (3 + KZ_CODEC_MAX_RATES * (2 + KZ_CODEC_RES_UNITS))
+
+size_t kz_codec_state_floats(const kz_codec_state *s) {
+    kz_conv_state *cs[MAX_CONV_STATES];
+    size_t n = live_conv_states((kz_codec_state *)s, cs), total = 2 * s->tr.ring_floats;
+    for (size_t i = 0; i < n; i++) {
+        total += cs[i]->n_rows * cs[i]->ch;
+    }
+    return total;
+}
+
+void kz_codec_state_save(const kz_codec_state *s, float *out, int64_t *pos) {
+    kz_conv_state *cs[MAX_CONV_STATES];
+    size_t n = live_conv_states((kz_codec_state *)s, cs);
+    for (size_t i = 0; i < n; i++) {
+        size_t m = cs[i]->n_rows * cs[i]->ch;
+        memcpy(out, cs[i]->rows, m * sizeof(float));
+        out += m;
+    }
+    memcpy(out, s->tr.k_ring, s->tr.ring_floats * sizeof(float));
+    memcpy(out + s->tr.ring_floats, s->tr.v_ring, s->tr.ring_floats * sizeof(float));
+    *pos = s->tr.pos;
+}
+
+void kz_codec_state_restore(kz_codec_state *s, const float *in, int64_t pos) {
+    kz_conv_state *cs[MAX_CONV_STATES];
+    size_t n = live_conv_states(s, cs);
+    for (size_t i = 0; i < n; i++) {
+        size_t m = cs[i]->n_rows * cs[i]->ch;
+        memcpy(cs[i]->rows, in, m * sizeof(float));
+        in += m;
+    }
+    memcpy(s->tr.k_ring, in, s->tr.ring_floats * sizeof(float));
+    memcpy(s->tr.v_ring, in + s->tr.ring_floats, s->tr.ring_floats * sizeof(float));
+    s->tr.pos = pos;
+}
+
 /* --- elementwise jobs ------------------------------------------------------- */
 
 typedef struct snake_job {

@@ -190,6 +190,14 @@ void kz_codec_state_free(kz_codec_state *s);
 /* Forgets all history: the next frame is decoded as the first of a stream. */
 void kz_codec_state_reset(kz_codec_state *s);
 
+/* The stream's history as floats: every conv's left context and the transformer's key
+ * and value windows (kz_codec_state_floats of them) plus its position. A state saved
+ * after some frames and restored into a state of the same decoder continues exactly as
+ * the saved one would (the reference frames of a cloned voice, synth/voice_context.c). */
+size_t kz_codec_state_floats(const kz_codec_state *s);
+void kz_codec_state_save(const kz_codec_state *s, float *out, int64_t *pos);
+void kz_codec_state_restore(kz_codec_state *s, const float *in, int64_t pos);
+
 /* Decodes n_frames frames (codes frame-major [n_frames, num_quantizers], each
  * already checked to be in [0, codebook_size)) continuing the stream in s;
  * writes n_frames * decode_upsample_rate samples to pcm. */

@@ -35,7 +35,7 @@ kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
     kz_talker_state ts;
     kz_status st = kz_talker_state_init(&ts, t, n_rows, n_rows > 64 ? n_rows : 64);
     kz_prompt p = {0};
-    st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, &ts, &s->lm) : st;
+    st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, m->cp.embeddings, &ts, &s->lm) : st;
     if (st == KZ_OK) {
         const size_t np = p.n_prefix, kv_floats = kz_qwen3_kv_floats(&t->stack, np);
         if (!kz_prompt_cache_find(&s->prompt_cache, p.rows, np, D, kv_floats)) {
