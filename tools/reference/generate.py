@@ -25,6 +25,11 @@ Code predictor: plain argmax of the raw logits, exactly 15 codes per frame.
 
 Engine test mode (n_frames = N): EOS is masked at every step and the loop runs
 until N frames exist (the (N+1)-th c0 is not computed).
+
+Base ICL audio (the wrapper's generate_voice_clone after generate):
+    wav = chunked_decode(concat(ref_codes, codes))      300-frame windows, 25 of context
+    cut = int(Tr / max(Tr + F, 1) * len(wav))           Python floats (IEEE double)
+    out = wav[cut:]                                      Tr*1920 or, for some (Tr, F), Tr*1920-1
 """
 
 import json
@@ -37,10 +42,12 @@ try:
     from . import safetensors_io as st
     from . import prompt as pr
     from . import talker as tk
+    from . import codec_decoder as cd
 except ImportError:
     import safetensors_io as st
     import prompt as pr
     import talker as tk
+    import codec_decoder as cd
 
 MIN_NEW_TOKENS = 2              # the official generate() passes min_new_tokens=2
 WRAPPER_MAX_NEW_TOKENS = 2048   # wrapper fallback when generation_config.json lacks the key
@@ -156,10 +163,29 @@ def generate_greedy(model, prompt, n_frames=None, max_new_tokens=None, repetitio
         c0_sampled=sampled, stop=stop, stop_logits=stop_logits, margins=margins)
 
 
+# ---------------------------------------------------------------- Base ICL audio
+
+def icl_cut(n_ref, n_total, wav_len):
+    """The wrapper's cut: int(ref_len / max(total_len, 1) * wav.shape[0]) (double)."""
+    return int(n_ref / max(n_total, 1) * wav_len)
+
+
+def icl_official_audio(model_dir, ref_codes, codes):
+    """The official ICL output for new `codes` [F, G] after `ref_codes` [Tr, G]: the
+    reference's chunked_decode of both, the reference part cut off. Returns (wav, cut)."""
+    dec = cd.load_decoder(model_dir)
+    both = torch.cat([torch.as_tensor(ref_codes, dtype=torch.long),
+                      torch.as_tensor(codes, dtype=torch.long)])
+    wav = dec.chunked_decode(dec.check_codes(both))
+    cut = icl_cut(int(ref_codes.shape[0]), int(both.shape[0]), int(wav.shape[0]))
+    return wav[cut:].contiguous(), cut
+
+
 # ---------------------------------------------------------------- golden file
 
-def golden_tensors(model, prompt, result, all_cp_logits=False):
-    """Dict of the golden tensors (F32 / I32)."""
+def golden_tensors(model, prompt, result, all_cp_logits=False, extra=None):
+    """Dict of the golden tensors (F32 / I32); extra: more named tensors (Base: the
+    speaker vector, reference codes, transcript ids and ICL audio)."""
     out = {
         "codes": result.codes.to(torch.int32),
         "prefill_embeds": prompt.embeds,
@@ -180,10 +206,11 @@ def golden_tensors(model, prompt, result, all_cp_logits=False):
         out["talker_logits_stop"] = result.stop_logits
     if prompt.instruct_ids is not None:
         out["instruct_ids"] = torch.tensor(prompt.instruct_ids, dtype=torch.int32)
+    out.update(extra or {})
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def write_golden(path, model, prompt, result, all_cp_logits=False):
+def write_golden(path, model, prompt, result, all_cp_logits=False, extra=None, extra_meta=None):
     meta = {
         "n_frames": len(result.codes),
         "n_prompt_rows": prompt.embeds.shape[0],
@@ -198,8 +225,10 @@ def write_golden(path, model, prompt, result, all_cp_logits=False):
         "prompt_rows": json.dumps(prompt.rows),
         "trailing_rows": json.dumps(prompt.trailing_rows),
         "min_c0_margin": f"{min(result.margins):.6g}" if result.margins else "",
+        "icl": "yes" if prompt.icl else "no",
     }
-    st.save(path, golden_tensors(model, prompt, result, all_cp_logits), metadata=meta)
+    meta.update(extra_meta or {})
+    st.save(path, golden_tensors(model, prompt, result, all_cp_logits, extra), metadata=meta)
 
 
 # ---------------------------------------------------------------- self-checks
