@@ -312,7 +312,7 @@ def _check_prompts(model, c):
         cases.append(("voice design, auto, no instruction", dict(language="auto"),
                       [nothink, bos_tag, eos_tag], None, False, False))
     else:
-        c.info(f"variant {model.variant}: prompt table checks are for custom_voice/voice_design")
+        _check_base_prompts(model, c, text)
         return
     for label, kw, tags, spk_name, give, use_instr in cases:
         for non_streaming in (True, False):
@@ -345,6 +345,61 @@ def _check_prompts(model, c):
                         non_streaming=False)
     c.check(p.rows[-1].startswith(f"T({model.text_ids.im_end})") and p.trailing_rows == ["EOS_T"],
             "empty text, streaming: first body row is T(<|im_end|>), TR = [EOS_T]")
+
+
+def _spec_icl_rows(model, text, spk_vec, ref_text, ref_codes, non_streaming):
+    """Base ICL rows composed from spec 8.4 step by step, independently of build_prompt."""
+    t, cfg, tc = model.talker, model.cfg, model.talker_cfg
+    T = lambda i: t.text_vectors([i])[0]
+    C = lambda i: t.codec_vectors([i])[0]
+    PAD, BOS, EOS = T(cfg["tts_pad_token_id"]), T(cfg["tts_bos_token_id"]), T(cfg["tts_eos_token_id"])
+    ti = model.text_ids
+    rows = [T(ti.im_start), T(ti.assistant), T(ti.newline)]
+    tags = [tc["codec_nothink_id"], tc["codec_think_bos_id"], tc["codec_think_eos_id"]]
+    rows += [PAD + C(g) for g in tags] + [PAD + spk_vec, BOS + C(tc["codec_pad_id"])]
+    X = [T(i) for i in list(ref_text) + list(text)] + [EOS]
+    Y = [C(tc["codec_bos_id"])] + [model.frame_embedding(f) for f in ref_codes]
+    if non_streaming:
+        rows += [x + C(tc["codec_pad_id"]) for x in X] + [y + PAD for y in Y]
+        trailing = [PAD]
+    else:
+        for k in range(len(Y)):
+            rows.append((X[k] if k < len(X) else PAD) + Y[k])
+        trailing = X[len(Y):] if len(X) > len(Y) else [PAD]
+    return torch.stack(rows), torch.stack(trailing)
+
+
+def _check_base_prompts(model, c, text):
+    """Base: the x-vector in the speaker slot, and the ICL block in both layouts and both
+    length regimes (text column longer / shorter than the codec column), against 8.2 / 8.4."""
+    tc = model.talker_cfg
+    g = torch.Generator().manual_seed(4)
+    spk = torch.randn(model.hidden_size, generator=g)
+    tags = [tc["codec_nothink_id"], tc["codec_think_bos_id"], tc["codec_think_eos_id"]]
+    for non_streaming in (True, False):
+        layout = "non_streaming" if non_streaming else "streaming"
+        p = pr.build_prompt(model, text_ids=text, speaker_embed=spk, non_streaming=non_streaming)
+        rows, trailing = _spec_rows(model, text, None, tags, spk, non_streaming)
+        c.check(torch.equal(p.embeds, rows) and torch.equal(p.trailing, trailing),
+                f"Base x-vector prompt [{layout}]: {p.embeds.shape[0]} rows equal the spec table")
+        for n_ref in (2, 12):
+            ref_text = [40, 1079, 13]
+            codes = torch.randint(0, model.code_predictor.cfg["vocab_size"], (n_ref, model.n_groups),
+                                  generator=g)
+            p = pr.build_prompt(model, text_ids=text, speaker_embed=spk, ref_codes=codes,
+                                ref_text_ids=ref_text, non_streaming=non_streaming)
+            rows, trailing = _spec_icl_rows(model, text, spk, ref_text, codes, non_streaming)
+            n_x, n_y = len(ref_text) + len(text) + 1, n_ref + 1
+            c.check(torch.equal(p.embeds, rows) and torch.equal(p.trailing, trailing),
+                    f"Base ICL prompt [{layout}], X {n_x} vs Y {n_y} rows: {p.embeds.shape[0]} "
+                    f"rows, trailing {p.trailing.shape[0]}, equal spec 8.4")
+    c.check(gen_cut_examples(), "ICL cut: trunc(Tr / (Tr+F) * wav_len) in double is Tr*1920 - 1 "
+            "for Tr=15, F=7 and Tr=53, F=30, Tr*1920 for Tr=9, F=30")
+
+
+def gen_cut_examples():
+    return (icl_cut(15, 22, 22 * 1920) == 15 * 1920 - 1 and
+            icl_cut(53, 83, 83 * 1920) == 53 * 1920 - 1 and icl_cut(9, 39, 39 * 1920) == 9 * 1920)
 
 
 def _check_cache(model, c):
