@@ -1,7 +1,9 @@
 /*
  * prefill.c - a prompt into the talker through the session's prompt cache (see
  * prefill.h). The cache is keyed by the prefix rows themselves, so whatever
- * built them (speaker, language, instruction) a hit means the same keys and values.
+ * built them (speaker, language, instruction, a cloned voice's x-vector and transcript)
+ * a hit means the same keys and values, and two voices can never share an entry unless
+ * their rows are equal bit for bit (then so are the keys and values).
  */
 #include "synth/prefill.h"
 

@@ -563,7 +563,9 @@ static size_t next_chunk(const synth *y) {
 
 /* The codec's state at the first frame: fresh, or after an ICL voice's reference frames
  * (then the audio starts at the official cut, which needs the frame count: known in
- * advance only with an exact count, else the cut is taken at the first new frame). */
+ * advance only with an exact count, else the cut is taken at the first new frame; an
+ * utterance of long text (exact_last) is not an official output, and a reference sample
+ * between two utterances would be noise, so it starts at its first frame too). */
 static kz_status codec_start(synth *y) {
     const kz_voice *v = y->plan->voice;
     if (!v || !v->icl) {
@@ -571,7 +573,7 @@ static kz_status codec_start(synth *y) {
         return KZ_OK;
     }
     kz_status st = kz_voice_context_enter(y->s, v, &y->lead_sample);
-    if (y->plan->frames > 0) {
+    if (y->plan->frames > 0 && !y->plan->exact_last) {
         y->lead = kz_voice_cut_lead((size_t)v->n_ref_frames, (size_t)y->plan->frames,
                                     (size_t)y->m->codec_cfg.decode_upsample_rate);
     }

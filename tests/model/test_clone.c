@@ -354,6 +354,17 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
               (long long)o.codec_frames);
     kz_audio_free(&o.audio);
     voice_clear(&other);
+    // Length unknown in advance (a cap, not a count): the audio starts at the new speech.
+    fill_request(m, c, v, &r, &got);
+    r.frames = 0;
+    r.max_frames = c->frames;
+    CHECK(run_all(s, &r, &got, &o) == KZ_OK);
+    size_t spf = (size_t)kz_model_samples_per_frame(m);
+    CHECK_MSG(o.audio.n_samples == (size_t)got.n_frames * spf && got.n_frames >= 2,
+              "natural stop: %zu samples for %lld frames", o.audio.n_samples,
+              (long long)got.n_frames);
+    test_stream(s, &r, &o.audio, "natural stop");
+    kz_audio_free(&o.audio);
     kz_session_free(s);
 }
 
