@@ -167,7 +167,7 @@ void kz_session_free(kz_session *session) {
 void kz_session_clear_prompt_cache(kz_session *session) {
     if (session && session_enter(session, "kz_session_clear_prompt_cache") == KZ_OK) {
         kz_prompt_cache_clear(&session->prompt_cache);
-        kz_voice_context_free(&session->voice_ctx);
+        kz_voice_contexts_clear(&session->voice_ctx);
         session_leave(session);
     }
 }

@@ -46,7 +46,7 @@ struct kz_session {
     kz_code_predictor_state cp_state; /* allocated when the model has a talker */
     kz_lm_stats stats;
     kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth/prefill.c) */
-    kz_voice_context voice_ctx;    /* the codec state after the last ICL voice's reference */
+    kz_voice_contexts voice_ctx;   /* the codec state after recent ICL voices' references */
     kz_pacer pacer;                /* adaptive chunks of the current kz_synthesize call */
     /* Observer of named intermediate arrays (kz_experimental_session_observe): NULL
      * normally. */

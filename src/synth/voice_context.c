@@ -12,10 +12,16 @@
 #include "synth/session.h"
 #include "synth/voice.h"
 
-void kz_voice_context_free(kz_voice_context *c) {
+static void context_free(kz_voice_context *c) {
     free(c->codes);
     free(c->state);
     memset(c, 0, sizeof *c);
+}
+
+void kz_voice_contexts_clear(kz_voice_contexts *c) {
+    for (int i = 0; i < KZ_VOICE_CONTEXTS; i++) {
+        context_free(&c->slot[i]);
+    }
 }
 
 static bool matches(const kz_voice_context *c, const kz_voice *v) {
@@ -28,7 +34,7 @@ static kz_status build(kz_session *s, const kz_voice *v, kz_voice_context *c) {
     const kz_model *m = s->model;
     const size_t spf = (size_t)m->codec_cfg.decode_upsample_rate, nq = (size_t)v->n_codebooks;
     const size_t step = KZ_CODEC_STEP_FRAMES, n_frames = (size_t)v->n_ref_frames;
-    kz_voice_context_free(c);
+    context_free(c);
     c->n_codes = n_frames * nq;
     c->n_state = kz_codec_state_floats(&s->codec);
     c->codes = malloc(c->n_codes * sizeof *c->codes);
@@ -36,7 +42,7 @@ static kz_status build(kz_session *s, const kz_voice *v, kz_voice_context *c) {
     float *pcm = malloc(step * spf * sizeof *pcm);
     if (!c->codes || !c->state || !pcm) {
         free(pcm);
-        kz_voice_context_free(c);
+        context_free(c);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for the voice's codec context");
     }
     memcpy(c->codes, v->ref_codes, c->n_codes * sizeof *c->codes);
@@ -53,14 +59,32 @@ static kz_status build(kz_session *s, const kz_voice *v, kz_voice_context *c) {
     return KZ_OK;
 }
 
+/* The context of voice's reference, or NULL; *lru gets the slot to use otherwise (an
+ * empty one, else the least recently used). */
+static kz_voice_context *find(kz_voice_contexts *all, const kz_voice *v, kz_voice_context **lru) {
+    *lru = NULL;
+    for (int i = 0; i < KZ_VOICE_CONTEXTS; i++) {
+        kz_voice_context *c = &all->slot[i];
+        if (matches(c, v)) {
+            return c;
+        }
+        bool better = !*lru || (!c->valid && (*lru)->valid) ||
+                      (c->valid && (*lru)->valid && c->last_use < (*lru)->last_use);
+        *lru = better ? c : *lru;
+    }
+    return NULL;
+}
+
 kz_status kz_voice_context_enter(kz_session *s, const kz_voice *voice, float *last_sample) {
-    kz_voice_context *c = &s->voice_ctx;
+    kz_voice_context *lru, *c = find(&s->voice_ctx, voice, &lru);
     kz_status st = KZ_OK;
-    if (matches(c, voice)) {
+    if (c) {
         kz_codec_state_restore(&s->codec, c->state, c->pos);
     } else {
+        c = lru;
         st = build(s, voice, c);
     }
+    c->last_use = ++s->voice_ctx.clock;
     if (st == KZ_OK && last_sample) {
         *last_sample = c->last_sample;
     }

@@ -4,13 +4,15 @@
  * The official generate_voice_clone decodes concat(reference codes, new codes) and cuts
  * the reference's audio off. The codec is causal, so decoding the reference frames first
  * and carrying the state gives the new frames' audio bit for bit; the session keeps the
- * state after the reference (one voice, keyed by the reference codes themselves, so a
- * voice freed and another allocated at the same address cannot be confused) and restores
- * it for the next synthesis with that voice instead of decoding the reference again.
+ * state after the reference of its KZ_VOICE_CONTEXTS most recent ICL voices (keyed by
+ * the reference codes themselves, so a voice freed and another allocated at the same
+ * address cannot be confused; a few MB each with the released codec) and restores it for
+ * the next synthesis with that voice instead of decoding the reference again.
  *
- *   enter(voice): saved context has the same codes? -> restore the codec state
+ *   enter(voice): a saved context has the same codes? -> restore the codec state
  *                 else reset, decode the reference in KZ_CODEC_STEP_FRAMES steps (audio
- *                 dropped but its last sample), save the state -> the session's context
+ *                 dropped but its last sample), save the state in the least recently
+ *                 used slot
  *
  * The cut (spec 8.4): cut = trunc(Tr / (Tr + F) * wav_len) in IEEE double, wav_len =
  * (Tr + F) * samples_per_frame, which for some (Tr, F) is one sample before the first new
@@ -25,6 +27,8 @@
 
 #include "kztts.h"
 
+#define KZ_VOICE_CONTEXTS 4
+
 typedef struct kz_voice_context {
     int32_t *codes;     /* [n_codes] the reference codes the state follows (the key), owned */
     size_t n_codes;
@@ -32,13 +36,21 @@ typedef struct kz_voice_context {
     size_t n_state;
     int64_t pos;        /* the codec transformer's position after the reference */
     float last_sample;  /* the reference audio's last sample */
+    uint64_t last_use;  /* clock value of the last enter */
     bool valid;
 } kz_voice_context;
+
+/* A session's contexts. */
+typedef struct kz_voice_contexts {
+    kz_voice_context slot[KZ_VOICE_CONTEXTS];
+    uint64_t clock;
+} kz_voice_contexts;
 
 struct kz_session;
 struct kz_voice;
 
-void kz_voice_context_free(kz_voice_context *c);
+/* Forgets every context. */
+void kz_voice_contexts_clear(kz_voice_contexts *c);
 
 /* Sets the session's codec state to "after voice's reference frames" (decoding them on
  * s->exec when the session has no saved context for them); *last_sample (may be NULL)

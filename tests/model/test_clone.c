@@ -11,12 +11,15 @@
  *     logits within LOGIT_TOL, codes identical to the reference;
  *   - ICL: the audio has the official length (the cut, one sample more for the 53 + 30
  *     frames pair) and is within the codec tests' WAV_SNR_DB of the reference's
- *     decode-then-cut; streamed in small chunks it is bit-identical to kz_synthesize_all;
+ *     decode-then-cut; streamed in fixed and adaptive chunks it is bit-identical to
+ *     kz_synthesize_all (x-vector voices too);
  *   - the same request again on the session: the prompt prefix comes from the prompt
  *     cache, the reference is not decoded again (codec frames = the new frames only), and
  *     codes and audio are bit-identical; a copy of the voice at another address hits too.
  * First ICL case also: kz_session_prepare warms both caches; another x-vector misses the
- * prompt cache, other reference codes re-decode the reference. Then the refusals
+ * prompt cache, other reference codes re-decode the reference and the first voice's
+ * context is still kept; kz_session_clear_prompt_cache forgets both; with only a frame
+ * cap (length unknown in advance) the audio starts at the new speech. Then the refusals
  * (no voice, a speaker, an instruction, a voice on CustomVoice, a voice of the wrong
  * size or with codes out of range, streamed text with an ICL voice) and the cut rule.
  */
@@ -274,18 +277,22 @@ static void compare_reference(const clone_case *c, const kz_st_file *g, const co
 /* Streams the request in chunks of 1 then 3 frames: bit-identical to offline. */
 static void test_stream(kz_session *s, const kz_request *base, const kz_audio *offline,
                         const char *name) {
-    kz_request r = *base;
-    stream_buf b = {0};
-    r.first_chunk_frames = 1;
-    r.chunk_frames = 3;
-    r.on_frame = NULL;
-    r.on_audio = on_audio;
-    r.user = &b;
-    CHECK_MSG(kz_synthesize(s, &r) == KZ_OK, "%s stream: %s", name, kz_last_error());
-    CHECK_MSG(same_audio(offline, b.samples, b.n) && b.n_last == 1 && b.n_calls > 2,
-              "%s: streamed audio (%zu samples, %d calls) differs from offline (%zu)", name, b.n,
-              b.n_calls, offline->n_samples);
-    free(b.samples);
+    const int32_t sizes[2][2] = {{1, 3}, {2, 0}}; // first chunk, later chunks (0: adaptive)
+    for (int i = 0; i < 2; i++) {
+        kz_request r = *base;
+        stream_buf b = {0};
+        r.first_chunk_frames = sizes[i][0];
+        r.chunk_frames = sizes[i][1];
+        r.on_frame = NULL;
+        r.on_audio = on_audio;
+        r.user = &b;
+        CHECK_MSG(kz_synthesize(s, &r) == KZ_OK, "%s stream: %s", name, kz_last_error());
+        CHECK_MSG(same_audio(offline, b.samples, b.n) && b.n_last == 1 && b.n_calls > 2,
+                  "%s: streamed audio (chunks %d/%d: %zu samples, %d calls) differs from "
+                  "offline (%zu)", name, sizes[i][0], sizes[i][1], b.n, b.n_calls,
+                  offline->n_samples);
+        free(b.samples);
+    }
 }
 
 /* The request again on the same session, with the voice and with a copy of it. */
@@ -352,6 +359,20 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
     CHECK_MSG(o.codec_frames == c->frames + other.n_ref_frames,
               "other reference codes: %lld codec frames, want the reference decoded again",
               (long long)o.codec_frames);
+    kz_audio_free(&o.audio);
+    fill_request(m, c, v, &r, &got);
+    CHECK(run_all(s, &r, &got, &o) == KZ_OK);
+    CHECK_MSG(o.codec_frames == c->frames && same_audio(&o.audio, audio->samples,
+                                                         audio->n_samples),
+              "back to the first voice: %lld codec frames (its context should be kept)",
+              (long long)o.codec_frames);
+    kz_audio_free(&o.audio);
+    kz_session_clear_prompt_cache(s);
+    CHECK(run_all(s, &r, &got, &o) == KZ_OK);
+    CHECK_MSG(o.codec_frames == c->frames + v->n_ref_frames && o.prompt_cached == 0 &&
+                  same_audio(&o.audio, audio->samples, audio->n_samples),
+              "after kz_session_clear_prompt_cache: %lld codec frames, %lld rows cached",
+              (long long)o.codec_frames, (long long)o.prompt_cached);
     kz_audio_free(&o.audio);
     voice_clear(&other);
     // Length unknown in advance (a cap, not a count): the audio starts at the new speech.
