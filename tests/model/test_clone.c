@@ -386,6 +386,17 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
               (long long)got.n_frames);
     test_stream(s, &r, &o.audio, "natural stop");
     kz_audio_free(&o.audio);
+    // Long text: each utterance starts after the reference (restored, not decoded again).
+    fill_request(m, c, v, &r, &got);
+    r.text = "Hello there. This is a test. And one more.";
+    r.max_utterance_bytes = 14;
+    r.frames = 40;
+    CHECK_MSG(run_all(s, &r, &got, &o) == KZ_OK, "long text: %s", kz_last_error());
+    CHECK_MSG(o.audio.n_samples == 40 * spf && o.codec_frames == 40,
+              "long text with an ICL voice: %zu samples, %lld codec frames",
+              o.audio.n_samples, (long long)o.codec_frames);
+    test_stream(s, &r, &o.audio, "long text");
+    kz_audio_free(&o.audio);
     kz_session_free(s);
 }
 
