@@ -30,13 +30,13 @@
 #define KZ_VOICE_CONTEXTS 4
 
 typedef struct kz_voice_context {
-    int32_t *codes;     /* [n_codes] the reference codes the state follows (the key), owned */
+    int32_t *codes; /* [n_codes] the reference codes the state follows (the key), owned */
     size_t n_codes;
-    float *state;       /* [n_state] kz_codec_state_save's floats, owned */
+    float *state; /* [n_state] kz_codec_state_save's floats, owned */
     size_t n_state;
-    int64_t pos;        /* the codec transformer's position after the reference */
-    float last_sample;  /* the reference audio's last sample */
-    uint64_t last_use;  /* clock value of the last enter */
+    int64_t pos;       /* the codec transformer's position after the reference */
+    float last_sample; /* the reference audio's last sample */
+    uint64_t last_use; /* clock value of the last enter */
     bool valid;
 } kz_voice_context;
 

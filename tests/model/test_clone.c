@@ -51,8 +51,8 @@ static void keep(float **dst, size_t *n, const float *src, size_t count) {
     *n = count;
 }
 
-static void on_observe(const char *name, int64_t frame, const float *data, size_t rows,
-                       size_t cols, void *user) {
+static void on_observe(const char *name, int64_t frame, const float *data, size_t rows, size_t cols,
+                       void *user) {
     observed *o = user;
     if (strcmp(name, "prefill_rows") == 0) {
         keep(&o->prefill, &o->prefill_n, data, rows * cols);
@@ -289,8 +289,8 @@ static void test_stream(kz_session *s, const kz_request *base, const kz_audio *o
         CHECK_MSG(kz_synthesize(s, &r) == KZ_OK, "%s stream: %s", name, kz_last_error());
         CHECK_MSG(same_audio(offline, b.samples, b.n) && b.n_last == 1 && b.n_calls > 2,
                   "%s: streamed audio (chunks %d/%d: %zu samples, %d calls) differs from "
-                  "offline (%zu)", name, sizes[i][0], sizes[i][1], b.n, b.n_calls,
-                  offline->n_samples);
+                  "offline (%zu)",
+                  name, sizes[i][0], sizes[i][1], b.n, b.n_calls, offline->n_samples);
         free(b.samples);
     }
 }
@@ -311,13 +311,14 @@ static void test_cached(kz_session *s, const kz_model *m, const clone_case *c,
                   "%s again (%s): %lld prompt rows cached, %lld computed", c->name,
                   i ? "a copy of the voice" : "same voice", (long long)o.prompt_cached,
                   (long long)o.prompt_computed);
-        CHECK_MSG(o.codec_frames == c->frames, "%s again: %lld codec frames decoded, want %d "
-                  "(the reference's state comes from the session)", c->name,
-                  (long long)o.codec_frames, c->frames);
-        CHECK_MSG(memcmp(warm.codes, cold->codes, sizeof warm.codes) == 0,
-                  "%s again: codes differ", c->name);
-        CHECK_MSG(same_audio(&o.audio, audio->samples, audio->n_samples),
-                  "%s again: audio differs", c->name);
+        CHECK_MSG(o.codec_frames == c->frames,
+                  "%s again: %lld codec frames decoded, want %d "
+                  "(the reference's state comes from the session)",
+                  c->name, (long long)o.codec_frames, c->frames);
+        CHECK_MSG(memcmp(warm.codes, cold->codes, sizeof warm.codes) == 0, "%s again: codes differ",
+                  c->name);
+        CHECK_MSG(same_audio(&o.audio, audio->samples, audio->n_samples), "%s again: audio differs",
+                  c->name);
         kz_audio_free(&o.audio);
     }
     voice_clear(&copy);
@@ -340,7 +341,7 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
     run_out o = {0};
     CHECK(run_all(s, &r, &got, &o) == KZ_OK);
     CHECK_MSG(o.prompt_cached >= 6 && o.codec_frames == c->frames,
-              "after kz_session_prepare: %lld rows cached, %lld codec frames", 
+              "after kz_session_prepare: %lld rows cached, %lld codec frames",
               (long long)o.prompt_cached, (long long)o.codec_frames);
     CHECK(memcmp(got.codes, cold->codes, sizeof got.codes) == 0 &&
           same_audio(&o.audio, audio->samples, audio->n_samples));
@@ -362,8 +363,7 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
     kz_audio_free(&o.audio);
     fill_request(m, c, v, &r, &got);
     CHECK(run_all(s, &r, &got, &o) == KZ_OK);
-    CHECK_MSG(o.codec_frames == c->frames && same_audio(&o.audio, audio->samples,
-                                                         audio->n_samples),
+    CHECK_MSG(o.codec_frames == c->frames && same_audio(&o.audio, audio->samples, audio->n_samples),
               "back to the first voice: %lld codec frames (its context should be kept)",
               (long long)o.codec_frames);
     kz_audio_free(&o.audio);
@@ -393,8 +393,8 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
     r.frames = 40;
     CHECK_MSG(run_all(s, &r, &got, &o) == KZ_OK, "long text: %s", kz_last_error());
     CHECK_MSG(o.audio.n_samples == 40 * spf && o.codec_frames == 40,
-              "long text with an ICL voice: %zu samples, %lld codec frames",
-              o.audio.n_samples, (long long)o.codec_frames);
+              "long text with an ICL voice: %zu samples, %lld codec frames", o.audio.n_samples,
+              (long long)o.codec_frames);
     test_stream(s, &r, &o.audio, "long text");
     kz_audio_free(&o.audio);
     kz_session_free(s);
