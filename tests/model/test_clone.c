@@ -16,7 +16,8 @@
  *   - the same request again on the session: the prompt prefix comes from the prompt
  *     cache, the reference is not decoded again (codec frames = the new frames only), and
  *     codes and audio are bit-identical; a copy of the voice at another address hits too.
- * First ICL case also: kz_session_prepare warms both caches; another x-vector misses the
+ * x-vector voices in the streaming layout: streamed text input (text_pull) gives the same
+ * codes. First ICL case also: kz_session_prepare warms both caches; another x-vector misses the
  * prompt cache, other reference codes re-decode the reference and the first voice's
  * context is still kept; kz_session_clear_prompt_cache forgets both; with only a frame
  * cap (length unknown in advance) the audio starts at the new speech. Then the refusals
@@ -407,6 +408,50 @@ static bool pull_nothing(char *buf, size_t cap, size_t *n, bool *done, void *use
     return true;
 }
 
+/* Streamed text input: the text in one piece, and the frames (both callbacks share the
+ * request's user pointer). */
+typedef struct pull_text {
+    const char *text;
+    bool given;
+    codes_buf *codes;
+} pull_text;
+
+static bool pull_once(char *buf, size_t cap, size_t *n, bool *done, void *user) {
+    pull_text *p = user;
+    size_t len = p->given ? 0 : strlen(p->text);
+    if (len > cap) {
+        return false;
+    }
+    memcpy(buf, p->text, len);
+    *n = len;
+    *done = true;
+    p->given = true;
+    return true;
+}
+
+static bool pull_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) {
+    return on_frame(codes, n, pos, ((pull_text *)user)->codes);
+}
+
+/* An x-vector voice with streamed text input: the codes of the text given at once. */
+static void test_text_pull(kz_session *s, const kz_model *m, const clone_case *c,
+                           const struct kz_voice *v, const codes_buf *cold) {
+    static codes_buf got;
+    memset(&got, 0, sizeof got);
+    pull_text p = {.text = c->text, .codes = &got};
+    kz_request r;
+    fill_request(m, c, v, &r, NULL);
+    r.text = NULL;
+    r.text_pull = pull_once;
+    r.on_frame = pull_frame;
+    r.user = &p;
+    kz_audio a;
+    CHECK_MSG(kz_synthesize_all(s, &r, &a) == KZ_OK, "%s text_pull: %s", c->name, kz_last_error());
+    CHECK_MSG(got.n_frames == c->frames && memcmp(got.codes, cold->codes, sizeof got.codes) == 0,
+              "%s: streamed text input gives other codes", c->name);
+    kz_audio_free(&a);
+}
+
 static void expect(kz_session *s, const kz_request *r, kz_status want, const char *needle) {
     kz_audio a;
     kz_status st = kz_synthesize_all(s, r, &a);
@@ -518,6 +563,9 @@ int main(int argc, char **argv) {
             test_cached(s, m, &c, &v, &codes, &out.audio);
             if (v.icl && n_icl++ == 0) {
                 test_keys(m, &c, &v, &codes, &out.audio);
+            }
+            if (!v.icl && strcmp(c.layout, "streaming") == 0) {
+                test_text_pull(s, m, &c, &v, &codes);
             }
             if (n_cases == 0 || (v.icl && n_icl == 1)) {
                 test_refusals(m, &c, &v, argv[2]);
