@@ -463,6 +463,45 @@ static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, si
     s->ms[MS_VOCODER] += now_ms() - t0;
 }
 
+/* Frames that `rows` history rows at `per_frame` rows a frame reach back, rounded up: a
+ * chain of convs reaches back at most the sum of its convs' reaches. */
+static size_t history_frames(size_t rows, size_t per_frame) {
+    return (rows + per_frame - 1) / per_frame;
+}
+
+size_t kz_codec_back_frames(const kz_codec_decoder *d, const kz_codec_state *s) {
+    const kz_codec_config *c = &d->cfg;
+    size_t rate = 1, frames = 1;
+    for (int u = 0; u < c->n_upsampling_ratios; u++) {
+        rate *= (size_t)c->upsampling_ratios[u];
+        frames += history_frames(s->dw[u].n_rows, rate);
+    }
+    frames += history_frames(s->dec0.n_rows, rate);
+    for (int i = 0; i < c->n_upsample_rates; i++) {
+        const kz_decoder_block *b = &d->blocks[i];
+        frames += history_frames(s->block_up[i].n_rows, kz_block_in_rows(b));
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            frames += history_frames(s->res[i][r].n_rows, b->frame_rows);
+        }
+    }
+    return frames + history_frames(s->final_conv.n_rows, (size_t)c->decode_upsample_rate);
+}
+
+void kz_codec_advance(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
+                      const int32_t *codes, size_t n_frames) {
+    size_t nq = (size_t)d->cfg.num_quantizers;
+    uint16_t *saved = e->x_bf16;
+    size_t saved_len = e->x_bf16_len;
+    e->x_bf16 = s->x_bf16;
+    e->x_bf16_len = s->x_bf16 ? 2 * s->scratch_floats : 0;
+    for (size_t t0 = 0; t0 < n_frames; t0 += s->max_frames) {
+        size_t n = n_frames - t0 < s->max_frames ? n_frames - t0 : s->max_frames;
+        front(d, s, e, codes + t0 * nq, n);
+    }
+    e->x_bf16 = saved;
+    e->x_bf16_len = saved_len;
+}
+
 void kz_codec_decode(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
                      const int32_t *codes, size_t n_frames, float *pcm) {
     size_t nq = (size_t)d->cfg.num_quantizers, spf = (size_t)d->cfg.decode_upsample_rate;

@@ -1,6 +1,7 @@
 /*
  * voice_context.c - the codec state after an ICL voice's reference frames (see
- * voice_context.h): built once by decoding the reference, saved in the session, restored.
+ * voice_context.h): built once by running the reference through the codec (the vocoder
+ * only over its last frames, kz_codec_back_frames), saved in the session, restored.
  */
 #include "synth/voice_context.h"
 
@@ -47,7 +48,12 @@ static kz_status build(kz_session *s, const kz_voice *v, kz_voice_context *c) {
     }
     memcpy(c->codes, v->ref_codes, c->n_codes * sizeof *c->codes);
     kz_codec_state_reset(&s->codec);
-    for (size_t t = 0; t < n_frames; t += step) {
+    // The frames before the last kz_codec_back_frames reach the end state only through
+    // the transformer: they skip the vocoder (the same state, bit for bit).
+    size_t back = kz_codec_back_frames(&m->decoder, &s->codec);
+    size_t skip = n_frames > back ? n_frames - back : 0;
+    kz_codec_advance(&m->decoder, &s->codec, &s->exec, v->ref_codes, skip);
+    for (size_t t = skip; t < n_frames; t += step) {
         size_t n = n_frames - t < step ? n_frames - t : step;
         kz_codec_decode(&m->decoder, &s->codec, &s->exec, v->ref_codes + t * nq, n, pcm);
         s->codec_frames += (int64_t)n;

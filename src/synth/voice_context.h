@@ -10,9 +10,10 @@
  * the next synthesis with that voice instead of decoding the reference again.
  *
  *   enter(voice): a saved context has the same codes? -> restore the codec state
- *                 else reset, decode the reference in KZ_CODEC_STEP_FRAMES steps (audio
- *                 dropped but its last sample), save the state in the least recently
- *                 used slot
+ *                 else reset, run the reference through the codec (all of it through the
+ *                 transformer, its last kz_codec_back_frames frames through the vocoder
+ *                 too: the same state as decoding all of it; audio dropped but its last
+ *                 sample), save the state in the least recently used slot
  *
  * The cut (spec 8.4): cut = trunc(Tr / (Tr + F) * wav_len) in IEEE double, wav_len =
  * (Tr + F) * samples_per_frame, which for some (Tr, F) is one sample before the first new

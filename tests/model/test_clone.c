@@ -20,7 +20,9 @@
  * codes. First ICL case also: kz_session_prepare warms both caches; another x-vector misses the
  * prompt cache, other reference codes re-decode the reference and the first voice's
  * context is still kept; kz_session_clear_prompt_cache forgets both; with only a frame
- * cap (length unknown in advance) the audio starts at the new speech. Then the refusals
+ * cap (length unknown in advance) the audio starts at the new speech. Per model: the
+ * context of a reference longer than kz_codec_back_frames (the vocoder skipped over its
+ * start) is the codec state of decoding the whole reference, bit for bit. Then the refusals
  * (no voice, a speaker, an instruction, a voice on CustomVoice, a voice of the wrong
  * size or with codes out of range, streamed text with an ICL voice) and the cut rule.
  */
@@ -358,7 +360,9 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
     other.ref_codes[0] = (other.ref_codes[0] + 1) % 2048;
     fill_request(m, c, &other, &r, &got);
     CHECK(run_all(s, &r, &got, &o) == KZ_OK);
-    CHECK_MSG(o.codec_frames == c->frames + other.n_ref_frames,
+    const int64_t back = (int64_t)kz_codec_back_frames(&m->decoder, &s->codec);
+    const int64_t ref_decoded = other.n_ref_frames < back ? other.n_ref_frames : back;
+    CHECK_MSG(o.codec_frames == c->frames + ref_decoded,
               "other reference codes: %lld codec frames, want the reference decoded again",
               (long long)o.codec_frames);
     kz_audio_free(&o.audio);
@@ -370,7 +374,7 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
     kz_audio_free(&o.audio);
     kz_session_clear_prompt_cache(s);
     CHECK(run_all(s, &r, &got, &o) == KZ_OK);
-    CHECK_MSG(o.codec_frames == c->frames + v->n_ref_frames && o.prompt_cached == 0 &&
+    CHECK_MSG(o.codec_frames == c->frames + ref_decoded && o.prompt_cached == 0 &&
                   same_audio(&o.audio, audio->samples, audio->n_samples),
               "after kz_session_clear_prompt_cache: %lld codec frames, %lld rows cached",
               (long long)o.codec_frames, (long long)o.prompt_cached);
@@ -399,6 +403,45 @@ static void test_keys(const kz_model *m, const clone_case *c, const struct kz_vo
     test_stream(s, &r, &o.audio, "long text");
     kz_audio_free(&o.audio);
     kz_session_free(s);
+}
+
+/* A reference longer than kz_codec_back_frames: the context (the vocoder skipped over the
+ * reference's start) equals decoding all of it, bit for bit, and so does its last sample. */
+static void test_context_state(kz_session *s, const kz_model *m, const struct kz_voice *v) {
+    const size_t back = kz_codec_back_frames(&m->decoder, &s->codec);
+    const size_t spf = (size_t)kz_model_samples_per_frame(m), nq = (size_t)v->n_codebooks;
+    struct kz_voice lv;
+    voice_copy(v, &lv);
+    lv.n_ref_frames = (int32_t)(back + 37);
+    free(lv.ref_codes);
+    lv.ref_codes = malloc((size_t)lv.n_ref_frames * nq * sizeof(int32_t));
+    uint64_t rng = 77;
+    for (size_t i = 0; i < (size_t)lv.n_ref_frames * nq; i++) {
+        lv.ref_codes[i] = (int32_t)test_rng_below(&rng, (size_t)m->codec_cfg.codebook_size);
+    }
+    size_t n_state = kz_codec_state_floats(&s->codec);
+    float *full = malloc(n_state * sizeof(float)), *ctx = malloc(n_state * sizeof(float));
+    float *pcm = malloc((size_t)lv.n_ref_frames * spf * sizeof(float));
+    kz_codec_state_reset(&s->codec);
+    kz_codec_decode(&m->decoder, &s->codec, &s->exec, lv.ref_codes, (size_t)lv.n_ref_frames, pcm);
+    int64_t pos_full, pos_ctx;
+    kz_codec_state_save(&s->codec, full, &pos_full);
+    kz_voice_contexts_clear(&s->voice_ctx);
+    float last = NAN;
+    CHECK(kz_voice_context_enter(s, &lv, &last) == KZ_OK);
+    kz_codec_state_save(&s->codec, ctx, &pos_ctx);
+    printf("  reference of %d frames: the vocoder runs over its last %zu; state %zu floats\n",
+           (int)lv.n_ref_frames, back, n_state);
+    CHECK_MSG(memcmp(full, ctx, n_state * sizeof(float)) == 0 && pos_full == pos_ctx,
+              "the voice context's codec state differs from decoding the whole reference");
+    CHECK_MSG(memcmp(&last, &pcm[(size_t)lv.n_ref_frames * spf - 1], sizeof last) == 0,
+              "the reference's last sample %g differs from the full decode's %g", last,
+              pcm[(size_t)lv.n_ref_frames * spf - 1]);
+    CHECK(back >= 8 && back < 64);
+    free(full);
+    free(ctx);
+    free(pcm);
+    voice_clear(&lv);
 }
 
 static bool pull_nothing(char *buf, size_t cap, size_t *n, bool *done, void *user) {
@@ -563,6 +606,9 @@ int main(int argc, char **argv) {
             test_cached(s, m, &c, &v, &codes, &out.audio);
             if (v.icl && n_icl++ == 0) {
                 test_keys(m, &c, &v, &codes, &out.audio);
+            }
+            if (v.icl && strcmp(c.layout, "streaming") == 0) {
+                test_context_state(s, m, &v);
             }
             if (!v.icl && strcmp(c.layout, "streaming") == 0) {
                 test_text_pull(s, m, &c, &v, &codes);
