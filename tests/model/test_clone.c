@@ -444,6 +444,28 @@ static void test_context_state(kz_session *s, const kz_model *m, const struct kz
     voice_clear(&lv);
 }
 
+/* The same in the codec's other precisions (their arithmetic is chunk-invariant too). */
+static void test_context_precisions(const char *model_dir, const struct kz_voice *v) {
+    const kz_precision ps[] = {KZ_PRECISION_BF16, KZ_PRECISION_WINOGRAD,
+                               KZ_PRECISION_WINOGRAD_BF16};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        kz_model_params mp;
+        kz_model_default_params(&mp);
+        mp.codec_precision = ps[i];
+        kz_model *m;
+        kz_session *s;
+        if (kz_model_load(model_dir, &mp, &m) != KZ_OK) {
+            printf("  codec precision %d: not on this CPU (%s)\n", (int)ps[i], kz_last_error());
+            continue;
+        }
+        CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+        printf("  codec precision %d:", (int)ps[i]);
+        test_context_state(s, m, v);
+        kz_session_free(s);
+        kz_model_free(m);
+    }
+}
+
 static bool pull_nothing(char *buf, size_t cap, size_t *n, bool *done, void *user) {
     (void)buf, (void)cap, (void)user;
     *n = 0;
@@ -609,6 +631,9 @@ int main(int argc, char **argv) {
             }
             if (v.icl && strcmp(c.layout, "streaming") == 0) {
                 test_context_state(s, m, &v);
+            }
+            if (v.icl && n_icl == 1) {
+                test_context_precisions(c.model, &v);
             }
             if (!v.icl && strcmp(c.layout, "streaming") == 0) {
                 test_text_pull(s, m, &c, &v, &codes);
