@@ -167,6 +167,7 @@ void kz_session_free(kz_session *session) {
 void kz_session_clear_prompt_cache(kz_session *session) {
     if (session && session_enter(session, "kz_session_clear_prompt_cache") == KZ_OK) {
         kz_prompt_cache_clear(&session->prompt_cache);
+        kz_voice_contexts_clear(&session->voice_ctx);
         session_leave(session);
     }
 }
@@ -419,6 +420,9 @@ kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
     }
     st = kz_request_resolve(session->model, &q, &plan, &ids);
     st = st == KZ_OK ? kz_prefill_prepare(session, &plan.prompt) : st;
+    if (st == KZ_OK && plan.voice && plan.voice->icl) {
+        st = kz_voice_context_enter(session, plan.voice, NULL);
+    }
     kz_plan_ids_free(&ids);
     session_leave(session);
     return st;

@@ -11,7 +11,10 @@ moved) gets the same codec goldens in GOLDEN/remap/ (its own codebook count and
 size), GOLDEN/remap/text_ids.txt (REMAP_TEXT's ids) and LM goldens from text, not
 ids (the reference tokenizes with the checkpoint's own files), listed with their
 texts in GOLDEN/remap_cases.json. Every LM golden goes into GOLDEN/lm_cases.txt
-with the text and wrapped instruction ids the reference used.
+with the text and wrapped instruction ids the reference used. The Base checkpoints
+(0.6B- and 1.7B-style) get cloned-voice goldens (a random x-vector, random reference
+codes and a transcript the reference tokenizes; x-vector-only and ICL, both text
+layouts; ICL with the official decode-then-cut audio) listed in GOLDEN/base_cases.txt.
 """
 import argparse
 import json
@@ -40,11 +43,27 @@ LM_CASES = [
     ("remap_dialect_nonstreaming", "tiny_remap", "dylan", "auto", "non_streaming", False),
     ("remap_chinese_nonstreaming", "tiny_remap", "vivian", "chinese", "non_streaming", True),
 ]
+BASE_TEXT = "Hello world, this is a test."
+BASE_REF_TEXT = "A reference, read aloud."
+# name, checkpoint, mode, layout, language, reference frames. 53 reference frames + 30
+# new ones is a pair whose official cut is one sample before the new audio (spec 8.4);
+# 9 frames leave the ICL text column longer than the codec column (trailing text).
+BASE_CASES = [
+    ("base06_xvec_streaming", "tiny_base", "xvec", "streaming", "auto", 0),
+    ("base06_xvec_nonstreaming", "tiny_base", "xvec", "non_streaming", "english", 0),
+    ("base06_icl_streaming", "tiny_base", "icl", "streaming", "auto", 9),
+    ("base06_icl_nonstreaming", "tiny_base", "icl", "non_streaming", "auto", 9),
+    ("base17_xvec_streaming", "tiny_base17", "xvec", "streaming", "auto", 0),
+    ("base17_xvec_nonstreaming", "tiny_base17", "xvec", "non_streaming", "auto", 0),
+    ("base17_icl_streaming", "tiny_base17", "icl", "streaming", "english", 53),
+    ("base17_icl_nonstreaming", "tiny_base17", "icl", "non_streaming", "auto", 53),
+]
 CHECKPOINTS = {
     "tiny": [],
     "tiny_1b7": ["--size", "1b7"],
     "tiny_vd": ["--size", "1b7", "--variant", "voice_design"],
     "tiny_base": ["--variant", "base"],
+    "tiny_base17": ["--size", "1b7", "--variant", "base"],
     "tiny_remap": ["--size", "1b7", "--ids", "remapped"],
 }
 
@@ -136,6 +155,40 @@ def lm_fixture(py, a):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(a.golden, "remap_cases.json"), "w") as f:
         json.dump(remap_cases, f, indent=1)
+    base_fixture(py, a, root)
+
+
+def base_fixture(py, a, root):
+    """Cloned-voice goldens of the Base checkpoints; manifest GOLDEN/base_cases.txt:
+    name|model|mode|layout|language|frames|text|ref_text|golden (the golden holds the x-vector, the
+    reference codes and transcript ids, and for ICL the official audio)."""
+    sys.path.insert(0, os.path.join(a.source, "tools"))
+    import torch
+    from reference import safetensors_io as st
+    ref = os.path.join(a.source, "tools", "reference", "talker.py")
+    codec = os.path.join(a.source, "tools", "reference", "codec_decoder.py")
+    lines = []
+    for i, (name, ck, mode, layout, lang, n_ref) in enumerate(BASE_CASES):
+        model = os.path.join(root, ck)
+        with open(os.path.join(model, "config.json")) as f:
+            dim = json.load(f)["talker_config"]["hidden_size"]
+        xvec = os.path.join(a.golden, f"base_{name}_xvector.safetensors")
+        g = torch.Generator().manual_seed(500 + i)
+        st.save(xvec, {"speaker_embedding": torch.randn(dim, generator=g) * 0.5})
+        golden = os.path.join(a.golden, f"base_{name}.safetensors")
+        cmd = [py, ref, "--model", model, "--language", lang, "--layout", layout,
+               "--frames", str(LM_FRAMES), "--out", golden, "--quiet", "--text", BASE_TEXT,
+               "--speaker-embed", xvec]
+        if mode == "icl":
+            codes = os.path.join(a.golden, f"base_{name}_ref_codes.txt")
+            run([py, codec, "--model", model, "--random-codes", str(n_ref), "--seed",
+                 str(600 + i), "--write-codes", codes])
+            cmd += ["--ref-codes", codes, "--ref-text", BASE_REF_TEXT, "--icl-audio"]
+        run(cmd)
+        lines.append("|".join([name, model, mode, layout, lang, str(LM_FRAMES), BASE_TEXT,
+                               BASE_REF_TEXT if mode == "icl" else "-", golden]))
+    with open(os.path.join(a.golden, "base_cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
