@@ -16,6 +16,7 @@ with the text and wrapped instruction ids the reference used.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -40,11 +41,20 @@ LM_CASES = [
     ("remap_dialect_nonstreaming", "tiny_remap", "dylan", "auto", "non_streaming", False),
     ("remap_chinese_nonstreaming", "tiny_remap", "vivian", "chinese", "non_streaming", True),
 ]
+# Speaker encoder: 1 s, 3.7 s and 2 s + 77 samples (not a multiple of the hop) of audio.
+SPEAKER_SAMPLES = (24000, 88800, 48077)
+# tiny_base copies with one speaker-encoder tensor reshaped (same element count).
+SPEAKER_BAD_SHAPES = [
+    ("tiny_base_bad_res2net", "speaker_encoder.blocks.2.res2net_block.blocks.3.conv.weight",
+     (4, 12, 1)),
+    ("tiny_base_bad_fc", "speaker_encoder.fc.weight", (16, 192, 2)),
+]
 CHECKPOINTS = {
     "tiny": [],
     "tiny_1b7": ["--size", "1b7"],
     "tiny_vd": ["--size", "1b7", "--variant", "voice_design"],
     "tiny_base": ["--variant", "base"],
+    "tiny_base_1b7": ["--size", "1b7", "--variant", "base"],
     "tiny_remap": ["--size", "1b7", "--ids", "remapped"],
 }
 
@@ -65,6 +75,7 @@ def main():
          "--out", a.tiny, "--seed", "0"])
     codec_goldens(py, a, a.tiny, a.golden, with_model=False)
     lm_fixture(py, a)
+    speaker_fixture(py, a)
     print("fixture: 1 passed, 0 failed")
 
 
@@ -136,6 +147,41 @@ def lm_fixture(py, a):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(a.golden, "remap_cases.json"), "w") as f:
         json.dump(remap_cases, f, indent=1)
+
+
+def speaker_fixture(py, a):
+    """Test audio, speaker-encoder goldens of both Base checkpoints for it, and copies of
+    tiny_base with one speaker-encoder tensor misshapen, listed in GOLDEN/speaker/cases.txt:
+    "case|checkpoint|model dir|audio.f32|golden" and "bad|model dir|tensor name"."""
+    root, out = os.path.dirname(a.tiny), os.path.join(a.golden, "speaker")
+    os.makedirs(out, exist_ok=True)
+    ref = os.path.join(a.source, "tools", "reference", "speaker_encoder.py")
+    lines = []
+    for n in SPEAKER_SAMPLES:
+        audio = os.path.join(out, f"audio_{n}.f32")
+        run([py, ref, "--random-audio", str(n), "--seed", str(n), "--write-audio", audio])
+        for ck in ("tiny_base", "tiny_base_1b7"):
+            golden = os.path.join(out, f"{ck}_{n}.safetensors")
+            run([py, ref, "--model", os.path.join(root, ck), "--audio", audio, "--out", golden,
+                 "--stages"])
+            lines.append("|".join(["case", ck, os.path.join(root, ck), audio, golden]))
+    for name, tensor, shape in SPEAKER_BAD_SHAPES:
+        model = os.path.join(root, name)
+        misshapen_copy(os.path.join(root, "tiny_base"), model, tensor, shape)
+        lines.append("|".join(["bad", model, tensor]))
+    with open(os.path.join(out, "cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def misshapen_copy(src, dst, tensor, shape):
+    """dst = src with `tensor` of model.safetensors reshaped (same data)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+    from reference import safetensors_io as st
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("model.safetensors"))
+    t = st.load(os.path.join(src, "model.safetensors"))
+    t[tensor] = t[tensor].reshape(shape)
+    st.save(os.path.join(dst, "model.safetensors"), t)
 
 
 if __name__ == "__main__":
