@@ -460,7 +460,9 @@ static void lay_out(const kz_speaker_encoder *se, size_t T, int n_threads, float
         pad = max_sz(pad, (T + k->res[0].history) * k->width);
         vec = max_sz(vec, 2 * k->ch + k->se_ch);
     }
-    pad = max_sz(pad, (T + se->mfa.history) * se->cat_ch);
+    if (se->mfa.history) { // a 1x1 MFA (upstream's) reads cat as it is
+        pad = max_sz(pad, (T + se->mfa.history) * se->cat_ch);
+    }
     pad = max_sz(pad, POOL_ROWS * 3 * se->mfa_ch);
     vec = max_sz(vec, 4 * se->mfa_ch);
     size_t at = 0;

@@ -11,7 +11,10 @@ moved) gets the same codec goldens in GOLDEN/remap/ (its own codebook count and
 size), GOLDEN/remap/text_ids.txt (REMAP_TEXT's ids) and LM goldens from text, not
 ids (the reference tokenizes with the checkpoint's own files), listed with their
 texts in GOLDEN/remap_cases.json. Every LM golden goes into GOLDEN/lm_cases.txt
-with the text and wrapped instruction ids the reference used.
+with the text and wrapped instruction ids the reference used. The speaker encoder gets
+test audio and goldens of tiny_base and tiny_base_1b7 (tools/reference/speaker_encoder.py)
+and copies of tiny_base with one speaker-encoder tensor broken, all listed in
+GOLDEN/speaker/cases.txt.
 """
 import argparse
 import json
@@ -43,11 +46,13 @@ LM_CASES = [
 ]
 # Speaker encoder: 1 s, 3.7 s and 2 s + 77 samples (not a multiple of the hop) of audio.
 SPEAKER_SAMPLES = (24000, 88800, 48077)
-# tiny_base copies with one speaker-encoder tensor reshaped (same element count).
-SPEAKER_BAD_SHAPES = [
+# tiny_base copies with one speaker-encoder tensor reshaped (same element count), or with
+# a NaN in it (the load's finite scan covers the speaker encoder).
+SPEAKER_BROKEN = [
     ("tiny_base_bad_res2net", "speaker_encoder.blocks.2.res2net_block.blocks.3.conv.weight",
      (4, 12, 1)),
     ("tiny_base_bad_fc", "speaker_encoder.fc.weight", (16, 192, 2)),
+    ("tiny_base_nan_asp", "speaker_encoder.asp.conv.weight", "nan"),
 ]
 CHECKPOINTS = {
     "tiny": [],
@@ -151,7 +156,7 @@ def lm_fixture(py, a):
 
 def speaker_fixture(py, a):
     """Test audio, speaker-encoder goldens of both Base checkpoints for it, and copies of
-    tiny_base with one speaker-encoder tensor misshapen, listed in GOLDEN/speaker/cases.txt:
+    tiny_base with one speaker-encoder tensor broken, listed in GOLDEN/speaker/cases.txt:
     "case|checkpoint|model dir|audio.f32|golden" and "bad|model dir|tensor name"."""
     root, out = os.path.dirname(a.tiny), os.path.join(a.golden, "speaker")
     os.makedirs(out, exist_ok=True)
@@ -165,22 +170,26 @@ def speaker_fixture(py, a):
             run([py, ref, "--model", os.path.join(root, ck), "--audio", audio, "--out", golden,
                  "--stages"])
             lines.append("|".join(["case", ck, os.path.join(root, ck), audio, golden]))
-    for name, tensor, shape in SPEAKER_BAD_SHAPES:
+    for name, tensor, change in SPEAKER_BROKEN:
         model = os.path.join(root, name)
-        misshapen_copy(os.path.join(root, "tiny_base"), model, tensor, shape)
+        broken_copy(os.path.join(root, "tiny_base"), model, tensor, change)
         lines.append("|".join(["bad", model, tensor]))
     with open(os.path.join(out, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
-def misshapen_copy(src, dst, tensor, shape):
-    """dst = src with `tensor` of model.safetensors reshaped (same data)."""
+def broken_copy(src, dst, tensor, change):
+    """dst = src with `tensor` of model.safetensors reshaped to `change` (same data), or with
+    its element 5 set to NaN (change "nan")."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
     from reference import safetensors_io as st
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("model.safetensors"))
     t = st.load(os.path.join(src, "model.safetensors"))
-    t[tensor] = t[tensor].reshape(shape)
+    if change == "nan":
+        t[tensor].view(-1)[5] = float("nan")
+    else:
+        t[tensor] = t[tensor].reshape(change)
     st.save(os.path.join(dst, "model.safetensors"), t)
 
 

@@ -5,7 +5,8 @@
  *
  * argv[1]: GOLDEN/speaker/cases.txt from make_fixture.py, lines
  *          "case|checkpoint|model dir|audio.f32|golden" (1 s, 3.7 s, 2 s + 77 samples) and
- *          "bad|model dir|tensor" (a copy with that speaker-encoder tensor misshapen);
+ *          "bad|model dir|tensor" (a copy with that speaker-encoder tensor misshapen, or
+ *          holding a NaN);
  * argv[2]: a work folder for the GGUF files.
  * Per checkpoint: loaded from its directory and from a GGUF made by kz_quantize q8_0,
  * which must store every speaker_encoder.* tensor byte for byte as the checkpoint does.
@@ -15,7 +16,7 @@
  *   - x-vector: relative L2 error against the golden < 1e-5; bitwise the same with 1 and
  *     2 threads, and from the GGUF; FLOP counted.
  * Audio too short for the encoder's padding is KZ_STATUS_BAD_INPUT; a misshapen tensor
- * fails the load with KZ_STATUS_BAD_MODEL naming it.
+ * or a NaN in one fails the load with KZ_STATUS_BAD_MODEL naming it.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -250,7 +251,7 @@ int main(int argc, char **argv) {
             n_cases++;
         }
     }
-    CHECK_MSG(n_models == 2 && n_cases == 6 && n_bad == 2, "%d checkpoints, %d cases, %d bad",
+    CHECK_MSG(n_models == 2 && n_cases == 6 && n_bad == 3, "%d checkpoints, %d cases, %d bad",
               n_models, n_cases, n_bad);
     for (int i = 0; i < n_models; i++) {
         kz_model_close(models[i].dir);
