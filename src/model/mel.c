@@ -39,8 +39,7 @@ static double hz_to_mel(double f) {
 
 static double mel_to_hz(double mel) {
     const double min_log_mel = (MIN_LOG_HZ - 0.0) / F_SP, logstep = log(6.4) / 27.0;
-    return mel >= min_log_mel ? MIN_LOG_HZ * exp(logstep * (mel - min_log_mel))
-                              : 0.0 + F_SP * mel;
+    return mel >= min_log_mel ? MIN_LOG_HZ * exp(logstep * (mel - min_log_mel)) : 0.0 + F_SP * mel;
 }
 
 static void build_filters(kz_mel *m, int sample_rate) {
@@ -185,13 +184,13 @@ static void magnitudes(const kz_mel *m, const double *z, float *mag) {
     }
 }
 
-static void mel_frame(const kz_mel *m, const float *pcm, size_t n, size_t f, double *z,
-                      float *mag, float *out) {
+static void mel_frame(const kz_mel *m, const float *pcm, size_t n, size_t f, double *z, float *mag,
+                      float *out) {
     const size_t start = f * KZ_MEL_HOP;
     const bool inside = start >= KZ_MEL_PAD && start + KZ_MEL_N_FFT <= n + KZ_MEL_PAD;
     for (int j = 0; j < KZ_MEL_N_FFT; j++) {
-        const float s = inside ? pcm[start + (size_t)j - KZ_MEL_PAD]
-                               : padded_at(pcm, n, start + (size_t)j);
+        const float s =
+            inside ? pcm[start + (size_t)j - KZ_MEL_PAD] : padded_at(pcm, n, start + (size_t)j);
         const int r = m->bitrev[j / 2];
         z[2 * r + (j & 1)] = (double)(s * m->window[j]);
     }
@@ -231,8 +230,7 @@ static void mel_chunk(void *arg, size_t chunk, int worker) {
 void kz_mel_run(const kz_mel *m, const float *pcm, size_t n, kz_exec *e, float *scratch,
                 float *out) {
     const size_t n_frames = kz_mel_frames(n);
-    mel_job j = {.m = m, .pcm = pcm, .n = n, .n_frames = n_frames, .scratch = scratch,
-                 .out = out};
+    mel_job j = {.m = m, .pcm = pcm, .n = n, .n_frames = n_frames, .scratch = scratch, .out = out};
     kz_pool_run(e->pool, (n_frames + FRAMES_PER_CHUNK - 1) / FRAMES_PER_CHUNK, mel_chunk, &j);
     size_t taps = 0;
     for (int i = 0; i < KZ_MEL_N_MELS; i++) {

@@ -19,15 +19,20 @@
 
 #include "layers/conv.h"
 
-enum { KZ_MEL_N_FFT = 1024, KZ_MEL_HOP = 256, KZ_MEL_BINS = KZ_MEL_N_FFT / 2 + 1,
-       KZ_MEL_PAD = (KZ_MEL_N_FFT - KZ_MEL_HOP) / 2, KZ_MEL_N_MELS = 128 };
+enum {
+    KZ_MEL_N_FFT = 1024,
+    KZ_MEL_HOP = 256,
+    KZ_MEL_BINS = KZ_MEL_N_FFT / 2 + 1,
+    KZ_MEL_PAD = (KZ_MEL_N_FFT - KZ_MEL_HOP) / 2,
+    KZ_MEL_N_MELS = 128
+};
 
 typedef struct kz_mel {
-    float *window;    /* [n_fft] periodic Hann */
-    float *filters;   /* [n_mels, KZ_MEL_BINS] filterbank, read over [lo, hi) per mel */
+    float *window;  /* [n_fft] periodic Hann */
+    float *filters; /* [n_mels, KZ_MEL_BINS] filterbank, read over [lo, hi) per mel */
     int lo[KZ_MEL_N_MELS], hi[KZ_MEL_N_MELS]; /* each filter's nonzero bins */
-    double *twiddle;  /* [n_fft / 2] e^{-2 pi i k / n_fft} as (re, im) pairs */
-    int *bitrev;      /* [n_fft / 2] bit-reversal permutation of the half-size FFT */
+    double *twiddle; /* [n_fft / 2] e^{-2 pi i k / n_fft} as (re, im) pairs */
+    int *bitrev;     /* [n_fft / 2] bit-reversal permutation of the half-size FFT */
 } kz_mel;
 
 /* Builds the tables for sample_rate Hz (the official spectrogram is fixed at 24 kHz:

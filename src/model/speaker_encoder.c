@@ -36,10 +36,10 @@
 #include "runtime/error.h"
 
 enum {
-    N_BLOCKS = 3,          /* SE-Res2Net blocks (upstream class default) */
-    MAX_SCALE = 64,        /* Res2Net chunks accepted */
-    POOL_ROWS = 256,       /* rows of [m | mean | std] built at a time */
-    CH_BLOCK = 64,         /* channels per reduction chunk */
+    N_BLOCKS = 3,    /* SE-Res2Net blocks (upstream class default) */
+    MAX_SCALE = 64,  /* Res2Net chunks accepted */
+    POOL_ROWS = 256, /* rows of [m | mean | std] built at a time */
+    CH_BLOCK = 64,   /* channels per reduction chunk */
 };
 
 typedef struct se_block {
@@ -55,6 +55,10 @@ struct kz_speaker_encoder {
     size_t ch0, cat_ch, mfa_ch, att_ch, enc_dim;
     size_t min_frames; /* frames the widest reflect padding needs (pad < T) */
 };
+
+static size_t max_sz(size_t a, size_t b) {
+    return a > b ? a : b;
+}
 
 /* --- loading ----------------------------------------------------------------- */
 
@@ -167,15 +171,17 @@ static bool has_encoder(const kz_weights *w) {
     return false;
 }
 
-/* The smallest T above every conv's right padding d(k-1) - d(k-1)/2. */
+/* Rows a 'same' reflect conv mirrors on the right: d(k-1) - d(k-1)/2 (the larger side). */
+static size_t right_pad(const kz_conv *c) {
+    return c->history - c->history / 2;
+}
+
+/* The smallest T above every conv's padding (torch's reflect pad needs pad < T). */
 static size_t min_frames(const kz_speaker_encoder *se) {
-    size_t pad = se->block0.history - se->block0.history / 2;
+    size_t pad = max_sz(right_pad(&se->block0), right_pad(&se->mfa));
     for (int b = 0; b < N_BLOCKS; b++) {
-        const size_t h = se->blocks[b].res[0].history;
-        pad = h - h / 2 > pad ? h - h / 2 : pad;
+        pad = max_sz(pad, right_pad(&se->blocks[b].res[0]));
     }
-    pad = se->mfa.history - se->mfa.history / 2 > pad ? se->mfa.history - se->mfa.history / 2
-                                                      : pad;
     return pad + 1;
 }
 
@@ -279,10 +285,18 @@ static void rows_fn(void *arg, size_t t0, size_t t1) {
         float *y = j->y + t * j->ldy;
         for (size_t c = 0; c < j->n; c++) {
             switch (j->op) {
-            case OP_RELU: y[c] = y[c] > 0.0f ? y[c] : 0.0f; break;
-            case OP_RELU_TANH: y[c] = tanhf(y[c] > 0.0f ? y[c] : 0.0f); break;
-            case OP_SIGMOID: y[c] = 1.0f / (1.0f + expf(-y[c])); break;
-            case OP_GATE_ADD: y[c] = j->x[t * j->ldx + c] * j->g[c] + j->r[t * j->ldr + c]; break;
+            case OP_RELU:
+                y[c] = y[c] > 0.0f ? y[c] : 0.0f;
+                break;
+            case OP_RELU_TANH:
+                y[c] = tanhf(y[c] > 0.0f ? y[c] : 0.0f);
+                break;
+            case OP_SIGMOID:
+                y[c] = 1.0f / (1.0f + expf(-y[c]));
+                break;
+            case OP_GATE_ADD:
+                y[c] = j->x[t * j->ldx + c] * j->g[c] + j->r[t * j->ldr + c];
+                break;
             }
         }
     }
@@ -447,11 +461,8 @@ typedef struct plan {
     size_t n_floats;
 } plan;
 
-static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
-
-/* Pointers into base (NULL: only the size, p->n_floats) of of every buffer for T frames. */
-static void lay_out(const kz_speaker_encoder *se, size_t T, int n_threads, float *base,
-                    plan *p) {
+/* Pointers into base (NULL: only the total, p->n_floats) of every buffer for T frames. */
+static void lay_out(const kz_speaker_encoder *se, size_t T, int n_threads, float *base, plan *p) {
     size_t ch_max = se->ch0, pad = (T + se->block0.history) * se->block0.k_in;
     size_t vec = 0;
     for (int b = 0; b < N_BLOCKS; b++) {
@@ -471,8 +482,8 @@ static void lay_out(const kz_speaker_encoder *se, size_t T, int n_threads, float
     TAKE(mel, T * KZ_MEL_N_MELS);
     TAKE(pad, pad);
     TAKE(b0, T * se->ch0);
-    TAKE(cat, T * max_sz(se->cat_ch, se->mfa_ch));    // later the attention logits
-    TAKE(u, T * max_sz(ch_max, se->att_ch));          // later the attention TDNN output
+    TAKE(cat, T * max_sz(se->cat_ch, se->mfa_ch)); // later the attention logits
+    TAKE(u, T * max_sz(ch_max, se->att_ch));       // later the attention TDNN output
     TAKE(v, T * ch_max);
     TAKE(m, T * se->mfa_ch);
     TAKE(vec, vec);
@@ -485,8 +496,8 @@ static void res2net(const se_block *k, kz_exec *e, plan *p, size_t T) {
     for (size_t i = 1; i < k->scale; i++) {
         const kz_conv *c = &k->res[i - 1];
         float *chunk = p->u + i * w;
-        const float *in = reflect_pad(e, c, p->pad, chunk, k->ch, i > 1 ? chunk - w : NULL,
-                                      k->ch, T);
+        const float *in =
+            reflect_pad(e, c, p->pad, chunk, k->ch, i > 1 ? chunk - w : NULL, k->ch, T);
         tdnn(c, e, chunk, k->ch, in, w, T);
     }
 }
@@ -504,8 +515,15 @@ static void se_res2net(const se_block *k, kz_exec *e, plan *p, const float *prev
     kz_conv_run(&k->se2, e, gate, k->ch, hid, k->se_ch, 1, KZ_GEMM_STORE);
     rows_job sig = {.op = OP_SIGMOID, .y = gate, .ldy = k->ch, .n = k->ch};
     rows_run(e, &sig, 1);
-    rows_job j = {.op = OP_GATE_ADD, .y = out, .ldy = ldo, .n = k->ch, .x = p->v, .ldx = k->ch,
-                  .r = prev, .ldr = ld_prev, .g = gate};
+    rows_job j = {.op = OP_GATE_ADD,
+                  .y = out,
+                  .ldy = ldo,
+                  .n = k->ch,
+                  .x = p->v,
+                  .ldx = k->ch,
+                  .r = prev,
+                  .ldr = ld_prev,
+                  .g = gate};
     rows_run(e, &j, T);
 }
 
@@ -529,14 +547,20 @@ static void pool(const kz_speaker_encoder *se, kz_exec *e, plan *p, size_t T, fl
     rows_run(e, &th, T);
     float *logits = p->cat;
     kz_conv_run(&se->asp_conv, e, logits, c4, p->u, a, T, KZ_GEMM_STORE);
-    stats_job wj = {.x = p->m, .logits = logits, .ld = c4, .ldl = c4, .n_ch = c4, .n_rows = T,
-                    .mean = pooled, .std = pooled + c4};
+    stats_job wj = {.x = p->m,
+                    .logits = logits,
+                    .ld = c4,
+                    .ldl = c4,
+                    .n_ch = c4,
+                    .n_rows = T,
+                    .mean = pooled,
+                    .std = pooled + c4};
     channel_stats(e, &wj);
     e->flop += (double)T * (double)c4 * 12.0; // stats, softmax, weighted stats
 }
 
-static void forward(const kz_speaker_encoder *se, kz_exec *e, plan *p, const float *pcm,
-                    size_t n, size_t T, float *xvector) {
+static void forward(const kz_speaker_encoder *se, kz_exec *e, plan *p, const float *pcm, size_t n,
+                    size_t T, float *xvector) {
     kz_mel_run(&se->mel, pcm, n, e, p->mel_scratch, p->mel);
     const float *in = reflect_pad(e, &se->block0, p->pad, p->mel, KZ_MEL_N_MELS, NULL, 0, T);
     tdnn(&se->block0, e, p->b0, se->ch0, in, KZ_MEL_N_MELS, T);
@@ -549,8 +573,8 @@ static void forward(const kz_speaker_encoder *se, kz_exec *e, plan *p, const flo
         ld_prev = se->cat_ch;
         slot += se->blocks[b].ch;
     }
-    in = se->mfa.history ? reflect_pad(e, &se->mfa, p->pad, p->cat, se->cat_ch, NULL, 0, T)
-                         : p->cat;
+    in =
+        se->mfa.history ? reflect_pad(e, &se->mfa, p->pad, p->cat, se->cat_ch, NULL, 0, T) : p->cat;
     tdnn(&se->mfa, e, p->m, se->mfa_ch, in, se->cat_ch, T);
     float *pooled = p->vec + 2 * se->mfa_ch;
     pool(se, e, p, T, pooled);
@@ -559,12 +583,16 @@ static void forward(const kz_speaker_encoder *se, kz_exec *e, plan *p, const flo
 
 kz_status kz_speaker_encoder_run(const kz_speaker_encoder *se, const float *pcm, size_t n,
                                  kz_exec *e, float *xvector) {
+    if (!se) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "the model has no speaker encoder (only Base models clone voices)");
+    }
     const size_t T = kz_mel_frames(n);
     if (T < se->min_frames) {
         return kz_error_set(KZ_STATUS_BAD_INPUT,
-                            "speaker encoder: %zu samples are too short (at least %zu needed)",
-                            n, max_sz(KZ_MEL_PAD + 1, KZ_MEL_N_FFT - 2 * KZ_MEL_PAD +
-                                                          (se->min_frames - 1) * KZ_MEL_HOP));
+                            "speaker encoder: %zu samples are too short (at least %zu needed)", n,
+                            max_sz(KZ_MEL_PAD + 1, KZ_MEL_N_FFT - 2 * KZ_MEL_PAD +
+                                                       (se->min_frames - 1) * KZ_MEL_HOP));
     }
     plan p;
     lay_out(se, T, kz_pool_threads(e->pool), NULL, &p);
