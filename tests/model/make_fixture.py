@@ -161,6 +161,7 @@ def speaker_fixture(py, a):
     root, out = os.path.dirname(a.tiny), os.path.join(a.golden, "speaker")
     os.makedirs(out, exist_ok=True)
     ref = os.path.join(a.source, "tools", "reference", "speaker_encoder.py")
+    run([py, ref, "--model", os.path.join(root, "tiny_base"), "--self-test"])
     lines = []
     for n in SPEAKER_SAMPLES:
         audio = os.path.join(out, f"audio_{n}.f32")
