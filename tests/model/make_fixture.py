@@ -44,8 +44,9 @@ LM_CASES = [
     ("remap_dialect_nonstreaming", "tiny_remap", "dylan", "auto", "non_streaming", False),
     ("remap_chinese_nonstreaming", "tiny_remap", "vivian", "chinese", "non_streaming", True),
 ]
-# Speaker encoder: 1 s, 3.7 s and 2 s + 77 samples (not a multiple of the hop) of audio.
-SPEAKER_SAMPLES = (24000, 88800, 48077)
+# Speaker encoder: 1 s, 3.7 s and 2 s + 77 samples (not a multiple of the hop) of audio, and
+# 1280 samples, the shortest the official accepts (5 frames: the widest conv mirrors 4).
+SPEAKER_SAMPLES = (24000, 88800, 48077, 1280)
 # tiny_base copies with one speaker-encoder tensor reshaped (same element count), or with
 # a NaN in it (the load's finite scan covers the speaker encoder).
 SPEAKER_BROKEN = [

@@ -4,7 +4,8 @@
  * 1.7B-style Base checkpoints.
  *
  * argv[1]: GOLDEN/speaker/cases.txt from make_fixture.py, lines
- *          "case|checkpoint|model dir|audio.f32|golden" (1 s, 3.7 s, 2 s + 77 samples) and
+ *          "case|checkpoint|model dir|audio.f32|golden" (1 s, 3.7 s, 2 s + 77 samples and
+ *          1280 samples, the shortest input) and
  *          "bad|model dir|tensor" (a copy with that speaker-encoder tensor misshapen, or
  *          holding a NaN);
  * argv[2]: a work folder for the GGUF files; argv[3]: the kztts binary.
@@ -149,16 +150,19 @@ static void check_case(const loaded *l, const char *audio, const char *golden_pa
     kz_st_close(g);
 }
 
-/* Too short for the mel's reflect padding or the widest conv's: BAD_INPUT, no crash. */
+/* Too short for the mel's reflect padding or the widest conv's (fewer than 1280 samples,
+ * as torch's reflect padding refuses): BAD_INPUT, no crash. */
 static void check_short(const loaded *l) {
-    static float pcm[1024];
+    static float pcm[1280];
     const size_t dim = (size_t)kz_speaker_encoder_dim(l->dir->speaker_encoder);
     float *x = calloc(dim, sizeof *x);
     double flop;
-    for (size_t n = 0; n < 1024; n += 300) {
-        CHECK_EQ_INT(xvector(l->dir, pool1, pcm, n, x, &flop), KZ_STATUS_BAD_INPUT);
+    const size_t lengths[] = {0, 1, 384, 385, 1000, 1279};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        CHECK_EQ_INT(xvector(l->dir, pool1, pcm, lengths[i], x, &flop), KZ_STATUS_BAD_INPUT);
         CHECK_STR_CONTAINS(kz_last_error(), "too short");
     }
+    CHECK_STR_CONTAINS(kz_last_error(), "at least 1280");
     free(x);
 }
 
@@ -260,7 +264,7 @@ int main(int argc, char **argv) {
             n_cases++;
         }
     }
-    CHECK_MSG(n_models == 2 && n_cases == 6 && n_bad == 3, "%d checkpoints, %d cases, %d bad",
+    CHECK_MSG(n_models == 2 && n_cases == 8 && n_bad == 3, "%d checkpoints, %d cases, %d bad",
               n_models, n_cases, n_bad);
     for (int i = 0; i < n_models; i++) {
         kz_model_close(models[i].dir);
