@@ -21,7 +21,10 @@
  *                                   stores (`kztts quantize --codec-forms`)
  * Tensors:
  *   model.<name>    every tensor of model.safetensors under its own name, in the
- *                   recipe's type (BF16/F32/F16 as stored, or Q8_0 / Q4_0)
+ *                   recipe's type (BF16/F32/F16 as stored, or Q8_0 / Q4_0); only
+ *                   talker.* matrices are ever quantized: a Base model's
+ *                   speaker_encoder.* stays as stored (F32 with --type f32), so the
+ *                   file gives the directory's x-vectors
  *   codec.<name>    every tensor of speech_tokenizer/model.safetensors that the
  *                   engine does not pack, as stored (F32/BF16/F16)
  *   codec.<name>.packed   the decoder's convolution weights as kz_packed panels,

@@ -148,6 +148,24 @@ static int describe_file(char *buf, size_t n, const char *label, const kz_weight
     return w;
 }
 
+/* "speaker encoder: N tensors, X MB, x-vector D" for a Base model (what `kztts info` shows
+ * of the part that clones voices), else nothing. */
+static int describe_speaker_encoder(char *buf, size_t n, const kz_model *m) {
+    if (!m->speaker_encoder) {
+        return 0;
+    }
+    size_t count = 0, bytes = 0;
+    for (size_t i = 0; i < kz_weights_count(m->main_w); i++) {
+        const kz_tensor *t = kz_weights_at(m->main_w, i);
+        if (strncmp(t->name, "speaker_encoder.", 16) == 0) {
+            count++;
+            bytes += t->n_bytes;
+        }
+    }
+    return snprintf(buf, n, "speaker encoder: %zu tensors, %.1f MB, x-vector %d\n", count,
+                    (double)bytes / 1e6, kz_speaker_encoder_dim(m->speaker_encoder));
+}
+
 static kz_status build_description(kz_model *m) {
     size_t n = 8192;
     m->description = malloc(n);
@@ -172,6 +190,7 @@ static kz_status build_description(kz_model *m) {
     w += (int)strlen(b + w);
     w += snprintf(b + w, n - (size_t)w, "\n");
     w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
+    w += describe_speaker_encoder(b + w, n - (size_t)w, m);
     w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
     const char *precision = kz_precision_name(kz_model_precision_in_effect(m));
     const kz_gguf_kv *forms = m->gguf ? kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS) : NULL;
@@ -294,10 +313,27 @@ static kz_status check_finite(const kz_model *m, const kz_weights *w) {
     return st;
 }
 
+/* The speaker encoder of a Base checkpoint (which must have one); other types leave
+ * m->speaker_encoder NULL, as the official model builds none for them. */
+static kz_status load_speaker_encoder(kz_model *m) {
+    if (strcmp(m->cfg.tts_model_type, "base") != 0) {
+        return KZ_OK;
+    }
+    kz_status st = kz_speaker_encoder_load(m->main_w, &m->cfg, &m->speaker_encoder);
+    if (st == KZ_OK && !m->speaker_encoder) {
+        st = kz_error_set(KZ_STATUS_BAD_MODEL,
+                          "%s: a Base checkpoint without its speaker encoder (no "
+                          "'%sspeaker_encoder.*' tensors)",
+                          kz_weights_path(m->main_w), kz_weights_prefix(m->main_w));
+    }
+    return st;
+}
+
 kz_status kz_model_bind_tts(kz_model *m) {
     kz_status st = check_finite(m, m->main_w);
     st = st == KZ_OK ? kz_talker_load(&m->talker, m->main_w, &m->cfg.talker) : st;
     st = st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_w, &m->cfg.talker) : st;
+    st = st == KZ_OK ? load_speaker_encoder(m) : st;
     return st == KZ_OK ? check_tts_indices(m) : st;
 }
 
@@ -569,6 +605,7 @@ void kz_model_close(kz_model *m) {
     kz_codec_decoder_free(&m->decoder);
     kz_talker_free(&m->talker);
     kz_code_predictor_free(&m->cp);
+    kz_speaker_encoder_free(m->speaker_encoder);
     kz_tokenizer_free(m->tokenizer);
     kz_weights_free(m->main_w);
     kz_weights_free(m->codec_w);

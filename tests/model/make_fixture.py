@@ -15,10 +15,14 @@ with the text and wrapped instruction ids the reference used. The Base checkpoin
 (0.6B- and 1.7B-style) get cloned-voice goldens (a random x-vector, random reference
 codes and a transcript the reference tokenizes; x-vector-only and ICL, both text
 layouts; ICL with the official decode-then-cut audio) listed in GOLDEN/base_cases.txt.
+The speaker encoder gets test audio and goldens of tiny_base and tiny_base_1b7 (tools/reference/speaker_encoder.py)
+and copies of tiny_base with one speaker-encoder tensor broken, all listed in
+GOLDEN/speaker/cases.txt.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -53,17 +57,27 @@ BASE_CASES = [
     ("base06_xvec_nonstreaming", "tiny_base", "xvec", "non_streaming", "english", 0),
     ("base06_icl_streaming", "tiny_base", "icl", "streaming", "auto", 9),
     ("base06_icl_nonstreaming", "tiny_base", "icl", "non_streaming", "auto", 9),
-    ("base17_xvec_streaming", "tiny_base17", "xvec", "streaming", "auto", 0),
-    ("base17_xvec_nonstreaming", "tiny_base17", "xvec", "non_streaming", "auto", 0),
-    ("base17_icl_streaming", "tiny_base17", "icl", "streaming", "english", 53),
-    ("base17_icl_nonstreaming", "tiny_base17", "icl", "non_streaming", "auto", 53),
+    ("base17_xvec_streaming", "tiny_base_1b7", "xvec", "streaming", "auto", 0),
+    ("base17_xvec_nonstreaming", "tiny_base_1b7", "xvec", "non_streaming", "auto", 0),
+    ("base17_icl_streaming", "tiny_base_1b7", "icl", "streaming", "english", 53),
+    ("base17_icl_nonstreaming", "tiny_base_1b7", "icl", "non_streaming", "auto", 53),
+# Speaker encoder: 1 s, 3.7 s and 2 s + 77 samples (not a multiple of the hop) of audio, and
+# 1280 samples, the shortest the official accepts (5 frames: the widest conv mirrors 4).
+SPEAKER_SAMPLES = (24000, 88800, 48077, 1280)
+# tiny_base copies with one speaker-encoder tensor reshaped (same element count), or with
+# a NaN in it (the load's finite scan covers the speaker encoder).
+SPEAKER_BROKEN = [
+    ("tiny_base_bad_res2net", "speaker_encoder.blocks.2.res2net_block.blocks.3.conv.weight",
+     (4, 12, 1)),
+    ("tiny_base_bad_fc", "speaker_encoder.fc.weight", (16, 192, 2)),
+    ("tiny_base_nan_asp", "speaker_encoder.asp.conv.weight", "nan"),
 ]
 CHECKPOINTS = {
     "tiny": [],
     "tiny_1b7": ["--size", "1b7"],
     "tiny_vd": ["--size", "1b7", "--variant", "voice_design"],
     "tiny_base": ["--variant", "base"],
-    "tiny_base17": ["--size", "1b7", "--variant", "base"],
+    "tiny_base_1b7": ["--size", "1b7", "--variant", "base"],
     "tiny_remap": ["--size", "1b7", "--ids", "remapped"],
 }
 
@@ -84,6 +98,7 @@ def main():
          "--out", a.tiny, "--seed", "0"])
     codec_goldens(py, a, a.tiny, a.golden, with_model=False)
     lm_fixture(py, a)
+    speaker_fixture(py, a)
     print("fixture: 1 passed, 0 failed")
 
 
@@ -189,6 +204,46 @@ def base_fixture(py, a, root):
                                BASE_REF_TEXT if mode == "icl" else "-", golden]))
     with open(os.path.join(a.golden, "base_cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def speaker_fixture(py, a):
+    """Test audio, speaker-encoder goldens of both Base checkpoints for it, and copies of
+    tiny_base with one speaker-encoder tensor broken, listed in GOLDEN/speaker/cases.txt:
+    "case|checkpoint|model dir|audio.f32|golden" and "bad|model dir|tensor name"."""
+    root, out = os.path.dirname(a.tiny), os.path.join(a.golden, "speaker")
+    os.makedirs(out, exist_ok=True)
+    ref = os.path.join(a.source, "tools", "reference", "speaker_encoder.py")
+    run([py, ref, "--model", os.path.join(root, "tiny_base"), "--self-test"])
+    lines = []
+    for n in SPEAKER_SAMPLES:
+        audio = os.path.join(out, f"audio_{n}.f32")
+        run([py, ref, "--random-audio", str(n), "--seed", str(n), "--write-audio", audio])
+        for ck in ("tiny_base", "tiny_base_1b7"):
+            golden = os.path.join(out, f"{ck}_{n}.safetensors")
+            run([py, ref, "--model", os.path.join(root, ck), "--audio", audio, "--out", golden,
+                 "--stages"])
+            lines.append("|".join(["case", ck, os.path.join(root, ck), audio, golden]))
+    for name, tensor, change in SPEAKER_BROKEN:
+        model = os.path.join(root, name)
+        broken_copy(os.path.join(root, "tiny_base"), model, tensor, change)
+        lines.append("|".join(["bad", model, tensor]))
+    with open(os.path.join(out, "cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def broken_copy(src, dst, tensor, change):
+    """dst = src with `tensor` of model.safetensors reshaped to `change` (same data), or with
+    its element 5 set to NaN (change "nan")."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+    from reference import safetensors_io as st
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("model.safetensors"))
+    t = st.load(os.path.join(src, "model.safetensors"))
+    if change == "nan":
+        t[tensor].view(-1)[5] = float("nan")
+    else:
+        t[tensor] = t[tensor].reshape(change)
+    st.save(os.path.join(dst, "model.safetensors"), t)
 
 
 if __name__ == "__main__":
