@@ -61,6 +61,7 @@ BASE_CASES = [
     ("base17_xvec_nonstreaming", "tiny_base_1b7", "xvec", "non_streaming", "auto", 0),
     ("base17_icl_streaming", "tiny_base_1b7", "icl", "streaming", "english", 53),
     ("base17_icl_nonstreaming", "tiny_base_1b7", "icl", "non_streaming", "auto", 53),
+]
 # Speaker encoder: 1 s, 3.7 s and 2 s + 77 samples (not a multiple of the hop) of audio, and
 # 1280 samples, the shortest the official accepts (5 frames: the widest conv mirrors 4).
 SPEAKER_SAMPLES = (24000, 88800, 48077, 1280)
