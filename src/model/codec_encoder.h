@@ -36,6 +36,12 @@ void kz_codec_encoder_free(kz_codec_encoder *enc);
 kz_status kz_codec_encoder_run(const kz_codec_encoder *enc, const float *pcm, size_t n,
                                kz_exec *e, int32_t **codes, size_t *n_frames);
 
+/* kz_codec_encoder_run in chunks of chunk_frames code frames (run uses a fixed
+ * size); the codes do not depend on it. For tests of that. */
+kz_status kz_codec_encoder_run_chunked(const kz_codec_encoder *enc, const float *pcm, size_t n,
+                                       size_t chunk_frames, kz_exec *e, int32_t **codes,
+                                       size_t *n_frames);
+
 int32_t kz_codec_encoder_codebooks(const kz_codec_encoder *enc);
 
 #endif

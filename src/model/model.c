@@ -268,9 +268,10 @@ static kz_status check_codec_indices(const kz_model *m) {
 
 /* Tensors the load does not scan: components the engine does not run (never read), and
  * the text embedding, whose rows are checked as they are read (talker.c): it is the
- * largest tensor, most of its rows are never read, and a scan would read all of them. */
+ * largest tensor, most of its rows are never read, and a scan would read all of them.
+ * The codec's encoder ("encoder.*") is scanned: it runs when a voice is cloned. */
 static bool unscanned_tensor(const char *name) {
-    return strncmp(name, "encoder.", 8) == 0 || strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
+    return strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
            strcmp(name, "talker.model.text_embedding.weight") == 0;
 }
 
@@ -310,6 +311,7 @@ kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
     }
     kz_status st = check_finite(m, m->codec_w);
     st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg) : st;
+    st = st == KZ_OK ? kz_codec_encoder_load(m->codec_w, &m->codec_cfg, &m->codec_encoder) : st;
     return st == KZ_OK ? check_codec_indices(m) : st;
 }
 
@@ -557,6 +559,8 @@ void kz_model_close(kz_model *m) {
         return;
     }
     kz_codec_decoder_free(&m->decoder);
+    kz_codec_encoder_free(m->codec_encoder);
+    m->codec_encoder = NULL;
     kz_talker_free(&m->talker);
     kz_code_predictor_free(&m->cp);
     kz_tokenizer_free(m->tokenizer);

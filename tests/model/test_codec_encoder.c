@@ -1,0 +1,195 @@
+/*
+ * test_codec_encoder.c - the codec encoder (src/model/codec_encoder.c) against the
+ * PyTorch reference (tools/reference/codec_encoder.py).
+ *
+ * argv[1]: GOLDEN/encoder/cases.txt from make_fixture.py, one case a line:
+ * checkpoint dir | raw f32 audio | golden .safetensors ("codes" I32 [frames, codebooks],
+ * "gap" F32: the reference's relative gap between its two nearest table rows per code).
+ * argv[2]: a scratch directory for the GGUF written from the first checkpoint.
+ *
+ * For each case: codes equal the golden's, except frames whose first differing code is a
+ * near tie in the reference (gap < NEAR_TIE: fp32 rounding decides those, spec 6.4), at
+ * most MAX_TIE_FRAMES of them; identical codes for chunk sizes 1, 2, 5, 8 and whole and
+ * for 1 and 2 threads; from a GGUF written by kz_quantize, identical codes to the
+ * directory's. A checkpoint without encoder tensors loads with no encoder.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/safetensors.h"
+#include "io/tensor.h"
+#include "model/model.h"
+#include "test.h"
+
+#define NEAR_TIE 1e-4f
+#define MAX_TIE_FRAMES 2
+
+static kz_status open_model(const char *path, kz_model **m) {
+    kz_model_params p;
+    kz_model_default_params(&p);
+    return kz_model_open(path, &p, m);
+}
+
+static float *read_pcm(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    float *pcm = NULL;
+    *n = 0;
+    if (!f) {
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long bytes = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    pcm = malloc((size_t)bytes + sizeof(float));
+    *n = fread(pcm, sizeof(float), (size_t)bytes / sizeof(float), f);
+    fclose(f);
+    return pcm;
+}
+
+typedef struct run_cfg {
+    size_t chunk; /* code frames per chunk; 0: kz_codec_encoder_run */
+    int threads;
+} run_cfg;
+
+static int32_t *encode(const kz_model *m, const float *pcm, size_t n, run_cfg rc, size_t *frames) {
+    kz_pool *pool = NULL;
+    int32_t *codes = NULL;
+    CHECK_EQ_INT(kz_pool_new(rc.threads, &pool), KZ_OK);
+    kz_exec e = {.k = m->kernels, .pool = pool};
+    kz_status st = rc.chunk ? kz_codec_encoder_run_chunked(m->codec_encoder, pcm, n, rc.chunk, &e,
+                                                           &codes, frames)
+                            : kz_codec_encoder_run(m->codec_encoder, pcm, n, &e, &codes, frames);
+    CHECK_MSG(st == KZ_OK, "encode: %s", kz_last_error());
+    CHECK_MSG(e.flop > 0, "no FLOP counted");
+    kz_pool_free(pool);
+    return codes;
+}
+
+/* Codes against the golden, near ties allowed (see the file comment). */
+static void compare_golden(const char *name, const int32_t *codes, size_t frames, size_t n_cb,
+                           const kz_st_file *g) {
+    const kz_st_tensor *tc = kz_st_find(g, "codes"), *tg = kz_st_find(g, "gap");
+    CHECK_MSG(tc && tg && tc->n_elements == frames * n_cb && tg->n_elements == frames * n_cb,
+              "%s: golden codes [%zu x %zu] missing or of another size", name, frames, n_cb);
+    if (!tc || !tg || tc->n_elements != frames * n_cb || tg->n_elements != frames * n_cb) {
+        return;
+    }
+    const int32_t *ref = tc->data;
+    float *gap = malloc(tg->n_elements * sizeof *gap);
+    kz_tensor_to_f32(tg, gap);
+    size_t ties = 0, bad = 0;
+    for (size_t t = 0; t < frames; t++) {
+        for (size_t q = 0; q < n_cb; q++) {
+            if (codes[t * n_cb + q] != ref[t * n_cb + q]) {
+                if (gap[t * n_cb + q] < NEAR_TIE) {
+                    ties++;
+                } else {
+                    bad++;
+                    printf("  %s: frame %zu code %zu: %d, reference %d (gap %.3g)\n", name, t,
+                           q, codes[t * n_cb + q], ref[t * n_cb + q], gap[t * n_cb + q]);
+                }
+                break;
+            }
+        }
+    }
+    CHECK_MSG(bad == 0 && ties <= MAX_TIE_FRAMES,
+              "%s: %zu frames differ from the reference, %zu more at near ties", name, bad, ties);
+    printf("%s: %zu frames x %zu codes, %zu near-tie frames differ\n", name, frames, n_cb, ties);
+    free(gap);
+}
+
+static void test_case(const char *model, const char *audio, const char *golden) {
+    kz_model *m = NULL;
+    kz_st_file *g = NULL;
+    size_t n = 0;
+    float *pcm = read_pcm(audio, &n);
+    CHECK_MSG(pcm && n > 0, "cannot read %s", audio);
+    CHECK_EQ_INT(open_model(model, &m), KZ_OK);
+    CHECK_EQ_INT(kz_st_open(golden, &g), KZ_OK);
+    if (!pcm || !m || !g || !m->codec_encoder) {
+        CHECK_MSG(m && m->codec_encoder, "%s: no codec encoder", model);
+        goto done;
+    }
+    size_t n_cb = (size_t)kz_codec_encoder_codebooks(m->codec_encoder), frames = 0;
+    CHECK_EQ_INT((int)n_cb, m->codec_cfg.encoder_valid_num_quantizers);
+    int32_t *codes = encode(m, pcm, n, (run_cfg){0, 2}, &frames);
+    size_t hop = (size_t)m->codec_cfg.encode_downsample_rate;
+    CHECK_EQ_INT((int)frames, (int)((n + hop - 1) / hop));
+    compare_golden(golden, codes, frames, n_cb, g);
+    const run_cfg other[] = {{1, 1}, {2, 2}, {5, 1}, {8, 2}, {100000, 2}, {3, 1}};
+    for (size_t i = 0; codes && i < sizeof other / sizeof other[0]; i++) {
+        size_t f2 = 0;
+        int32_t *c2 = encode(m, pcm, n, other[i], &f2);
+        CHECK_MSG(f2 == frames && c2 && memcmp(c2, codes, frames * n_cb * sizeof *c2) == 0,
+                  "%s: chunk %zu, %d threads: codes differ from the default run", audio,
+                  other[i].chunk, other[i].threads);
+        free(c2);
+    }
+    free(codes);
+done:
+    kz_st_close(g);
+    kz_model_free(m);
+    free(pcm);
+}
+
+/* The first case's checkpoint through kz_quantize: the GGUF encodes identically. */
+static void test_gguf(const char *model, const char *audio, const char *scratch) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/encoder_test.gguf", scratch);
+    kz_quantize_params p;
+    kz_quantize_default_params(&p);
+    CHECK_MSG(kz_quantize(model, path, &p) == KZ_OK, "quantize: %s", kz_last_error());
+    kz_model *a = NULL, *b = NULL;
+    size_t n = 0, fa = 0, fb = 0;
+    float *pcm = read_pcm(audio, &n);
+    CHECK_EQ_INT(open_model(model, &a), KZ_OK);
+    CHECK_EQ_INT(open_model(path, &b), KZ_OK);
+    if (a && b && pcm) {
+        CHECK_MSG(b->codec_encoder != NULL, "the GGUF has no codec encoder");
+        if (b->codec_encoder) {
+            int32_t *ca = encode(a, pcm, n, (run_cfg){0, 2}, &fa);
+            int32_t *cb = encode(b, pcm, n, (run_cfg){0, 2}, &fb);
+            size_t n_cb = (size_t)kz_codec_encoder_codebooks(a->codec_encoder);
+            CHECK_MSG(fa == fb && ca && cb && memcmp(ca, cb, fa * n_cb * sizeof *ca) == 0,
+                      "GGUF codes differ from the directory's");
+            free(ca);
+            free(cb);
+        }
+    }
+    kz_model_free(a);
+    kz_model_free(b);
+    free(pcm);
+    remove(path);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_codec_encoder CASES.txt SCRATCH_DIR\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "r");
+    CHECK_MSG(f != NULL, "cannot open %s", argv[1]);
+    char line[3 * 4096], first_model[4096] = "", first_audio[4096] = "";
+    int n_cases = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *model = strtok(line, "|"), *audio = strtok(NULL, "|"), *golden = strtok(NULL, "|");
+        if (!model || !audio || !golden) {
+            continue;
+        }
+        if (!n_cases++) {
+            snprintf(first_model, sizeof first_model, "%s", model);
+            snprintf(first_audio, sizeof first_audio, "%s", audio);
+        }
+        test_case(model, audio, golden);
+    }
+    if (f) {
+        fclose(f);
+    }
+    CHECK_MSG(n_cases >= 6, "only %d cases in %s", n_cases, argv[1]);
+    if (n_cases) {
+        test_gguf(first_model, first_audio, argv[2]);
+    }
+    return test_main_result("test_codec_encoder");
+}
