@@ -47,6 +47,8 @@ typedef struct run_state {
     size_t cap;                    /* rows25 of the whole input */
     int64_t pos;                   /* transformer rows done */
     bool started;                  /* the downsample's replicate history is set */
+    kz_codec_tap_fn tap;           /* test hook, NULL normally */
+    void *tap_user;
     float *z;                      /* [rows12, hidden] downsample output */
     float *r, *dots;               /* RVQ residual [rows12, vq], dots [rows12, size] */
 } run_state;
@@ -257,6 +259,12 @@ static void quantize(const kz_codec_encoder *enc, run_state *s, kz_exec *e, size
 
 /* --- one chunk ------------------------------------------------------------------ */
 
+static void tap(const run_state *s, const char *stage, const float *rows, size_t n, size_t ch) {
+    if (s->tap) {
+        s->tap(s->tap_user, stage, rows, n, ch);
+    }
+}
+
 /* Encodes n samples (the last chunk when final) into codes [rows12, n_codes]; returns
  * the code frames. */
 static size_t run_chunk(const kz_codec_encoder *enc, run_state *s, kz_exec *e, const float *pcm,
@@ -279,7 +287,9 @@ static size_t run_chunk(const kz_codec_encoder *enc, run_state *s, kz_exec *e, c
     }
     rows = elu_conv(&enc->last, &s->last, e, s->x[c->n_ratios], rows, final, s->y, hid,
                     KZ_GEMM_STORE);
+    tap(s, "conv_stack", s->y, rows, hid);
     transformer(enc, s, e, rows);
+    tap(s, "transformer", s->y, rows, hid);
     if (!s->started) { // replicate padding: the history starts as copies of the first row
         for (size_t r = 0; r < s->downsample.st.n_rows; r++) {
             memcpy(s->downsample.st.rows + r * hid, s->y, hid * sizeof *s->y);
@@ -289,6 +299,7 @@ static size_t run_chunk(const kz_codec_encoder *enc, run_state *s, kz_exec *e, c
     memcpy(conv_begin(&enc->downsample, &s->downsample), s->y, rows * hid * sizeof *s->y);
     rows = conv_finish(&enc->downsample, &s->downsample, e, rows, final, s->z, hid,
                        KZ_GEMM_STORE);
+    tap(s, "downsample", s->z, rows, hid);
     quantize(enc, s, e, rows, codes);
     return rows;
 }
@@ -389,7 +400,8 @@ static bool state_init(const kz_codec_encoder *enc, run_state *s, size_t chunk_s
 /* --- entry points ----------------------------------------------------------------- */
 
 kz_status kz_codec_encoder_run_chunked(const kz_codec_encoder *enc, const float *pcm, size_t n,
-                                       size_t chunk_frames, kz_exec *e, int32_t **codes,
+                                       size_t chunk_frames, kz_codec_tap_fn tap_fn,
+                                       void *tap_user, kz_exec *e, int32_t **codes,
                                        size_t *n_frames) {
     *codes = NULL;
     *n_frames = 0;
@@ -403,7 +415,7 @@ kz_status kz_codec_encoder_run_chunked(const kz_codec_encoder *enc, const float 
     }
     size_t frames = (n + enc->hop - 1) / enc->hop, rows25 = (n + enc->hop25 - 1) / enc->hop25;
     chunk_frames = chunk_frames < frames ? chunk_frames : frames;
-    run_state s = {0};
+    run_state s = {.tap = tap_fn, .tap_user = tap_user};
     int32_t *out = malloc(frames * (size_t)enc->n_codes * sizeof *out);
     if (!out || !state_init(enc, &s, chunk_frames * enc->hop, rows25)) {
         free(out);
@@ -427,5 +439,6 @@ kz_status kz_codec_encoder_run_chunked(const kz_codec_encoder *enc, const float 
 
 kz_status kz_codec_encoder_run(const kz_codec_encoder *enc, const float *pcm, size_t n,
                                kz_exec *e, int32_t **codes, size_t *n_frames) {
-    return kz_codec_encoder_run_chunked(enc, pcm, n, DEFAULT_CHUNK_FRAMES, e, codes, n_frames);
+    return kz_codec_encoder_run_chunked(enc, pcm, n, DEFAULT_CHUNK_FRAMES, NULL, NULL, e, codes,
+                                        n_frames);
 }

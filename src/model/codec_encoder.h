@@ -20,6 +20,7 @@
 #include "io/weights.h"
 #include "layers/conv.h"
 #include "model/codec_config.h"
+#include "model/codec_decoder.h"
 
 typedef struct kz_codec_encoder kz_codec_encoder; /* defined in codec_encoder.c */
 
@@ -37,10 +38,12 @@ kz_status kz_codec_encoder_run(const kz_codec_encoder *enc, const float *pcm, si
                                kz_exec *e, int32_t **codes, size_t *n_frames);
 
 /* kz_codec_encoder_run in chunks of chunk_frames code frames (run uses a fixed
- * size); the codes do not depend on it. For tests of that. */
+ * size; the codes do not depend on it), for tests: tap (NULL: none) sees each chunk's
+ * rows of the stages "conv_stack", "transformer" [rows at 25 Hz, hidden] and
+ * "downsample" [code frames, hidden], as the reference's goldens name them. */
 kz_status kz_codec_encoder_run_chunked(const kz_codec_encoder *enc, const float *pcm, size_t n,
-                                       size_t chunk_frames, kz_exec *e, int32_t **codes,
-                                       size_t *n_frames);
+                                       size_t chunk_frames, kz_codec_tap_fn tap, void *tap_user,
+                                       kz_exec *e, int32_t **codes, size_t *n_frames);
 
 int32_t kz_codec_encoder_codebooks(const kz_codec_encoder *enc);
 

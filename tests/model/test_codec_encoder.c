@@ -7,12 +7,14 @@
  * "gap" F32: the reference's relative gap between its two nearest table rows per code).
  * argv[2]: a scratch directory for the GGUF written from the first checkpoint.
  *
- * For each case: codes equal the golden's, except frames whose first differing code is a
+ * For each case: the stages "conv_stack", "transformer" and "downsample" within STAGE_TOL
+ * of the golden's (a run in chunks of 3 frames); codes equal the golden's, except frames whose first differing code is a
  * near tie in the reference (gap < NEAR_TIE: fp32 rounding decides those, spec 6.4), at
  * most MAX_TIE_FRAMES of them; identical codes for chunk sizes 1, 2, 5, 8 and whole and
  * for 1 and 2 threads; from a GGUF written by kz_quantize, identical codes to the
  * directory's. A checkpoint without encoder tensors loads with no encoder.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,18 +49,69 @@ static float *read_pcm(const char *path, size_t *n) {
     return pcm;
 }
 
+/* Stage rows gathered over the chunks by the tap. */
+#define N_STAGES 3
+static const char *const stage_names[N_STAGES] = {"conv_stack", "transformer", "downsample"};
+typedef struct capture {
+    float *data[N_STAGES];
+    size_t n[N_STAGES], cap[N_STAGES];
+} capture;
+
+static void on_tap(void *user, const char *name, const float *rows, size_t n_rows, size_t n_ch) {
+    capture *c = user;
+    for (int i = 0; i < N_STAGES; i++) {
+        if (strcmp(name, stage_names[i]) == 0) {
+            if (c->n[i] + n_rows * n_ch > c->cap[i]) {
+                c->cap[i] = 2 * (c->n[i] + n_rows * n_ch);
+                c->data[i] = realloc(c->data[i], c->cap[i] * sizeof(float));
+            }
+            memcpy(c->data[i] + c->n[i], rows, n_rows * n_ch * sizeof(float));
+            c->n[i] += n_rows * n_ch;
+        }
+    }
+}
+
+/* Each stage's error vs the golden: max |diff| over the golden's RMS <= STAGE_TOL (fp32
+ * with other summation orders; the transformer and RVQ inputs stay within it). */
+#define STAGE_TOL 1e-4
+static void compare_stages(const char *name, const capture *c, const kz_st_file *g) {
+    for (int i = 0; i < N_STAGES; i++) {
+        const kz_st_tensor *t = kz_st_find(g, stage_names[i]);
+        CHECK_MSG(t && t->n_elements == c->n[i], "%s: stage %s: %zu values, golden %zu", name,
+                  stage_names[i], c->n[i], t ? t->n_elements : 0);
+        if (!t || t->n_elements != c->n[i]) {
+            continue;
+        }
+        float *ref = malloc(t->n_elements * sizeof *ref);
+        kz_tensor_to_f32(t, ref);
+        double ss = 0.0, maxd = 0.0;
+        for (size_t k = 0; k < t->n_elements; k++) {
+            double d = fabs((double)c->data[i][k] - ref[k]);
+            ss += (double)ref[k] * ref[k];
+            maxd = d > maxd ? d : maxd;
+        }
+        double rel = maxd / sqrt(ss / (double)t->n_elements + 1e-30);
+        printf("  %s: %s max |diff| / rms %.3g\n", name, stage_names[i], rel);
+        CHECK_MSG(rel <= STAGE_TOL, "%s: stage %s error %.3g > %g", name, stage_names[i], rel,
+                  STAGE_TOL);
+        free(ref);
+    }
+}
+
 typedef struct run_cfg {
     size_t chunk; /* code frames per chunk; 0: kz_codec_encoder_run */
     int threads;
 } run_cfg;
 
-static int32_t *encode(const kz_model *m, const float *pcm, size_t n, run_cfg rc, size_t *frames) {
+static int32_t *encode(const kz_model *m, const float *pcm, size_t n, run_cfg rc, capture *cap,
+                       size_t *frames) {
     kz_pool *pool = NULL;
     int32_t *codes = NULL;
     CHECK_EQ_INT(kz_pool_new(rc.threads, &pool), KZ_OK);
     kz_exec e = {.k = m->kernels, .pool = pool};
-    kz_status st = rc.chunk ? kz_codec_encoder_run_chunked(m->codec_encoder, pcm, n, rc.chunk, &e,
-                                                           &codes, frames)
+    kz_status st = rc.chunk ? kz_codec_encoder_run_chunked(m->codec_encoder, pcm, n, rc.chunk,
+                                                           cap ? on_tap : NULL, cap, &e, &codes,
+                                                           frames)
                             : kz_codec_encoder_run(m->codec_encoder, pcm, n, &e, &codes, frames);
     CHECK_MSG(st == KZ_OK, "encode: %s", kz_last_error());
     CHECK_MSG(e.flop > 0, "no FLOP counted");
@@ -113,14 +166,19 @@ static void test_case(const char *model, const char *audio, const char *golden) 
     }
     size_t n_cb = (size_t)kz_codec_encoder_codebooks(m->codec_encoder), frames = 0;
     CHECK_EQ_INT((int)n_cb, m->codec_cfg.encoder_valid_num_quantizers);
-    int32_t *codes = encode(m, pcm, n, (run_cfg){0, 2}, &frames);
+    capture cap = {0};
+    int32_t *codes = encode(m, pcm, n, (run_cfg){3, 2}, &cap, &frames);
     size_t hop = (size_t)m->codec_cfg.encode_downsample_rate;
     CHECK_EQ_INT((int)frames, (int)((n + hop - 1) / hop));
     compare_golden(golden, codes, frames, n_cb, g);
-    const run_cfg other[] = {{1, 1}, {2, 2}, {5, 1}, {8, 2}, {100000, 2}, {3, 1}};
+    compare_stages(golden, &cap, g);
+    for (int i = 0; i < N_STAGES; i++) {
+        free(cap.data[i]);
+    }
+    const run_cfg other[] = {{0, 2}, {1, 1}, {2, 2}, {5, 1}, {8, 2}, {100000, 2}};
     for (size_t i = 0; codes && i < sizeof other / sizeof other[0]; i++) {
         size_t f2 = 0;
-        int32_t *c2 = encode(m, pcm, n, other[i], &f2);
+        int32_t *c2 = encode(m, pcm, n, other[i], NULL, &f2);
         CHECK_MSG(f2 == frames && c2 && memcmp(c2, codes, frames * n_cb * sizeof *c2) == 0,
                   "%s: chunk %zu, %d threads: codes differ from the default run", audio,
                   other[i].chunk, other[i].threads);
@@ -148,8 +206,8 @@ static void test_gguf(const char *model, const char *audio, const char *scratch)
     if (a && b && pcm) {
         CHECK_MSG(b->codec_encoder != NULL, "the GGUF has no codec encoder");
         if (b->codec_encoder) {
-            int32_t *ca = encode(a, pcm, n, (run_cfg){0, 2}, &fa);
-            int32_t *cb = encode(b, pcm, n, (run_cfg){0, 2}, &fb);
+            int32_t *ca = encode(a, pcm, n, (run_cfg){0, 2}, NULL, &fa);
+            int32_t *cb = encode(b, pcm, n, (run_cfg){0, 2}, NULL, &fb);
             size_t n_cb = (size_t)kz_codec_encoder_codebooks(a->codec_encoder);
             CHECK_MSG(fa == fb && ca && cb && memcmp(ca, cb, fa * n_cb * sizeof *ca) == 0,
                       "GGUF codes differ from the directory's");
