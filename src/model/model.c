@@ -263,7 +263,23 @@ static kz_status check_codec_indices(const kz_model *m) {
         {"decoder.upsample.", c->n_upsampling_ratios, "decoder_config.upsampling_ratios count"},
         {"decoder.decoder.", c->n_upsample_rates + 3, "decoder_config.upsample_rates count + 3"},
     };
-    return check_indices(m->codec_w, fam, sizeof fam / sizeof fam[0]);
+    kz_status st = check_indices(m->codec_w, fam, sizeof fam / sizeof fam[0]);
+    const kz_codec_encoder_config *e = &c->encoder;
+    const indexed_family enc[] = {
+        {"encoder.encoder.layers.", 3 + (int64_t)e->n_ratios * (e->num_residual_layers + 2),
+         "encoder_config.upsampling_ratios and num_residual_layers"},
+        {"encoder.encoder_transformer.layers.", e->num_hidden_layers,
+         "encoder_config.num_hidden_layers"},
+        {"encoder.quantizer.semantic_residual_vector_quantizer.layers.",
+         e->num_semantic_quantizers, "encoder_config.num_semantic_quantizers"},
+        {"encoder.quantizer.acoustic_residual_vector_quantizer.layers.",
+         e->num_quantizers - e->num_semantic_quantizers,
+         "encoder_config.num_quantizers - num_semantic_quantizers"},
+    };
+    if (st == KZ_OK && m->codec_encoder) {
+        st = check_indices(m->codec_w, enc, sizeof enc / sizeof enc[0]);
+    }
+    return st;
 }
 
 /* Tensors the load does not scan: components the engine does not run (never read), and

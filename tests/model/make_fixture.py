@@ -16,6 +16,7 @@ with the text and wrapped instruction ids the reference used.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -139,9 +140,6 @@ def lm_fixture(py, a):
         json.dump(remap_cases, f, indent=1)
 
 
-if __name__ == "__main__":
-    main()
-
 
 # Codec encoder goldens: (checkpoint, seconds, seed). 0.6B and 1.7B Base and the remapped
 # checkpoint (16 kHz, 8 codebooks of 1000); 1 s, 2.5 s, lengths that are no multiple of
@@ -177,3 +175,17 @@ def encoder_goldens(py, a):
         lines.append("|".join([model, pcm, golden]))
     with open(os.path.join(out, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    # A decoder-only codec directory: loads without an encoder.
+    sys.path.insert(0, os.path.join(a.source, "tools", "reference"))
+    import safetensors_io
+    noenc = os.path.join(out, "noenc")
+    os.makedirs(noenc, exist_ok=True)
+    codec = os.path.join(a.tiny, "speech_tokenizer")
+    shutil.copy(os.path.join(codec, "config.json"), noenc)
+    safetensors_io.save(os.path.join(noenc, "model.safetensors"),
+                        safetensors_io.load(os.path.join(codec, "model.safetensors"),
+                                            prefix="decoder."))
+
+
+if __name__ == "__main__":
+    main()

@@ -6,6 +6,7 @@
  * checkpoint dir | raw f32 audio | golden .safetensors ("codes" I32 [frames, codebooks],
  * "gap" F32: the reference's relative gap between its two nearest table rows per code).
  * argv[2]: a scratch directory for the GGUF written from the first checkpoint.
+ * The cases file's directory holds noenc/, a codec without encoder tensors.
  *
  * For each case: the stages "conv_stack", "transformer" and "downsample" within STAGE_TOL
  * of the golden's (a run in chunks of 3 frames); codes equal the golden's, except frames whose first differing code is a
@@ -221,6 +222,20 @@ static void test_gguf(const char *model, const char *audio, const char *scratch)
     remove(path);
 }
 
+/* A decoder-only codec loads, without an encoder. */
+static void test_no_encoder(const char *cases) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", cases);
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+             "noenc");
+    kz_model *m = NULL;
+    CHECK_MSG(open_model(path, &m) == KZ_OK, "%s: %s", path, kz_last_error());
+    CHECK_MSG(m && m->codec_encoder == NULL, "%s: an encoder without encoder tensors", path);
+    CHECK_EQ_INT(kz_codec_encoder_codebooks(m ? m->codec_encoder : NULL), 0);
+    kz_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: test_codec_encoder CASES.txt SCRATCH_DIR\n");
@@ -246,6 +261,7 @@ int main(int argc, char **argv) {
         fclose(f);
     }
     CHECK_MSG(n_cases >= 6, "only %d cases in %s", n_cases, argv[1]);
+    test_no_encoder(argv[1]);
     if (n_cases) {
         test_gguf(first_model, first_audio, argv[2]);
     }
