@@ -12,8 +12,8 @@
  * of the golden's (a run in chunks of 3 frames); codes equal the golden's, except frames whose first differing code is a
  * near tie in the reference (gap < NEAR_TIE: fp32 rounding decides those, spec 6.4), at
  * most MAX_TIE_FRAMES of them; identical codes for chunk sizes 1, 2, 5, 8 and whole and
- * for 1 and 2 threads; from a GGUF written by kz_quantize, identical codes to the
- * directory's. A checkpoint without encoder tensors loads with no encoder.
+ * for 1 and 2 threads; from a GGUF written by kz_quantize (q4_0, bf16 codec forms), F32
+ * encoder tensors and identical codes to the directory's. A checkpoint without encoder tensors loads with no encoder.
  */
 #include <math.h>
 #include <stdio.h>
@@ -192,12 +192,15 @@ done:
     free(pcm);
 }
 
-/* The first case's checkpoint through kz_quantize: the GGUF encodes identically. */
+/* The first case's checkpoint through kz_quantize (q4_0, bf16 codec forms): the encoder's
+ * tensors stay F32 and the GGUF encodes identically. */
 static void test_gguf(const char *model, const char *audio, const char *scratch) {
     char path[4096];
     snprintf(path, sizeof path, "%s/encoder_test.gguf", scratch);
     kz_quantize_params p;
     kz_quantize_default_params(&p);
+    p.type = KZ_QUANTIZE_Q4_0;
+    p.codec_forms = KZ_PRECISION_BF16;
     CHECK_MSG(kz_quantize(model, path, &p) == KZ_OK, "quantize: %s", kz_last_error());
     kz_model *a = NULL, *b = NULL;
     size_t n = 0, fa = 0, fb = 0;
@@ -206,6 +209,15 @@ static void test_gguf(const char *model, const char *audio, const char *scratch)
     CHECK_EQ_INT(open_model(path, &b), KZ_OK);
     if (a && b && pcm) {
         CHECK_MSG(b->codec_encoder != NULL, "the GGUF has no codec encoder");
+        size_t n_enc = 0;
+        for (size_t i = 0; i < kz_weights_count(b->codec_w); i++) {
+            const kz_tensor *t = kz_weights_at(b->codec_w, i);
+            if (strncmp(t->name, "encoder.", 8) == 0) {
+                n_enc++;
+                CHECK_MSG(t->dtype == KZ_DTYPE_F32, "GGUF: %s is not F32", t->name);
+            }
+        }
+        CHECK_MSG(n_enc > 0, "the GGUF holds no encoder tensors");
         if (b->codec_encoder) {
             int32_t *ca = encode(a, pcm, n, (run_cfg){0, 2}, NULL, &fa);
             int32_t *cb = encode(b, pcm, n, (run_cfg){0, 2}, NULL, &fb);
