@@ -248,7 +248,9 @@ static kz_status check_config(const kz_weights *w, const kz_codec_config *cfg,
     }
     double encodec_fr = ceil((double)c->sampling_rate / (double)hop25);
     int64_t kd = 2 * (int64_t)(encodec_fr / c->frame_rate);
-    if (!c->supported || c->audio_channels != 1 || kd < 2) {
+    // MimiModel has a downsample conv only when frame_rate differs from the conv stack's
+    // rate; without one its encode fails, so such a config is not supported either.
+    if (!c->supported || c->audio_channels != 1 || kd < 2 || c->frame_rate == encodec_fr) {
         return kz_error_set(KZ_STATUS_UNSUPPORTED,
                             "%s: encoder_config: only a mono causal Mimi encoder with constant "
                             "padding, gelu, no conv shortcut or attention bias and a downsample "

@@ -9,7 +9,7 @@
  * The cases file's directory holds noenc/, a codec without encoder tensors.
  *
  * For each case: the stages "conv_stack", "transformer" and "downsample" within STAGE_TOL
- * of the golden's (a run in chunks of 3 frames); codes equal the golden's, except frames whose first differing code is a
+ * of the golden's (a run in chunks of 3 frames) and bit-identical to one pass's; codes equal the golden's, except frames whose first differing code is a
  * near tie in the reference (gap < NEAR_TIE: fp32 rounding decides those, spec 6.4), at
  * most MAX_TIE_FRAMES of them; identical codes for chunk sizes 1, 2, 5, 8 and whole and
  * for 1 and 2 threads; from a GGUF written by kz_quantize (q4_0, bf16 codec forms), F32
@@ -173,8 +173,17 @@ static void test_case(const char *model, const char *audio, const char *golden) 
     CHECK_EQ_INT((int)frames, (int)((n + hop - 1) / hop));
     compare_golden(golden, codes, frames, n_cb, g);
     compare_stages(golden, &cap, g);
+    // Streaming equals one pass bit for bit, stage by stage.
+    capture whole = {0};
+    size_t fw = 0;
+    free(encode(m, pcm, n, (run_cfg){100000, 1}, &whole, &fw));
     for (int i = 0; i < N_STAGES; i++) {
+        CHECK_MSG(whole.n[i] == cap.n[i] &&
+                      memcmp(whole.data[i], cap.data[i], cap.n[i] * sizeof(float)) == 0,
+                  "%s: stage %s in chunks of 3 frames differs from one pass", audio,
+                  stage_names[i]);
         free(cap.data[i]);
+        free(whole.data[i]);
     }
     const run_cfg other[] = {{0, 2}, {1, 1}, {2, 2}, {5, 1}, {8, 2}, {100000, 2}};
     for (size_t i = 0; codes && i < sizeof other / sizeof other[0]; i++) {
