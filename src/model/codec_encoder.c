@@ -12,7 +12,7 @@
  * so the codes do not depend on the chunk size. Mimi's right padding (a whole last
  * frame of zeros, or the last row repeated) is applied per conv in the final chunk.
  * Memory: activations of one chunk, plus the transformer's keys and values (rows at
- * 25 Hz, hidden-sized).
+ * 25 Hz, hidden-sized), allocated per call for the input's length.
  *
  * RVQ argmin: dot products of the residual with every table row come from one fp32
  * GEMM; the rows whose score |y|^2 - 2 x.y is within that GEMM's rounding bound of the
@@ -29,6 +29,8 @@
 #include "model/codec_encoder_internal.h"
 #include "runtime/error.h"
 
+/* Code frames per chunk of kz_codec_encoder_run: 0.64 s, about 20 MB of activations at
+ * the released size, rows enough for the conv-GEMMs' tiles. */
 enum { DEFAULT_CHUNK_FRAMES = 8 };
 
 typedef struct conv_io {

@@ -9,8 +9,10 @@
  *       -> split RVQ: semantic (1 layer) + acoustic layers, argmin distances -> codes
  *
  * Streaming: every stage is causal, so the audio is encoded in chunks with each conv's
- * left context and the transformer's KV carried, identical to one pass and with memory
- * bounded by the chunk, not the reference's length.
+ * left context and the transformer's KV carried, bit-identical to one pass. Memory: one
+ * chunk's activations plus the transformer's keys and values of every 25 Hz row (the
+ * reference attends to all earlier rows: its 250-row sliding_window is not applied),
+ * about 33 KB a row at the released size, 50 MB for a minute of audio.
  * Weights: "encoder.*" of the codec checkpoint (f32). Upstream: Qwen3TTSTokenizerV2Encoder
  * (MimiModel's encoder parts).
  */
@@ -22,7 +24,7 @@
 #include "model/codec_config.h"
 #include "model/codec_decoder.h"
 
-typedef struct kz_codec_encoder kz_codec_encoder; /* defined in codec_encoder.c */
+typedef struct kz_codec_encoder kz_codec_encoder; /* codec_encoder_internal.h */
 
 /* Loads the encoder from w. *out NULL and KZ_OK when w has no "encoder." tensors (a
  * decoder-only codec); KZ_STATUS_BAD_MODEL naming the tensor when some are missing or
