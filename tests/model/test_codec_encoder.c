@@ -153,6 +153,26 @@ static void compare_golden(const char *name, const int32_t *codes, size_t frames
     free(gap);
 }
 
+/* Unusable input: one-line errors, no codes. */
+static void test_bad_input(const kz_model *m) {
+    kz_pool *pool = NULL;
+    CHECK_EQ_INT(kz_pool_new(1, &pool), KZ_OK);
+    kz_exec e = {.k = m->kernels, .pool = pool};
+    float pcm[4000] = {0};
+    int32_t *codes = (int32_t *)pcm;
+    size_t frames = 7;
+    pcm[3999] = NAN;
+    CHECK_EQ_INT(kz_codec_encoder_run(m->codec_encoder, pcm, 4000, &e, &codes, &frames),
+                 KZ_STATUS_BAD_INPUT);
+    CHECK(codes == NULL && frames == 0 && strstr(kz_last_error(), "sample 3999") != NULL);
+    CHECK_EQ_INT(kz_codec_encoder_run(m->codec_encoder, pcm, 0, &e, &codes, &frames),
+                 KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_EQ_INT(kz_codec_encoder_run_chunked(m->codec_encoder, pcm, 100, 0, NULL, NULL, &e,
+                                              &codes, &frames),
+                 KZ_STATUS_INVALID_ARGUMENT);
+    kz_pool_free(pool);
+}
+
 static void test_case(const char *model, const char *audio, const char *golden) {
     kz_model *m = NULL;
     kz_st_file *g = NULL;
@@ -168,6 +188,7 @@ static void test_case(const char *model, const char *audio, const char *golden) 
     size_t n_cb = (size_t)kz_codec_encoder_codebooks(m->codec_encoder), frames = 0;
     CHECK_EQ_INT((int)n_cb, m->codec_cfg.encoder_valid_num_quantizers);
     capture cap = {0};
+    test_bad_input(m);
     int32_t *codes = encode(m, pcm, n, (run_cfg){3, 2}, &cap, &frames);
     size_t hop = (size_t)m->codec_cfg.encode_downsample_rate;
     CHECK_EQ_INT((int)frames, (int)((n + hop - 1) / hop));
