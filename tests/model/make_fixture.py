@@ -12,6 +12,9 @@ size), GOLDEN/remap/text_ids.txt (REMAP_TEXT's ids) and LM goldens from text, no
 ids (the reference tokenizes with the checkpoint's own files), listed with their
 texts in GOLDEN/remap_cases.json. Every LM golden goes into GOLDEN/lm_cases.txt
 with the text and wrapped instruction ids the reference used.
+GOLDEN/encoder/ holds codec-encoder goldens (tools/reference/codec_encoder.py) of test
+audio for the 0.6B and 1.7B Base and the remapped checkpoints (cases.txt), and noenc/,
+a codec without encoder tensors.
 """
 import argparse
 import json
