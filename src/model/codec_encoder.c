@@ -58,6 +58,7 @@ typedef struct run_state {
 /* --- elementwise ------------------------------------------------------------ */
 
 typedef struct elu_job {
+    const kz_kernels *k;
     float *dst;
     const float *src;
     size_t ch;
@@ -65,14 +66,12 @@ typedef struct elu_job {
 
 static void elu_rows(void *arg, size_t r0, size_t r1) {
     const elu_job *j = arg;
-    for (size_t i = r0 * j->ch; i < r1 * j->ch; i++) {
-        float v = j->src[i];
-        j->dst[i] = v > 0.0f ? v : expm1f(v); // nn.ELU, alpha 1
-    }
+    j->k->elu(j->dst + r0 * j->ch, j->src + r0 * j->ch, (r1 - r0) * j->ch);
 }
 
+/* nn.ELU (alpha 1) of rows [n_rows, ch], split over the pool. */
 static void elu(kz_exec *e, float *dst, const float *src, size_t n_rows, size_t ch) {
-    elu_job j = {dst, src, ch};
+    elu_job j = {e->k, dst, src, ch};
     kz_exec_rows(e, n_rows, 4096 / ch + 1, elu_rows, &j);
 }
 
