@@ -8,7 +8,7 @@
  * argv[2]: a scratch directory for the GGUF written from the first checkpoint.
  * The cases file's directory holds noenc/, a codec without encoder tensors.
  *
- * For each case: the stages "conv_stack", "transformer" and "downsample" within STAGE_TOL
+ * At each kernel level the CPU has (scalar, avx2, avx512), for each case: the stages "conv_stack", "transformer" and "downsample" within STAGE_TOL
  * of the golden's (a run in chunks of 3 frames) and bit-identical to one pass's; codes equal the golden's, except frames whose first differing code is a
  * near tie in the reference (gap < NEAR_TIE: fp32 rounding decides those, spec 6.4), at
  * most MAX_TIE_FRAMES of them; identical codes for chunk sizes 1, 2, 5, 8 and whole and
@@ -28,9 +28,12 @@
 #define NEAR_TIE 1e-4f
 #define MAX_TIE_FRAMES 2
 
+static kz_isa_cap isa_cap = KZ_ISA_CAP_AUTO; /* the kernel level under test */
+
 static kz_status open_model(const char *path, kz_model **m) {
     kz_model_params p;
     kz_model_default_params(&p);
+    p.isa = isa_cap;
     return kz_model_open(path, &p, m);
 }
 
@@ -278,14 +281,13 @@ static void test_no_encoder(const char *cases) {
     kz_model_free(m);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_codec_encoder CASES.txt SCRATCH_DIR\n");
-        return 2;
-    }
-    FILE *f = fopen(argv[1], "r");
-    CHECK_MSG(f != NULL, "cannot open %s", argv[1]);
-    char line[3 * 4096], first_model[4096] = "", first_audio[4096] = "";
+static char first_model[4096], first_audio[4096];
+
+/* Every case of the cases file at the current kernel level. */
+static void run_cases(const char *cases) {
+    FILE *f = fopen(cases, "r");
+    CHECK_MSG(f != NULL, "cannot open %s", cases);
+    char line[3 * 4096];
     int n_cases = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
@@ -302,10 +304,29 @@ int main(int argc, char **argv) {
     if (f) {
         fclose(f);
     }
-    CHECK_MSG(n_cases >= 6, "only %d cases in %s", n_cases, argv[1]);
-    test_no_encoder(argv[1]);
-    if (n_cases) {
-        test_gguf(first_model, first_audio, argv[2]);
+    CHECK_MSG(n_cases >= 6, "only %d cases in %s", n_cases, cases);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_codec_encoder CASES.txt SCRATCH_DIR\n");
+        return 2;
     }
+    static const struct { kz_isa_cap cap; kz_isa isa; const char *name; } levels[] = {
+        {KZ_ISA_CAP_SCALAR, KZ_ISA_SCALAR, "scalar"},
+        {KZ_ISA_CAP_AVX2, KZ_ISA_AVX2, "avx2"},
+        {KZ_ISA_CAP_AVX512, KZ_ISA_AVX512, "avx512"}};
+    for (size_t i = 0; i < 3; i++) {
+        if (kz_kernels_for(levels[i].isa) == NULL) {
+            printf("level %s: not supported by this CPU, skipped\n", levels[i].name);
+            continue;
+        }
+        printf("level %s\n", levels[i].name);
+        isa_cap = levels[i].cap;
+        run_cases(argv[1]);
+    }
+    isa_cap = KZ_ISA_CAP_AUTO;
+    test_no_encoder(argv[1]);
+    test_gguf(first_model, first_audio, argv[2]);
     return test_main_result("test_codec_encoder");
 }
