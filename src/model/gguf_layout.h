@@ -27,7 +27,9 @@
  *                   file gives the directory's x-vectors
  *   codec.<name>    every tensor of speech_tokenizer/model.safetensors that the
  *                   engine does not pack, as stored (F32/BF16/F16)
- *   codec.<name>.packed   the decoder's convolution weights as kz_packed panels,
+ *   codec.<name>.packed   the codec's convolution weights as kz_packed panels (the
+ *                   decoder's, and the encoder's stride-1 convs and transformer linears;
+ *                   its strided convs and codebooks, packed otherwise, stay as stored: F32),
  *                   F32 [n_panels, taps * k_in, 16] (layers/conv.c), used in place
  *   codec.<name>.packed_bf16, codec.<name>.winograd   with kztts.codec.forms: the forms
  *                   that precision converts those convs to at load, used in place

@@ -279,14 +279,31 @@ static kz_status check_codec_indices(const kz_model *m) {
         {"decoder.upsample.", c->n_upsampling_ratios, "decoder_config.upsampling_ratios count"},
         {"decoder.decoder.", c->n_upsample_rates + 3, "decoder_config.upsample_rates count + 3"},
     };
-    return check_indices(m->codec_w, fam, sizeof fam / sizeof fam[0]);
+    kz_status st = check_indices(m->codec_w, fam, sizeof fam / sizeof fam[0]);
+    const kz_codec_encoder_config *e = &c->encoder;
+    const indexed_family enc[] = {
+        {"encoder.encoder.layers.", 3 + (int64_t)e->n_ratios * (e->num_residual_layers + 2),
+         "encoder_config.upsampling_ratios and num_residual_layers"},
+        {"encoder.encoder_transformer.layers.", e->num_hidden_layers,
+         "encoder_config.num_hidden_layers"},
+        {"encoder.quantizer.semantic_residual_vector_quantizer.layers.",
+         e->num_semantic_quantizers, "encoder_config.num_semantic_quantizers"},
+        {"encoder.quantizer.acoustic_residual_vector_quantizer.layers.",
+         e->num_quantizers - e->num_semantic_quantizers,
+         "encoder_config.num_quantizers - num_semantic_quantizers"},
+    };
+    if (st == KZ_OK && m->codec_encoder) {
+        st = check_indices(m->codec_w, enc, sizeof enc / sizeof enc[0]);
+    }
+    return st;
 }
 
 /* Tensors the load does not scan: components the engine does not run (never read), and
  * the text embedding, whose rows are checked as they are read (talker.c): it is the
- * largest tensor, most of its rows are never read, and a scan would read all of them. */
+ * largest tensor, most of its rows are never read, and a scan would read all of them.
+ * The codec's encoder ("encoder.*") is scanned: it runs when a voice is cloned. */
 static bool unscanned_tensor(const char *name) {
-    return strncmp(name, "encoder.", 8) == 0 || strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
+    return strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
            strcmp(name, "talker.model.text_embedding.weight") == 0;
 }
 
@@ -343,6 +360,7 @@ kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
     }
     kz_status st = check_finite(m, m->codec_w);
     st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg) : st;
+    st = st == KZ_OK ? kz_codec_encoder_load(m->codec_w, &m->codec_cfg, &m->codec_encoder) : st;
     return st == KZ_OK ? check_codec_indices(m) : st;
 }
 
@@ -603,6 +621,8 @@ void kz_model_close(kz_model *m) {
         return;
     }
     kz_codec_decoder_free(&m->decoder);
+    kz_codec_encoder_free(m->codec_encoder);
+    m->codec_encoder = NULL;
     kz_talker_free(&m->talker);
     kz_code_predictor_free(&m->cp);
     kz_speaker_encoder_free(m->speaker_encoder);

@@ -15,9 +15,12 @@ with the text and wrapped instruction ids the reference used. The Base checkpoin
 (0.6B- and 1.7B-style) get cloned-voice goldens (a random x-vector, random reference
 codes and a transcript the reference tokenizes; x-vector-only and ICL, both text
 layouts; ICL with the official decode-then-cut audio) listed in GOLDEN/base_cases.txt.
-The speaker encoder gets test audio and goldens of tiny_base and tiny_base_1b7 (tools/reference/speaker_encoder.py)
-and copies of tiny_base with one speaker-encoder tensor broken, all listed in
-GOLDEN/speaker/cases.txt.
+The speaker encoder gets test audio and goldens of tiny_base and tiny_base_1b7
+(tools/reference/speaker_encoder.py) and copies of tiny_base with one speaker-encoder
+tensor broken, all listed in GOLDEN/speaker/cases.txt.
+GOLDEN/encoder/ holds codec-encoder goldens (tools/reference/codec_encoder.py) of test
+audio for the 0.6B and 1.7B Base and the remapped checkpoints (cases.txt), and noenc/,
+a codec without encoder tensors.
 """
 import argparse
 import json
@@ -100,6 +103,7 @@ def main():
     codec_goldens(py, a, a.tiny, a.golden, with_model=False)
     lm_fixture(py, a)
     speaker_fixture(py, a)
+    encoder_goldens(py, a)
     print("fixture: 1 passed, 0 failed")
 
 
@@ -245,6 +249,53 @@ def broken_copy(src, dst, tensor, change):
     else:
         t[tensor] = t[tensor].reshape(change)
     st.save(os.path.join(dst, "model.safetensors"), t)
+
+
+
+# Codec encoder goldens: (checkpoint, seconds, seed). 0.6B and 1.7B Base and the remapped
+# checkpoint (16 kHz, 8 codebooks of 1000); 1 s, 2.5 s, lengths that are no multiple of
+# the hop, and 14 s (175 frames: more transformer rows than the config's 250-row
+# sliding_window, which the reference does not apply).
+ENCODER_CASES = [
+    ("tiny_base", 1.0, 1), ("tiny_base", 2.5, 2), ("tiny_base", 0.7071, 3),
+    ("tiny_base", 14.0, 4), ("tiny_base_1b7", 1.9876, 5), ("tiny_base_1b7", 0.01, 6),
+    ("tiny_remap", 2.5, 7), ("tiny_remap", 1.2345, 8),
+]
+
+
+def encoder_goldens(py, a):
+    """GOLDEN/encoder/: test audio (raw f32), reference goldens and cases.txt listing
+    checkpoint|audio|golden per line."""
+    root = os.path.dirname(a.tiny)
+    out = os.path.join(a.golden, "encoder")
+    os.makedirs(out, exist_ok=True)
+    run([py, os.path.join(a.source, "tools", "make_checkpoint.py"), "--preset", "tiny",
+         "--out", os.path.join(root, "tiny_base_1b7"), "--seed", "1", "--size", "1b7",
+         "--variant", "base"])
+    ref = os.path.join(a.source, "tools", "reference", "codec_encoder.py")
+    lines = []
+    for i, (ck, seconds, seed) in enumerate(ENCODER_CASES):
+        model = os.path.join(root, ck)
+        with open(os.path.join(model, "speech_tokenizer", "config.json")) as f:
+            rate = json.load(f)["input_sample_rate"]
+        pcm = os.path.join(out, f"audio_{i}.f32")
+        golden = os.path.join(out, f"golden_{i}.safetensors")
+        run([py, ref, "--synth", str(seconds), "--seed", str(seed), "--rate", str(rate),
+             "--write-audio", pcm])
+        run([py, ref, "--model", model, "--audio", pcm, "--out", golden, "--threads", "1"])
+        lines.append("|".join([model, pcm, golden]))
+    with open(os.path.join(out, "cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    # A decoder-only codec directory: loads without an encoder.
+    sys.path.insert(0, os.path.join(a.source, "tools", "reference"))
+    import safetensors_io
+    noenc = os.path.join(out, "noenc")
+    os.makedirs(noenc, exist_ok=True)
+    codec = os.path.join(a.tiny, "speech_tokenizer")
+    shutil.copy(os.path.join(codec, "config.json"), noenc)
+    safetensors_io.save(os.path.join(noenc, "model.safetensors"),
+                        safetensors_io.load(os.path.join(codec, "model.safetensors"),
+                                            prefix="decoder."))
 
 
 if __name__ == "__main__":

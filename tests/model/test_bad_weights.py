@@ -238,6 +238,9 @@ def main():
         ("codec transformer layers", "speech_tokenizer/config.json",
          lambda c: c["decoder_config"].update(num_hidden_layers=1),
          "decoder.pre_transformer.layers.1."),
+        ("codec encoder transformer layers", "speech_tokenizer/config.json",
+         lambda c: c["encoder_config"].update(num_hidden_layers=1),
+         "encoder.encoder_transformer.layers.1."),
     ]
     for name, cfg, edit, tensor in layer_cases:
         m = link_copy(a.tiny, os.path.join(a.work, name.replace(" ", "_")))
@@ -296,10 +299,16 @@ def main():
               f"quantize --type {t} of a NaN text embedding row: {r.returncode} {err!r}")
         check(os.listdir(out_dir) == [], f"quantize {t}: left {os.listdir(out_dir)}")
     print("ok   quantize refuses a NaN in the text embedding")
-    # Components the engine does not run are not read, so not checked.
+    # The codec's encoder runs when a voice is cloned: scanned like the decoder.
     m = link_copy(a.tiny, os.path.join(a.work, "nan_in_encoder"))
-    st_poke(os.path.join(m, codec_st), ENCODER_W, 0, struct.pack("<f", float("nan")))
-    expect_loads(k, "NaN in the codec encoder (unused)", m)
+    st_poke(os.path.join(m, codec_st), ENCODER_W, 3, struct.pack("<f", float("nan")))
+    expect_load_error(k, "NaN in the codec encoder", m,
+                      [codec_st, f"tensor '{ENCODER_W}'", "non-finite", "element 3"])
+    # A misshapen encoder tensor: one line naming it.
+    m = link_copy(a.tiny, os.path.join(a.work, "encoder_shape"))
+    edit_json(os.path.join(m, "speech_tokenizer", "config.json"),
+              lambda c: c["encoder_config"].update(intermediate_size=48))
+    expect_load_error(k, "codec encoder tensor of another shape", m, [f"'{ENCODER_W}'"])
 
     # Non-finite values and scales in GGUF files of each tensor type.
     q4 = os.path.join(a.work, "tiny_q4.gguf")
