@@ -298,13 +298,20 @@ static kz_status check_codec_indices(const kz_model *m) {
     return st;
 }
 
+/* The codec's encoder is loaded where it can run: a Base model (voices) or a codec-only
+ * model (`kztts encode`). The other types' codecs carry it too, but nothing of theirs
+ * encodes audio, so they spend neither the load's time nor its memory on it. */
+static bool wants_codec_encoder(const kz_model *m) {
+    return !m->has_tts || strcmp(m->cfg.tts_model_type, "base") == 0;
+}
+
 /* Tensors the load does not scan: components the engine does not run (never read), and
  * the text embedding, whose rows are checked as they are read (talker.c): it is the
- * largest tensor, most of its rows are never read, and a scan would read all of them.
- * The codec's encoder ("encoder.*") is scanned: it runs when a voice is cloned. */
-static bool unscanned_tensor(const char *name) {
+ * largest tensor, most of its rows are never read, and a scan would read all of them. */
+static bool unscanned_tensor(const kz_model *m, const char *name) {
     return strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
-           strcmp(name, "talker.model.text_embedding.weight") == 0;
+           strcmp(name, "talker.model.text_embedding.weight") == 0 ||
+           (strncmp(name, "encoder.", 8) == 0 && !wants_codec_encoder(m));
 }
 
 /* Refuses a NaN or Inf value (quantized block scale) in the tensors the engine reads.
@@ -321,7 +328,7 @@ static kz_status check_finite(const kz_model *m, const kz_weights *w) {
     kz_status st = KZ_OK;
     for (size_t i = 0; i < kz_weights_count(w) && st == KZ_OK; i++) {
         const kz_tensor *t = kz_weights_at(w, i);
-        if (!unscanned_tensor(t->name)) {
+        if (!unscanned_tensor(m, t->name)) {
             kz_map_prefetch_range(t->data, t->n_bytes);
             st = kz_tensor_check_finite(t, kz_weights_path(w), kz_weights_prefix(w));
             kz_weights_release(w, t);
@@ -360,7 +367,9 @@ kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
     }
     kz_status st = check_finite(m, m->codec_w);
     st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg) : st;
-    st = st == KZ_OK ? kz_codec_encoder_load(m->codec_w, &m->codec_cfg, &m->codec_encoder) : st;
+    if (st == KZ_OK && wants_codec_encoder(m)) {
+        st = kz_codec_encoder_load(m->codec_w, &m->codec_cfg, &m->codec_encoder);
+    }
     return st == KZ_OK ? check_codec_indices(m) : st;
 }
 

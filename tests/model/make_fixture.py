@@ -269,9 +269,6 @@ def encoder_goldens(py, a):
     root = os.path.dirname(a.tiny)
     out = os.path.join(a.golden, "encoder")
     os.makedirs(out, exist_ok=True)
-    run([py, os.path.join(a.source, "tools", "make_checkpoint.py"), "--preset", "tiny",
-         "--out", os.path.join(root, "tiny_base_1b7"), "--seed", "1", "--size", "1b7",
-         "--variant", "base"])
     ref = os.path.join(a.source, "tools", "reference", "codec_encoder.py")
     lines = []
     for i, (ck, seconds, seed) in enumerate(ENCODER_CASES):
@@ -283,7 +280,11 @@ def encoder_goldens(py, a):
         run([py, ref, "--synth", str(seconds), "--seed", str(seed), "--rate", str(rate),
              "--write-audio", pcm])
         run([py, ref, "--model", model, "--audio", pcm, "--out", golden, "--threads", "1"])
-        lines.append("|".join([model, pcm, golden]))
+        # A CustomVoice checkpoint does not load its codec's encoder: its codec directory
+        # alone does (the codec-only model `kztts encode` takes).
+        base = json.load(open(os.path.join(model, "config.json")))["tts_model_type"] == "base"
+        lines.append("|".join([model if base else os.path.join(model, "speech_tokenizer"), pcm,
+                               golden]))
     with open(os.path.join(out, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     # A decoder-only codec directory: loads without an encoder.
