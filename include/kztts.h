@@ -397,7 +397,9 @@ KZ_API void kz_codes_free(int32_t *codes);
 
 /* How the text is laid out in the prompt (spec: the wrapper's non_streaming_mode). */
 typedef enum kz_text_layout {
-    KZ_LAYOUT_DEFAULT = 0,       /* the official wrapper's default: non-streaming */
+    KZ_LAYOUT_DEFAULT = 0,       /* the official wrapper's default: non-streaming for
+                                    CustomVoice and VoiceDesign, streaming for Base (its
+                                    generate_voice_clone) */
     KZ_LAYOUT_NON_STREAMING = 1, /* all text in the prefill */
     KZ_LAYOUT_STREAMING = 2,     /* one text token per generated frame */
 } kz_text_layout;
@@ -433,7 +435,17 @@ typedef struct kz_request {
     /* Voice. */
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
     const kz_voice *voice;     /* Base: required, a cloned voice made for this model
-                                  (kz_voice_*); refused by the other model types */
+                                  (kz_voice_*); refused by the other model types (and a
+                                  speaker or an instruction by Base). An in-context voice's
+                                  audio is only the new speech, equal to the official
+                                  output (reference + new codes decoded, the reference cut
+                                  off), streamed from the first frame; where the official
+                                  double-precision cut keeps one sample of the reference
+                                  before the new speech, that sample comes first when the
+                                  frame count is known in advance (frames), and is left
+                                  out otherwise. Not with text_pull. The session keeps the
+                                  codec's state after the voice's reference, so only its
+                                  first use decodes it. */
     const char *language;      /* NULL or "auto" (default) or a language name */
     const char *instruct;      /* style instruction (1.7B CustomVoice, VoiceDesign) or NULL;
                                   0.6B CustomVoice ignores it as the official wrapper does */
@@ -490,8 +502,9 @@ KZ_API void kz_request_default_params(const kz_model *model, kz_request *r);
  * by chunk (see kz_audio_fn). Same seed and request -> same audio, on any thread count. */
 KZ_API kz_status kz_synthesize(kz_session *session, const kz_request *r);
 
-/* Computes the prompt prefix of r's voice (speaker, language, instruction) into the
- * session's prompt cache now, so that the first kz_synthesize with that voice starts
+/* Computes the prompt prefix of r's voice (speaker or cloned voice, language,
+ * instruction; an in-context voice's transcript rows and the codec's state after its
+ * reference too) into the session's prompt cache now, so that the first kz_synthesize with that voice starts
  * from its text (e.g. while an LLM is still writing it). r's voice and numbers are
  * checked as kz_synthesize checks them; its text (text, token_ids, text_pull) and
  * callbacks are ignored and may be absent. Nothing happens if the session has the

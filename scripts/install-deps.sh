@@ -6,7 +6,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-packages=(build-essential cmake pkg-config libcjson-dev libsndfile1-dev
+packages=(build-essential cmake pkg-config libcjson-dev libsndfile1-dev libsoxr-dev
           libcurl4-openssl-dev libssl-dev libutf8proc-dev libpcre2-dev
           python3 python3-numpy python3-torch clang)
 if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi

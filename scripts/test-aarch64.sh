@@ -63,7 +63,8 @@ if [ ${#host[@]} -gt 0 ]; then apt_install "${host[@]}"; fi
 # The library's dependencies and, because the top-level CMakeLists finds them at
 # configure time, the CLI's (sndfile, curl, crypto). Multiarch keeps arm64 and amd64
 # versions of shared packages equal, so this may also update a few host libraries.
-arm=(libcjson-dev libutf8proc-dev libpcre2-dev libsndfile1-dev libcurl4-openssl-dev libssl-dev)
+arm=(libcjson-dev libutf8proc-dev libpcre2-dev libsndfile1-dev libsoxr-dev libcurl4-openssl-dev
+     libssl-dev)
 mode=cmake
 if [ "${KZ_AARCH64_DIRECT:-0}" = 1 ]; then
     mode=direct

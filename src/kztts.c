@@ -169,6 +169,7 @@ void kz_session_free(kz_session *session) {
 void kz_session_clear_prompt_cache(kz_session *session) {
     if (session && session_enter(session, "kz_session_clear_prompt_cache") == KZ_OK) {
         kz_prompt_cache_clear(&session->prompt_cache);
+        kz_voice_contexts_clear(&session->voice_ctx);
         session_leave(session);
     }
 }
@@ -606,6 +607,9 @@ kz_status kz_session_prepare(kz_session *session, const kz_request *r) {
     }
     st = kz_request_resolve(session->model, &q, &plan, &ids);
     st = st == KZ_OK ? kz_prefill_prepare(session, &plan.prompt) : st;
+    if (st == KZ_OK && plan.voice && plan.voice->icl) {
+        st = kz_voice_context_enter(session, plan.voice, NULL);
+    }
     kz_plan_ids_free(&ids);
     session_leave(session);
     return st;
@@ -725,12 +729,9 @@ kz_status kz_experimental_model_get_info(const kz_model *m, kz_experimental_mode
     }
     memset(out, 0, sizeof *out);
     const kz_codec_decoder *d = &m->decoder;
-    const kz_precision p = d->winograd ? (d->bf16 ? KZ_PRECISION_WINOGRAD_BF16
-                                                  : KZ_PRECISION_WINOGRAD)
-                                       : (d->bf16 ? KZ_PRECISION_BF16 : KZ_PRECISION_EXACT);
     out->kernels = kz_isa_name(m->kernels->isa);
     out->kernel_sub_level = m->kernels->name;
-    out->codec_precision = kz_precision_name(p);
+    out->codec_precision = kz_precision_name(kz_model_precision_in_effect(m));
     out->codec_forms_stored = m->codec_forms_mapped;
     out->bf16_gemm = d->bf16 ? m->kernels->gemm_bf16_name : "";
     out->load_ms = m->load_ms;

@@ -307,6 +307,10 @@ typedef struct kz_kernels {
     /* Exact GELU, in place allowed: y = 0.5 * x * (1 + erf(x / sqrt(2))). [n] */
     void (*gelu)(float *y, const float *x, size_t n);
 
+    /* ELU (alpha 1), in place allowed: y = x > 0 ? x : exp(x) - 1, the form torch's CPU
+     * kernel evaluates (exp minus one, not expm1). [n] */
+    void (*elu)(float *y, const float *x, size_t n);
+
     /* SwiGLU, in place into gate allowed: y[i] = silu(gate[i]) * up[i], silu(v) = v / (1 + exp(-v)). [n] */
     void (*swiglu)(float *y, const float *gate, const float *up, size_t n);
 

@@ -7,8 +7,9 @@
  * class defaults (codebook_dim has none: required), then check the cross-field
  * relations. num_semantic_quantizers is not read: the official decoder splits
  * its quantizers as 1 + (num_quantizers - 1) whatever the key says.
- * "encoder_config" is not read: it configures the codec's encoder, which the engine
- * does not run.
+ * "encoder_config" (a MimiConfig) is read with MimiConfig's defaults; its relations
+ * are checked by the encoder's load, so a codec whose encoder is never run is not
+ * refused for it.
  */
 #include "model/codec_config.h"
 
@@ -76,6 +77,52 @@ static void read_decoder(kz_json_ctx *j, const cJSON *d, kz_codec_config *c) {
     }
 }
 
+static void read_encoder(kz_json_ctx *j, const cJSON *d, kz_codec_encoder_config *e) {
+    static const int64_t ratios_def[] = {8, 6, 5, 4};
+    int64_t v[KZ_CODEC_MAX_RATES];
+    e->sampling_rate = (int32_t)kz_json_int(j, d, "sampling_rate", 24000, 1, 384000);
+    e->audio_channels = (int32_t)kz_json_int(j, d, "audio_channels", 1, 1, 2);
+    e->num_filters = (int32_t)kz_json_int(j, d, "num_filters", 64, 1, 1 << 16);
+    e->n_ratios = kz_json_int_array(j, d, "upsampling_ratios", v, KZ_CODEC_MAX_RATES, ratios_def,
+                                    4, 1, 64);
+    for (int i = 0; i < e->n_ratios; i++) {
+        e->upsampling_ratios[i] = (int32_t)v[i];
+    }
+    e->kernel_size = (int32_t)kz_json_int(j, d, "kernel_size", 7, 1, 64);
+    e->last_kernel_size = (int32_t)kz_json_int(j, d, "last_kernel_size", 3, 1, 64);
+    e->residual_kernel_size = (int32_t)kz_json_int(j, d, "residual_kernel_size", 3, 1, 64);
+    e->num_residual_layers = (int32_t)kz_json_int(j, d, "num_residual_layers", 1, 0, 8);
+    e->dilation_growth_rate = (int32_t)kz_json_int(j, d, "dilation_growth_rate", 2, 1, 16);
+    e->compress = (int32_t)kz_json_int(j, d, "compress", 2, 1, 1 << 16);
+    e->hidden_size = (int32_t)kz_json_int(j, d, "hidden_size", 512, 1, 1 << 16);
+    e->num_hidden_layers = (int32_t)kz_json_int(j, d, "num_hidden_layers", 8, 0, 256);
+    e->num_attention_heads = (int32_t)kz_json_int(j, d, "num_attention_heads", 8, 1, 1024);
+    e->num_key_value_heads = (int32_t)kz_json_int(j, d, "num_key_value_heads", 8, 1, 1024);
+    e->head_dim = (int32_t)kz_json_int(j, d, "head_dim", e->hidden_size / e->num_attention_heads,
+                                       0, 4096);
+    e->intermediate_size = (int32_t)kz_json_int(j, d, "intermediate_size", 2048, 1, 1 << 20);
+    e->num_quantizers = (int32_t)kz_json_int(j, d, "num_quantizers", 32, 1, 256);
+    e->num_semantic_quantizers = (int32_t)kz_json_int(j, d, "num_semantic_quantizers", 1, 0, 256);
+    e->codebook_size = (int32_t)kz_json_int(j, d, "codebook_size", 2048, 1, 1 << 20);
+    e->codebook_dim = (int32_t)kz_json_int(j, d, "codebook_dim", 256, 1, 1 << 16);
+    e->vq_hidden =
+        (int32_t)kz_json_int(j, d, "vector_quantization_hidden_dimension", 256, 1, 1 << 16);
+    e->norm_eps = (float)kz_json_num(j, d, "norm_eps", 1e-5, 0.0, 1.0);
+    e->rope_theta = (float)kz_json_num(j, d, "rope_theta", 10000.0, 1.0, 1e12);
+    int64_t hop = 1;
+    for (int i = 0; i < e->n_ratios; i++) {
+        hop *= e->upsampling_ratios[i];
+    }
+    double fr = (double)e->sampling_rate / (double)(2 * hop);
+    fr = kz_json_num(j, d, "frame_rate", fr, 1e-3, 1e6);
+    e->frame_rate = kz_json_num(j, d, "_frame_rate", fr, 1e-3, 1e6);
+    e->supported = kz_json_bool(j, d, "use_causal_conv", true) &&
+                   !kz_json_bool(j, d, "use_conv_shortcut", false) &&
+                   !kz_json_bool(j, d, "attention_bias", false) &&
+                   strcmp(kz_json_str(j, d, "pad_mode", "constant"), "constant") == 0 &&
+                   strcmp(kz_json_str(j, d, "hidden_act", "gelu"), "gelu") == 0;
+}
+
 static kz_status check_relations(const char *label, const kz_codec_config *c) {
     int64_t total = 1; // stops growing past the largest rate, so it cannot overflow
     for (int i = 0; i < c->n_upsample_rates && total <= c->decode_upsample_rate; i++) {
@@ -128,6 +175,9 @@ kz_status kz_codec_config_parse(const char *label, const char *text, size_t n_by
     const cJSON *dec = kz_json_obj(&j, root, "decoder_config");
     j.scope = "decoder_config";
     read_decoder(&j, dec, out);
+    const cJSON *enc = kz_json_obj(&j, root, "encoder_config");
+    j.scope = "encoder_config";
+    read_encoder(&j, enc, &out->encoder);
     cJSON_Delete(root);
     if (j.status != KZ_OK) {
         memset(out, 0, sizeof *out);

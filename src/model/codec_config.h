@@ -12,12 +12,47 @@
 #ifndef KZ_CODEC_CONFIG_H
 #define KZ_CODEC_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kztts.h"
 
 #define KZ_CODEC_MAX_RATES 8
+
+/* encoder_config: a Hugging Face MimiConfig (spec 6.4); missing keys take MimiConfig's
+ * defaults (transformers 4.57.3). Read always, checked only when the encoder loads
+ * (codec_encoder.c), so a decoder-only codec is not refused for it. */
+typedef struct kz_codec_encoder_config {
+    int32_t sampling_rate;          /* 24000 */
+    int32_t audio_channels;         /* 1 (the only supported value) */
+    int32_t num_filters;            /* 64 */
+    int32_t n_ratios;               /* 4 */
+    int32_t upsampling_ratios[KZ_CODEC_MAX_RATES]; /* 8 6 5 4, applied reversed */
+    int32_t kernel_size;            /* 7 */
+    int32_t last_kernel_size;       /* 3 */
+    int32_t residual_kernel_size;   /* 3 */
+    int32_t num_residual_layers;    /* 1 */
+    int32_t dilation_growth_rate;   /* 2 */
+    int32_t compress;               /* 2 */
+    int32_t hidden_size;            /* 512 */
+    int32_t num_hidden_layers;      /* 8 */
+    int32_t num_attention_heads;    /* 8 */
+    int32_t num_key_value_heads;    /* 8 */
+    int32_t head_dim;               /* 64 (default hidden_size / heads) */
+    int32_t intermediate_size;      /* 2048 */
+    int32_t num_quantizers;         /* 32 */
+    int32_t num_semantic_quantizers;/* 1 */
+    int32_t codebook_size;          /* 2048 */
+    int32_t codebook_dim;           /* 256 */
+    int32_t vq_hidden;              /* 256 vector_quantization_hidden_dimension */
+    float norm_eps;                 /* 1e-5 */
+    float rope_theta;               /* 10000 */
+    double frame_rate;              /* 12.5 ("_frame_rate" or "frame_rate"; default
+                                       sampling_rate / (2 * prod(ratios))) */
+    bool supported;                 /* causal convs, constant padding, no conv shortcut,
+                                       gelu, no attention bias */
+} kz_codec_encoder_config;
 
 typedef struct kz_codec_config {
     /* top level */
@@ -46,6 +81,7 @@ typedef struct kz_codec_config {
     int32_t upsample_rates[KZ_CODEC_MAX_RATES];    /* 8 5 4 3 (decoder blocks) */
     int32_t n_upsampling_ratios;     /* 2 */
     int32_t upsampling_ratios[KZ_CODEC_MAX_RATES]; /* 2 2 (ConvNeXt stages) */
+    kz_codec_encoder_config encoder; /* encoder_config */
 } kz_codec_config;
 
 /* Parses n_bytes of speech_tokenizer/config.json text (need not be

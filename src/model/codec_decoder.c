@@ -199,6 +199,65 @@ void kz_codec_state_reset(kz_codec_state *s) {
     kz_codec_transformer_state_reset(&s->tr);
 }
 
+/* The conv states that exist (rows allocated), in a fixed order. */
+static size_t live_conv_states(kz_codec_state *s, kz_conv_state **out) {
+    kz_conv_state *all[3 + KZ_CODEC_MAX_RATES * (2 + KZ_CODEC_RES_UNITS)];
+    size_t n = 0, k = 0;
+    all[n++] = &s->pre_conv;
+    all[n++] = &s->dec0;
+    all[n++] = &s->final_conv;
+    for (int i = 0; i < KZ_CODEC_MAX_RATES; i++) {
+        all[n++] = &s->dw[i];
+        all[n++] = &s->block_up[i];
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            all[n++] = &s->res[i][r];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (all[i]->rows) {
+            out[k++] = all[i];
+        }
+    }
+    return k;
+}
+
+#define MAX_CONV_STATES (3 + KZ_CODEC_MAX_RATES * (2 + KZ_CODEC_RES_UNITS))
+
+size_t kz_codec_state_floats(const kz_codec_state *s) {
+    kz_conv_state *cs[MAX_CONV_STATES];
+    size_t n = live_conv_states((kz_codec_state *)s, cs), total = 2 * s->tr.ring_floats;
+    for (size_t i = 0; i < n; i++) {
+        total += cs[i]->n_rows * cs[i]->ch;
+    }
+    return total;
+}
+
+void kz_codec_state_save(const kz_codec_state *s, float *out, int64_t *pos) {
+    kz_conv_state *cs[MAX_CONV_STATES];
+    size_t n = live_conv_states((kz_codec_state *)s, cs);
+    for (size_t i = 0; i < n; i++) {
+        size_t m = cs[i]->n_rows * cs[i]->ch;
+        memcpy(out, cs[i]->rows, m * sizeof(float));
+        out += m;
+    }
+    memcpy(out, s->tr.k_ring, s->tr.ring_floats * sizeof(float));
+    memcpy(out + s->tr.ring_floats, s->tr.v_ring, s->tr.ring_floats * sizeof(float));
+    *pos = s->tr.pos;
+}
+
+void kz_codec_state_restore(kz_codec_state *s, const float *in, int64_t pos) {
+    kz_conv_state *cs[MAX_CONV_STATES];
+    size_t n = live_conv_states(s, cs);
+    for (size_t i = 0; i < n; i++) {
+        size_t m = cs[i]->n_rows * cs[i]->ch;
+        memcpy(cs[i]->rows, in, m * sizeof(float));
+        in += m;
+    }
+    memcpy(s->tr.k_ring, in, s->tr.ring_floats * sizeof(float));
+    memcpy(s->tr.v_ring, in + s->tr.ring_floats, s->tr.ring_floats * sizeof(float));
+    s->tr.pos = pos;
+}
+
 /* --- elementwise jobs ------------------------------------------------------- */
 
 typedef struct snake_job {
@@ -402,6 +461,45 @@ static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, si
         final_conv(d, s, e, r, pcm + f0 * pcm_rows);
     }
     s->ms[MS_VOCODER] += now_ms() - t0;
+}
+
+/* Frames that `rows` history rows at `per_frame` rows a frame reach back, rounded up: a
+ * chain of convs reaches back at most the sum of its convs' reaches. */
+static size_t history_frames(size_t rows, size_t per_frame) {
+    return (rows + per_frame - 1) / per_frame;
+}
+
+size_t kz_codec_back_frames(const kz_codec_decoder *d, const kz_codec_state *s) {
+    const kz_codec_config *c = &d->cfg;
+    size_t rate = 1, frames = 1;
+    for (int u = 0; u < c->n_upsampling_ratios; u++) {
+        rate *= (size_t)c->upsampling_ratios[u];
+        frames += history_frames(s->dw[u].n_rows, rate);
+    }
+    frames += history_frames(s->dec0.n_rows, rate);
+    for (int i = 0; i < c->n_upsample_rates; i++) {
+        const kz_decoder_block *b = &d->blocks[i];
+        frames += history_frames(s->block_up[i].n_rows, kz_block_in_rows(b));
+        for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
+            frames += history_frames(s->res[i][r].n_rows, b->frame_rows);
+        }
+    }
+    return frames + history_frames(s->final_conv.n_rows, (size_t)c->decode_upsample_rate);
+}
+
+void kz_codec_advance(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
+                      const int32_t *codes, size_t n_frames) {
+    size_t nq = (size_t)d->cfg.num_quantizers;
+    uint16_t *saved = e->x_bf16;
+    size_t saved_len = e->x_bf16_len;
+    e->x_bf16 = s->x_bf16;
+    e->x_bf16_len = s->x_bf16 ? 2 * s->scratch_floats : 0;
+    for (size_t t0 = 0; t0 < n_frames; t0 += s->max_frames) {
+        size_t n = n_frames - t0 < s->max_frames ? n_frames - t0 : s->max_frames;
+        front(d, s, e, codes + t0 * nq, n);
+    }
+    e->x_bf16 = saved;
+    e->x_bf16_len = saved_len;
 }
 
 void kz_codec_decode(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,

@@ -190,6 +190,29 @@ void kz_codec_state_free(kz_codec_state *s);
 /* Forgets all history: the next frame is decoded as the first of a stream. */
 void kz_codec_state_reset(kz_codec_state *s);
 
+/* The stream's history as floats: every conv's left context and the transformer's key
+ * and value windows (kz_codec_state_floats of them) plus its position. A state saved
+ * after some frames and restored into a state of the same decoder continues exactly as
+ * the saved one would (the reference frames of a cloned voice, synth/voice_context.c). */
+size_t kz_codec_state_floats(const kz_codec_state *s);
+void kz_codec_state_save(const kz_codec_state *s, float *out, int64_t *pos);
+void kz_codec_state_restore(kz_codec_state *s, const float *in, int64_t pos);
+
+/* An upper bound of how many frames back the later stages' state reaches: the upsample
+ * stages, decoder.0, the decoder blocks and the final conv carry a few rows of history
+ * each (their sum, in frames, rounded up per conv, plus one), while the
+ * quantizer's pre_conv and the transformer carry the whole stream's influence (its
+ * attention window stacks over the layers). */
+size_t kz_codec_back_frames(const kz_codec_decoder *d, const kz_codec_state *s);
+
+/* Continues the stream in s over n_frames frames through the quantizer, pre_conv and
+ * transformer only (their state advances; no audio). Frames followed by at least
+ * kz_codec_back_frames decoded frames leave the same state this way as decoded, bit for
+ * bit: a stream's context whose audio is not wanted (a cloned voice's reference) costs
+ * the transformer, not the vocoder. */
+void kz_codec_advance(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
+                      const int32_t *codes, size_t n_frames);
+
 /* Decodes n_frames frames (codes frame-major [n_frames, num_quantizers], each
  * already checked to be in [0, codebook_size)) continuing the stream in s;
  * writes n_frames * decode_upsample_rate samples to pcm. */

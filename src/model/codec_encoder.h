@@ -9,8 +9,10 @@
  *       -> split RVQ: semantic (1 layer) + acoustic layers, argmin distances -> codes
  *
  * Streaming: every stage is causal, so the audio is encoded in chunks with each conv's
- * left context and the transformer's KV carried, identical to one pass and with memory
- * bounded by the chunk, not the reference's length.
+ * left context and the transformer's KV carried, bit-identical to one pass. Memory: one
+ * chunk's activations plus the transformer's keys and values of every 25 Hz row (the
+ * reference attends to all earlier rows: its 250-row sliding_window is not applied),
+ * about 33 KB a row at the released size, 50 MB for a minute of audio.
  * Weights: "encoder.*" of the codec checkpoint (f32). Upstream: Qwen3TTSTokenizerV2Encoder
  * (MimiModel's encoder parts).
  */
@@ -20,8 +22,9 @@
 #include "io/weights.h"
 #include "layers/conv.h"
 #include "model/codec_config.h"
+#include "model/codec_decoder.h"
 
-typedef struct kz_codec_encoder kz_codec_encoder; /* defined in codec_encoder.c */
+typedef struct kz_codec_encoder kz_codec_encoder; /* codec_encoder_internal.h */
 
 /* Loads the encoder from w. *out NULL and KZ_OK when w has no "encoder." tensors (a
  * decoder-only codec); KZ_STATUS_BAD_MODEL naming the tensor when some are missing or
@@ -35,6 +38,14 @@ void kz_codec_encoder_free(kz_codec_encoder *enc);
  * from e->pool; adds its FLOP to e->flop. */
 kz_status kz_codec_encoder_run(const kz_codec_encoder *enc, const float *pcm, size_t n,
                                kz_exec *e, int32_t **codes, size_t *n_frames);
+
+/* kz_codec_encoder_run in chunks of chunk_frames code frames (run uses a fixed
+ * size; the codes do not depend on it), for tests: tap (NULL: none) sees each chunk's
+ * rows of the stages "conv_stack", "transformer" [rows at 25 Hz, hidden] and
+ * "downsample" [code frames, hidden], as the reference's goldens name them. */
+kz_status kz_codec_encoder_run_chunked(const kz_codec_encoder *enc, const float *pcm, size_t n,
+                                       size_t chunk_frames, kz_codec_tap_fn tap, void *tap_user,
+                                       kz_exec *e, int32_t **codes, size_t *n_frames);
 
 int32_t kz_codec_encoder_codebooks(const kz_codec_encoder *enc);
 

@@ -146,6 +146,7 @@ kz_status kz_codec_transformer_state_init(kz_codec_transformer_state *s,
     size_t hid = (size_t)c->hidden_size, mlp = (size_t)c->intermediate_size;
     size_t ring = (size_t)c->num_hidden_layers * (size_t)c->sliding_window * kv;
     s->max_rows = max_rows;
+    s->ring_floats = ring;
     s->k_ring = calloc(ring + 1, sizeof(float));
     s->v_ring = calloc(ring + 1, sizeof(float));
     s->x = malloc(max_rows * hid * sizeof(float));

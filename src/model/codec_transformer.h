@@ -41,6 +41,7 @@ typedef struct kz_codec_transformer {
 typedef struct kz_codec_transformer_state {
     float *k_ring, *v_ring;   /* [layers, window, kv_heads * head_dim] */
     int64_t pos;              /* position of the next row */
+    size_t ring_floats;       /* of each ring */
     size_t max_rows;
     float *x, *xn, *q, *k, *v, *att, *h, *gate, *up; /* scratch */
     float *scores;            /* [window] */

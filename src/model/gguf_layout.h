@@ -21,10 +21,15 @@
  *                                   stores (`kztts quantize --codec-forms`)
  * Tensors:
  *   model.<name>    every tensor of model.safetensors under its own name, in the
- *                   recipe's type (BF16/F32/F16 as stored, or Q8_0 / Q4_0)
+ *                   recipe's type (BF16/F32/F16 as stored, or Q8_0 / Q4_0); only
+ *                   talker.* matrices are ever quantized: a Base model's
+ *                   speaker_encoder.* stays as stored (F32 with --type f32), so the
+ *                   file gives the directory's x-vectors
  *   codec.<name>    every tensor of speech_tokenizer/model.safetensors that the
  *                   engine does not pack, as stored (F32/BF16/F16)
- *   codec.<name>.packed   the decoder's convolution weights as kz_packed panels,
+ *   codec.<name>.packed   the codec's convolution weights as kz_packed panels (the
+ *                   decoder's, and the encoder's stride-1 convs and transformer linears;
+ *                   its strided convs and codebooks, packed otherwise, stay as stored: F32),
  *                   F32 [n_panels, taps * k_in, 16] (layers/conv.c), used in place
  *   codec.<name>.packed_bf16, codec.<name>.winograd   with kztts.codec.forms: the forms
  *                   that precision converts those convs to at load, used in place

@@ -149,6 +149,24 @@ static int describe_file(char *buf, size_t n, const char *label, const kz_weight
     return w;
 }
 
+/* "speaker encoder: N tensors, X MB, x-vector D" for a Base model (what `kztts info` shows
+ * of the part that clones voices), else nothing. */
+static int describe_speaker_encoder(char *buf, size_t n, const kz_model *m) {
+    if (!m->speaker_encoder) {
+        return 0;
+    }
+    size_t count = 0, bytes = 0;
+    for (size_t i = 0; i < kz_weights_count(m->main_w); i++) {
+        const kz_tensor *t = kz_weights_at(m->main_w, i);
+        if (strncmp(t->name, "speaker_encoder.", 16) == 0) {
+            count++;
+            bytes += t->n_bytes;
+        }
+    }
+    return snprintf(buf, n, "speaker encoder: %zu tensors, %.1f MB, x-vector %d\n", count,
+                    (double)bytes / 1e6, kz_speaker_encoder_dim(m->speaker_encoder));
+}
+
 static kz_status build_description(kz_model *m) {
     size_t n = 8192;
     m->description = malloc(n);
@@ -173,11 +191,9 @@ static kz_status build_description(kz_model *m) {
     w += (int)strlen(b + w);
     w += snprintf(b + w, n - (size_t)w, "\n");
     w += describe_file(b + w, n - (size_t)w, "weights", m->main_w);
+    w += describe_speaker_encoder(b + w, n - (size_t)w, m);
     w += describe_file(b + w, n - (size_t)w, "codec weights", m->codec_w);
-    const char *precision = m->decoder.bf16 ? "bf16" : "f32";
-    if (m->decoder.winograd) {
-        precision = m->decoder.bf16 ? "winograd-bf16" : "winograd";
-    }
+    const char *precision = kz_precision_name(kz_model_precision_in_effect(m));
     const kz_gguf_kv *forms = m->gguf ? kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS) : NULL;
     char note[96] = "";
     if (m->codec_forms_mapped) {
@@ -264,15 +280,39 @@ static kz_status check_codec_indices(const kz_model *m) {
         {"decoder.upsample.", c->n_upsampling_ratios, "decoder_config.upsampling_ratios count"},
         {"decoder.decoder.", c->n_upsample_rates + 3, "decoder_config.upsample_rates count + 3"},
     };
-    return check_indices(m->codec_w, fam, sizeof fam / sizeof fam[0]);
+    kz_status st = check_indices(m->codec_w, fam, sizeof fam / sizeof fam[0]);
+    const kz_codec_encoder_config *e = &c->encoder;
+    const indexed_family enc[] = {
+        {"encoder.encoder.layers.", 3 + (int64_t)e->n_ratios * (e->num_residual_layers + 2),
+         "encoder_config.upsampling_ratios and num_residual_layers"},
+        {"encoder.encoder_transformer.layers.", e->num_hidden_layers,
+         "encoder_config.num_hidden_layers"},
+        {"encoder.quantizer.semantic_residual_vector_quantizer.layers.",
+         e->num_semantic_quantizers, "encoder_config.num_semantic_quantizers"},
+        {"encoder.quantizer.acoustic_residual_vector_quantizer.layers.",
+         e->num_quantizers - e->num_semantic_quantizers,
+         "encoder_config.num_quantizers - num_semantic_quantizers"},
+    };
+    if (st == KZ_OK && m->codec_encoder) {
+        st = check_indices(m->codec_w, enc, sizeof enc / sizeof enc[0]);
+    }
+    return st;
+}
+
+/* The codec's encoder is loaded where it can run: a Base model (voices) or a codec-only
+ * model (`kztts encode`). The other types' codecs carry it too, but nothing of theirs
+ * encodes audio, so they spend neither the load's time nor its memory on it. */
+static bool wants_codec_encoder(const kz_model *m) {
+    return !m->has_tts || strcmp(m->cfg.tts_model_type, "base") == 0;
 }
 
 /* Tensors the load does not scan: components the engine does not run (never read), and
  * the text embedding, whose rows are checked as they are read (talker.c): it is the
  * largest tensor, most of its rows are never read, and a scan would read all of them. */
-static bool unscanned_tensor(const char *name) {
-    return strncmp(name, "encoder.", 8) == 0 || strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
-           strcmp(name, "talker.model.text_embedding.weight") == 0;
+static bool unscanned_tensor(const kz_model *m, const char *name) {
+    return strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
+           strcmp(name, "talker.model.text_embedding.weight") == 0 ||
+           (strncmp(name, "encoder.", 8) == 0 && !wants_codec_encoder(m));
 }
 
 /* Refuses a NaN or Inf value (quantized block scale) in the tensors the engine reads.
@@ -289,7 +329,7 @@ static kz_status check_finite(const kz_model *m, const kz_weights *w) {
     kz_status st = KZ_OK;
     for (size_t i = 0; i < kz_weights_count(w) && st == KZ_OK; i++) {
         const kz_tensor *t = kz_weights_at(w, i);
-        if (!unscanned_tensor(t->name)) {
+        if (!unscanned_tensor(m, t->name)) {
             kz_map_prefetch_range(t->data, t->n_bytes);
             st = kz_tensor_check_finite(t, kz_weights_path(w), kz_weights_prefix(w));
             kz_weights_release(w, t);
@@ -298,10 +338,27 @@ static kz_status check_finite(const kz_model *m, const kz_weights *w) {
     return st;
 }
 
+/* The speaker encoder of a Base checkpoint (which must have one); other types leave
+ * m->speaker_encoder NULL, as the official model builds none for them. */
+static kz_status load_speaker_encoder(kz_model *m) {
+    if (strcmp(m->cfg.tts_model_type, "base") != 0) {
+        return KZ_OK;
+    }
+    kz_status st = kz_speaker_encoder_load(m->main_w, &m->cfg, &m->speaker_encoder);
+    if (st == KZ_OK && !m->speaker_encoder) {
+        st = kz_error_set(KZ_STATUS_BAD_MODEL,
+                          "%s: a Base checkpoint without its speaker encoder (no "
+                          "'%sspeaker_encoder.*' tensors)",
+                          kz_weights_path(m->main_w), kz_weights_prefix(m->main_w));
+    }
+    return st;
+}
+
 kz_status kz_model_bind_tts(kz_model *m) {
     kz_status st = check_finite(m, m->main_w);
     st = st == KZ_OK ? kz_talker_load(&m->talker, m->main_w, &m->cfg.talker) : st;
     st = st == KZ_OK ? kz_code_predictor_load(&m->cp, m->main_w, &m->cfg.talker) : st;
+    st = st == KZ_OK ? load_speaker_encoder(m) : st;
     return st == KZ_OK ? check_tts_indices(m) : st;
 }
 
@@ -311,6 +368,9 @@ kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *o) {
     }
     kz_status st = check_finite(m, m->codec_w);
     st = st == KZ_OK ? kz_codec_decoder_load(&m->decoder, m->codec_w, &m->codec_cfg) : st;
+    if (st == KZ_OK && wants_codec_encoder(m)) {
+        st = kz_codec_encoder_load(m->codec_w, &m->codec_cfg, &m->codec_encoder);
+    }
     return st == KZ_OK ? check_codec_indices(m) : st;
 }
 
@@ -444,6 +504,14 @@ kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p) {
     }
 }
 
+kz_precision kz_model_precision_in_effect(const kz_model *m) {
+    const kz_codec_decoder *d = &m->decoder;
+    if (d->winograd) {
+        return d->bf16 ? KZ_PRECISION_WINOGRAD_BF16 : KZ_PRECISION_WINOGRAD;
+    }
+    return d->bf16 ? KZ_PRECISION_BF16 : KZ_PRECISION_EXACT;
+}
+
 const char *kz_precision_name(kz_precision p) {
     switch (p) {
     case KZ_PRECISION_DEFAULT: return "default";
@@ -468,14 +536,21 @@ kz_status kz_model_use_codec_precision(kz_model *m, kz_precision p, const kz_cod
 /* *out: the GGUF's stored codec forms when they are those of precision p (gguf_layout.h
  * kztts.codec.forms), else NULL (the load converts). A forms key that is not a string is
  * a malformed file. */
-static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weights **out) {
-    *out = NULL;
-    const char *forms;
+/* *forms: the precision name under the GGUF's codec forms key, NULL when m has none. */
+static kz_status stored_forms_name(const kz_model *m, const char **forms) {
+    *forms = NULL;
     if (!m->gguf || !kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS)) {
         return KZ_OK;
     }
-    kz_status st = kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms);
-    if (st == KZ_OK && p != KZ_PRECISION_EXACT && strcmp(forms, kz_precision_name(p)) == 0) {
+    return kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, forms);
+}
+
+static kz_status stored_forms(const kz_model *m, kz_precision p, const kz_weights **out) {
+    *out = NULL;
+    const char *forms;
+    kz_status st = stored_forms_name(m, &forms);
+    if (st == KZ_OK && forms && p != KZ_PRECISION_EXACT &&
+        strcmp(forms, kz_precision_name(p)) == 0) {
         *out = m->codec_w;
     }
     return st;
@@ -489,21 +564,19 @@ static kz_status default_precision(const kz_model *m, kz_precision *out) {
                                          KZ_PRECISION_WINOGRAD_BF16};
     *out = KZ_PRECISION_EXACT;
     const char *forms;
-    if (!m->gguf || !kz_gguf_find_kv(m->gguf, KZ_GGUF_KEY_CODEC_FORMS)) {
-        return KZ_OK;
+    kz_status st = stored_forms_name(m, &forms);
+    if (st != KZ_OK || !forms) {
+        return st;
     }
-    kz_status st = kz_gguf_get_str(m->gguf, KZ_GGUF_KEY_CODEC_FORMS, &forms);
-    for (size_t i = 0; st == KZ_OK && i < sizeof known / sizeof known[0]; i++) {
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         if (strcmp(forms, kz_precision_name(known[i])) == 0) {
             *out = known[i];
             return KZ_OK;
         }
     }
-    if (st == KZ_OK) {
-        kz_log(KZ_LOG_WARN, "%s: codec forms '%.40s' unknown to this version: the codec runs "
-                            "in f32", m->path, forms);
-    }
-    return st;
+    kz_log(KZ_LOG_WARN, "%s: codec forms '%.40s' unknown to this version: the codec runs in f32",
+           m->path, forms);
+    return KZ_OK;
 }
 
 /* Switches the loaded codec to precision p (FAST resolved for this CPU), from the GGUF's
@@ -561,8 +634,11 @@ void kz_model_close(kz_model *m) {
         return;
     }
     kz_codec_decoder_free(&m->decoder);
+    kz_codec_encoder_free(m->codec_encoder);
+    m->codec_encoder = NULL;
     kz_talker_free(&m->talker);
     kz_code_predictor_free(&m->cp);
+    kz_speaker_encoder_free(m->speaker_encoder);
     kz_tokenizer_free(m->tokenizer);
     kz_weights_free(m->main_w);
     kz_weights_free(m->codec_w);

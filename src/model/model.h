@@ -73,6 +73,9 @@ kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *opts);
  * EXACT (the load resolves it from the file first). */
 kz_precision kz_model_codec_precision(const kz_model *m, kz_precision p);
 
+/* The precision m's codec runs in now (never DEFAULT or FAST). */
+kz_precision kz_model_precision_in_effect(const kz_model *m);
+
 /* "default", "f32" (EXACT), "bf16", "winograd", "fast", "winograd-bf16". */
 const char *kz_precision_name(kz_precision p);
 

@@ -21,7 +21,8 @@
  *          least-squares scale search, ref/quant_ref.c); embeddings, heads and the
  *          text projection Q8_0 (the fastest type)
  *   q4_mlp only the layers' MLP projections (gate/up/down) Q4_0, attention Q8_0
- * Norms and biases stay in their stored float type in every type; the codec
+ * Norms and biases stay in their stored float type in every type, and so does a Base
+ * model's speaker encoder (speaker_encoder.*, no talker matrix); the codec
  * decoder is stored as pre-packed F32 panels (it computes in fp32). "Talker
  * matrix" means a 2-D tensor named talker.*.weight with a multiple of 32 columns.
  *

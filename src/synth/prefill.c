@@ -1,7 +1,9 @@
 /*
  * prefill.c - a prompt into the talker through the session's prompt cache (see
  * prefill.h). The cache is keyed by the prefix rows themselves, so whatever
- * built them (speaker, language, instruction) a hit means the same keys and values.
+ * built them (speaker, language, instruction, a cloned voice's x-vector and transcript)
+ * a hit means the same keys and values, and two voices can never share an entry unless
+ * their rows are equal bit for bit (then so are the keys and values).
  */
 #include "synth/prefill.h"
 
@@ -35,7 +37,7 @@ kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
     kz_talker_state ts;
     kz_status st = kz_talker_state_init(&ts, t, n_rows, n_rows > 64 ? n_rows : 64);
     kz_prompt p = {0};
-    st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, &ts, &s->lm) : st;
+    st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, m->cp.embeddings, &ts, &s->lm) : st;
     if (st == KZ_OK) {
         const size_t np = p.n_prefix, kv_floats = kz_qwen3_kv_floats(&t->stack, np);
         if (!kz_prompt_cache_find(&s->prompt_cache, p.rows, np, D, kv_floats)) {

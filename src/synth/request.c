@@ -15,6 +15,7 @@
  */
 #include "synth/request.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 
 #include "runtime/error.h"
 #include "text/sentences.h"
+#include "synth/voice.h"
 
 #define GUARD_BASE_FRAMES 50
 #define GUARD_FRAMES_PER_TOKEN 8
@@ -154,20 +156,124 @@ static kz_status resolve_text(const kz_model *m, const kz_request *r, kz_plan *p
     return KZ_OK;
 }
 
-static kz_status resolve_voice(const kz_model *m, const kz_request *r, kz_plan *p) {
+/* The fields of a voice the prompt reads, checked against m: sizes, finiteness and code
+ * ranges (a voice file was validated when loaded; one built in memory was not). */
+static kz_status check_voice_fields(const kz_model *m, const kz_voice *v) {
+    const kz_talker_config *t = &m->cfg.talker;
+    if (!v->xvector || v->enc_dim != t->hidden_size) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "the voice's x-vector has %d values, this model's speaker slot %d: "
+                            "the voice was made with another model", (int)v->enc_dim,
+                            (int)t->hidden_size);
+    }
+    for (int32_t i = 0; i < v->enc_dim; i++) {
+        if (!isfinite(v->xvector[i])) {
+            return kz_error_set(KZ_STATUS_BAD_INPUT, "the voice's x-vector is not finite at %d",
+                                (int)i);
+        }
+    }
+    if (!v->icl) {
+        return KZ_OK;
+    }
+    if (!v->ref_codes || v->n_ref_frames < 1 || v->n_codebooks != t->num_code_groups ||
+        !v->ref_text) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "the voice's reference (%d frames of %d codes%s) does not fit this "
+                            "model (%d codes a frame)", (int)v->n_ref_frames, (int)v->n_codebooks,
+                            v->ref_text ? "" : ", no transcript", (int)t->num_code_groups);
+    }
+    int32_t hi = m->codec_cfg.codebook_size < m->cp.cfg.vocab_size ? m->codec_cfg.codebook_size
+                                                                   : m->cp.cfg.vocab_size;
+    size_t n = (size_t)v->n_ref_frames * (size_t)v->n_codebooks;
+    for (size_t i = 0; i < n; i++) {
+        if (v->ref_codes[i] < 0 || v->ref_codes[i] >= hi) {
+            return kz_error_set(KZ_STATUS_BAD_INPUT,
+                                "the voice's reference code %d (frame %zu, codebook %zu) is "
+                                "outside [0, %d)", (int)v->ref_codes[i],
+                                i / (size_t)v->n_codebooks, i % (size_t)v->n_codebooks, (int)hi);
+        }
+    }
+    return KZ_OK;
+}
+
+/* Base: the voice (required) in the speaker slot and, for an ICL voice, its transcript's
+ * tokens and codes. */
+static kz_status resolve_clone(const kz_model *m, const kz_request *r, kz_plan *p,
+                               kz_plan_ids *ids) {
+    if (r->speaker && r->speaker[0]) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "Base models have no preset speakers ('%s'): they clone the voice "
+                            "of a reference recording (kz_request.voice; kztts --ref-audio or "
+                            "--voice)", r->speaker);
+    }
+    if (!r->voice) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "a Base model needs a voice to clone: kz_request.voice from "
+                            "kz_voice_from_file or kz_voice_load (kztts --ref-audio or --voice)");
+    }
+    kz_status st = check_voice_fields(m, r->voice);
+    st = st ? st : kz_voice_check(m, r->voice);
+    if (st != KZ_OK) {
+        return st;
+    }
+    const kz_voice *v = r->voice;
+    p->voice = v;
+    p->prompt.speaker_vec = v->xvector;
+    if (!v->icl) {
+        return KZ_OK;
+    }
+    if (r->text_pull) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "streaming text input is not supported with an in-context (ICL) "
+                            "voice: its prompt pairs the whole text with the reference; use an "
+                            "x-vector-only voice or give the text at once");
+    }
+    if (!m->tokenizer) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s has no tokenizer files (vocab.json, merges.txt) for the voice's "
+                            "transcript", m->path);
+    }
+    size_t n;
+    st = tokenize_wrapped(m, "<|im_start|>assistant\n", v->ref_text, "<|im_end|>\n", r->split,
+                          &ids->ref_text, &n);
+    if (st != KZ_OK) {
+        return st;
+    }
+    if (n <= 5) {
+        return kz_error_set(KZ_STATUS_BAD_INPUT,
+                            "the voice's transcript gives no tokens: an in-context voice needs "
+                            "the reference's words");
+    }
+    memmove(ids->ref_text, ids->ref_text + 3, (n - 5) * sizeof(int32_t));
+    p->prompt.ref_text_ids = ids->ref_text;
+    p->prompt.n_ref_text = n - 5;
+    p->prompt.ref_codes = v->ref_codes;
+    p->prompt.n_ref_frames = (size_t)v->n_ref_frames;
+    return KZ_OK;
+}
+
+static kz_status resolve_voice(const kz_model *m, const kz_request *r, kz_plan *p,
+                               kz_plan_ids *ids) {
     const kz_talker_config *t = &m->cfg.talker;
     char names[1024];
     p->prompt.speaker_id = -1;
     p->prompt.language_id = -1;
     const char *type = m->cfg.tts_model_type;
-    if (strcmp(type, "base") == 0 && r->instruct && r->instruct[0]) {
+    bool base = strcmp(type, "base") == 0;
+    if (base && r->instruct && r->instruct[0]) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "Base models take no instruction (use CustomVoice 1.7B or VoiceDesign)");
     }
-    if (strcmp(type, "base") == 0) {
-        return kz_error_set(KZ_STATUS_UNSUPPORTED,
-                            "Base models need a reference voice (voice cloning is not supported "
-                            "yet); use a CustomVoice or VoiceDesign model");
+    if (!base && r->voice) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "cloned voices are for Base models; this %s model speaks with %s",
+                            type, strcmp(type, "custom_voice") == 0
+                                      ? "its preset speakers"
+                                      : "a voice described by an instruction");
+    }
+    kz_status st = base ? resolve_clone(m, r, p, ids) : KZ_OK;
+    if (st != KZ_OK) {
+        return st;
     }
     const kz_name_id *spk = NULL;
     if (strcmp(type, "custom_voice") == 0) {
@@ -339,6 +445,15 @@ static int32_t frame_cap(const kz_model *m, const kz_request *r, size_t n_text) 
 /* Refuses a prompt over KZ_MAX_PROMPT_TOKENS (long text is split into utterances first, so
  * this is one utterance's). */
 static kz_status check_prompt_length(const kz_prompt_spec *p) {
+    size_t ref = p->ref_codes ? p->n_ref_text + p->n_ref_frames : 0;
+    if (ref && p->n_text + ref > KZ_MAX_PROMPT_TOKENS) {
+        return kz_error_set(KZ_STATUS_BAD_INPUT,
+                            "the utterance's prompt has %zu rows (text %zu, the voice's reference "
+                            "%zu frames and %zu transcript tokens), more than %d: use a shorter "
+                            "reference or shorter utterances (max_utterance_bytes, "
+                            "--max-utterance)", p->n_text + ref, p->n_text, p->n_ref_frames,
+                            p->n_ref_text, KZ_MAX_PROMPT_TOKENS);
+    }
     if (p->n_text + p->n_instruct <= KZ_MAX_PROMPT_TOKENS) {
         return KZ_OK;
     }
@@ -362,7 +477,7 @@ kz_status kz_request_resolve(const kz_model *m, const kz_request *request, kz_pl
     const kz_request *r = &filled;
     kz_status st = check_sampling(r, m->cfg.talker.vocab_size,
                                   m->cfg.talker.code_predictor.vocab_size);
-    st = st ? st : resolve_voice(m, r, plan);
+    st = st ? st : resolve_voice(m, r, plan, ids);
     st = st ? st : resolve_text(m, r, plan, ids);
     st = st ? st : resolve_instruct(m, r, plan, ids);
     st = st ? st : check_prompt_length(&plan->prompt);
@@ -372,12 +487,16 @@ kz_status kz_request_resolve(const kz_model *m, const kz_request *request, kz_pl
     }
     fill_sampling(r, plan);
     plan->max_frames = frame_cap(m, r, plan->prompt.n_text);
-    plan->prompt.streaming = r->layout == KZ_LAYOUT_STREAMING || r->text_pull;
+    // Base defaults to the streaming layout (generate_voice_clone's non_streaming_mode=False).
+    bool base = strcmp(m->cfg.tts_model_type, "base") == 0;
+    plan->prompt.streaming = r->layout == KZ_LAYOUT_STREAMING || r->text_pull ||
+                             (base && r->layout == KZ_LAYOUT_DEFAULT);
     return KZ_OK;
 }
 
 void kz_plan_ids_free(kz_plan_ids *ids) {
     free(ids->text);
     free(ids->instruct);
+    free(ids->ref_text);
     memset(ids, 0, sizeof *ids);
 }

@@ -22,6 +22,7 @@ int64_t kz_request_runaway_guard(size_t n_text);
 /* Owned id buffers behind a plan. */
 typedef struct kz_plan_ids {
     int32_t *text, *instruct; /* malloc'ed or NULL */
+    int32_t *ref_text;        /* ICL: the reference transcript's tokens, malloc'ed or NULL */
     int32_t role[3];
 } kz_plan_ids;
 

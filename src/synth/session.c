@@ -57,6 +57,7 @@ void kz_session_destroy(kz_session *s) {
     }
     kz_codec_state_free(&s->codec);
     kz_prompt_cache_free(&s->prompt_cache);
+    kz_voice_contexts_clear(&s->voice_ctx);
     if (s->model->has_tts) {
         kz_code_predictor_state_free(&s->cp_state);
     }

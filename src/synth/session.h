@@ -18,6 +18,7 @@
 #include "runtime/threadpool.h"
 #include "synth/chunk_pacer.h"
 #include "synth/prompt_cache.h"
+#include "synth/voice_context.h"
 
 /* Frames per internal codec step: bounds the codec's scratch memory independently of
  * request size (the last two decoder blocks run in tails of KZ_CODEC_TAIL_FRAMES). Each
@@ -45,6 +46,7 @@ struct kz_session {
     kz_code_predictor_state cp_state; /* allocated when the model has a talker */
     kz_lm_stats stats;
     kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth/prefill.c) */
+    kz_voice_contexts voice_ctx;   /* the codec state after recent ICL voices' references */
     kz_pacer pacer;                /* adaptive chunks of the current kz_synthesize call */
     /* Observer of named intermediate arrays (kz_experimental_session_observe): NULL
      * normally. */

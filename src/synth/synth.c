@@ -102,6 +102,9 @@ typedef struct synth {
     int32_t *chunk;        /* [max chunk, groups] codes to decode */
     float *pcm;            /* [max chunk * samples_per_frame] */
     int64_t n_decoded;
+    size_t lead;           /* reference samples the official cut keeps before the first
+                              frame's audio (0 or 1; voice_context.h) */
+    float lead_sample;     /* the reference audio's last sample */
     kz_audio_fn on_audio;
     void *audio_user;
 } synth;
@@ -145,7 +148,7 @@ static kz_status setup(synth *y) {
     y->q.capacity = chunk + 1 > QUEUE_FRAMES ? chunk + 1 : QUEUE_FRAMES;
     y->q.codes = malloc(y->q.capacity * y->groups * sizeof(int32_t));
     y->chunk = malloc(chunk * y->groups * sizeof(int32_t));
-    y->pcm = malloc(chunk * (size_t)m->codec_cfg.decode_upsample_rate * sizeof(float));
+    y->pcm = malloc((chunk * (size_t)m->codec_cfg.decode_upsample_rate + 1) * sizeof(float));
     y->cp_logits = y->s->observe ? malloc((size_t)m->cp.n_steps * (size_t)m->cp.cfg.vocab_size *
                                           sizeof(float))
                                  : NULL;
@@ -206,8 +209,8 @@ static kz_status first_text(synth *y) {
 
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
-    kz_status st = kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker, &y->ts,
-                                   &y->s->lm);
+    kz_status st = kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker,
+                                   y->m->cp.embeddings, &y->ts, &y->s->lm);
     if (st == KZ_OK) {
         observe(y, "prefill_rows", y->prompt.rows, y->prompt.n_rows,
                 (size_t)y->m->talker.cfg.hidden_size);
@@ -516,21 +519,26 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
     if (st != KZ_OK) {
         return st;
     }
+    const size_t spf = (size_t)y->m->codec_cfg.decode_upsample_rate;
+    const size_t lead = y->n_decoded == 0 && n ? y->lead : 0;
     if (n) {
         codec_take_turn(y);
-        kz_codec_decode(&y->m->decoder, &y->s->codec, &y->s->exec, y->chunk, n, y->pcm);
+        kz_codec_decode(&y->m->decoder, &y->s->codec, &y->s->exec, y->chunk, n, y->pcm + lead);
         codec_end_turn(y);
         y->s->codec_frames += (int64_t)n;
     }
+    if (lead) {
+        y->pcm[0] = y->lead_sample;
+    }
     int64_t pos = y->n_decoded;
     y->n_decoded += (int64_t)n;
-    size_t n_samples = n * (size_t)y->m->codec_cfg.decode_upsample_rate;
+    size_t n_samples = n * spf + lead;
     size_t bad = kz_vector_first_nonfinite(y->pcm, n_samples);
     if (bad < n_samples) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "non-finite audio (NaN or Inf) at frame %lld: the computation "
                             "overflows with this model's weights",
-                            (long long)pos + (long long)(bad / (n_samples / n)));
+                            (long long)pos + (long long)((bad > lead ? bad - lead : 0) / spf));
     }
     double handed = now_ms();
     bool go_on = y->on_audio(y->pcm, n_samples, pos, last, y->audio_user);
@@ -551,6 +559,25 @@ static size_t next_chunk(const synth *y) {
                                    : (size_t)p->first_chunk_frames;
     }
     return (size_t)(y->n_decoded == 0 ? p->first_chunk_frames : p->chunk_frames);
+}
+
+/* The codec's state at the first frame: fresh, or after an ICL voice's reference frames
+ * (then the audio starts at the official cut, which needs the frame count: known in
+ * advance only with an exact count, else the cut is taken at the first new frame; an
+ * utterance of long text (exact_last) is not an official output, and a reference sample
+ * between two utterances would be noise, so it starts at its first frame too). */
+static kz_status codec_start(synth *y) {
+    const kz_voice *v = y->plan->voice;
+    if (!v || !v->icl) {
+        kz_codec_state_reset(&y->s->codec);
+        return KZ_OK;
+    }
+    kz_status st = kz_voice_context_enter(y->s, v, &y->lead_sample);
+    if (y->plan->frames > 0 && !y->plan->exact_last) {
+        y->lead = kz_voice_cut_lead((size_t)v->n_ref_frames, (size_t)y->plan->frames,
+                                    (size_t)y->m->codec_cfg.decode_upsample_rate);
+    }
+    return st;
 }
 
 static kz_status consume(synth *y) {
@@ -576,8 +603,8 @@ static void cancel_lm(synth *y) {
 kz_status kz_synth_run(kz_session *s, const kz_plan *plan, kz_audio_fn on_audio, void *user) {
     synth y = {.s = s, .plan = plan, .m = s->model, .on_audio = on_audio, .audio_user = user};
     kz_status st = setup(&y);
-    kz_codec_state_reset(&s->codec);
     s->exec.pool = s->codec_pool;
+    st = st == KZ_OK ? codec_start(&y) : st;
     pthread_t lm;
     const int err = st == KZ_OK ? pthread_create(&lm, NULL, lm_thread, &y) : 0;
     if (err != 0) { // EAGAIN: out of memory for its stack, or of threads

@@ -9,10 +9,15 @@
 #include "synth/prompt.h"
 #include "synth/sampler.h"
 #include "synth/session.h"
+#include "synth/voice.h"
 
 /* A request resolved to ids and numbers (kztts.c checks and fills it). */
 typedef struct kz_plan {
     kz_prompt_spec prompt;
+    const kz_voice *voice;      /* Base: the cloned voice (its x-vector and ICL block are in
+                                   prompt); with reference codes the codec decodes them first
+                                   as left context and the audio starts at the official cut
+                                   (synth.c, voice_context.h). NULL otherwise */
     kz_sampling talker, cp;
     float repetition_penalty;
     uint64_t seed;

@@ -227,6 +227,8 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     expect_loads(k, "tiny checkpoint", a.tiny)
+    # The codec's encoder is loaded (and scanned) for the models that encode: Base ones.
+    base = os.path.join(os.path.dirname(a.tiny), "tiny_base")
 
     # More layers in the file than in its config.
     layer_cases = [
@@ -238,9 +240,13 @@ def main():
         ("codec transformer layers", "speech_tokenizer/config.json",
          lambda c: c["decoder_config"].update(num_hidden_layers=1),
          "decoder.pre_transformer.layers.1."),
+        ("codec encoder transformer layers", "speech_tokenizer/config.json",
+         lambda c: c["encoder_config"].update(num_hidden_layers=1),
+         "encoder.encoder_transformer.layers.1."),
     ]
     for name, cfg, edit, tensor in layer_cases:
-        m = link_copy(a.tiny, os.path.join(a.work, name.replace(" ", "_")))
+        src = base if "encoder" in name else a.tiny
+        m = link_copy(src, os.path.join(a.work, name.replace(" ", "_")))
         edit_json(os.path.join(m, cfg), edit)
         expect_load_error(k, f"{name} beyond the config", m, [tensor, "beyond", "num_hidden_layers"])
 
@@ -296,10 +302,20 @@ def main():
               f"quantize --type {t} of a NaN text embedding row: {r.returncode} {err!r}")
         check(os.listdir(out_dir) == [], f"quantize {t}: left {os.listdir(out_dir)}")
     print("ok   quantize refuses a NaN in the text embedding")
-    # Components the engine does not run are not read, so not checked.
-    m = link_copy(a.tiny, os.path.join(a.work, "nan_in_encoder"))
-    st_poke(os.path.join(m, codec_st), ENCODER_W, 0, struct.pack("<f", float("nan")))
-    expect_loads(k, "NaN in the codec encoder (unused)", m)
+    # The codec's encoder runs when a voice is cloned: scanned like the decoder on a Base
+    # model; a CustomVoice model never runs it, so it neither loads nor scans it.
+    m = link_copy(base, os.path.join(a.work, "nan_in_encoder"))
+    st_poke(os.path.join(m, codec_st), ENCODER_W, 3, struct.pack("<f", float("nan")))
+    expect_load_error(k, "NaN in the codec encoder", m,
+                      [codec_st, f"tensor '{ENCODER_W}'", "non-finite", "element 3"])
+    m = link_copy(a.tiny, os.path.join(a.work, "nan_in_unused_encoder"))
+    st_poke(os.path.join(m, codec_st), ENCODER_W, 3, struct.pack("<f", float("nan")))
+    expect_loads(k, "a CustomVoice model with a NaN in the codec encoder it never runs", m)
+    # A misshapen encoder tensor: one line naming it.
+    m = link_copy(base, os.path.join(a.work, "encoder_shape"))
+    edit_json(os.path.join(m, "speech_tokenizer", "config.json"),
+              lambda c: c["encoder_config"].update(intermediate_size=48))
+    expect_load_error(k, "codec encoder tensor of another shape", m, [f"'{ENCODER_W}'"])
 
     # Non-finite values and scales in GGUF files of each tensor type.
     q4 = os.path.join(a.work, "tiny_q4.gguf")

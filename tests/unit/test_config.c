@@ -358,6 +358,30 @@ static void test_codec_config(void) {
           d->upsample_rates[3] == 3 && d->n_upsampling_ratios == 2);
     CHECK_NEAR(d->rms_norm_eps, 1e-5, 1e-12);
     CHECK_NEAR(d->rope_theta, 10000, 0);
+    // encoder_config: MimiConfig's defaults (transformers 4.57.3), frame rate 24000 / 1920.
+    const kz_codec_encoder_config *e = &d->encoder;
+    CHECK(e->sampling_rate == 24000 && e->audio_channels == 1 && e->num_filters == 64);
+    CHECK(e->n_ratios == 4 && e->upsampling_ratios[0] == 8 && e->upsampling_ratios[1] == 6 &&
+          e->upsampling_ratios[2] == 5 && e->upsampling_ratios[3] == 4);
+    CHECK(e->kernel_size == 7 && e->last_kernel_size == 3 && e->residual_kernel_size == 3);
+    CHECK(e->num_residual_layers == 1 && e->dilation_growth_rate == 2 && e->compress == 2);
+    CHECK(e->hidden_size == 512 && e->num_hidden_layers == 8 && e->num_attention_heads == 8);
+    CHECK(e->num_key_value_heads == 8 && e->head_dim == 64 && e->intermediate_size == 2048);
+    CHECK(e->num_quantizers == 32 && e->num_semantic_quantizers == 1);
+    CHECK(e->codebook_size == 2048 && e->codebook_dim == 256 && e->vq_hidden == 256);
+    CHECK_NEAR(e->norm_eps, 1e-5, 1e-12);
+    CHECK_NEAR(e->rope_theta, 10000, 0);
+    CHECK_NEAR(e->frame_rate, 12.5, 0);
+    CHECK(e->supported);
+    const char *enc = "{\"model_type\": \"qwen3_tts_tokenizer_12hz\", \"decoder_config\": "
+                      "{\"codebook_dim\": 8}, \"encoder_config\": {\"_frame_rate\": 6.25, "
+                      "\"hidden_size\": 64, \"num_attention_heads\": 4, \"pad_mode\": \"reflect\"}}";
+    CHECK_EQ_INT(kz_codec_config_parse(label, enc, strlen(enc), &from_text), KZ_OK);
+    CHECK(d->encoder.head_dim == 16 && d->encoder.frame_rate == 6.25 && !d->encoder.supported);
+    const char *bad_enc = "{\"model_type\": \"qwen3_tts_tokenizer_12hz\", \"decoder_config\": "
+                          "{\"codebook_dim\": 8}, \"encoder_config\": {\"num_filters\": 0}}";
+    check_message(kz_codec_config_parse(label, bad_enc, strlen(bad_enc), &from_text),
+                  KZ_STATUS_BAD_MODEL, label, "encoder_config.num_filters");
     const char *no_dim = "{\"model_type\": \"qwen3_tts_tokenizer_12hz\", \"decoder_config\": {}}";
     check_message(kz_codec_config_parse(label, no_dim, strlen(no_dim), &from_text),
                   KZ_STATUS_BAD_MODEL, label, "decoder_config.codebook_dim: missing");

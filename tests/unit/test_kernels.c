@@ -93,7 +93,7 @@ static kz_isa select_expected(kz_isa cap) {
 /* Whether table k has every kernel (round_bf16_f32 is optional: kernels.h). */
 static int complete(const kz_kernels *k) {
     return k->gemm && k->gemm_mr && k->gemm_bf16 && k->round_bf16 && k->gemm_bf16_name &&
-           k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->swiglu && k->dot &&
+           k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->elu && k->swiglu && k->dot &&
            k->axpy && k->mix_rows && k->matmul_bf16 && k->matmul_f16 && k->matmul_f32 &&
            k->matmul_q8_0 && k->matmul_q4_0 && k->matmul_q8_0_reused &&
            k->matmul_q4_0_reused && k->quant && k->gemm_rows && k->rows_to_f32_bf16 &&
@@ -735,6 +735,25 @@ static void test_gelu_swiglu(void) {
                 }
             }
             CHECK_MSG(bad == 0, "%s gelu: %d elements out of tolerance", k->name, bad);
+            // ELU: x itself above 0; below, the vector exp (~1 ulp) minus 1: within 2 ulps
+            // of 1 absolute.
+            float *e_ref = malloc(n * sizeof(float));
+            kz_kernels_scalar.elu(e_ref, x, n);
+            memcpy(yi, x, n * sizeof(float));
+            k->elu(y, x, n);
+            k->elu(yi, yi, n);
+            CHECK_MSG(memcmp(y, yi, n * sizeof(float)) == 0, "%s elu in place differs", k->name);
+            bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (!same_kind(y[i], e_ref[i])) {
+                    bad++;
+                } else if (isfinite(e_ref[i])) {
+                    const double tol = x[i] > 0.0f ? 0.0 : ldexp(1.0, -22);
+                    bad += fabs((double)y[i] - e_ref[i]) > tol;
+                }
+            }
+            CHECK_MSG(bad == 0, "%s elu: %d elements out of tolerance", k->name, bad);
+            free(e_ref);
             // SwiGLU tolerance: vector exp ~1 ulp, then divide and multiply:
             // 4 ulps of y_ref.
             memcpy(yi, x, n * sizeof(float));

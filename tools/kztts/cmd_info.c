@@ -1,9 +1,11 @@
 /*
- * cmd_info.c - `kztts info`: describe a model (configs, tensors, memory) and
- * the CPU features, kernel level and codec precision in use.
+ * cmd_info.c - `kztts info`: describe a model (configs, tensors, memory), what it can
+ * do (speakers, instructions or cloning by type) and the CPU features, kernel level
+ * and codec precision in use.
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "args.h"
 #include "cli.h"
@@ -43,6 +45,19 @@ int cmd_info(int argc, char **argv) {
         return 1;
     }
     printf("kztts %s\n%s\n", kz_version(), kz_model_describe(model));
+    const char *type = kz_model_type(model);
+    if (strcmp(type, "base") == 0) {
+        printf("can do: voice cloning from 1-60 s of reference audio with its speaker encoder "
+               "(x-vector) and codec encoder (reference codes): in-context (--ref-audio REF "
+               "--ref-text T, the official default) or x-vector only (--xvector-only); saved "
+               "voices with --voice (kztts voice create); no preset speakers, no instruction; "
+               "default text layout streaming\n");
+    } else if (strcmp(type, "custom_voice") == 0) {
+        printf("can do: %d preset speakers (kztts speakers), instructions on 1.7B\n",
+               (int)kz_model_speaker_count(model));
+    } else if (strcmp(type, "voice_design") == 0) {
+        printf("can do: voices described by an instruction (--instruct)\n");
+    }
     kz_session_free(session);
     kz_model_free(model);
     return 0;

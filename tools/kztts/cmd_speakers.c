@@ -1,8 +1,10 @@
 /*
- * cmd_speakers.c - `kztts speakers`: the speakers and languages a model offers.
+ * cmd_speakers.c - `kztts speakers`: the speakers and languages a model offers (a Base
+ * model has no preset speakers: it clones, and the listing says how).
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "args.h"
 #include "cli.h"
@@ -38,7 +40,16 @@ int cmd_speakers(int argc, char **argv) {
     for (int32_t i = 0; i < kz_model_speaker_count(m); i++) {
         printf(" %s", kz_model_speaker_name(m, i));
     }
-    printf("%s\nlanguages: auto", kz_model_speaker_count(m) ? "" : " (none)");
+    if (strcmp(kz_model_type(m), "base") == 0) {
+        printf(" (none: a Base model clones the voice of a reference recording)\n"
+               "  in-context:    kztts synth -m MODEL --ref-audio REF.wav --ref-text \"what REF says\" TEXT\n"
+               "  x-vector only: kztts synth -m MODEL --ref-audio REF.wav --xvector-only TEXT\n"
+               "  saved voice:   kztts voice create -m MODEL --ref-audio REF.wav --ref-text T -o NAME.kzvoice,\n"
+               "                 then kztts synth -m MODEL --voice NAME.kzvoice TEXT");
+    } else if (kz_model_speaker_count(m) == 0) {
+        printf(" (none)");
+    }
+    printf("\nlanguages: auto");
     for (int32_t i = 0; i < kz_model_language_count(m); i++) {
         printf(" %s", kz_model_language_name(m, i));
     }

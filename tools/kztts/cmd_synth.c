@@ -1,7 +1,8 @@
 /*
  * cmd_synth.c - `kztts synth`: text (argument or stdin) -> speech file.
  *
- * Flow: options -> model + session -> request (text or --token-ids, voice,
+ * Flow: options -> model + session -> the voice (CustomVoice: --speaker; Base: a cloned
+ * voice from --voice FILE or made from --ref-audio now) -> request (text or --token-ids,
  * sampling, frame limits) -> the outputs opened (out_file.h: -o, and --dump-codes) ->
  * kz_synthesize streams audio chunks into -o (progress on a terminal) and collects the
  * frames -> codes written -> both committed together; on any failure neither is left
@@ -27,6 +28,9 @@
 typedef struct synth_opts {
     const char *model, *out, *format, *isa, *speaker, *language, *instruct, *token_ids;
     const char *dump_codes, *layout, *split, *codec_precision, *schedule;
+    const char *voice, *ref_audio, *ref_text;
+    double max_ref_seconds;
+    bool xvector_only;
     int64_t max_utterance;
     int64_t threads, threads_lm, threads_codec, seed, top_k, frames, max_frames, chunk, first_chunk;
     double temperature, top_p, repetition_penalty;
@@ -132,9 +136,11 @@ static const arg_choice LAYOUT_NAMES[] = {
 
 /* The request from the options, which args.c has range-checked; what only the model can
  * judge (speaker, language, top-k against the vocabulary) kz_synthesize checks. */
-static void fill_request(const synth_opts *o, const kz_model *m, kz_request *r) {
+static void fill_request(const synth_opts *o, const kz_model *m, const kz_voice *voice,
+                         kz_request *r) {
     kz_request_default_params(m, r);
     r->speaker = o->speaker;
+    r->voice = voice;
     r->language = o->language ? o->language : "auto";
     r->instruct = o->instruct;
     // --temperature 0 is greedy decoding, as in most sampling tools.
@@ -165,9 +171,9 @@ static void fill_request(const synth_opts *o, const kz_model *m, kz_request *r) 
 }
 
 static int synthesize(const synth_opts *o, const char *format, kz_model *m, kz_session *s,
-                      const char *text, const int32_t *ids, size_t n_ids) {
+                      const kz_voice *voice, const char *text, const int32_t *ids, size_t n_ids) {
     kz_request r;
-    fill_request(o, m, &r);
+    fill_request(o, m, voice, &r);
     r.text = text;
     r.token_ids = ids;
     r.n_token_ids = n_ids;
@@ -231,12 +237,78 @@ static int check_options(const synth_opts *o, const char *text_arg, const char *
                 (long long)o->frames, (long long)o->max_frames);
         return -1;
     }
+    if (o->voice && o->ref_audio) {
+        fprintf(stderr, "kztts synth: give either --voice or --ref-audio, not both\n");
+        return -1;
+    }
+    if (o->ref_text && o->xvector_only) {
+        fprintf(stderr, "kztts synth: --ref-text makes an in-context voice, --xvector-only one "
+                        "without the transcript: give one of them\n");
+        return -1;
+    }
+    if (o->ref_audio && !o->ref_text && !o->xvector_only) {
+        fprintf(stderr, "kztts synth: --ref-audio needs --ref-text \"what the recording says\" "
+                        "(in-context cloning) or --xvector-only\n");
+        return -1;
+    }
+    if (!o->ref_audio && (o->ref_text || o->xvector_only || !isnan(o->max_ref_seconds))) {
+        fprintf(stderr, "kztts synth: --ref-text, --xvector-only and --max-ref-seconds go with "
+                        "--ref-audio\n");
+        return -1;
+    }
     if (o->dump_codes && out_file_same(o->out, o->dump_codes)) {
         fprintf(stderr, "kztts synth: --dump-codes %s and -o %s are the same file\n",
                 o->dump_codes, o->out);
         return -1;
     }
     return cli_output_format("synth", o->out, o->format, format);
+}
+
+/* What the model type allows: a Base model clones (no --speaker), the others take no
+ * cloned voice. Returns 0, or -1 after printing the problem. */
+static int check_voice_options(const synth_opts *o, const kz_model *m) {
+    const char *type = kz_model_type(m);
+    bool base = strcmp(type, "base") == 0;
+    if (base && o->speaker) {
+        fprintf(stderr, "kztts synth: %s is a Base model: it has no preset speakers but clones "
+                        "a voice (--ref-audio REF.wav --ref-text T, or --voice NAME.kzvoice)\n",
+                o->model);
+        return -1;
+    }
+    if (!base && (o->voice || o->ref_audio)) {
+        fprintf(stderr, "kztts synth: %s is a %s model: --%s clones a voice with a Base model "
+                        "(Qwen3-TTS-12Hz-*-Base)%s\n",
+                o->model, type, o->voice ? "voice" : "ref-audio",
+                strcmp(type, "custom_voice") == 0 ? "; this one speaks with --speaker" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* The cloned voice of --voice or --ref-audio (NULL without them). Returns 0, or the exit
+ * status after printing the problem. */
+static int make_voice(const synth_opts *o, const kz_model *m, kz_voice **voice) {
+    *voice = NULL;
+    kz_status st = KZ_OK;
+    if (o->voice) {
+        st = kz_voice_load(o->voice, voice);
+        st = st == KZ_OK ? kz_voice_check(m, *voice) : st;
+    } else if (o->ref_audio) {
+        kz_voice_params vp;
+        kz_voice_default_params(&vp);
+        vp.ref_text = o->ref_text;
+        vp.xvector_only = o->xvector_only;
+        vp.max_seconds = isnan(o->max_ref_seconds) ? 0 : (float)o->max_ref_seconds;
+        vp.n_threads = (int32_t)o->threads;
+        st = kz_voice_from_file(m, o->ref_audio, &vp, voice);
+    }
+    if (st != KZ_OK) {
+        kz_voice_free(*voice);
+        *voice = NULL;
+        cli_report("synth", st);
+        return cli_exit_status(st);
+    }
+    return 0;
 }
 
 static int run(const synth_opts *o, const char *text_arg) {
@@ -267,7 +339,10 @@ static int run(const synth_opts *o, const char *text_arg) {
                           .schedule = o->schedule, .threads = (int)o->threads,
                           .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
     if (cli_open_engine("synth", o->model, &e, &m, &s) == 0) {
-        rc = synthesize(o, format, m, s, text, ids, n_ids);
+        kz_voice *voice = NULL;
+        rc = check_voice_options(o, m) != 0 ? 2 : make_voice(o, m, &voice);
+        rc = rc == 0 ? synthesize(o, format, m, s, voice, text, ids, n_ids) : rc;
+        kz_voice_free(voice);
         kz_session_free(s);
         kz_model_free(m);
     }
@@ -278,12 +353,18 @@ static int run(const synth_opts *o, const char *text_arg) {
 
 int cmd_synth(int argc, char **argv) {
     synth_opts o = {.model = KZ_DEFAULT_MODEL, .out = "out.wav", .isa = "auto", .chunk = -1, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
-                    .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN};
+                    .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN,
+                    .max_ref_seconds = NAN};
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &o.model, "MODEL checkpoint directory, .gguf file or Hugging Face repo id (default " KZ_DEFAULT_MODEL ")"),
         ARG_OPT_STRING("--output", "-o", &o.out, "OUT   output file, - for stdout (default out.wav)"),
         ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg (default: from OUT's extension; wav when it has none)"),
         ARG_OPT_STRING("--speaker", "-s", &o.speaker, "NAME  CustomVoice speaker (see kztts speakers)"),
+        ARG_OPT_STRING("--voice", NULL, &o.voice, "FILE  Base: a cloned voice file (kztts voice create)"),
+        ARG_OPT_STRING("--ref-audio", NULL, &o.ref_audio, "FILE  Base: clone the voice of this recording (WAV, FLAC, Ogg, MP3; 1 to 60 s) with --ref-text or --xvector-only"),
+        ARG_OPT_STRING("--ref-text", NULL, &o.ref_text, "T     what --ref-audio says: in-context cloning, the official default"),
+        ARG_OPT_FLAG("--xvector-only", NULL, &o.xvector_only, "clone from --ref-audio's speaker embedding only (no transcript)"),
+        ARG_OPT_DOUBLE("--max-ref-seconds", NULL, &o.max_ref_seconds, 1, 600, "S     longest --ref-audio accepted (default 60)"),
         ARG_OPT_STRING("--language", "-l", &o.language, "LANG  auto (default) or a language name"),
         ARG_OPT_STRING("--instruct", "-i", &o.instruct, "TEXT  style instruction (1.7B CustomVoice, VoiceDesign; the 0.6B CustomVoice ignores it)"),
         ARG_OPT_INT("--seed", NULL, &o.seed, 0, 1e15, "N     random seed (default 0)"),
@@ -296,7 +377,7 @@ int cmd_synth(int argc, char **argv) {
         ARG_OPT_INT("--max-frames", NULL, &o.max_frames, 1, 100000, "N     at most N frames in all (default: no total); each utterance stops at 50 + 8 frames per text token anyway"),
         ARG_OPT_STRING("--token-ids", NULL, &o.token_ids, "IDS   comma-separated ids of the text instead of TEXT"),
         ARG_OPT_STRING("--dump-codes", NULL, &o.dump_codes, "FILE  write the generated codes, one frame per line (- = stdout; another file than -o)"),
-        ARG_OPT_CHOICE("--layout", NULL, &o.layout, LAYOUT_NAMES, "L     non-streaming (default) or streaming text layout"),
+        ARG_OPT_CHOICE("--layout", NULL, &o.layout, LAYOUT_NAMES, "L     non-streaming or streaming text layout (default: non-streaming; streaming with a Base model, as the official voice clone)"),
         ARG_OPT_CHOICE("--split", NULL, &o.split, CLI_SPLIT_NAMES, "S     tokenizer split: qwen2 (default) or mistral"),
         ARG_OPT_INT("--first-chunk", NULL, &o.first_chunk, 1, 1024, "N     frames in the first audio chunk (default 1)"),
         ARG_OPT_INT("--chunk", NULL, &o.chunk, 0, 1024, "N     frames per later audio chunk; 0 = adaptive, 1 to 16 by the audio buffered (default: 0 with --stream or --stream-text, else 16)"),

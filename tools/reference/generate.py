@@ -25,6 +25,11 @@ Code predictor: plain argmax of the raw logits, exactly 15 codes per frame.
 
 Engine test mode (n_frames = N): EOS is masked at every step and the loop runs
 until N frames exist (the (N+1)-th c0 is not computed).
+
+Base ICL audio (the wrapper's generate_voice_clone after generate):
+    wav = chunked_decode(concat(ref_codes, codes))      300-frame windows, 25 of context
+    cut = int(Tr / max(Tr + F, 1) * len(wav))           Python floats (IEEE double)
+    out = wav[cut:]                                      Tr*1920 or, for some (Tr, F), Tr*1920-1
 """
 
 import json
@@ -37,10 +42,12 @@ try:
     from . import safetensors_io as st
     from . import prompt as pr
     from . import talker as tk
+    from . import codec_decoder as cd
 except ImportError:
     import safetensors_io as st
     import prompt as pr
     import talker as tk
+    import codec_decoder as cd
 
 MIN_NEW_TOKENS = 2              # the official generate() passes min_new_tokens=2
 WRAPPER_MAX_NEW_TOKENS = 2048   # wrapper fallback when generation_config.json lacks the key
@@ -156,10 +163,29 @@ def generate_greedy(model, prompt, n_frames=None, max_new_tokens=None, repetitio
         c0_sampled=sampled, stop=stop, stop_logits=stop_logits, margins=margins)
 
 
+# ---------------------------------------------------------------- Base ICL audio
+
+def icl_cut(n_ref, n_total, wav_len):
+    """The wrapper's cut: int(ref_len / max(total_len, 1) * wav.shape[0]) (double)."""
+    return int(n_ref / max(n_total, 1) * wav_len)
+
+
+def icl_official_audio(model_dir, ref_codes, codes):
+    """The official ICL output for new `codes` [F, G] after `ref_codes` [Tr, G]: the
+    reference's chunked_decode of both, the reference part cut off. Returns (wav, cut)."""
+    dec = cd.load_decoder(model_dir)
+    both = torch.cat([torch.as_tensor(ref_codes, dtype=torch.long),
+                      torch.as_tensor(codes, dtype=torch.long)])
+    wav = dec.chunked_decode(dec.check_codes(both))
+    cut = icl_cut(int(ref_codes.shape[0]), int(both.shape[0]), int(wav.shape[0]))
+    return wav[cut:].contiguous(), cut
+
+
 # ---------------------------------------------------------------- golden file
 
-def golden_tensors(model, prompt, result, all_cp_logits=False):
-    """Dict of the golden tensors (F32 / I32)."""
+def golden_tensors(model, prompt, result, all_cp_logits=False, extra=None):
+    """Dict of the golden tensors (F32 / I32); extra: more named tensors (Base: the
+    speaker vector, reference codes, transcript ids and ICL audio)."""
     out = {
         "codes": result.codes.to(torch.int32),
         "prefill_embeds": prompt.embeds,
@@ -180,10 +206,11 @@ def golden_tensors(model, prompt, result, all_cp_logits=False):
         out["talker_logits_stop"] = result.stop_logits
     if prompt.instruct_ids is not None:
         out["instruct_ids"] = torch.tensor(prompt.instruct_ids, dtype=torch.int32)
+    out.update(extra or {})
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def write_golden(path, model, prompt, result, all_cp_logits=False):
+def write_golden(path, model, prompt, result, all_cp_logits=False, extra=None, extra_meta=None):
     meta = {
         "n_frames": len(result.codes),
         "n_prompt_rows": prompt.embeds.shape[0],
@@ -198,8 +225,10 @@ def write_golden(path, model, prompt, result, all_cp_logits=False):
         "prompt_rows": json.dumps(prompt.rows),
         "trailing_rows": json.dumps(prompt.trailing_rows),
         "min_c0_margin": f"{min(result.margins):.6g}" if result.margins else "",
+        "icl": "yes" if prompt.icl else "no",
     }
-    st.save(path, golden_tensors(model, prompt, result, all_cp_logits), metadata=meta)
+    meta.update(extra_meta or {})
+    st.save(path, golden_tensors(model, prompt, result, all_cp_logits, extra), metadata=meta)
 
 
 # ---------------------------------------------------------------- self-checks
@@ -283,7 +312,7 @@ def _check_prompts(model, c):
         cases.append(("voice design, auto, no instruction", dict(language="auto"),
                       [nothink, bos_tag, eos_tag], None, False, False))
     else:
-        c.info(f"variant {model.variant}: prompt table checks are for custom_voice/voice_design")
+        _check_base_prompts(model, c, text)
         return
     for label, kw, tags, spk_name, give, use_instr in cases:
         for non_streaming in (True, False):
@@ -316,6 +345,61 @@ def _check_prompts(model, c):
                         non_streaming=False)
     c.check(p.rows[-1].startswith(f"T({model.text_ids.im_end})") and p.trailing_rows == ["EOS_T"],
             "empty text, streaming: first body row is T(<|im_end|>), TR = [EOS_T]")
+
+
+def _spec_icl_rows(model, text, spk_vec, ref_text, ref_codes, non_streaming):
+    """Base ICL rows composed from spec 8.4 step by step, independently of build_prompt."""
+    t, cfg, tc = model.talker, model.cfg, model.talker_cfg
+    T = lambda i: t.text_vectors([i])[0]
+    C = lambda i: t.codec_vectors([i])[0]
+    PAD, BOS, EOS = T(cfg["tts_pad_token_id"]), T(cfg["tts_bos_token_id"]), T(cfg["tts_eos_token_id"])
+    ti = model.text_ids
+    rows = [T(ti.im_start), T(ti.assistant), T(ti.newline)]
+    tags = [tc["codec_nothink_id"], tc["codec_think_bos_id"], tc["codec_think_eos_id"]]
+    rows += [PAD + C(g) for g in tags] + [PAD + spk_vec, BOS + C(tc["codec_pad_id"])]
+    X = [T(i) for i in list(ref_text) + list(text)] + [EOS]
+    Y = [C(tc["codec_bos_id"])] + [model.frame_embedding(f) for f in ref_codes]
+    if non_streaming:
+        rows += [x + C(tc["codec_pad_id"]) for x in X] + [y + PAD for y in Y]
+        trailing = [PAD]
+    else:
+        for k in range(len(Y)):
+            rows.append((X[k] if k < len(X) else PAD) + Y[k])
+        trailing = X[len(Y):] if len(X) > len(Y) else [PAD]
+    return torch.stack(rows), torch.stack(trailing)
+
+
+def _check_base_prompts(model, c, text):
+    """Base: the x-vector in the speaker slot, and the ICL block in both layouts and both
+    length regimes (text column longer / shorter than the codec column), against 8.2 / 8.4."""
+    tc = model.talker_cfg
+    g = torch.Generator().manual_seed(4)
+    spk = torch.randn(model.hidden_size, generator=g)
+    tags = [tc["codec_nothink_id"], tc["codec_think_bos_id"], tc["codec_think_eos_id"]]
+    for non_streaming in (True, False):
+        layout = "non_streaming" if non_streaming else "streaming"
+        p = pr.build_prompt(model, text_ids=text, speaker_embed=spk, non_streaming=non_streaming)
+        rows, trailing = _spec_rows(model, text, None, tags, spk, non_streaming)
+        c.check(torch.equal(p.embeds, rows) and torch.equal(p.trailing, trailing),
+                f"Base x-vector prompt [{layout}]: {p.embeds.shape[0]} rows equal the spec table")
+        for n_ref in (2, 12):
+            ref_text = [40, 1079, 13]
+            codes = torch.randint(0, model.code_predictor.cfg["vocab_size"], (n_ref, model.n_groups),
+                                  generator=g)
+            p = pr.build_prompt(model, text_ids=text, speaker_embed=spk, ref_codes=codes,
+                                ref_text_ids=ref_text, non_streaming=non_streaming)
+            rows, trailing = _spec_icl_rows(model, text, spk, ref_text, codes, non_streaming)
+            n_x, n_y = len(ref_text) + len(text) + 1, n_ref + 1
+            c.check(torch.equal(p.embeds, rows) and torch.equal(p.trailing, trailing),
+                    f"Base ICL prompt [{layout}], X {n_x} vs Y {n_y} rows: {p.embeds.shape[0]} "
+                    f"rows, trailing {p.trailing.shape[0]}, equal spec 8.4")
+    c.check(gen_cut_examples(), "ICL cut: trunc(Tr / (Tr+F) * wav_len) in double is Tr*1920 - 1 "
+            "for Tr=15, F=7 and Tr=53, F=30, Tr*1920 for Tr=9, F=30")
+
+
+def gen_cut_examples():
+    return (icl_cut(15, 22, 22 * 1920) == 15 * 1920 - 1 and
+            icl_cut(53, 83, 83 * 1920) == 53 * 1920 - 1 and icl_cut(9, 39, 39 * 1920) == 9 * 1920)
 
 
 def _check_cache(model, c):

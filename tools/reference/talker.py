@@ -385,6 +385,11 @@ def parse_args(argv):
     ap.add_argument("--ref-codes", help="Base ICL: reference codes file (one frame per line, "
                     "16 integers, codebook 0 first)")
     ap.add_argument("--ref-text-ids", help="Base ICL: token ids of the reference transcript only")
+    ap.add_argument("--ref-text", help="Base ICL: the reference transcript, wrapped as "
+                    "\"<|im_start|>assistant\\n{ref_text}<|im_end|>\\n\", tokenized with the "
+                    "checkpoint's tokenizer and sliced [3 : len-2] as the official model does")
+    ap.add_argument("--icl-audio", action="store_true", help="Base ICL: also write the "
+                    "official audio (decode reference + new codes, cut the reference off)")
     lim = ap.add_mutually_exclusive_group()
     lim.add_argument("--frames", type=int,
                      help="generate exactly N frames with EOS masked out (engine test mode)")
@@ -448,6 +453,14 @@ def run_golden(args):
             f"<|im_start|>assistant\n{args.text}<|im_end|>\n<|im_start|>assistant\n")
     if args.instruct:
         instruct_ids = model.tokenizer.encode(f"<|im_start|>user\n{args.instruct}<|im_end|>\n")
+    ref_text_ids = parse_ids(args.ref_text_ids) if args.ref_text_ids is not None else None
+    if args.ref_text is not None:   # the wrapper's _build_ref_text, sliced [3:-2] by generate()
+        if model.tokenizer is None:
+            raise ValueError(f"{args.model} has no tokenizer files for --ref-text")
+        ref_text_ids = model.tokenizer.encode(
+            f"<|im_start|>assistant\n{args.ref_text}<|im_end|>\n")[3:-2]
+    speaker_embed = read_speaker_embed(args.speaker_embed) if args.speaker_embed else None
+    ref_codes = read_codes(args.ref_codes) if args.ref_codes else None
     p = pr.build_prompt(
         model,
         text_ids=parse_ids(args.text_ids) if args.text_ids is not None else None,
@@ -455,13 +468,22 @@ def run_golden(args):
         instruct_wrapped=bool(args.instruct),
         speaker=args.speaker, language=args.language,
         non_streaming=(layout == "non_streaming"),
-        speaker_embed=read_speaker_embed(args.speaker_embed) if args.speaker_embed else None,
-        ref_codes=read_codes(args.ref_codes) if args.ref_codes else None,
-        ref_text_ids=parse_ids(args.ref_text_ids) if args.ref_text_ids is not None else None)
+        speaker_embed=speaker_embed, ref_codes=ref_codes, ref_text_ids=ref_text_ids)
     result = gen.generate_greedy(
         model, p, n_frames=args.frames, max_new_tokens=args.max_new_tokens,
         repetition_penalty=args.repetition_penalty, keep_cp_logits=args.all_cp_logits)
-    gen.write_golden(args.out, model, p, result, all_cp_logits=args.all_cp_logits)
+    extra, extra_meta = {}, {}
+    if speaker_embed is not None:
+        extra["speaker_embedding"] = speaker_embed.float()
+    if ref_codes is not None:
+        extra["ref_codes"] = ref_codes.to(torch.int32)
+        extra["ref_text_ids"] = torch.tensor(ref_text_ids, dtype=torch.int32)
+        if args.icl_audio and len(result.codes):
+            wav, cut = gen.icl_official_audio(args.model, ref_codes, result.codes)
+            extra["icl_audio"] = wav
+            extra_meta["icl_cut"] = str(cut)
+    gen.write_golden(args.out, model, p, result, all_cp_logits=args.all_cp_logits,
+                     extra=extra, extra_meta=extra_meta)
     if not args.quiet:
         for note in p.notes:
             print(f"note: {note}")

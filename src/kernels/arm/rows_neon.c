@@ -218,6 +218,23 @@ static void gelu_neon(float *y, const float *x, size_t n) {
     }
 }
 
+/* vminq_f32 returns NaN when an operand is NaN, so NaN stays NaN. */
+static inline float32x4_t elu4(float32x4_t v) {
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    const float32x4_t e = vsubq_f32(sm_exp4(vminq_f32(v, zero)), vdupq_n_f32(1.0f));
+    return vbslq_f32(vcgtq_f32(v, zero), v, e);
+}
+
+static void elu_neon(float *y, const float *x, size_t n) {
+    const size_t body = n / 4 * 4;
+    for (size_t i = 0; i < body; i += 4) {
+        vst1q_f32(y + i, elu4(vld1q_f32(x + i)));
+    }
+    if (n > body) {
+        store_tail(y + body, elu4(load_tail(x + body, n - body)), n - body);
+    }
+}
+
 static inline float32x4_t swiglu4(float32x4_t g, float32x4_t up) {
     const float32x4_t e = sm_exp4(vnegq_f32(g));
     const float32x4_t silu = vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e));
@@ -293,6 +310,7 @@ const kz_kernels kz_kernels_neon = {
     .rms_norm = rms_norm_neon,
     .layer_norm = layer_norm_neon,
     .gelu = gelu_neon,
+    .elu = elu_neon,
     .swiglu = swiglu_neon,
     .dot = dot_neon,
     .axpy = axpy_neon,

@@ -73,6 +73,13 @@ static void gelu_ref(float *y, const float *x, size_t n) {
     }
 }
 
+static void elu_ref(float *y, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = v > 0.0f ? v : expf(v) - 1.0f;
+    }
+}
+
 static void swiglu_ref(float *y, const float *gate, const float *up, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const float g = gate[i];
@@ -126,6 +133,7 @@ const kz_kernels kz_kernels_scalar = {
     .rms_norm = rms_norm_ref,
     .layer_norm = layer_norm_ref,
     .gelu = gelu_ref,
+    .elu = elu_ref,
     .swiglu = swiglu_ref,
     .dot = dot_ref,
     .axpy = axpy_ref,

@@ -191,6 +191,23 @@ static void gelu_avx2(float *y, const float *x, size_t n) {
     }
 }
 
+/* min(0, v) keeps a NaN v (the second operand wins), so NaN stays NaN. */
+static inline __m256 elu8(__m256 v) {
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 e = _mm256_sub_ps(sm_exp8(_mm256_min_ps(zero, v)), _mm256_set1_ps(1.0f));
+    return _mm256_blendv_ps(e, v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
+}
+
+static void elu_avx2(float *y, const float *x, size_t n) {
+    const size_t body = n / 8 * 8;
+    for (size_t i = 0; i < body; i += 8) {
+        _mm256_storeu_ps(y + i, elu8(_mm256_loadu_ps(x + i)));
+    }
+    if (n > body) {
+        store_tail(y + body, elu8(load_tail(x + body, n - body)), n - body);
+    }
+}
+
 static inline __m256 swiglu8(__m256 g, __m256 up) {
     const __m256 e = sm_exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
     const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
@@ -268,6 +285,7 @@ const kz_kernels kz_kernels_avx2 = {
     .rms_norm = rms_norm_avx2,
     .layer_norm = layer_norm_avx2,
     .gelu = gelu_avx2,
+    .elu = elu_avx2,
     .swiglu = swiglu_avx2,
     .dot = dot_avx2,
     .axpy = axpy_avx2,

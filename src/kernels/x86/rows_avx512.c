@@ -171,6 +171,24 @@ static void gelu_avx512(float *y, const float *x, size_t n) {
     }
 }
 
+/* min(0, v) keeps a NaN v (the second operand wins), so NaN stays NaN. */
+static inline __m512 elu16(__m512 v) {
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512 e = _mm512_sub_ps(sm_exp16(_mm512_min_ps(zero, v)), _mm512_set1_ps(1.0f));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), e, v);
+}
+
+static void elu_avx512(float *y, const float *x, size_t n) {
+    const size_t body = n / 16 * 16;
+    for (size_t i = 0; i < body; i += 16) {
+        _mm512_storeu_ps(y + i, elu16(_mm512_loadu_ps(x + i)));
+    }
+    if (n > body) {
+        const __mmask16 m = first_lanes(n - body);
+        _mm512_mask_storeu_ps(y + body, m, elu16(_mm512_maskz_loadu_ps(m, x + body)));
+    }
+}
+
 static inline __m512 swiglu16(__m512 g, __m512 up) {
     const __m512 e = sm_exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
     const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
@@ -253,6 +271,7 @@ const kz_kernels kz_kernels_avx512 = {
     .rms_norm = rms_norm_avx512,
     .layer_norm = layer_norm_avx512,
     .gelu = gelu_avx512,
+    .elu = elu_avx512,
     .swiglu = swiglu_avx512,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
