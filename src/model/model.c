@@ -149,8 +149,9 @@ static int describe_file(char *buf, size_t n, const char *label, const kz_weight
     return w;
 }
 
-/* "speaker encoder: N tensors, X MB, x-vector D" for a Base model (what `kztts info` shows
- * of the part that clones voices), else nothing. */
+/* "speaker encoder: N tensors, X MB, x-vector D", the codec encoder and the voice
+ * fingerprint for a Base model (what `kztts info` shows of the parts that clone voices),
+ * else nothing. */
 static int describe_speaker_encoder(char *buf, size_t n, const kz_model *m) {
     if (!m->speaker_encoder) {
         return 0;
@@ -163,8 +164,12 @@ static int describe_speaker_encoder(char *buf, size_t n, const kz_model *m) {
             bytes += t->n_bytes;
         }
     }
-    return snprintf(buf, n, "speaker encoder: %zu tensors, %.1f MB, x-vector %d\n", count,
-                    (double)bytes / 1e6, kz_speaker_encoder_dim(m->speaker_encoder));
+    return snprintf(buf, n,
+                    "speaker encoder: %zu tensors, %.1f MB, x-vector %d\n"
+                    "codec encoder: %s\nvoice fingerprint: %016llx\n",
+                    count, (double)bytes / 1e6, kz_speaker_encoder_dim(m->speaker_encoder),
+                    m->codec_encoder ? "present" : "absent (voices of x-vectors only)",
+                    (unsigned long long)m->voice_fingerprint);
 }
 
 static kz_status build_description(kz_model *m) {
@@ -310,8 +315,7 @@ static bool wants_codec_encoder(const kz_model *m) {
  * the text embedding, whose rows are checked as they are read (talker.c): it is the
  * largest tensor, most of its rows are never read, and a scan would read all of them. */
 static bool unscanned_tensor(const kz_model *m, const char *name) {
-    return strncmp(name, "talker.speaker_encoder.", 23) == 0 ||
-           strcmp(name, "talker.model.text_embedding.weight") == 0 ||
+    return strcmp(name, "talker.model.text_embedding.weight") == 0 ||
            (strncmp(name, "encoder.", 8) == 0 && !wants_codec_encoder(m));
 }
 
