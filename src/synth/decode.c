@@ -56,12 +56,10 @@ static kz_status decode_range(kz_session *s, const int32_t *codes, size_t first,
             continue;
         }
         size_t skip = t < deliver_from ? deliver_from - t : 0;
-        size_t bad = kz_vector_first_nonfinite(pcm + skip * spf, (n - skip) * spf);
-        if (bad < (n - skip) * spf) {
-            return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "non-finite audio (NaN or Inf) at frame %zu: the computation "
-                                "overflows with this model's weights",
-                                t + skip + bad / spf);
+        kz_status st = kz_session_check_audio(pcm + skip * spf, (n - skip) * spf, 0,
+                                              (int64_t)(t + skip), spf);
+        if (st != KZ_OK) {
+            return st;
         }
         bool is_last = t + n == out->n_frames;
         if (!out->fn(pcm + skip * spf, (n - skip) * spf, (int64_t)(t + skip), is_last, out->user)) {
@@ -82,6 +80,18 @@ static kz_status decode_official(kz_session *s, const int32_t *codes, size_t n_f
         st = decode_range(s, codes, start - ctx, end, start, chunk, pcm, out);
     }
     return st;
+}
+
+kz_status kz_session_check_audio(const float *pcm, size_t n, size_t lead, int64_t first_frame,
+                                 size_t spf) {
+    size_t bad = kz_vector_first_nonfinite(pcm, n);
+    if (bad >= n) {
+        return KZ_OK;
+    }
+    return kz_error_set(KZ_STATUS_BAD_MODEL,
+                        "non-finite audio (NaN or Inf) at frame %lld: the computation "
+                        "overflows with this model's weights",
+                        (long long)first_frame + (long long)((bad > lead ? bad - lead : 0) / spf));
 }
 
 kz_status kz_session_decode(kz_session *s, const int32_t *codes, size_t n_frames,

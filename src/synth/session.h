@@ -68,6 +68,12 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
                             kz_session **out);
 void kz_session_destroy(kz_session *s);
 
+/* KZ_OK, or KZ_STATUS_BAD_MODEL naming the frame, when the n samples of pcm (lead samples
+ * before frame first_frame's audio, then spf a frame) hold a NaN or Inf: the codec's
+ * output is checked before it is delivered (synth/decode.c). */
+kz_status kz_session_check_audio(const float *pcm, size_t n, size_t lead, int64_t first_frame,
+                                 size_t spf);
+
 /* kz_decode after parameter checks (synth/decode.c). */
 kz_status kz_session_decode(kz_session *s, const int32_t *codes, size_t n_frames,
                             const kz_decode_params *params, kz_audio_fn on_audio, void *user);

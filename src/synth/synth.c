@@ -533,12 +533,9 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
     int64_t pos = y->n_decoded;
     y->n_decoded += (int64_t)n;
     size_t n_samples = n * spf + lead;
-    size_t bad = kz_vector_first_nonfinite(y->pcm, n_samples);
-    if (bad < n_samples) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "non-finite audio (NaN or Inf) at frame %lld: the computation "
-                            "overflows with this model's weights",
-                            (long long)pos + (long long)((bad > lead ? bad - lead : 0) / spf));
+    st = kz_session_check_audio(y->pcm, n_samples, lead, pos, spf);
+    if (st != KZ_OK) {
+        return st;
     }
     double handed = now_ms();
     bool go_on = y->on_audio(y->pcm, n_samples, pos, last, y->audio_user);
