@@ -9,14 +9,17 @@ Dataflow: a 2.5 s 24 kHz mono 16-bit WAV written here (harmonics and noise) ->
 
 Checks: --ref-audio (ICL and --xvector-only) gives the codes and audio bytes of
 `voice create` + `--voice`; the WAV is 24 kHz mono 16-bit of N*1920 samples (x-vector) or
-of the new speech only (ICL: the official cut, total - int(n_ref / total * total_samples));
+of the new speech only (ICL: the official cut, total - int(n_ref / total * total_samples),
+also for a frame count whose cut keeps the reference's last sample);
 --stream to stdout (f32, s16, wav) is bit-identical to the offline file for both kinds, and
 a WAV file holds the s16 output's samples;
 --token-ids (of `kztts tokenize`) gives the codes of the text; without --layout a Base voice
 uses the streaming layout (codes of --layout streaming, not those of non-streaming);
 --language english changes them; greedy codes of `synth --voice` equal the reference's for
 30 frames, x-vector and ICL, both layouts; a q8_0 GGUF makes the same voice file bytes as the
-directory and speaks with it; a FLAC of the same samples as a WAV makes the same voice; bad
+directory and speaks with it; a FLAC of the same samples as a WAV makes the same voice, an
+Ogg one a voice of the same length; the 1.7B-style checkpoint clones (--ref-audio == --voice,
+ICL streaming codes == the reference's); bad
 audio (missing, not audio, 0.5 s, silent, 61 s; 61 s passes with --max-ref-seconds 90), a
 voice of another seed's checkpoint, a damaged voice file and --voice with a CustomVoice
 model exit non-zero with one line and leave no output file.
@@ -118,32 +121,41 @@ def file_bytes(path):
         return f.read()
 
 
+def cut_keeping_a_sample(n_ref):
+    """A frame count whose ICL cut keeps the reference's last sample (see icl_samples)."""
+    return next(n for n in range(1, 400) if icl_samples(n_ref, n) == n * HOP + 1)
+
+
 def test_ref_audio_vs_voice(synth, base, wav, voices):
     """--ref-audio equals voice create + --voice; the WAV is the right shape and length."""
-    for kind, voice, opts in (("icl", voices["icl"], ["--ref-text", REF_TEXT]),
-                              ("xvector", voices["xvector"], ["--xvector-only"])):
-        c1, w1 = synth(f"{kind} --ref-audio", base, "--ref-audio", wav, *opts)
-        c2, w2 = synth(f"{kind} --voice", base, "--voice", voice)
+    n_ref = vf.read(voices["icl"])["n_ref_frames"]
+    kept = cut_keeping_a_sample(n_ref)
+    for kind, voice, opts, frames in (
+            ("icl", voices["icl"], ["--ref-text", REF_TEXT], FRAMES),
+            ("icl", voices["icl"], ["--ref-text", REF_TEXT], kept),
+            ("xvector", voices["xvector"], ["--xvector-only"], FRAMES)):
+        c1, w1 = synth(f"{kind} --ref-audio", base, "--ref-audio", wav, *opts, frames=frames)
+        c2, w2 = synth(f"{kind} --voice", base, "--voice", voice, frames=frames)
         if c1 is None or c2 is None:
             continue
         check(c1 == c2, f"{kind}: --ref-audio codes differ from --voice codes")
         check(file_bytes(w1) == file_bytes(w2), f"{kind}: --ref-audio audio differs from --voice")
         rate, ch, width, pcm = read_wav(w2)
-        n_ref = vf.read(voice)["n_ref_frames"]
-        want = icl_samples(n_ref, FRAMES) if kind == "icl" else FRAMES * HOP
+        want = icl_samples(n_ref, frames) if kind == "icl" else frames * HOP
         check((rate, ch, width) == (RATE, 1, 2), f"{kind}: WAV is {rate} Hz, {ch} ch, {width} B")
         check(pcm.size == want, f"{kind}: {pcm.size} samples, want {want} (n_ref {n_ref})")
         check(np.abs(pcm.astype(np.int32)).max() > 0, f"{kind}: the audio is all zeros")
-        print(f"ok   {kind}: --ref-audio == --voice ({FRAMES} frames, {pcm.size} samples)",
+        print(f"ok   {kind}: --ref-audio == --voice ({frames} frames, {pcm.size} samples)",
               flush=True)
 
 
 def test_stream(kz, base, voices, work):
     """--stream to stdout is bit-identical to the offline file (f32, s16; wav's data)."""
-    for kind in ("icl", "xvector"):
+    kept = cut_keeping_a_sample(vf.read(voices["icl"])["n_ref_frames"])
+    for kind, frames in (("icl", FRAMES), ("icl", kept), ("xvector", FRAMES)):
         for fmt in ("f32", "s16", "wav"):
             opts = [kz, "synth", "-m", base, "--voice", voices[kind], "--greedy", "--frames",
-                    str(FRAMES), "--threads", "2", "--quiet", "--format", fmt]
+                    str(frames), "--threads", "2", "--quiet", "--format", fmt]
             off = os.path.join(work, f"offline.{fmt}")
             r1 = run(opts + ["-o", off, TEXT], text=False)
             r2 = run(opts + ["--stream", "-o", "-", TEXT], text=False)
@@ -158,7 +170,8 @@ def test_stream(kz, base, voices, work):
                       f"{kind}: the WAV file's samples differ from the s16 output's")
             check(len(a) > 0 and a == b,
                   f"{kind} {fmt}: streamed {len(b)} bytes differ from offline {len(a)} bytes")
-            print(f"ok   {kind} --stream {fmt}: {len(b)} bytes equal to offline", flush=True)
+            print(f"ok   {kind} {frames} frames --stream {fmt}: {len(b)} bytes equal to offline",
+                  flush=True)
 
 
 def test_options(kz, synth, base, voices):
@@ -185,12 +198,13 @@ def test_options(kz, synth, base, voices):
               f"--token-ids == text", flush=True)
 
 
-def test_reference(synth, source, base, voices, work):
+def test_reference(synth, source, base, voices, work, kinds=("xvector", "icl"),
+                   layouts=("streaming", "non_streaming")):
     """Greedy codes of synth --voice equal the PyTorch reference's for 30 frames."""
     import torch
     from reference import safetensors_io as st
     talker = os.path.join(source, "tools", "reference", "talker.py")
-    for kind in ("xvector", "icl"):
+    for kind in kinds:
         v = vf.read(voices[kind])
         xvec = os.path.join(work, f"{kind}_xvector.safetensors")
         st.save(xvec, {"speaker_embedding": torch.from_numpy(np.asarray(v["xvector"],
@@ -201,7 +215,7 @@ def test_reference(synth, source, base, voices, work):
             with open(codes_txt, "w") as f:
                 f.write("".join(" ".join(str(int(c)) for c in row) + "\n" for row in v["codes"]))
             extra = ["--ref-codes", codes_txt, "--ref-text", v["text"]]
-        for layout in ("streaming", "non_streaming"):
+        for layout in layouts:
             golden = os.path.join(work, f"ref_{kind}_{layout}.safetensors")
             r = run([sys.executable, talker, "--model", base, "--text", TEXT, "--language",
                      "auto", "--layout", layout, "--frames", "30", "--speaker-embed", xvec,
@@ -214,7 +228,8 @@ def test_reference(synth, source, base, voices, work):
                            "--layout", layout.replace("_", "-"), frames=30)
             check(got == want, f"{kind} {layout}: codes differ from the reference's "
                                f"(first frame {got[:1] if got else None} vs {want[:1]})")
-            print(f"ok   {kind} {layout}: 30 frames equal to the reference", flush=True)
+            print(f"ok   {os.path.basename(base)} {kind} {layout}: 30 frames equal to the "
+                  "reference", flush=True)
 
 
 def test_gguf(kz, synth, base, wav, voices, work):
@@ -238,6 +253,34 @@ def test_gguf(kz, synth, base, wav, voices, work):
                   f"{kind} GGUF: WAV {rate} Hz {ch} ch {pcm.size} samples (want {want})")
         print(f"ok   {kind}: the GGUF makes the same voice and speaks with it", flush=True)
     os.remove(gguf)
+
+
+def test_1b7(kz, synth, source, base_1b7, wav, work):
+    """The 1.7B-style checkpoint (x-vector of another size): --ref-audio == --voice, and an
+    ICL voice's streaming-layout codes equal the reference's."""
+    voices = {"icl": os.path.join(work, "icl_1b7.kzvoice")}
+    if not create(kz, base_1b7, wav, voices["icl"], "--ref-text", REF_TEXT):
+        return
+    check(vf.read(voices["icl"])["enc_dim"] == 64, "the 1.7B-style voice's x-vector size")
+    c1, w1 = synth("1b7 --ref-audio", base_1b7, "--ref-audio", wav, "--ref-text", REF_TEXT)
+    c2, w2 = synth("1b7 --voice", base_1b7, "--voice", voices["icl"])
+    check(c1 is not None and c1 == c2 and file_bytes(w1) == file_bytes(w2),
+          "1b7: --ref-audio differs from --voice")
+    test_reference(synth, source, base_1b7, voices, work, kinds=("icl",), layouts=("streaming",))
+
+
+def test_ogg(kz, base, work, voices):
+    """An Ogg Vorbis reference (lossy: a voice of its own) makes a voice of the same length."""
+    codes = os.path.join(work, "flac_src.codes")
+    ogg = os.path.join(work, "decoded.ogg")
+    r = run([kz, "decode", "-m", base, "--codes", codes, "-o", ogg, "--quiet"])
+    check(r.returncode == 0, f"decode to ogg: {r.stderr.strip()}")
+    voice = os.path.join(work, "decoded_ogg.kzvoice")
+    if r.returncode == 0 and create(kz, base, ogg, voice, "--ref-text", REF_TEXT):
+        v, w = vf.read(voice), vf.read(os.path.join(work, "decoded_wav.kzvoice"))
+        check(v["n_ref_frames"] == w["n_ref_frames"] and np.isfinite(v["xvector"]).all(),
+              f"Ogg voice: {v['n_ref_frames']} frames (WAV: {w['n_ref_frames']})")
+        print("ok   an Ogg reference makes a voice", flush=True)
 
 
 def test_flac(kz, base, work, voices):
@@ -352,6 +395,8 @@ def main():
         test_reference(synth, a.source, base, voices, work)
         test_gguf(kz, synth, base, wav, voices, work)
         test_flac(kz, base, work, voices)
+        test_ogg(kz, base, work, voices)
+        test_1b7(kz, synth, a.source, base + "_1b7", wav, work)
         test_errors(kz, a.source, base, a.tiny, voices, work)
     finish("test_cli_clone_synth")
 
