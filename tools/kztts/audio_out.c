@@ -6,6 +6,9 @@
  *                      -> wav on a stream that cannot seek: 44-byte header with the first
  *                         samples, then s16 bytes -> out_file_write
  *                      -> else libsndfile encoder -> virtual IO callbacks -> out_file_write
+ * 16-bit formats (s16, wav, flac) all take their samples from to_s16, so a WAV written to a
+ * file holds the bytes of one streamed to a pipe and of the raw s16 output (libsndfile's
+ * own float-to-short conversion rounds differently).
  * Every byte passes out_file_write, so a failure (a full disk, /dev/full, a closed pipe)
  * is recorded with its errno once, whichever encoder hit it.
  */
@@ -25,6 +28,7 @@ struct audio_out {
     char format[8];
     out_file *file;
     SNDFILE *snd;        /* wav/flac/ogg on a seekable output */
+    bool snd_s16;        /* snd is a 16-bit format: fed sf_write_short of to_s16 */
     bool header_pending; /* wav on a stream: the header goes out with the first samples
                             (or with a successful end), so a failure first leaves it empty */
     int32_t rate;
@@ -83,6 +87,7 @@ static sf_count_t vio_tell(void *user) {
 static int open_snd(audio_out *o) {
     static SF_VIRTUAL_IO io = {vio_length, vio_seek, vio_read, vio_write, vio_tell};
     SF_INFO info = {.samplerate = o->rate, .channels = 1};
+    o->snd_s16 = strcmp(o->format, "ogg") != 0;
     if (strcmp(o->format, "wav") == 0) {
         info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
     } else if (strcmp(o->format, "flac") == 0) {
@@ -158,7 +163,7 @@ int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
     if (out_file_failed(o->file) || put_pending_header(o) != 0) {
         return -1;
     }
-    if (o->snd) {
+    if (o->snd && !o->snd_s16) {
         if (sf_write_float(o->snd, pcm, (sf_count_t)n_samples) != (sf_count_t)n_samples) {
             return out_file_fail_msg(o->file, sf_strerror(o->snd)); // unless a write recorded why
         }
@@ -171,7 +176,11 @@ int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
         for (size_t j = 0; j < n; j++) {
             s16[j] = to_s16(pcm[i + j]);
         }
-        if (out_file_write(o->file, s16, n * sizeof *s16) != 0) {
+        if (o->snd) {
+            if (sf_write_short(o->snd, s16, (sf_count_t)n) != (sf_count_t)n) {
+                return out_file_fail_msg(o->file, sf_strerror(o->snd));
+            }
+        } else if (out_file_write(o->file, s16, n * sizeof *s16) != 0) {
             return -1;
         }
     }

@@ -292,7 +292,14 @@ static int make_voice(const synth_opts *o, const kz_model *m, kz_voice **voice) 
     kz_status st = KZ_OK;
     if (o->voice) {
         st = kz_voice_load(o->voice, voice);
-        st = st == KZ_OK ? kz_voice_check(m, *voice) : st;
+        if (st == KZ_OK && (st = kz_voice_check(m, *voice)) != KZ_OK) {
+            // The check's reason names the fields, not the file: say which voice it is.
+            fprintf(stderr, "kztts synth: %s does not fit %s: %s\n", o->voice, o->model,
+                    kz_last_error());
+            kz_voice_free(*voice);
+            *voice = NULL;
+            return cli_exit_status(st);
+        }
     } else if (o->ref_audio) {
         kz_voice_params vp;
         kz_voice_default_params(&vp);
