@@ -667,6 +667,21 @@ KZ_API kz_status kz_experimental_session_observe(kz_session *session,
 KZ_API kz_status kz_experimental_session_force_codes(kz_session *session, const int32_t *codes,
                                                      size_t n_frames);
 
+/* How a voice was made (kz_voice_from_file / _from_samples): each stage's wall time and
+ * the encoders' FLOP, for `kztts bench`. All zero for a voice read with kz_voice_load. */
+typedef struct kz_experimental_voice_stats {
+    double read_ms;      /* reading and decoding the audio file (0 from samples) */
+    double resample_ms;  /* downmix to mono, resampling, length and silence checks */
+    double xvector_ms;   /* speaker encoder (log-mel included) */
+    double encode_ms;    /* codec encoder (0 for an x-vector-only voice) */
+    double total_ms;     /* the whole call, thread pool start included */
+    double xvector_flop, encode_flop; /* floating-point operations of the two encoders */
+    int32_t n_threads;   /* threads the encoders ran on */
+} kz_experimental_voice_stats;
+
+KZ_API kz_status kz_experimental_voice_get_stats(const kz_voice *voice,
+                                                 kz_experimental_voice_stats *out);
+
 /* This machine's limits, against which `kztts bench` states each stage's floor, measured on
  * a thread pool of n_threads (1..256, the caller included) as the stages run.
  * Read bandwidth: a 256 MB buffer read by every thread, best of three passes, *gbs in

@@ -760,6 +760,20 @@ kz_status kz_experimental_session_get_info(const kz_session *s,
     return KZ_OK;
 }
 
+kz_status kz_experimental_voice_get_stats(const kz_voice *voice,
+                                          kz_experimental_voice_stats *out) {
+    kz_error_clear();
+    if (!voice || !out) {
+        if (out) {
+            memset(out, 0, sizeof *out);
+        }
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_experimental_voice_get_stats: voice and out are required");
+    }
+    *out = voice->stats;
+    return KZ_OK;
+}
+
 kz_status kz_experimental_session_observe(kz_session *s, kz_experimental_observe_fn fn,
                                           void *user) {
     kz_error_clear();

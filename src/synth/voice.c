@@ -7,7 +7,8 @@
  *   -> kz_speaker_encoder_run: x-vector [enc_dim]
  *   -> ICL: kz_codec_encoder_run: codes [n_frames, n_codebooks]; the transcript copied
  *   -> one kz_voice allocation (io/voice_file.h), tagged with the model's type, rate and
- *      weights fingerprint.
+ *      weights fingerprint, and the stats of its making (each stage's wall time and the
+ *      encoders' FLOP, kz_experimental_voice_get_stats).
  * kz_voice_fits compares a voice with a model field by field, so a voice made with another
  * model is refused with the one value that differs.
  */
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "audio/audio_in.h"
 #include "io/voice_file.h"
@@ -61,6 +63,12 @@ static kz_status prepare(const kz_voice_audio *a, const kz_voice_params *p, int3
     return st;
 }
 
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 /* The transient thread pool and kernel table the encoders run on. */
 static kz_status exec_new(const kz_model *m, const kz_voice_params *p, kz_exec *e) {
     *e = (kz_exec){.k = m->kernels};
@@ -86,13 +94,17 @@ static bool can_clone(const kz_model *m) {
 
 /* The voice of the prepared audio: x-vector, and for ICL the codes and transcript. */
 static kz_status build(const kz_model *m, const mono *spk, const mono *codec,
-                       const kz_voice_params *p, kz_exec *e, kz_voice **out) {
+                       const kz_voice_params *p, kz_exec *e, kz_experimental_voice_stats *stats,
+                       kz_voice **out) {
     int32_t *codes = NULL;
     size_t n_frames = 0;
     kz_status st = KZ_OK;
+    double t0 = now_ms(), flop0 = e->flop;
     if (!p->xvector_only) {
         st = kz_codec_encoder_run(m->codec_encoder, codec->pcm, codec->n, e, &codes, &n_frames);
     }
+    stats->encode_ms = now_ms() - t0;
+    stats->encode_flop = e->flop - flop0;
     const int32_t n_books = p->xvector_only ? 0 : kz_codec_encoder_codebooks(m->codec_encoder);
     const size_t text_bytes = p->xvector_only ? 0 : strlen(p->ref_text);
     kz_voice *v = NULL;
@@ -104,9 +116,13 @@ static kz_status build(const kz_model *m, const mono *spk, const mono *codec,
                                                  (int32_t)n_frames, n_books, text_bytes))) {
         st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "no memory for the voice");
     }
+    t0 = now_ms();
+    flop0 = e->flop;
     st = st == KZ_OK ? kz_speaker_encoder_run(m->speaker_encoder, spk->pcm, spk->n, e,
                                               v->xvector)
                      : st;
+    stats->xvector_ms = now_ms() - t0;
+    stats->xvector_flop = e->flop - flop0;
     if (st == KZ_OK) {
         memcpy(v->model_type, "base", sizeof "base"); // can_clone: the only type that clones
         v->fingerprint = m->voice_fingerprint;
@@ -131,19 +147,29 @@ kz_status kz_voice_make(const kz_model *m, const kz_voice_audio *a, const kz_voi
     if (!can_clone(m)) {
         return cannot_clone(m);
     }
+    kz_experimental_voice_stats stats = {0};
+    const double t_start = now_ms();
     float *owned;
     kz_voice_audio src;
     kz_status st = source_samples(a, &src, &owned);
+    const double t_read = now_ms();
     mono spk = {0}, codec = {0};
     st = st == KZ_OK ? prepare(&src, p, m->cfg.speaker_sample_rate, &spk) : st;
     if (st == KZ_OK && !p->xvector_only && m->codec_cfg.input_sample_rate != spk.rate) {
         st = prepare(&src, p, m->codec_cfg.input_sample_rate, &codec);
     }
+    stats.read_ms = a->path ? t_read - t_start : 0;
+    stats.resample_ms = now_ms() - t_read;
     free(owned);
     kz_exec e = {0};
     st = st == KZ_OK ? exec_new(m, p, &e) : st;
-    st = st == KZ_OK ? build(m, &spk, codec.pcm ? &codec : &spk, p, &e, out) : st;
+    stats.n_threads = e.pool ? kz_pool_threads(e.pool) : 0;
+    st = st == KZ_OK ? build(m, &spk, codec.pcm ? &codec : &spk, p, &e, &stats, out) : st;
     kz_pool_free(e.pool);
+    if (st == KZ_OK) {
+        stats.total_ms = now_ms() - t_start;
+        (*out)->stats = stats;
+    }
     free(spk.pcm);
     free(codec.pcm);
     return st;

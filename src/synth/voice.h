@@ -28,6 +28,7 @@ struct kz_voice {
     int32_t n_ref_frames;    /* 0 when !icl */
     int32_t *ref_codes;      /* [n_ref_frames, n_codebooks] or NULL */
     char *ref_text;          /* UTF-8 transcript, "" when !icl */
+    kz_experimental_voice_stats stats; /* how kz_voice_make made it; zero when loaded */
 };
 
 /* Reference audio for a voice or an encode: a file (path set), or interleaved samples in

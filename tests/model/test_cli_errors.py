@@ -318,6 +318,18 @@ def model_judged(a):
           f"--stream-text --layout non-streaming: exit {r.returncode} ({err!r})")
     check(not os.path.exists(os.path.join(a.work, "out.wav")),
           "--stream-text --layout non-streaming wrote out.wav")
+    # bench's cloned voice: options that contradict each other, and a CustomVoice model.
+    expect_exit(a, "bench --ref-text alone", "bench", ["--ref-text", "hi"], 2,
+                "--ref-text and --xvector-only go with --ref-audio")
+    expect_exit(a, "bench --ref-audio alone", "bench", ["--ref-audio", "ref.wav"], 2,
+                "--ref-audio needs --ref-text")
+    expect_exit(a, "bench --voice --decoder-only", "bench", ["--voice", "v.kzvoice"], 2,
+                "go with the full pipeline")
+    r = subprocess.run([a.kztts, "bench", "-m", a.tiny, "--frames", "2", "--repeat", "1",
+                        "--voice", "v.kzvoice"], capture_output=True, timeout=120)
+    err = r.stderr.decode("utf-8", "replace").strip()
+    check(r.returncode == 2 and "--voice needs a Base model" in err and len(err.splitlines()) == 1
+          and r.stdout == b"", f"bench --voice on CustomVoice: exit {r.returncode} ({err!r})")
     print("ok   values the model refuses exit 2")
 
 

@@ -57,6 +57,26 @@ static void file_bytes(const kz_voice *v, uint8_t **bytes, size_t *n) {
     CHECK(kz_voice_file_encode(v, bytes, n) == KZ_OK);
 }
 
+/* How the voices were made (kz_experimental_voice_get_stats): both encoders' FLOP for
+ * the ICL voice, the speaker encoder's alone for the x-vector one, nothing read from a file,
+ * the threads asked for; a voice decoded from bytes has none. */
+static void test_stats(const kz_voice *icl, const kz_voice *xv, const uint8_t *bytes, size_t n) {
+    kz_experimental_voice_stats a, b;
+    CHECK(kz_experimental_voice_get_stats(icl, &a) == KZ_OK);
+    CHECK(kz_experimental_voice_get_stats(xv, &b) == KZ_OK);
+    CHECK(a.xvector_flop > 0 && a.encode_flop > 0 && a.n_threads == 1);
+    CHECK(a.read_ms == 0 && a.resample_ms >= 0 && a.xvector_ms >= 0 && a.encode_ms >= 0);
+    CHECK(a.total_ms > 0 && a.total_ms >= a.resample_ms + a.xvector_ms + a.encode_ms);
+    CHECK(b.xvector_flop == a.xvector_flop && b.encode_flop == 0 && b.n_threads >= 1);
+    kz_voice *loaded = NULL;
+    CHECK(kz_voice_file_parse(bytes, n, "bytes", &loaded) == KZ_OK && loaded);
+    if (loaded) {
+        CHECK(kz_experimental_voice_get_stats(loaded, &b) == KZ_OK);
+        CHECK(b.total_ms == 0 && b.xvector_flop == 0 && b.encode_flop == 0 && b.n_threads == 0);
+    }
+    kz_voice_free(loaded);
+}
+
 static void test_voices(const kz_model *m, const float *x, size_t n) {
     kz_voice *icl = make(m, x, n, 1, true, 1), *icl3 = make(m, x, n, 1, true, 3);
     kz_voice *xv = make(m, x, n, 1, false, 0);
@@ -78,6 +98,7 @@ static void test_voices(const kz_model *m, const float *x, size_t n) {
     CHECK_MSG(na == nb && memcmp(a, b, na) == 0, "1 and 3 threads give different voices");
     free(b);
     CHECK(memcmp(icl->xvector, xv->xvector, sizeof(float) * 32) == 0);
+    test_stats(icl, xv, a, na);
     int32_t *codes = NULL, n_books = 0;
     size_t n_frames = 0;
     CHECK_MSG(kz_encode(m, x, n, RATE, 1, NULL, &codes, &n_frames, &n_books) == KZ_OK, "%s",

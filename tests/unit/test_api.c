@@ -131,6 +131,11 @@ static void test_experimental_null(void) {
     CHECK(kz_experimental_session_get_info(NULL, &si) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK(kz_experimental_session_observe(NULL, NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK(kz_experimental_session_force_codes(NULL, NULL, 0) == KZ_STATUS_INVALID_ARGUMENT);
+    kz_experimental_voice_stats vs = {.total_ms = 1};
+    CHECK(kz_experimental_voice_get_stats(NULL, &vs) == KZ_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(kz_last_error(), "kz_experimental_voice_get_stats");
+    CHECK(vs.total_ms == 0);
+    CHECK(kz_experimental_voice_get_stats(NULL, NULL) == KZ_STATUS_INVALID_ARGUMENT);
     double v = 0;
     const char *loop = NULL;
     CHECK(kz_experimental_machine_read_gbs(1, NULL) == KZ_STATUS_INVALID_ARGUMENT);

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *unit_name(bench_unit u) {
     return u == BENCH_UNIT_GBS ? "GB/s" : u == BENCH_UNIT_GFLOPS ? "GFLOP/s" : "";
@@ -131,8 +132,46 @@ static void text_runs(const bench_result *r) {
            fa[0][0], fa[1][0], fa[0][1], fa[1][1], r->first_audio_layout_runs);
 }
 
+/* The voice spoken; for a made one each stage of its making, best and median of the
+ * runs, against its floor. */
+static void text_voice(const bench_result *r) {
+    const bench_voice *v = &r->voice;
+    if (r->decoder_only || !v->kind) {
+        return;
+    }
+    if (strcmp(v->source, "preset") == 0) {
+        printf("voice               preset speaker %s\n", v->name ? v->name : "(none)");
+        return;
+    }
+    printf("voice               %s voice %s %s: %.1f s reference", v->kind,
+           strcmp(v->source, "made") == 0 ? "made from" : "read from", v->name, v->ref_seconds);
+    if (strcmp(v->kind, "icl") == 0) {
+        printf(", %d codec frames", v->ref_frames);
+    }
+    printf("\n");
+    if (v->make_runs == 0) {
+        return;
+    }
+    printf("making the voice    %d thread%s, best and median of %d runs; floor: GFLOP at "
+           "%.1f GFLOP/s\n", v->make_threads, plural(v->make_threads), v->make_runs,
+           v->fma_gflops);
+    printf("  stage                best ms  median ms    GFLOP  floor ms  %% of floor\n");
+    for (int k = 0; k < BENCH_VOICE_STAGES; k++) {
+        printf("  %-18s %9.1f %10.1f", bench_voice_stage_names[k], v->best_ms[k],
+               v->median_ms[k]);
+        if (v->gflop[k] > 0) {
+            printf(" %8.2f", v->gflop[k]);
+        }
+        if (v->floor_ms[k] > 0 && v->median_ms[k] > 0) {
+            printf(" %9.1f %10.0f %%", v->floor_ms[k], 100 * v->floor_ms[k] / v->median_ms[k]);
+        }
+        printf("\n");
+    }
+}
+
 void bench_print_text(const bench_result *r) {
     text_header(r);
+    text_voice(r);
     text_stages(r);
     text_runs(r);
 }
@@ -229,6 +268,36 @@ static void json_playback(json_out *j, const char *key, const bench_playback *p,
     json_close(j, '}');
 }
 
+static void json_voice(json_out *j, const bench_voice *v) {
+    json_open(j, "voice", '{');
+    json_str(j, "kind", v->kind);
+    json_str(j, "source", v->source);
+    json_str(j, "name", v->name); // a path or a speaker: printed as given
+    json_num(j, "ref_seconds", v->ref_seconds, strcmp(v->source, "preset") != 0);
+    json_num(j, "ref_frames", v->ref_frames, strcmp(v->kind, "icl") == 0);
+    if (v->make_runs > 0) {
+        json_open(j, "make", '{');
+        json_num(j, "runs", v->make_runs, true);
+        json_num(j, "threads", v->make_threads, true);
+        json_num(j, "fma_gflops", v->fma_gflops, v->fma_gflops > 0);
+        json_open(j, "stages", '[');
+        for (int k = 0; k < BENCH_VOICE_STAGES; k++) {
+            const bool fl = v->floor_ms[k] > 0 && v->median_ms[k] > 0;
+            json_open(j, NULL, '{');
+            json_str(j, "name", bench_voice_stage_names[k]);
+            json_num(j, "best_ms", v->best_ms[k], true);
+            json_num(j, "median_ms", v->median_ms[k], true);
+            json_num(j, "gflop", v->gflop[k], v->gflop[k] > 0);
+            json_num(j, "floor_ms", v->floor_ms[k], fl);
+            json_num(j, "pct_of_floor", fl ? 100 * v->floor_ms[k] / v->median_ms[k] : 0, fl);
+            json_close(j, '}');
+        }
+        json_close(j, ']');
+        json_close(j, '}');
+    }
+    json_close(j, '}');
+}
+
 void bench_print_json(const bench_result *r) {
     json_out j = {{false}, 0};
     json_open(&j, NULL, '{');
@@ -263,6 +332,7 @@ void bench_print_json(const bench_result *r) {
         json_num(&j, "first_audio_non_streaming_layout_cached_ms", fa[0][1], true);
         json_num(&j, "first_audio_streaming_layout_cached_ms", fa[1][1], true);
         json_num(&j, "first_audio_layout_runs", (double)r->first_audio_layout_runs, true);
+        json_voice(&j, &r->voice);
     }
     json_num(&j, "peak_rss_mb", r->peak_rss_mb, true);
     json_close(&j, '}');

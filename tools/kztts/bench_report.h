@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bench_voice.h"
+
 typedef enum bench_unit {
     BENCH_UNIT_NONE,  /* no rate, no floor */
     BENCH_UNIT_GBS,   /* weight bytes streamed, GB/s */
@@ -78,6 +80,7 @@ typedef struct bench_result {
                                            layout][whole prompt, voice prefix cached], the
                                            median of first_audio_layout_runs runs */
     int first_audio_layout_runs;
+    bench_voice voice;    /* full pipeline: the voice spoken, and the making of a cloned one */
 } bench_result;
 
 void bench_print_text(const bench_result *r);

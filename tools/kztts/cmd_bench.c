@@ -20,6 +20,9 @@
  * audio of streaming runs (pipelined, first chunk 1 frame) with the underruns a
  * real-time player would see, of an offline run (all frames, then one decode), and the
  * time to first audio of both text layouts.
+ * A Base model speaks with a cloned voice (bench_voice.c): --voice FILE loaded, or
+ * --ref-audio made `repeat` times first, its making timed per stage against the floor
+ * (the encoders' FLOP at the FMA peak of the threads that made it).
  * A list in -m, --codec-precision or --schedule: bench_compare.c, the variants in one
  * process, runs alternated.
  */
@@ -32,6 +35,7 @@
 #include "args.h"
 #include "bench_compare.h"
 #include "bench_report.h"
+#include "bench_voice.h"
 #include "cli.h"
 #include "codes_file.h"
 #include "progress.h"
@@ -41,6 +45,7 @@ typedef struct bench_opts {
     const char *model, *isa, *codec_precision, *schedule;
     int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
     double peak_gbs, peak_gflops; /* 0 = measure */
+    bench_voice_opts voice;
     bool decoder_only, json, help, quiet;
 } bench_opts;
 
@@ -103,6 +108,15 @@ static void measure_machine(const bench_opts *o, bench_result *r) {
     m->bf16_loop = "";
     if (r->bf16_gemm[0] && strcmp(r->kernels, "avx512") == 0) {
         m->bf16_gflops = probe_fma_gflops(r->bf16_gemm, r->threads_codec, &m->bf16_loop);
+    }
+    // A made voice ran on the session's thread count: its own FMA peak when that differs.
+    bench_voice *v = &r->voice;
+    if (v->make_runs > 0) {
+        const char *loop;
+        const double peak = m->fma_given || v->make_threads == r->threads_codec
+                                ? m->fma_gflops
+                                : probe_fma_gflops(r->kernels, v->make_threads, &loop);
+        bench_voice_floors(v, peak);
     }
     m->probe_ms = stats_now_ms() - t0;
 }
@@ -292,10 +306,14 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
  * 150 ms (docs/PERF.md: a kernel thread takes one core for 5-20 ms every 0.5 s), the median
  * does not. */
 static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session *s,
-                              bench_result *res) {
+                              const kz_voice *voice, bench_result *res) {
     kz_request r;
     int32_t *text_ids;
     kz_status st = bench_fixed_request(m, o->frames, o->chunk, o->seed, &r, &text_ids);
+    if (voice) {
+        r.speaker = NULL;
+        r.voice = voice;
+    }
     playback runs[64], offline, layout;
     double layout_ms[2][2][64];
     int n = o->repeat < 64 ? (int)o->repeat : 64;
@@ -347,15 +365,19 @@ static int run_full(const bench_opts *o, bench_result *r) {
         return 1;
     }
     engine_facts(m, s, false, r);
-    kz_status st = full_measure(o, m, s, r);
-    if (st == KZ_OK) {
+    kz_voice *voice = NULL;
+    int rc = bench_voice_get(&o->voice, m, (int)o->repeat, r->threads, &voice, &r->voice);
+    kz_status st = rc == 0 ? full_measure(o, m, s, voice, r) : KZ_OK;
+    if (rc == 0 && st == KZ_OK) {
         print_result(o, r);
-    } else {
+    } else if (rc == 0) {
         cli_report("bench", st);
+        rc = 1;
     }
+    kz_voice_free(voice);
     kz_session_free(s);
     kz_model_free(m);
-    return st == KZ_OK ? 0 : 1;
+    return rc;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -375,6 +397,10 @@ int cmd_bench(int argc, char **argv) {
         ARG_OPT_CHOICES("--schedule", NULL, &o.schedule, CLI_SCHEDULE_NAMES, BENCH_COMPARE_MAX, "S     how the LM and codec stages share the cores: turns (default) or overlap"),
         ARG_OPT_DOUBLE("--peak-gbs", NULL, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"),
         ARG_OPT_DOUBLE("--peak-gflops", NULL, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"),
+        ARG_OPT_STRING("--voice", NULL, &o.voice.voice, "FILE  Base: speak with this cloned voice file"),
+        ARG_OPT_STRING("--ref-audio", NULL, &o.voice.ref_audio, "FILE  Base: make the voice of this recording --repeat times (timed per stage), then speak with it"),
+        ARG_OPT_STRING("--ref-text", NULL, &o.voice.ref_text, "T     what --ref-audio says: an in-context voice"),
+        ARG_OPT_FLAG("--xvector-only", NULL, &o.voice.xvector_only, "a voice of --ref-audio's speaker embedding only"),
         ARG_OPT_FLAG("--json", NULL, &o.json, "print one JSON object instead of text"),
         ARG_OPT_FLAG("--quiet", "-q", &o.quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
@@ -402,6 +428,16 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!o.model) {
         fprintf(stderr, "kztts bench: -m MODEL is required\n");
+        return 2;
+    }
+    o.voice.model = o.model;
+    if (bench_voice_check_options(&o.voice) != 0) {
+        return 2;
+    }
+    const bool cloned = o.voice.voice || o.voice.ref_audio;
+    if (cloned && (o.decoder_only || bench_compare_wanted(o.model, o.codec_precision, o.schedule))) {
+        fprintf(stderr, "kztts bench: --voice and --ref-audio go with the full pipeline of one "
+                        "model (not --decoder-only or a compare list)\n");
         return 2;
     }
     if (o.quiet) {
