@@ -153,6 +153,11 @@ static int describe_file(char *buf, size_t n, const char *label, const kz_weight
  * fingerprint for a Base model (what `kztts info` shows of the parts that clone voices),
  * else nothing. */
 static int describe_speaker_encoder(char *buf, size_t n, const kz_model *m) {
+    if (m->skip_voice_encoders && m->has_tts && strcmp(m->cfg.tts_model_type, "base") == 0) {
+        return snprintf(buf, n, "voice encoders: not loaded (voices from files only)\n"
+                                "voice fingerprint: %016llx\n",
+                        (unsigned long long)m->voice_fingerprint);
+    }
     if (!m->speaker_encoder) {
         return 0;
     }
@@ -308,7 +313,7 @@ static kz_status check_codec_indices(const kz_model *m) {
  * model (`kztts encode`). The other types' codecs carry it too, but nothing of theirs
  * encodes audio, so they spend neither the load's time nor its memory on it. */
 static bool wants_codec_encoder(const kz_model *m) {
-    return !m->has_tts || strcmp(m->cfg.tts_model_type, "base") == 0;
+    return !m->has_tts || (strcmp(m->cfg.tts_model_type, "base") == 0 && !m->skip_voice_encoders);
 }
 
 /* Tensors the load does not scan: components the engine does not run (never read), and
@@ -345,7 +350,7 @@ static kz_status check_finite(const kz_model *m, const kz_weights *w) {
 /* The speaker encoder of a Base checkpoint (which must have one); other types leave
  * m->speaker_encoder NULL, as the official model builds none for them. */
 static kz_status load_speaker_encoder(kz_model *m) {
-    if (strcmp(m->cfg.tts_model_type, "base") != 0) {
+    if (strcmp(m->cfg.tts_model_type, "base") != 0 || m->skip_voice_encoders) {
         return KZ_OK;
     }
     kz_status st = kz_speaker_encoder_load(m->main_w, &m->cfg, &m->speaker_encoder);
@@ -612,6 +617,7 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", path);
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
+    m->skip_voice_encoders = params->skip_voice_encoders;
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
     st = st == KZ_OK && m->has_tts ? kz_model_check_tts(m) : st;
     if (st == KZ_OK) { // which encoders a cloned voice must come from (synth/voice.h)

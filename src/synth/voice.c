@@ -81,6 +81,12 @@ static kz_status cannot_clone(const kz_model *m) {
         return kz_error_set(KZ_STATUS_UNSUPPORTED,
                             "voice cloning needs a Base model; %s is a %s model", m->path, type);
     }
+    if (m->skip_voice_encoders) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s was loaded without its voice encoders "
+                            "(kz_model_params.skip_voice_encoders): it speaks with voice files "
+                            "only", m->path);
+    }
     return kz_error_set(KZ_STATUS_UNSUPPORTED,
                         "%s: this Base model has no %s, so it cannot clone voices", m->path,
                         !m->speaker_encoder ? "speaker encoder (speaker_encoder.* tensors)"

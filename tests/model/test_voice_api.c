@@ -53,6 +53,17 @@ static kz_voice *make(const kz_model *m, const float *x, size_t n, int channels,
     return v;
 }
 
+static int frames_seen;
+
+/* on_frame: copies the frame's 16 codes into user (frames_seen counts them). */
+static bool keep_frame(const int32_t *codes, int32_t n_codebooks, int64_t pos, void *user) {
+    if (pos >= 0 && pos < 8 && n_codebooks == 16) {
+        memcpy((int32_t *)user + pos * 16, codes, 16 * sizeof *codes);
+    }
+    frames_seen++;
+    return true;
+}
+
 static void file_bytes(const kz_voice *v, uint8_t **bytes, size_t *n) {
     CHECK(kz_voice_file_encode(v, bytes, n) == KZ_OK);
 }
@@ -173,6 +184,49 @@ static void test_bad_params(const kz_model *m, const kz_model *cv, const float *
     CHECK(v == NULL && codes == NULL);
 }
 
+/* A Base model loaded with skip_voice_encoders speaks with the voices the full load made
+ * (same fingerprint), with the same codes, and refuses to make one, saying why. */
+static void test_voice_files_only(const char *path, const kz_model *full, const float *x,
+                                  size_t n) {
+    kz_model_params mp;
+    kz_model_default_params(&mp);
+    CHECK(!mp.skip_voice_encoders);
+    mp.skip_voice_encoders = true;
+    kz_model *m = NULL;
+    CHECK_MSG(kz_model_load(path, &mp, &m) == KZ_OK, "%s", kz_last_error());
+    kz_voice *v = make(full, x, n, 1, true, 1), *made = NULL;
+    if (!m || !v) {
+        goto done;
+    }
+    CHECK_MSG(kz_voice_check(m, v) == KZ_OK, "%s", kz_last_error());
+    kz_voice_params p;
+    kz_voice_default_params(&p);
+    p.xvector_only = true;
+    expect(kz_voice_from_samples(m, x, n, RATE, 1, &p, &made), KZ_STATUS_UNSUPPORTED,
+           "skip_voice_encoders", __LINE__);
+    CHECK(made == NULL);
+    CHECK_STR_CONTAINS(kz_model_describe(m), "voice encoders: not loaded");
+    int32_t codes[2][8 * 16];
+    const kz_model *models[2] = {full, m};
+    for (int i = 0; i < 2; i++) {
+        kz_session *s = NULL;
+        CHECK_MSG(kz_session_new(models[i], NULL, &s) == KZ_OK, "%s", kz_last_error());
+        kz_request r = {.text = "Hello there.", .voice = v, .greedy = true, .frames = 8};
+        kz_audio a = {0};
+        frames_seen = 0;
+        r.on_frame = keep_frame;
+        r.user = codes[i];
+        CHECK_MSG(s && kz_synthesize_all(s, &r, &a) == KZ_OK, "%s", kz_last_error());
+        CHECK_EQ_INT(frames_seen, 8);
+        kz_audio_free(&a);
+        kz_session_free(s);
+    }
+    CHECK(memcmp(codes[0], codes[1], sizeof codes[0]) == 0);
+done:
+    kz_voice_free(v);
+    kz_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: test_voice_api TINY_BASE TINY_CUSTOM_VOICE\n");
@@ -186,6 +240,7 @@ int main(int argc, char **argv) {
     if (m && cv) {
         test_voices(m, x, n);
         test_bad_params(m, cv, x, n);
+        test_voice_files_only(argv[1], m, x, n);
     }
     free(x);
     kz_model_free(m);

@@ -149,6 +149,7 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
     }
     mp.isa = (kz_isa_cap)isa;
     mp.codec_precision = (kz_precision)precision;
+    mp.skip_voice_encoders = e->voice_files_only;
     sp.schedule = (kz_schedule)schedule;
     if (load_model(cmd, path, &mp, model) != 0) {
         return -1;

@@ -48,6 +48,7 @@ int cli_load(const char *cmd, const char *path, const char *isa, kz_model **mode
 typedef struct cli_engine {
     const char *isa, *codec_precision, *schedule;
     int threads, threads_lm, threads_codec;
+    bool voice_files_only; /* a Base model without its voice encoders (a --voice file) */
 } cli_engine;
 
 /* The schedule named name (CLI_SCHEDULE_NAMES, any case; NULL means auto) into *out;

@@ -360,7 +360,8 @@ static int run_full(const bench_opts *o, bench_result *r) {
     kz_session *s;
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
                           .schedule = o->schedule, .threads = (int)o->threads,
-                          .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
+                          .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec,
+                          .voice_files_only = o->voice.voice && !o->voice.ref_audio};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }

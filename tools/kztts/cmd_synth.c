@@ -344,7 +344,8 @@ static int run(const synth_opts *o, const char *text_arg) {
     int rc = 1;
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
                           .schedule = o->schedule, .threads = (int)o->threads,
-                          .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec};
+                          .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec,
+                          .voice_files_only = o->voice && !o->ref_audio};
     if (cli_open_engine("synth", o->model, &e, &m, &s) == 0) {
         kz_voice *voice = NULL;
         rc = check_voice_options(o, m) != 0 ? 2 : make_voice(o, m, &voice);
