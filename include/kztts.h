@@ -430,9 +430,9 @@ typedef struct kz_request {
                                   tokens are known (with an in-context voice, the tokens
                                   its prompt holds: see voice), uses the streaming-text
                                   layout (layout KZ_LAYOUT_NON_STREAMING is refused), and
-                                  does not end while more text is promised. At most 16 KB of text and
-                                  max_frames (0: 1500, 2 minutes in the released models)
-                                  frames. */
+                                  does not end while more text is promised. At most 16 KB
+                                  of text and max_frames (0: 1500, 2 minutes in the
+                                  released models) frames. */
     /* Voice. */
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
     const kz_voice *voice;     /* Base: required, a cloned voice made for this model

@@ -16,9 +16,10 @@ a WAV file holds the s16 output's samples;
 --token-ids (of `kztts tokenize`) gives the codes of the text; without --layout a Base voice
 uses the streaming layout (codes of --layout streaming, not those of non-streaming);
 --language english changes them; --stream-text with an ICL voice (its transcript, and a
-short one with a short and a long text) gives the codes and audio of the text at once; greedy codes of `synth --voice` equal the reference's for
-30 frames, x-vector and ICL, both layouts; a q8_0 GGUF makes the same voice file bytes as the
-directory and speaks with it; a FLAC of the same samples as a WAV makes the same voice, an
+short one with a short and a long text) gives the codes and audio of the text at once;
+greedy codes of `synth --voice` equal the reference's for 30 frames, x-vector and ICL,
+both layouts; a q8_0 GGUF makes the same voice file bytes as the directory and speaks with
+it; a FLAC of the same samples as a WAV makes the same voice, an
 Ogg one a voice of the same length; the 1.7B-style checkpoint clones (--ref-audio == --voice,
 ICL streaming codes == the reference's); bad
 audio (missing, not audio, 0.5 s, silent, 61 s; 61 s passes with --max-ref-seconds 90), a

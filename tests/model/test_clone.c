@@ -21,10 +21,11 @@
  * codes. The 0.6B streaming ICL case: text streamed in 1-3 byte pieces gives the codes and
  * audio of the text given at once, with a transcript longer than the codec column Lc, and
  * with a short one for a text that leaves X shorter than Lc (the prompt waits for the end)
- * and one that does not (the prompt is built before the last piece). First ICL case also: kz_session_prepare warms both caches; another x-vector misses the
- * prompt cache, other reference codes re-decode the reference and the first voice's
- * context is still kept; kz_session_clear_prompt_cache forgets both; with only a frame
- * cap (length unknown in advance) the audio starts at the new speech. Per model: the
+ * and one that does not (the prompt is built before the last piece). First ICL case
+ * also: kz_session_prepare warms both caches; another x-vector misses the prompt cache,
+ * other reference codes re-decode the reference and the first voice's context is still
+ * kept; kz_session_clear_prompt_cache forgets both; with only a frame cap (length unknown
+ * in advance) the audio starts at the new speech. Per model: the
  * context of a reference longer than kz_codec_back_frames (the vocoder skipped over its
  * start) is the codec state of decoding the whole reference, bit for bit. Then the refusals
  * (no voice, a speaker, an instruction, a voice on CustomVoice, a voice of the wrong
