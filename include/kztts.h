@@ -431,11 +431,12 @@ typedef struct kz_request {
                                   wrapping) */
     size_t n_token_ids;
     kz_text_pull_fn text_pull; /* streaming text input: generation starts once the first
-                                  tokens are known, uses the streaming-text layout (layout
-                                  KZ_LAYOUT_NON_STREAMING is refused), and does not end
-                                  while more text is promised. At most 16 KB of text and
-                                  max_frames (0: 1500, 2 minutes in the released models)
-                                  frames. */
+                                  tokens are known (with an in-context voice, the tokens
+                                  its prompt holds: see voice), uses the streaming-text
+                                  layout (layout KZ_LAYOUT_NON_STREAMING is refused), and
+                                  does not end while more text is promised. At most 16 KB
+                                  of text and max_frames (0: 1500, 2 minutes in the
+                                  released models) frames. */
     /* Voice. */
     const char *speaker;       /* CustomVoice: required, one of the model's speakers */
     const kz_voice *voice;     /* Base: required, a cloned voice made for this model
@@ -447,9 +448,11 @@ typedef struct kz_request {
                                   double-precision cut keeps one sample of the reference
                                   before the new speech, that sample comes first when the
                                   frame count is known in advance (frames), and is left
-                                  out otherwise. Not with text_pull. The session keeps the
-                                  codec's state after the voice's reference, so only its
-                                  first use decodes it. */
+                                  out otherwise. With text_pull, generation starts once
+                                  transcript + text tokens outnumber the reference's frames
+                                  (or the text ends). The session keeps the codec's state
+                                  after the voice's reference, so only its first use
+                                  decodes it. */
     const char *language;      /* NULL or "auto" (default) or a language name */
     const char *instruct;      /* style instruction (1.7B CustomVoice, VoiceDesign) or NULL;
                                   0.6B CustomVoice ignores it as the official wrapper does */

@@ -222,12 +222,6 @@ static kz_status resolve_clone(const kz_model *m, const kz_request *r, kz_plan *
     if (!v->icl) {
         return KZ_OK;
     }
-    if (r->text_pull) {
-        return kz_error_set(KZ_STATUS_UNSUPPORTED,
-                            "streaming text input is not supported with an in-context (ICL) "
-                            "voice: its prompt pairs the whole text with the reference; use an "
-                            "x-vector-only voice or give the text at once");
-    }
     if (!m->tokenizer) {
         return kz_error_set(KZ_STATUS_UNSUPPORTED,
                             "%s has no tokenizer files (vocab.json, merges.txt) for the voice's "

@@ -80,6 +80,7 @@ typedef struct synth {
     kz_prompt prompt;
     kz_text_feed feed;     /* streaming text input, when plan->text_pull */
     bool streaming_text;
+    bool text_in_prompt;   /* streamed text that ended before the prefill: all in the prompt */
     kz_rng rng;
     uint8_t *seen;         /* [vocab] codebook-0 codes sampled so far */
     void *scratch;         /* sampler scratch */
@@ -187,8 +188,22 @@ static void teardown(synth *y) {
 
 /* --- LM stage ------------------------------------------------------------------ */
 
-/* Streaming text: wait for the first token; the prompt holds the role the text
- * tokenized to and only t0. */
+/* Text tokens a streamed text's prompt holds (the rest trail, one per frame): t0 for a
+ * preset or x-vector voice; for an ICL voice, whose prompt lays X = rt ++ text ++ [EOS_T]
+ * over the Lc = reference frames + 1 codec rows, enough to make X longer than Lc (then
+ * the prompt is that of the whole text up to its Lc-th X row, and X's rest trails). */
+static size_t prompt_text_tokens(const kz_prompt_spec *spec) {
+    if (!spec->ref_codes) {
+        return 1;
+    }
+    size_t lc = spec->n_ref_frames + 1;
+    return lc > spec->n_ref_text + 1 ? lc - spec->n_ref_text : 1;
+}
+
+/* Streaming text: wait for the tokens the prompt holds (prompt_text_tokens) or the end of
+ * the text; the prompt holds the role the text tokenized to and those tokens, or all of
+ * a text that ended (then it is the prompt of the text given at once, in ICL also when X
+ * is padded to Lc). The feed's ids are final ones, so the prompt is the complete text's. */
 static kz_status first_text(synth *y) {
     kz_status st = kz_text_feed_need(&y->feed, 1);
     // Generation starts once the text holds more than whitespace, so text that turns out
@@ -196,14 +211,17 @@ static kz_status first_text(synth *y) {
     while (st == KZ_OK && !y->feed.done && kz_text_feed_blank(&y->feed)) {
         st = kz_text_feed_need(&y->feed, y->feed.n_ids + 1);
     }
+    size_t want = prompt_text_tokens(&y->spec);
+    st = st == KZ_OK ? kz_text_feed_need(&y->feed, want) : st;
     if (st == KZ_OK && kz_text_feed_blank(&y->feed)) {
         st = kz_error_set(KZ_STATUS_BAD_INPUT, "the text is empty or only whitespace");
     } else if (st == KZ_OK && y->feed.n_ids == 0) {
         st = kz_error_set(KZ_STATUS_BAD_INPUT, "the streamed text gives no tokens to speak");
     }
+    y->text_in_prompt = y->feed.done;
     y->spec.role_ids = y->feed.role;
     y->spec.text_ids = y->feed.ids;
-    y->spec.n_text = 1;
+    y->spec.n_text = y->feed.done ? y->feed.n_ids : want;
     return st;
 }
 
@@ -278,10 +296,9 @@ static int32_t pick_cp(void *user, float *logits, size_t n) {
     return code;
 }
 
-/* Text-track vector for generated frame f from the streamed text: T(t_{f+1}),
- * EOS_T right after the last token, PAD_T afterwards (the streaming layout). */
-static kz_status streamed_text_vector(synth *y, const float **out) {
-    size_t next = (size_t)y->n_frames + 1;
+/* Text-track vector of text token `next` from the streamed text: T(t_next), EOS_T right
+ * after the last token, PAD_T afterwards (the streaming layout). */
+static kz_status streamed_text_vector(synth *y, size_t next, const float **out) {
     kz_status st = kz_text_feed_need(&y->feed, next + 1);
     if (st != KZ_OK) {
         return st;
@@ -296,10 +313,14 @@ static kz_status streamed_text_vector(synth *y, const float **out) {
     return st;
 }
 
-/* Next talker input: sum of the frame's num_code_groups embeddings + trailing text vector. */
+/* Next talker input: sum of the frame's num_code_groups embeddings + trailing text vector:
+ * the prompt's trailing row f, or PAD_T past them. With streamed text not all in the prompt,
+ * the prompt's last trailing row (its EOS_T) and the rows after it are the streamed text's
+ * next tokens instead: frame f past the prompt's n_trailing - 1 known rows takes token
+ * n_text + (f - (n_trailing - 1)). */
 static kz_status feedback(synth *y) {
     const kz_model *m = y->m;
-    size_t D = (size_t)m->talker.cfg.hidden_size;
+    size_t D = (size_t)m->talker.cfg.hidden_size, f = (size_t)y->n_frames;
     kz_talker_codec_vector(&m->talker, y->frame[0], y->input);
     for (size_t i = 1; i < y->groups; i++) {
         kz_matrix_row(&m->cp.embeddings[i - 1], (size_t)y->frame[i], y->emb);
@@ -307,10 +328,12 @@ static kz_status feedback(synth *y) {
             y->input[k] = y->input[k] + y->emb[k];
         }
     }
-    const float *text = (size_t)y->n_frames < y->prompt.n_trailing
-                            ? y->prompt.trailing + (size_t)y->n_frames * D
-                            : y->prompt.pad;
-    kz_status st = y->streaming_text ? streamed_text_vector(y, &text) : KZ_OK;
+    const float *text = f < y->prompt.n_trailing ? y->prompt.trailing + f * D : y->prompt.pad;
+    size_t known = y->prompt.n_trailing - 1;
+    kz_status st = KZ_OK;
+    if (y->streaming_text && !y->text_in_prompt && f >= known) {
+        st = streamed_text_vector(y, y->spec.n_text + (f - known), &text);
+    }
     if (st != KZ_OK) {
         return st;
     }

@@ -15,9 +15,11 @@ also for a frame count whose cut keeps the reference's last sample);
 a WAV file holds the s16 output's samples;
 --token-ids (of `kztts tokenize`) gives the codes of the text; without --layout a Base voice
 uses the streaming layout (codes of --layout streaming, not those of non-streaming);
---language english changes them; greedy codes of `synth --voice` equal the reference's for
-30 frames, x-vector and ICL, both layouts; a q8_0 GGUF makes the same voice file bytes as the
-directory and speaks with it; a FLAC of the same samples as a WAV makes the same voice, an
+--language english changes them; --stream-text with an ICL voice (its transcript, and a
+short one with a short and a long text) gives the codes and audio of the text at once;
+greedy codes of `synth --voice` equal the reference's for 30 frames, x-vector and ICL,
+both layouts; a q8_0 GGUF makes the same voice file bytes as the directory and speaks with
+it; a FLAC of the same samples as a WAV makes the same voice, an
 Ogg one a voice of the same length; the 1.7B-style checkpoint clones (--ref-audio == --voice,
 ICL streaming codes == the reference's); bad
 audio (missing, not audio, 0.5 s, silent, 61 s; 61 s passes with --max-ref-seconds 90), a
@@ -196,6 +198,38 @@ def test_options(kz, synth, base, voices):
         check(by_ids == default, f"{kind}: --token-ids of the text gives other codes")
         print(f"ok   {kind}: default == streaming != non-streaming; english differs; "
               f"--token-ids == text", flush=True)
+
+
+def test_stream_text(kz, synth, base, wav, voices, work):
+    """--stream-text with an ICL voice: the text on stdin in 3-byte pieces gives the codes and
+    audio of the text as an argument, with the voice's transcript (longer than the reference's
+    frames: the prompt holds one text token) and with a short one (the prompt holds the text
+    up to the reference's length, or all of a short text)."""
+    short = os.path.join(work, "icl_short.kzvoice")
+    if not create(kz, base, wav, short, "--ref-text", "Ok."):
+        return
+    codes, out = os.path.join(work, "streamed.codes"), os.path.join(work, "streamed.wav")
+    for name, voice in (("icl", voices["icl"]), ("icl, short transcript", short)):
+        for text in (TEXT, "Hi."):
+            want, want_wav = synth(f"{name} {text!r} at once", base, "--voice", voice, text=text)
+            p = subprocess.Popen([kz, "synth", "-m", base, "--voice", voice, "--greedy",
+                                  "--frames", str(FRAMES), "--threads", "2", "--quiet",
+                                  "--stream-text", "--dump-codes", codes, "-o", out],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+            data = text.encode()
+            for i in range(0, len(data), 3):
+                p.stdin.write(data[i:i + 3])
+                p.stdin.flush()
+            _, err = p.communicate(timeout=600)  # closes stdin: the end of the text
+            check(p.returncode == 0, f"{name} {text!r} --stream-text: exit {p.returncode}, "
+                                     f"{err.decode().strip()}")
+            if p.returncode or want is None:
+                continue
+            check(read_codes(codes) == want, f"{name} {text!r}: --stream-text gives other codes")
+            check(file_bytes(out) == file_bytes(want_wav),
+                  f"{name} {text!r}: --stream-text gives other audio")
+            print(f"ok   {name}: --stream-text {text!r} == the text as an argument", flush=True)
 
 
 def test_reference(synth, source, base, voices, work, kinds=("xvector", "icl"),
@@ -392,6 +426,7 @@ def main():
         test_ref_audio_vs_voice(synth, base, wav, voices)
         test_stream(kz, base, voices, work)
         test_options(kz, synth, base, voices)
+        test_stream_text(kz, synth, base, wav, voices, work)
         test_reference(synth, a.source, base, voices, work)
         test_gguf(kz, synth, base, wav, voices, work)
         test_flac(kz, base, work, voices)

@@ -18,14 +18,18 @@
  *     cache, the reference is not decoded again (codec frames = the new frames only), and
  *     codes and audio are bit-identical; a copy of the voice at another address hits too.
  * x-vector voices in the streaming layout: streamed text input (text_pull) gives the same
- * codes. First ICL case also: kz_session_prepare warms both caches; another x-vector misses the
- * prompt cache, other reference codes re-decode the reference and the first voice's
- * context is still kept; kz_session_clear_prompt_cache forgets both; with only a frame
- * cap (length unknown in advance) the audio starts at the new speech. Per model: the
+ * codes. The 0.6B streaming ICL case: text streamed in 1-3 byte pieces gives the codes and
+ * audio of the text given at once, with a transcript longer than the codec column Lc, and
+ * with a short one for a text that leaves X shorter than Lc (the prompt waits for the end)
+ * and one that does not (the prompt is built before the last piece). First ICL case
+ * also: kz_session_prepare warms both caches; another x-vector misses the prompt cache,
+ * other reference codes re-decode the reference and the first voice's context is still
+ * kept; kz_session_clear_prompt_cache forgets both; with only a frame cap (length unknown
+ * in advance) the audio starts at the new speech. Per model: the
  * context of a reference longer than kz_codec_back_frames (the vocoder skipped over its
  * start) is the codec state of decoding the whole reference, bit for bit. Then the refusals
  * (no voice, a speaker, an instruction, a voice on CustomVoice, a voice of the wrong
- * size or with codes out of range, streamed text with an ICL voice) and the cut rule.
+ * size or with codes out of range, empty streamed text with an ICL voice) and the cut rule.
  */
 #include <stdlib.h>
 
@@ -520,6 +524,104 @@ static void test_text_pull(kz_session *s, const kz_model *m, const clone_case *c
     kz_audio_free(&a);
 }
 
+/* Streamed text in pieces of 1, 2 and 3 bytes in turn; the bytes given by the time the
+ * prompt was built (observed on the LM thread, which also pulls). */
+typedef struct pull_pieces {
+    const char *text;
+    size_t given, calls;
+    long at_prefill; /* -1: no prefill seen */
+    codes_buf *codes;
+} pull_pieces;
+
+static bool pull_piece(char *buf, size_t cap, size_t *n, bool *done, void *user) {
+    pull_pieces *p = user;
+    size_t left = strlen(p->text) - p->given, len = 1 + p->calls++ % 3;
+    len = len < left ? len : left;
+    if (len > cap) {
+        return false;
+    }
+    memcpy(buf, p->text + p->given, len);
+    p->given += len;
+    *n = len;
+    *done = p->given == strlen(p->text);
+    return true;
+}
+
+static bool piece_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) {
+    return on_frame(codes, n, pos, ((pull_pieces *)user)->codes);
+}
+
+static void on_prefill(const char *name, int64_t frame, const float *data, size_t rows,
+                       size_t cols, void *user) {
+    (void)frame, (void)data, (void)rows, (void)cols;
+    pull_pieces *p = user;
+    if (strcmp(name, "prefill_rows") == 0) {
+        p->at_prefill = (long)p->given;
+    }
+}
+
+/* An ICL voice with text streamed in small pieces: the codes and audio of the text given at
+ * once. X = transcript ++ text ++ [EOS_T] longer than the codec column Lc (`long_x`): the
+ * prompt is built before the last piece; else only once the text is done. */
+static void test_icl_text_pull(kz_session *s, const kz_model *m, const clone_case *c,
+                               const struct kz_voice *v, const char *text, bool long_x) {
+    static codes_buf whole, got;
+    memset(&whole, 0, sizeof whole);
+    memset(&got, 0, sizeof got);
+    kz_request r;
+    fill_request(m, c, v, &r, &whole);
+    r.text = text;
+    kz_plan plan;
+    kz_plan_ids ids;
+    CHECK_MSG(kz_request_resolve(m, &r, &plan, &ids) == KZ_OK, "%s", kz_last_error());
+    size_t nx = plan.prompt.n_ref_text + plan.prompt.n_text + 1;
+    size_t lc = plan.prompt.n_ref_frames + 1;
+    kz_plan_ids_free(&ids);
+    CHECK_MSG((nx > lc) == long_x, "%s: \"%s\" gives len(X) %zu against Lc %zu", c->name, text,
+              nx, lc);
+    kz_audio a, b;
+    CHECK_MSG(kz_synthesize_all(s, &r, &a) == KZ_OK, "%s: %s", c->name, kz_last_error());
+    pull_pieces p = {.text = text, .at_prefill = -1, .codes = &got};
+    fill_request(m, c, v, &r, NULL);
+    r.text = NULL;
+    r.text_pull = pull_piece;
+    r.on_frame = piece_frame;
+    r.user = &p;
+    s->observe = on_prefill;
+    s->observe_user = &p;
+    kz_status st = kz_synthesize_all(s, &r, &b);
+    s->observe = NULL;
+    CHECK_MSG(st == KZ_OK, "%s text_pull: %s", c->name, kz_last_error());
+    CHECK_MSG(got.n_frames == c->frames && whole.n_frames == c->frames &&
+                  memcmp(got.codes, whole.codes, sizeof got.codes) == 0,
+              "%s: \"%s\" streamed in pieces gives other codes", c->name, text);
+    CHECK_MSG(same_audio(&a, b.samples, b.n_samples),
+              "%s: \"%s\" streamed in pieces gives other audio", c->name, text);
+    long len = (long)strlen(text);
+    printf("  %-26s streamed text, len(X) %zu, Lc %zu: prompt after %ld of %ld bytes\n", c->name,
+           nx, lc, p.at_prefill, len);
+    CHECK_MSG(long_x ? p.at_prefill >= 0 && p.at_prefill < len : p.at_prefill == len,
+              "%s: \"%s\": prompt built after %ld of %ld bytes", c->name, text, p.at_prefill,
+              len);
+    kz_audio_free(&a);
+    kz_audio_free(&b);
+}
+
+/* Streamed text with the case's ICL voice, whose transcript is longer than Lc (the prompt
+ * holds one text token), and with a copy of it with a short transcript: a short text (X
+ * padded to Lc) and the case's text (the prompt holds Lc - len(transcript) text tokens). */
+static void test_icl_texts_pull(kz_session *s, const kz_model *m, const clone_case *c,
+                                const struct kz_voice *v) {
+    test_icl_text_pull(s, m, c, v, c->text, true);
+    struct kz_voice short_rt;
+    voice_copy(v, &short_rt);
+    free(short_rt.ref_text);
+    short_rt.ref_text = strdup("Ok.");
+    test_icl_text_pull(s, m, c, &short_rt, "Hi.", false);
+    test_icl_text_pull(s, m, c, &short_rt, c->text, true);
+    voice_clear(&short_rt);
+}
+
 static void expect(kz_session *s, const kz_request *r, kz_status want, const char *needle) {
     kz_audio a;
     kz_status st = kz_synthesize_all(s, r, &a);
@@ -555,7 +657,7 @@ static void test_refusals(const kz_model *m, const clone_case *c, const struct k
         r.text = NULL;
         r.text_pull = pull_nothing;
         r.layout = KZ_LAYOUT_STREAMING;
-        expect(s, &r, KZ_STATUS_UNSUPPORTED, "streaming text input");
+        expect(s, &r, KZ_STATUS_BAD_INPUT, "empty or only whitespace");
     }
     voice_clear(&bad);
     kz_session_free(s);
@@ -641,6 +743,9 @@ int main(int argc, char **argv) {
             }
             if (!v.icl && strcmp(c.layout, "streaming") == 0) {
                 test_text_pull(s, m, &c, &v, &codes);
+            }
+            if (v.icl && strcmp(c.layout, "streaming") == 0 && strncmp(c.name, "base06", 6) == 0) {
+                test_icl_texts_pull(s, m, &c, &v);
             }
             if (n_cases == 0 || (v.icl && n_icl == 1)) {
                 test_refusals(m, &c, &v, argv[2]);
