@@ -27,6 +27,7 @@ voice of another seed's checkpoint, a damaged voice file and --voice with a Cust
 model exit non-zero with one line and leave no output file.
 """
 import argparse
+import json
 import math
 import os
 import shutil
@@ -404,6 +405,20 @@ def test_errors(kz, source, base, cv, voices, work):
     expect_failed("synth --voice with a CustomVoice model", r, out_dir, "custom_voice", code=2)
 
 
+def test_bench_json(kz, base, voices, work):
+    """bench --json with a voice whose path needs escaping is still one JSON object."""
+    odd = os.path.join(work, 'a "quoted" \\ name.kzvoice')
+    shutil.copyfile(voices["xvector"], odd)
+    r = run([kz, "bench", "-m", base, "--voice", odd, "--frames", "2", "--repeat", "1",
+             "--json", "-q"])
+    check(r.returncode == 0, f"bench --voice: {r.stderr.strip()}")
+    try:
+        name = json.loads(r.stdout)["voice"]["name"]
+    except (ValueError, KeyError) as e:
+        name = f"unparsable: {e}"
+    check(name == odd, f"bench --json voice name {name!r}, want {odd!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kztts", required=True)
@@ -432,6 +447,7 @@ def main():
         test_flac(kz, base, work, voices)
         test_ogg(kz, base, work, voices)
         test_1b7(kz, synth, a.source, base + "_1b7", wav, work)
+        test_bench_json(kz, base, voices, work)
         test_errors(kz, a.source, base, a.tiny, voices, work)
     finish("test_cli_clone_synth")
 

@@ -213,10 +213,20 @@ static void json_num(json_out *j, const char *key, double v, bool present) {
     }
 }
 
-/* Strings here are fixed names (stages, kernel levels, loops): no escaping needed. */
+/* A string, escaped as JSON requires (a voice's name is a path as given). */
 static void json_str(json_out *j, const char *key, const char *s) {
     json_key(j, key);
-    printf("\"%s\"", s ? s : "");
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+        if (*c == '"' || *c == '\\') {
+            printf("\\%c", *c);
+        } else if (*c < 0x20) {
+            printf("\\u%04x", *c);
+        } else {
+            putchar(*c);
+        }
+    }
+    putchar('"');
 }
 
 static void json_bool(json_out *j, const char *key, bool v) {
@@ -272,7 +282,7 @@ static void json_voice(json_out *j, const bench_voice *v) {
     json_open(j, "voice", '{');
     json_str(j, "kind", v->kind);
     json_str(j, "source", v->source);
-    json_str(j, "name", v->name); // a path or a speaker: printed as given
+    json_str(j, "name", v->name); // a path or a speaker
     json_num(j, "ref_seconds", v->ref_seconds, strcmp(v->source, "preset") != 0);
     json_num(j, "ref_frames", v->ref_frames, strcmp(v->kind, "icl") == 0);
     if (v->make_runs > 0) {
