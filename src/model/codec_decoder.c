@@ -487,23 +487,10 @@ size_t kz_codec_back_frames(const kz_codec_decoder *d, const kz_codec_state *s) 
     return frames + history_frames(s->final_conv.n_rows, (size_t)c->decode_upsample_rate);
 }
 
-void kz_codec_advance(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
-                      const int32_t *codes, size_t n_frames) {
-    size_t nq = (size_t)d->cfg.num_quantizers;
-    uint16_t *saved = e->x_bf16;
-    size_t saved_len = e->x_bf16_len;
-    e->x_bf16 = s->x_bf16;
-    e->x_bf16_len = s->x_bf16 ? 2 * s->scratch_floats : 0;
-    for (size_t t0 = 0; t0 < n_frames; t0 += s->max_frames) {
-        size_t n = n_frames - t0 < s->max_frames ? n_frames - t0 : s->max_frames;
-        front(d, s, e, codes + t0 * nq, n);
-    }
-    e->x_bf16 = saved;
-    e->x_bf16_len = saved_len;
-}
-
-void kz_codec_decode(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
-                     const int32_t *codes, size_t n_frames, float *pcm) {
+/* n_frames through the decoder in steps of s->max_frames: the front (quantizer, pre-conv,
+ * transformer) always, the upsampling and vocoder into pcm unless pcm is NULL. */
+static void run_steps(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
+                      const int32_t *codes, size_t n_frames, float *pcm) {
     size_t nq = (size_t)d->cfg.num_quantizers, spf = (size_t)d->cfg.decode_upsample_rate;
     uint16_t *saved = e->x_bf16;
     size_t saved_len = e->x_bf16_len;
@@ -512,9 +499,21 @@ void kz_codec_decode(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
     for (size_t t0 = 0; t0 < n_frames; t0 += s->max_frames) {
         size_t n = n_frames - t0 < s->max_frames ? n_frames - t0 : s->max_frames;
         front(d, s, e, codes + t0 * nq, n);
-        size_t rows = middle(d, s, e, n);
-        vocoder(d, s, e, rows, pcm + t0 * spf);
+        if (pcm) {
+            size_t rows = middle(d, s, e, n);
+            vocoder(d, s, e, rows, pcm + t0 * spf);
+        }
     }
     e->x_bf16 = saved;
     e->x_bf16_len = saved_len;
+}
+
+void kz_codec_advance(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
+                      const int32_t *codes, size_t n_frames) {
+    run_steps(d, s, e, codes, n_frames, NULL);
+}
+
+void kz_codec_decode(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
+                     const int32_t *codes, size_t n_frames, float *pcm) {
+    run_steps(d, s, e, codes, n_frames, pcm);
 }

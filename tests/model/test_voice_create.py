@@ -15,11 +15,10 @@ import os
 import shutil
 import subprocess
 import sys
-import wave
 
 import numpy as np
 
-from testlib import check, expect_refused, finish
+from testlib import check, expect_refused, finish, speechlike as speech_audio, write_wav as wav_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
 from reference import voice_file as vf  # noqa: E402
@@ -28,29 +27,16 @@ RATE = 24000
 TEXT = "This is what the reference recording says."
 
 
+def write_wav(path, pcm, rate=RATE):
+    return wav_file(path, pcm, rate)
+
+
 def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
-def write_wav(path, pcm, rate=RATE):
-    """16-bit mono WAV of pcm in [-1, 1]; returns the samples as libsndfile reads them."""
-    q = np.clip(np.round(np.asarray(pcm) * 32767), -32768, 32767).astype("<i2")
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(q.tobytes())
-    return q.astype(np.float32) / 32768.0
-
-
 def speechlike(seconds, seed):
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(seconds * RATE)) / RATE
-    f0 = 140 + 20 * np.sin(2 * math.pi * 0.7 * t)
-    phase = 2 * math.pi * np.cumsum(f0) / RATE
-    x = sum(np.sin(k * phase) / k for k in range(1, 12))
-    env = 0.5 + 0.5 * np.sin(2 * math.pi * 3 * t) ** 2
-    return 0.3 * x * env / 3 + 0.01 * rng.standard_normal(t.size)
+    return speech_audio(seconds, seed, RATE)
 
 
 def make_checkpoint(source, out, *extra):

@@ -1,9 +1,12 @@
 """Shared helpers of the Python model tests: a check counter that prints the closing
-"N passed, N failed" line CI reads, and a cheap copy of a checkpoint folder."""
+"N passed, N failed" line CI reads, a cheap copy of a checkpoint folder, and test audio
+as a WAV file."""
 import json
+import math
 import os
 import shutil
 import sys
+import wave
 
 _counts = {"passed": 0, "failed": 0}
 
@@ -95,3 +98,29 @@ def gguf_tensor_offsets(path):
         offsets[name] = struct.unpack("<Q", d[pos + 4:pos + 12])[0]
         pos += 12
     return offsets
+
+
+def write_wav(path, pcm, rate):
+    """16-bit mono WAV of samples in [-1, 1] (a sequence of floats, rounded to nearest);
+    returns the samples as a reader of the file gets them, as float32 numpy values."""
+    import numpy as np  # only the tests that write audio need numpy
+    q = np.clip(np.round(np.asarray(pcm) * 32767), -32768, 32767).astype("<i2")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(q.tobytes())
+    return q.astype(np.float32) / 32768.0
+
+
+def speechlike(seconds, seed, rate):
+    """A voiced tone gliding around 140 Hz with 11 harmonics, pulsing at 3 Hz, plus a little
+    noise: audio the encoders treat like speech (numpy float64 samples)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    f0 = 140 + 20 * np.sin(2 * math.pi * 0.7 * t)
+    phase = 2 * math.pi * np.cumsum(f0) / rate
+    x = sum(np.sin(k * phase) / k for k in range(1, 12))
+    env = 0.5 + 0.5 * np.sin(2 * math.pi * 3 * t) ** 2
+    return 0.3 * x * env / 3 + 0.01 * rng.standard_normal(t.size)
