@@ -71,6 +71,10 @@ static kz_status compile(split_regex *re, const char *pattern, const char *name)
     PCRE2_SIZE err_offset;
     re->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
                              &err, &err_offset, NULL);
+    if (!re->code && err == PCRE2_ERROR_HEAP_FAILED) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                            "tokenizer: out of memory compiling the %s split pattern", name);
+    }
     if (!re->code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
@@ -141,6 +145,11 @@ kz_status kz_pretokenizer_split(const kz_pretokenizer *pre, kz_split_mode mode, 
                                        pre->match_ctx);
         if (rc == PCRE2_ERROR_NOMATCH) {
             st = fn(text + start, n_bytes - start, user);
+            break;
+        }
+        if (rc == PCRE2_ERROR_NOMEMORY) {
+            st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "tokenizer: out of memory splitting the "
+                                                       "text at byte %zu", start);
             break;
         }
         if (rc < 0) {
