@@ -9,6 +9,7 @@
 #include "io/json.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,33 @@
 
 #include "io/text_file.h"
 #include "runtime/error.h"
+
+// cJSON reports a failed allocation as a parse error; a counting allocator
+// (installed once, process-wide) lets the caller tell the two apart.
+static _Thread_local bool alloc_failed;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void *counting_malloc(size_t n) {
+    void *p = malloc(n);
+    if (!p) {
+        alloc_failed = true;
+    }
+    return p;
+}
+
+static void install_hooks(void) {
+    cJSON_Hooks hooks = {.malloc_fn = counting_malloc, .free_fn = free};
+    cJSON_InitHooks(&hooks);
+}
+
+cJSON *kz_json_parse_text(const char *text, const char **end, bool require_null_terminated,
+                          bool *out_of_memory) {
+    pthread_once(&hooks_once, install_hooks);
+    alloc_failed = false;
+    cJSON *doc = cJSON_ParseWithOpts(text, end, require_null_terminated);
+    *out_of_memory = alloc_failed;
+    return doc;
+}
 
 kz_status kz_json_parse(const char *label, const char *text, size_t n_bytes, cJSON **root) {
     *root = NULL;
@@ -36,9 +64,13 @@ kz_status kz_json_parse(const char *label, const char *text, size_t n_bytes, cJS
     }
     copy[n_bytes] = '\0';
     const char *end = NULL;
-    cJSON *doc = cJSON_ParseWithOpts(copy, &end, 1);
+    bool out_of_memory;
+    cJSON *doc = kz_json_parse_text(copy, &end, true, &out_of_memory);
     size_t offset = end ? (size_t)(end - copy) : 0;
     free(copy);
+    if (!doc && out_of_memory) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory parsing JSON", label);
+    }
     if (!doc) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: malformed JSON near byte %zu", label, offset);
     }

@@ -30,9 +30,15 @@ typedef struct kz_json_ctx {
 /* Largest JSON text accepted, in bytes. */
 #define KZ_JSON_MAX_BYTES (16u << 20)
 
+/* cJSON_ParseWithOpts on a NUL-terminated text, telling a failed allocation
+ * apart from bad JSON: *out_of_memory is set when any allocation of this parse
+ * failed. *end receives where parsing stopped. */
+cJSON *kz_json_parse_text(const char *text, const char **end, bool require_null_terminated,
+                          bool *out_of_memory);
+
 /* Parses n_bytes of JSON text (need not be NUL-terminated; NULL only when
  * n_bytes is 0) whose top level must be an object, at most KZ_JSON_MAX_BYTES
- * long and free of NUL bytes. Errors are KZ_STATUS_BAD_MODEL with a message
+ * long and free of NUL bytes. Errors are KZ_STATUS_OUT_OF_MEMORY or KZ_STATUS_BAD_MODEL with a message
  * starting "label: " ("malformed JSON near byte 12"). On success *root is owned
  * by the caller (cJSON_Delete); on failure it is NULL. */
 kz_status kz_json_parse(const char *label, const char *text, size_t n_bytes, cJSON **root);

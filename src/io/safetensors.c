@@ -30,6 +30,7 @@
 #define _DARWIN_C_SOURCE // the same on macOS
 
 #include "io/safetensors.h"
+#include "io/json.h"
 #include "io/mapped_file.h"
 
 #include <cjson/cJSON.h>
@@ -470,9 +471,14 @@ static kz_status parse_header(kz_st_file *f) {
     memcpy(text, f->map + HEADER_LENGTH_BYTES, text_bytes);
     text[text_bytes] = '\0';
     const char *stop = text;
-    f->json = cJSON_ParseWithLengthOpts(text, text_bytes, &stop, 0);
+    bool out_of_memory;
+    f->json = kz_json_parse_text(text, &stop, false, &out_of_memory);
     size_t stop_offset = stop && stop >= text ? (size_t)(stop - text) : 0;
     free(text);
+    if (!f->json && out_of_memory) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory parsing the header",
+                            f->path);
+    }
     if (!f->json) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: header is not valid JSON (parse error near byte %zu of %zu)",
