@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "serve/serve.h"
 #include "interrupt.h"
 
 static void usage(FILE *f) {
@@ -24,7 +25,8 @@ static void usage(FILE *f) {
             "  info     describe a model and this CPU   kztts info -m MODEL\n"
             "  bench    measure stage speed             kztts bench -m MODEL --decoder-only\n"
             "  quantize write a GGUF model              kztts quantize -m DIR -o OUT.gguf --type q8_0\n"
-            "  quality  compare with a reference model  kztts quality -m MODEL --ref REF\n\n"
+            "  quality  compare with a reference model  kztts quality -m MODEL --ref REF\n"
+            "  serve    OpenAI-compatible HTTP server   kztts serve -m MODEL --port 8000\n\n"
             "'kztts COMMAND --help' lists a command's options.\n",
             kz_version());
 }
@@ -58,7 +60,7 @@ int main(int argc, char **argv) {
         {"synth", cmd_synth}, {"decode", cmd_decode}, {"speakers", cmd_speakers},
         {"tokenize", cmd_tokenize}, {"info", cmd_info}, {"bench", cmd_bench},
         {"quality", cmd_quality}, {"quantize", cmd_quantize}, {"encode", cmd_encode},
-        {"voice", cmd_voice}};
+        {"voice", cmd_voice}, {"serve", cmd_serve}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) == 0) {
             return stdout_written(cmds[i].name, cmds[i].fn(argc - 2, argv + 2));
