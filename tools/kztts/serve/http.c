@@ -240,12 +240,10 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max) {
     body_reader *b = cls;
     for (;;) {
         ssize_t got = stream_read(b->st, (size_t)pos, buf, max, POLL_MS);
-        if (got > 0) {
+        if (got > 0 || got == -1) {
+            // The wait was the worker's, not the client's: the client's clock starts now.
             idle_restart(b->conn, b->idle_s);
-            return got;
-        }
-        if (got == -1) {
-            return MHD_CONTENT_READER_END_OF_STREAM;
+            return got > 0 ? got : MHD_CONTENT_READER_END_OF_STREAM;
         }
         if (got < 0) {
             return MHD_CONTENT_READER_END_WITH_ERROR; // failed after bytes went out: cut
@@ -474,10 +472,12 @@ static int resolve(const char *host, int port, struct sockaddr_storage *addr, so
     return 0;
 }
 
-/* Connections beyond those the queue can use are refused: enough for every request
- * the workers and the queue hold, plus probes and clients being turned away. */
+/* Connections beyond this are refused by the kernel-level accept loop: room for every
+ * request the workers and the queue hold several times over, so that clients beyond the
+ * queue still get their 429 and probes still get in, while a flood of idle connections
+ * (one thread each) stays bounded. */
 static unsigned connection_limit(const serve_config *cfg) {
-    return (unsigned)(cfg->parallel + cfg->max_queue) * 2u + 64u;
+    return (unsigned)(cfg->parallel + cfg->max_queue) * 4u + 256u;
 }
 
 int http_start(server *s, int *port_out, char *err, size_t n_err) {
