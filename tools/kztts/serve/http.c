@@ -472,7 +472,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *addr, so
     return 0;
 }
 
-/* Connections beyond this are refused by the kernel-level accept loop: room for every
+/* Connections beyond this are closed as soon as they are accepted: room for every
  * request the workers and the queue hold several times over, so that clients beyond the
  * queue still get their 429 and probes still get in, while a flood of idle connections
  * (one thread each) stays bounded. */
