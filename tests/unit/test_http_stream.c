@@ -9,7 +9,8 @@
  *     answers, and so does a stream that pauses longer than it between chunks;
  *   - a blocked handler sees http_client_gone once its client left;
  *   - a buffered response, an error envelope, added headers, the query and the body;
- *   - http_stop ends a stream that is still being produced.
+ *   - http_stop ends a stream that is still being produced;
+ *   - a stream that outlasts --request-timeout is cut, cancelled and counted.
  * A watchdog alarm ends the program if anything hangs.
  */
 #define _GNU_SOURCE /* strcasestr */
@@ -494,6 +495,32 @@ static void test_stop_mid_stream(void) {
     close(fd);
 }
 
+/* A second daemon whose requests may take one second: an endless stream is cut. */
+static void test_request_timeout(metrics *m) {
+    serve_config cfg = {.host = "127.0.0.1", .port = 0, .parallel = 1, .max_queue = 4,
+                        .max_body = 1 << 20, .request_timeout = 1, .idle_timeout = 30};
+    server s = {.cfg = &cfg, .metrics = m};
+    char err[256];
+    CHECK_MSG(http_start(&s, &port, err, sizeof err) == 0, "http_start: %s", err);
+    atomic_store(&producer_saw_cancel, false);
+    char req[256];
+    size_t n;
+    char *resp = exchange(get("/endless", req, sizeof req), &n); // returns once it is cut
+    char *body = malloc(n + 1);
+    size_t n_body;
+    CHECK_MSG(resp && !dechunk(resp, body, &n_body), "a stream past the request timeout ended whole");
+    free(body);
+    free(resp);
+    for (int i = 0; i < 1000 && !atomic_load(&producer_saw_cancel); i++) {
+        sleep_ms(10);
+    }
+    CHECK_MSG(atomic_load(&producer_saw_cancel), "the timed-out stream was not cancelled");
+    char *text = metrics_render(m, NULL);
+    CHECK_STR_CONTAINS(text, "kztts_requests_rejected_total{reason=\"timeout\"} 1\n");
+    free(text);
+    http_stop();
+}
+
 int main(void) {
     alarm(240); // a hang fails the test instead of holding CTest
     signal(SIGPIPE, SIG_IGN);
@@ -515,11 +542,12 @@ int main(void) {
     test_client_gone();
     test_buffered();
     test_stop_mid_stream();
-    for (int i = 0; i < 500 && atomic_load(&n_producers_done) < 5; i++) {
+    test_request_timeout(m);
+    for (int i = 0; i < 500 && atomic_load(&n_producers_done) < 6; i++) {
         sleep_ms(10);
     }
-    CHECK_EQ_INT(atomic_load(&n_producers_done), 5);
-    CHECK_EQ_INT(atomic_load(&n_streams_freed), 5);
+    CHECK_EQ_INT(atomic_load(&n_producers_done), 6);
+    CHECK_EQ_INT(atomic_load(&n_streams_freed), 6);
     CHECK_EQ_INT(http_open_connections(), 0);
     metrics_free(m);
     return test_main_result("test_http_stream");

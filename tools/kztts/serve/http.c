@@ -65,6 +65,7 @@ struct http_req {
 typedef struct body_reader {
     stream *st;
     struct MHD_Connection *conn;
+    metrics *metrics;
     int fd;
     unsigned idle_s;
     double deadline; /* monotonic seconds */
@@ -239,6 +240,14 @@ int http_send_error(http_req *r, const http_error *e) {
 static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max) {
     body_reader *b = cls;
     for (;;) {
+        const bool late = now_s() > b->deadline;
+        if (late || atomic_load(&stopping)) {
+            if (late) {
+                metrics_rejected(b->metrics, "timeout");
+            }
+            stream_cancel(b->st);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         ssize_t got = stream_read(b->st, (size_t)pos, buf, max, POLL_MS);
         if (got > 0 || got == -1) {
             // The wait was the worker's, not the client's: the client's clock starts now.
@@ -248,7 +257,7 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max) {
         if (got < 0) {
             return MHD_CONTENT_READER_END_WITH_ERROR; // failed after bytes went out: cut
         }
-        if (atomic_load(&stopping) || fd_gone(b->fd) || now_s() > b->deadline) {
+        if (fd_gone(b->fd)) {
             stream_cancel(b->st);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -274,6 +283,7 @@ int http_send_stream(http_req *r, int status, const char *content_type, stream *
     const serve_config *cfg = r->srv->cfg;
     b->st = s;
     b->conn = r->conn;
+    b->metrics = r->srv->metrics;
     b->fd = conn_fd(r->conn);
     b->idle_s = (unsigned)cfg->idle_timeout;
     b->deadline = r->t_start + cfg->request_timeout;
