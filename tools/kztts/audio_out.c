@@ -6,7 +6,7 @@
  *                      -> wav on a stream that cannot seek: 44-byte header with the first
  *                         samples, then s16 bytes -> out_file_write
  *                      -> else libsndfile encoder -> virtual IO callbacks -> out_file_write
- * 16-bit formats (s16, wav, flac) all take their samples from to_s16, so a WAV written to a
+ * 16-bit formats (s16, wav, flac) all take their samples from pcm16_from_float (pcm16.h), so a WAV written to a
  * file holds the bytes of one streamed to a pipe and of the raw s16 output (libsndfile's
  * own float-to-short conversion rounds differently).
  * Every byte passes out_file_write, so a failure (a full disk, /dev/full, a closed pipe)
@@ -15,6 +15,8 @@
 #define _POSIX_C_SOURCE 200809L /* fseeko, ftello, fileno */
 
 #include "audio_out.h"
+
+#include "pcm16.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,7 +30,7 @@ struct audio_out {
     char format[8];
     out_file *file;
     SNDFILE *snd;        /* wav/flac/ogg on a seekable output */
-    bool snd_s16;        /* snd is a 16-bit format: fed sf_write_short of to_s16 */
+    bool snd_s16;        /* snd is a 16-bit format: fed sf_write_short of pcm16_from_float */
     bool header_pending; /* wav on a stream: the header goes out with the first samples
                             (or with a successful end), so a failure first leaves it empty */
     int32_t rate;
@@ -145,12 +147,6 @@ audio_out *audio_out_open(const char *path, const char *format, int32_t sample_r
     return o;
 }
 
-static int16_t to_s16(float v) {
-    float s = v * 32767.0f;
-    s = s > 32767.0f ? 32767.0f : s < -32768.0f ? -32768.0f : s;
-    return (int16_t)lrintf(s);
-}
-
 static int put_pending_header(audio_out *o) {
     if (!o->header_pending) {
         return 0;
@@ -174,7 +170,7 @@ int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
     for (size_t i = 0; i < n_samples && !f32; i += 512) {
         const size_t n = n_samples - i < 512 ? n_samples - i : 512;
         for (size_t j = 0; j < n; j++) {
-            s16[j] = to_s16(pcm[i + j]);
+            s16[j] = pcm16_from_float(pcm[i + j]);
         }
         if (o->snd) {
             if (sf_write_short(o->snd, s16, (sf_count_t)n) != (sf_count_t)n) {
