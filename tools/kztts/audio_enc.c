@@ -315,15 +315,16 @@ static int oggopus_finish(audio_enc *e) {
 
 /* --- aac ----------------------------------------------------------------------------- */
 
-static int aac_open(audio_enc *e) {
-    bool standard = false;
+static bool aac_rate(int32_t rate) {
     for (size_t i = 0; i < sizeof AAC_RATES / sizeof AAC_RATES[0]; i++) {
-        standard = standard || AAC_RATES[i] == e->rate;
+        if (AAC_RATES[i] == rate) {
+            return true;
+        }
     }
-    if (!standard) {
-        return fail(e, "aac needs a sample rate of 8000, 11025, 12000, 16000, 22050, 24000, "
-                       "32000, 44100, 48000, 64000, 88200 or 96000 Hz");
-    }
+    return false;
+}
+
+static int aac_open(audio_enc *e) {
     voGetAACEncAPI(&e->aac_api);
     e->aac_mem = (VO_MEM_OPERATOR){cmnMemAlloc, cmnMemFree, cmnMemSet, cmnMemCopy,
                                    cmnMemCheck, cmnMemCompare, cmnMemMove};
@@ -427,6 +428,13 @@ audio_enc *audio_enc_new(const char *format, int32_t sample_rate, size_t total_s
     if (f < 0) {
         snprintf(err, n_err, "unknown audio format '%s' (wav, pcm, flac, mp3, opus, aac)",
                  format ? format : "");
+        return NULL;
+    }
+    if (f == FMT_AAC && !aac_rate(sample_rate)) {
+        snprintf(err, n_err,
+                 "aac needs a sample rate of 8000, 11025, 12000, 16000, 22050, 24000, 32000, "
+                 "44100, 48000, 64000, 88200 or 96000 Hz (not %d)",
+                 (int)sample_rate);
         return NULL;
     }
     if (sample_rate < FORMATS[f].min_rate || sample_rate > FORMATS[f].max_rate) {
