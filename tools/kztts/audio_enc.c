@@ -276,7 +276,8 @@ static int oggopus_close(void *user) {
 }
 
 /* The serial number is fixed, so the same audio gives the same bytes (libopusenc's
- * default draws it from rand()). */
+ * default draws it from rand()). The frame duration is set although it is libopusenc's
+ * default: only setting it initializes what draining reads. */
 static int oggopus_open(audio_enc *e) {
     static const OpusEncCallbacks callbacks = {oggopus_write, oggopus_close};
     OggOpusComments *comments = ope_comments_create();
@@ -291,7 +292,9 @@ static int oggopus_open(audio_enc *e) {
     }
     if ((err = ope_encoder_ctl(e->opus, OPE_SET_DECISION_DELAY(0))) != OPE_OK ||
         (err = ope_encoder_ctl(e->opus, OPE_SET_MUXING_DELAY(OPUS_PAGE_DELAY))) != OPE_OK ||
-        (err = ope_encoder_ctl(e->opus, OPE_SET_SERIALNO(0x6b7a7474))) != OPE_OK) {
+        (err = ope_encoder_ctl(e->opus, OPE_SET_SERIALNO(0x6b7a7474))) != OPE_OK ||
+        (err = ope_encoder_ctl(e->opus, OPUS_SET_EXPERT_FRAME_DURATION(OPUS_FRAMESIZE_20_MS))) !=
+            OPE_OK) {
         return fail(e, "opus: cannot set up the encoder: %s", ope_strerror(err));
     }
     return 0;
@@ -306,7 +309,13 @@ static int oggopus_encode(audio_enc *e, const int16_t *s, size_t n) {
 }
 
 static int oggopus_finish(audio_enc *e) {
-    const int err = ope_encoder_drain(e->opus);
+    // libopusenc sets a stream's end only when samples are written: an empty stream
+    // gets an empty write first, else draining would read the end uninitialized.
+    int16_t none[1] = {0};
+    int err = e->written == 0 ? ope_encoder_write(e->opus, none, 0) : OPE_OK;
+    if (err == OPE_OK) {
+        err = ope_encoder_drain(e->opus);
+    }
     if (err != OPE_OK) {
         return fail(e, "opus: encoding failed: %s", ope_strerror(err));
     }
