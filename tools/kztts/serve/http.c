@@ -65,6 +65,7 @@ struct http_req {
 typedef struct body_reader {
     stream *st;
     struct MHD_Connection *conn;
+    metrics *metrics;
     int fd;
     unsigned idle_s;
     double deadline; /* monotonic seconds */
@@ -239,18 +240,24 @@ int http_send_error(http_req *r, const http_error *e) {
 static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max) {
     body_reader *b = cls;
     for (;;) {
-        ssize_t got = stream_read(b->st, (size_t)pos, buf, max, POLL_MS);
-        if (got > 0) {
-            idle_restart(b->conn, b->idle_s);
-            return got;
+        const bool late = now_s() > b->deadline;
+        if (late || atomic_load(&stopping)) {
+            if (late) {
+                metrics_rejected(b->metrics, "timeout");
+            }
+            stream_cancel(b->st);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        if (got == -1) {
-            return MHD_CONTENT_READER_END_OF_STREAM;
+        ssize_t got = stream_read(b->st, (size_t)pos, buf, max, POLL_MS);
+        if (got > 0 || got == -1) {
+            // The wait was the worker's, not the client's: the client's clock starts now.
+            idle_restart(b->conn, b->idle_s);
+            return got > 0 ? got : MHD_CONTENT_READER_END_OF_STREAM;
         }
         if (got < 0) {
             return MHD_CONTENT_READER_END_WITH_ERROR; // failed after bytes went out: cut
         }
-        if (atomic_load(&stopping) || fd_gone(b->fd) || now_s() > b->deadline) {
+        if (fd_gone(b->fd)) {
             stream_cancel(b->st);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -276,6 +283,7 @@ int http_send_stream(http_req *r, int status, const char *content_type, stream *
     const serve_config *cfg = r->srv->cfg;
     b->st = s;
     b->conn = r->conn;
+    b->metrics = r->srv->metrics;
     b->fd = conn_fd(r->conn);
     b->idle_s = (unsigned)cfg->idle_timeout;
     b->deadline = r->t_start + cfg->request_timeout;
@@ -474,10 +482,12 @@ static int resolve(const char *host, int port, struct sockaddr_storage *addr, so
     return 0;
 }
 
-/* Connections beyond those the queue can use are refused: enough for every request
- * the workers and the queue hold, plus probes and clients being turned away. */
+/* Connections beyond this are closed as soon as they are accepted: room for every
+ * request the workers and the queue hold several times over, so that clients beyond the
+ * queue still get their 429 and probes still get in, while a flood of idle connections
+ * (one thread each) stays bounded. */
 static unsigned connection_limit(const serve_config *cfg) {
-    return (unsigned)(cfg->parallel + cfg->max_queue) * 2u + 64u;
+    return (unsigned)(cfg->parallel + cfg->max_queue) * 4u + 256u;
 }
 
 int http_start(server *s, int *port_out, char *err, size_t n_err) {
