@@ -19,14 +19,17 @@
  * pages are closed after a few packets (OPE_SET_MUXING_DELAY) and packets are encoded
  * without look-ahead (OPE_SET_DECISION_DELAY 0), so a page leaves shortly after its
  * audio arrives instead of after libopusenc's default of seconds, at the cost of a page
- * header per few packets; vo-aacenc takes exact 1024-sample frames, the last one padded
- * with silence, plus silent frames at the end that push the encoder's delay out.
+ * header per few packets; the Opus header pages leave with the first samples (libopusenc
+ * writes them then; ope_encoder_flush_header is not called, for the rule above);
+ * vo-aacenc takes exact 1024-sample frames, the last one padded with silence, plus silent
+ * frames at the end that push the encoder's delay out.
  */
 #include "audio_enc.h"
 
 #include <FLAC/stream_encoder.h>
 #include <lame/lame.h>
 #include <opus/opusenc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +43,7 @@ enum { BLOCK = 1024 };                       /* samples converted per step; an A
 enum { MP3_BUF = BLOCK + BLOCK / 4 + 7200 }; /* LAME's worst case for BLOCK samples */
 enum { AAC_BITRATE = 64000, MP3_KBPS = 64 };
 enum { AAC_FLUSH_FRAMES = 2 };      /* silent frames that carry the encoder's delay out */
-enum { OPUS_PAGE_DELAY = 4 * 960 }; /* 48 kHz samples of packets per Ogg page: four */
+enum { OPUS_PAGE_DELAY = 4 * 960 }; /* 48 kHz samples of packets before a page closes */
 
 typedef enum { FMT_WAV, FMT_PCM, FMT_FLAC, FMT_MP3, FMT_OPUS, FMT_AAC } enc_format;
 
@@ -230,7 +233,7 @@ static int flac_finish(audio_enc *e) {
 /* Mono, constant bit rate, no Xing/Info frame (it would need a seek back to fill in).
  * LAME picks the MPEG version from the rate (24 kHz is MPEG-2) and resamples a rate MP3
  * cannot carry to the nearest one it can. */
-static int mp3_open(audio_enc *e) {
+static int mp3_setup(audio_enc *e) {
     if (!(e->lame = lame_init())) {
         return fail(e, "mp3: out of memory");
     }
@@ -245,6 +248,16 @@ static int mp3_open(audio_enc *e) {
         return fail(e, "mp3: LAME refused a %d Hz mono stream", (int)e->rate);
     }
     return 0;
+}
+
+/* LAME fills global tables the first time an encoder is set up, unguarded: the server's
+ * threads set theirs up one at a time. */
+static int mp3_open(audio_enc *e) {
+    static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&setup);
+    const int rc = mp3_setup(e);
+    pthread_mutex_unlock(&setup);
+    return rc;
 }
 
 static int mp3_encode(audio_enc *e, const int16_t *s, size_t n) {

@@ -22,7 +22,8 @@
  *   ref_text         string, the transcript of ref_audio; Base only, required with
  *                    ref_audio unless x_vector_only_mode
  *   x_vector_only_mode  bool: clone from the speaker embedding alone; Base only
- *   seed             integer in [0, 2^64) (JSON numbers beyond 2^53 are not exact)
+ *   seed             integer in [0, 2^64) (JSON numbers beyond 2^53 are not exact);
+ *                    absent: a fresh seed per request (two asks, two takes)
  *   temperature      number in [0, 2]: 0 = greedy decoding (both stages), else the
  *                    talker's sampling temperature
  *   top_k            integer >= -1: -1 and 0 turn top-k off, else the talker's top-k

@@ -17,6 +17,7 @@
 #include "speech_job.h"
 
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,20 @@ static int clone_voice(speech_job *j, kz_session *session) {
     return 0;
 }
 
+/* A seed for a request without one, different for every request (as vLLM-Omni and
+ * OpenAI behave: asking twice gives two takes): splitmix64's finalizer over the wall
+ * clock and a per-process counter. */
+static uint64_t fresh_seed(void) {
+    static atomic_uint_fast64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t z = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    z += (uint64_t)atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static void fill_request(speech_job *j, kz_request *r) {
     const speech_args *a = &j->args;
     *r = (kz_request){0};
@@ -259,7 +274,7 @@ static void fill_request(speech_job *j, kz_request *r) {
     r->top_k = a->top_k;
     r->top_p = a->top_p;
     r->repetition_penalty = a->repetition_penalty;
-    r->seed = a->has_seed ? a->seed : 0;
+    r->seed = a->has_seed ? a->seed : fresh_seed();
     r->max_frames = a->max_frames;
     r->first_chunk_frames = 1; // the first audio leaves after one frame
     r->on_audio = on_audio;
