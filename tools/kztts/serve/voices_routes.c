@@ -294,8 +294,12 @@ typedef struct clone_job {
 } clone_job;
 
 static void clone_run(kz_session *session, void *arg) {
-    (void)session; // cloning needs the model only
     clone_job *j = arg;
+    kz_experimental_session_info info = {0};
+    if (session && kz_experimental_session_get_info(session, &info) == KZ_OK &&
+        info.n_threads > 0) {
+        j->n_threads = info.n_threads; // the worker's threads, as a synthesis there uses
+    }
     j->rc = voices_from_audio(j->store, j->u->audio, j->u->n_audio, j->u->ref_text,
                               j->xvector_only, j->n_threads, &j->voice, &j->e);
     pthread_mutex_lock(&j->lock);
@@ -304,7 +308,8 @@ static void clone_run(kz_session *session, void *arg) {
     pthread_mutex_unlock(&j->lock);
 }
 
-/* The threads a worker's session computes with (serve.h: 0 = online CPUs / parallel). */
+/* The threads a worker's session computes with (serve.h: 0 = online CPUs / parallel),
+ * for cloning without workers. */
 static int clone_threads(const serve_config *cfg) {
     if (cfg->threads > 0) {
         return cfg->threads;
@@ -573,8 +578,10 @@ static void method_not_allowed(http_req *r, const char *allow) {
 void voices_handle(server *s, http_req *r) {
     const char *path = http_path(r), *method = http_method(r);
     const char *rest = strncmp(path, PREFIX, strlen(PREFIX)) == 0 ? path + strlen(PREFIX) : "";
+    // HEAD is GET without the body (libmicrohttpd drops it), as routes.c treats it.
+    const bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (rest[0] == '\0' || strcmp(rest, "/") == 0) {
-        if (strcmp(method, "GET") == 0) {
+        if (get) {
             list_voices(s, r);
         } else if (strcmp(method, "POST") == 0) {
             post_voice(s, r);
@@ -588,7 +595,7 @@ void voices_handle(server *s, http_req *r) {
         http_error e;
         http_error_set(&e, 404, "invalid_request_error", NULL, "not_found", "no such route");
         http_send_error(r, &e);
-    } else if (strcmp(method, "GET") == 0) {
+    } else if (get) {
         get_voice(s, r, name);
     } else if (strcmp(method, "DELETE") == 0) {
         delete_voice(s, r, name);
