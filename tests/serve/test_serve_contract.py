@@ -37,8 +37,15 @@ def auth():
 
 
 def post_json(work, port, path, fields, *extra):
-    return curl(work, f"http://127.0.0.1:{port}{path}", "-X", "POST",
-                "-H", "Content-Type: application/json", "--data-binary", json.dumps(fields), *extra)
+    """curl POSTs the fields as JSON (from a file: bodies may be larger than argv allows)."""
+    fd, body = tempfile.mkstemp(dir=work, suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(fields, f)
+    try:
+        return curl(work, f"http://127.0.0.1:{port}{path}", "-X", "POST",
+                    "-H", "Content-Type: application/json", "--data-binary", "@" + body, *extra)
+    finally:
+        os.unlink(body)
 
 
 def say(fmt=None, frames=FRAMES, **kw):
@@ -47,7 +54,7 @@ def say(fmt=None, frames=FRAMES, **kw):
     if fmt:
         f["response_format"] = fmt
     f.update(kw)
-    return f
+    return {k: v for k, v in f.items() if v is not None}
 
 
 def check_wav_header(name, b):
@@ -314,8 +321,9 @@ def drain(s, work):
     t.start()
     check(wait_until(lambda: gauges(s.port)[0] == 1, 60, 0.02), "long request not running")
     s.proc.terminate()
-    r = request(s.port, "GET", "/ready", timeout=30)
-    check(r.status == 503, f"/ready while draining: {r!r}")
+    # The server sees the signal on its next poll: wait for /ready to turn (bounded).
+    check(wait_until(lambda: s.get_status("/ready") == 503, 30, 0.02),
+          "/ready still not 503 30 s after SIGTERM")
     r = speech(s.port, say("pcm"), {"Authorization": f"Bearer {KEY}"}, timeout=30)
     check_error("speech while draining", r, 503)
     ra = r.header("retry-after") or ""
@@ -378,11 +386,111 @@ def voices(s, work, vdir):
     print("ok   voices round trip", flush=True)
 
 
+def cli_pcm(kztts, model, work, args, text):
+    """The CLI's raw 16-bit audio for the same request (the server's reference)."""
+    out = os.path.join(work, "cli.pcm")
+    r = subprocess.run([kztts, "synth", "-q", "-m", model, "--format", "pcm", "-o", out, *args,
+                        text], capture_output=True, timeout=300)
+    check(r.returncode == 0, f"kztts synth {args}: {r.stderr!r}")
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def sampling_fields(s, work, kztts, tiny):
+    """The vLLM-Omni fields are honoured: the server's pcm equals the CLI's for the same
+    speaker, language, instruction, seed and sampling values; temperature 0 ignores the
+    seed; another seed samples other audio."""
+    text = "Sampling fields, honoured."
+    fields = say("pcm", 20, input=text, language="English", instructions="Speak slowly.",
+                 seed=42, temperature=0.7, top_k=20, top_p=0.9, repetition_penalty=1.1,
+                 voice="vivian")
+    r1 = post_json(work, s.port, "/v1/audio/speech", fields, *auth())
+    cli = cli_pcm(kztts, tiny, work, ["-s", "vivian", "-l", "english", "-i", "Speak slowly.",
+                                      "--seed", "42", "--temperature", "0.7", "--top-k", "20",
+                                      "--top-p", "0.9", "--repetition-penalty", "1.1",
+                                      "--max-frames", "20"], text)
+    check(r1.status == 200 and r1.body == cli, f"sampled request differs from the CLI's audio "
+          f"({len(r1.body)} vs {len(cli)} bytes): {r1!r}")
+    r2 = post_json(work, s.port, "/v1/audio/speech", dict(fields, seed=43), *auth())
+    check(r2.status == 200 and r2.body != r1.body, "another seed gave the same audio")
+    g1 = post_json(work, s.port, "/v1/audio/speech", say("pcm", 20, input=text, seed=1), *auth())
+    g2 = post_json(work, s.port, "/v1/audio/speech", say("pcm", 20, input=text, seed=2), *auth())
+    cli = cli_pcm(kztts, tiny, work, ["-s", "ryan", "--greedy", "--max-frames", "20"], text)
+    check(g1.status == 200 and g1.body == g2.body == cli,
+          "temperature 0: the audio depends on the seed or differs from the CLI's --greedy")
+    print("ok   sampling fields == CLI", flush=True)
+
+
+def voice_design(kztts, vd, work):
+    """A VoiceDesign model: instructions describe the voice (required)."""
+    with Server(kztts, vd, work, "voice_design", ["--threads", "1"]) as s:
+        r = post_json(work, s.port, "/v1/audio/speech",
+                      say("pcm", voice=None, instructions="A calm, low voice."))
+        check(r.status == 200 and len(r.body) == FRAMES * 3840, f"VoiceDesign: {r!r}")
+        r = post_json(work, s.port, "/v1/audio/speech", say("pcm", voice=None))
+        check_error("VoiceDesign without instructions", Response_of(r), 400, "instructions")
+        check(s.stop() == 0, "VoiceDesign server exit status")
+
+
+def log_lines(s, work):
+    """One log line per request: id, route, status, audio seconds, first audio, total."""
+    r = post_json(work, s.port, "/v1/audio/speech", say("pcm"), *auth())
+    rid = r.header("x-request-id")
+
+    def line():
+        return [ln for ln in s.log().splitlines() if ln.startswith(f"{rid} ")]
+    got = wait_until(line, 30)
+    check(bool(got) and len(got) == 1, f"log lines for {rid}: {got}")
+    if got:
+        ln = got[0]
+        check(" speech 200 " in ln and f"audio={expected_seconds(FRAMES):.2f}s" in ln
+              and "first_audio=" in ln and "total=" in ln, f"log line {ln!r}")
+
+
+def cors_and_probes(s, plain, work):
+    """--cors ORIGIN on s, none on plain; HEAD probes; /v1/models/{id}."""
+    url = f"http://127.0.0.1:{s.port}"
+    r = curl(work, url + "/v1/audio/speech", "-X", "OPTIONS", "-H", "Origin: https://app.example",
+             "-H", "Access-Control-Request-Method: POST")
+    check(r.status == 204 and r.header("access-control-allow-origin") == "https://app.example"
+          and "POST" in (r.header("access-control-allow-methods") or ""), f"preflight: {r!r}")
+    r = curl(work, url + "/health", "-H", "Origin: https://app.example")
+    check(r.header("access-control-allow-origin") == "https://app.example", f"CORS on GET: {r!r}")
+    r = curl(work, f"http://127.0.0.1:{plain.port}/health", "-H", "Origin: https://app.example")
+    check(r.status == 200 and r.header("access-control-allow-origin") is None,
+          f"CORS header without --cors: {r!r}")
+    with socket.create_connection(("127.0.0.1", s.port), timeout=30) as c:
+        c.sendall(b"HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            got += b
+    check(got.startswith(b"HTTP/1.1 200") and got.endswith(b"\r\n\r\n"),
+          f"HEAD /health: a body or no 200: {got!r}")
+    r = curl(work, f"http://127.0.0.1:{plain.port}/v1/models/tiny", *auth())
+    check(r.status == 200 and (r.json() or {}).get("id") == "tiny", f"/v1/models/tiny: {r!r}")
+    r = curl(work, f"http://127.0.0.1:{plain.port}/v1/models/other", *auth())
+    check_error("/v1/models/other", Response_of(r), 404)
+
+
+def max_input(kztts, tiny, work):
+    """--max-input N: N characters pass, N + 1 are a 400 naming input."""
+    with Server(kztts, tiny, work, "max_input", ["--max-input", "50", "--threads", "1"]) as s:
+        r = post_json(work, s.port, "/v1/audio/speech", say("pcm", input="\u00e9" * 50))
+        check(r.status == 200, f"--max-input 50, 50 characters: {r!r}")
+        r = post_json(work, s.port, "/v1/audio/speech", say("pcm", input="a" * 51))
+        check_error("--max-input 50, 51 characters", Response_of(r), 400, "input")
+        check(s.stop() == 0, "max_input server exit status")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kztts", required=True)
     ap.add_argument("--tiny", required=True)
     ap.add_argument("--base", required=True)
+    ap.add_argument("--vd", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -392,12 +500,18 @@ def main():
     with open(keys, "w") as f:
         f.write(KEY + "\n")
     vdir = os.path.join(work, "voices")
-    base = Server(a.kztts, a.base, work, "base", ["--voices-dir", vdir, "--threads", "1"]).start()
+    base = Server(a.kztts, a.base, work, "base", ["--voices-dir", vdir, "--threads", "1",
+                                                  "--cors", "https://app.example"]).start()
     s = Server(a.kztts, a.tiny, work, "custom", ["--api-key-file", keys, "--parallel", "1",
                                                  "--max-queue", "1", "--threads", "1"]).start()
     auth_and_open_routes(s, work)
     metrics_move(s, work)
     models_and_routes(s, work)
+    sampling_fields(s, work, a.kztts, a.tiny)
+    log_lines(s, work)
+    cors_and_probes(base, s, work)
+    voice_design(a.kztts, a.vd, work)
+    max_input(a.kztts, a.tiny, work)
     voices(base, work, vdir)
     queue_full_and_cancel(s, work)
     drain(s, work)

@@ -17,7 +17,6 @@ retried and completed elsewhere; requests A had in flight when it got SIGTERM co
 A exits 0 after its drain.
 """
 import argparse
-import json
 import os
 import random
 import shutil
@@ -130,17 +129,16 @@ def client(port, seed, stop, records, lock, counter):
 
 
 def parse_access_log(path):
-    """{test id: (status, [upstream addresses], [upstream statuses])} from nginx's log."""
+    """{test id: (status, [upstream addresses], [upstream statuses])} from nginx's log
+    (lines id|status|addresses|statuses|time; lists comma-separated)."""
     out = {}
     with open(path) as f:
         for line in f:
-            parts = line.split(" ", 3)
-            if len(parts) < 4 or parts[0] == "-":
+            parts = line.rstrip("\n").split("|")
+            if len(parts) != 5 or parts[0] == "-":
                 continue
-            rest = parts[3]
-            q = rest.index('"')
             addrs = [x.strip() for x in parts[2].split(",")]
-            statuses = [x.strip() for x in rest[q + 1:rest.index('"', q + 1)].split(",")]
+            statuses = [x.strip() for x in parts[3].split(",")]
             out[parts[0]] = (int(parts[1]), addrs, statuses)
     return out
 
