@@ -312,6 +312,28 @@ def queue_full_and_cancel(s, work):
     print(f"ok   queue full: 429 Retry-After {ra}; cancelled jobs made {audio:.1f} s", flush=True)
 
 
+def first_audio_early(s):
+    """Streaming from the first frame in every format: the first body bytes of a long
+    request arrive while its job is still synthesizing (a server that encoded the whole
+    answer first would show nothing running by then)."""
+    for fmt, sse in [(f, False) for f in FORMATS] + [("pcm", True), ("opus", True)]:
+        name = f"first audio {fmt}{' sse' if sse else ''}"
+        fields = say(fmt, LONG, input=LONG_INPUT, stream_format="sse" if sse else None)
+        h = Held(s.port, fields)
+        got = b""
+        while b"\r\n\r\n" not in got or len(got) <= got.index(b"\r\n\r\n") + 4:
+            b = h.sock.recv(4096)
+            if not b:
+                break
+            got += b
+        running = gauges(s.port)[0]
+        h.close()
+        check(got.startswith(b"HTTP/1.1 200") and running == 1,
+              f"{name}: body bytes came when {running} requests ran: {got[:80]!r}")
+        check(wait_until(lambda: gauges(s.port) == (0, 0), 120), f"{name}: job not cancelled")
+    print("ok   first audio while synthesizing, every format", flush=True)
+
+
 def drain(s, work):
     """SIGTERM with a stream in flight: /ready and new speech 503 + Retry-After, /health
     200, the stream completes whole, exit 0."""
@@ -514,6 +536,7 @@ def main():
     max_input(a.kztts, a.tiny, work)
     voices(base, work, vdir)
     queue_full_and_cancel(s, work)
+    first_audio_early(s)
     drain(s, work)
     check(base.alive() and base.healthy(), "base server not healthy at the end")
     check(base.stop() == 0, "base server exit status after SIGTERM")
