@@ -380,7 +380,10 @@ def voice_upload_cases(s, vdir):
         cases.append((f"upload without {key}", f))
     for bad in ("../evil", ".hidden", "a/b", "a" * 65, "", "sp ace", "x\u00e9"):
         cases.append((f"upload name {bad[:12]!r}", dict(full, name=bad)))
-    cases += [("upload text as audio", dict(full, audio_sample=b"not audio" * 100)),
+    cases += [("upload unknown form field", dict(full, colour="blue")),
+              ("upload name of 300 bytes", dict(full, name="n" * 300)),
+              ("upload consent no", dict(full, consent="no")),
+              ("upload text as audio", dict(full, audio_sample=b"not audio" * 100)),
               ("upload empty audio", dict(full, audio_sample=b"")),
               ("upload 0.1 s audio", dict(full, audio_sample=wav_bytes(0.1)))]
     for name, fields in cases:
@@ -392,6 +395,8 @@ def voice_upload_cases(s, vdir):
                                                   "ref_text": REF_TEXT, "consent": "yes"}),
                       ("JSON upload name number", {"name": 5, "audio_sample": base64.b64encode(
                           wav).decode(), "ref_text": REF_TEXT, "consent": "yes"}),
+                      ("JSON upload unknown field", {"name": "j", "colour": "blue"}),
+                      ("JSON upload field twice", '{"name": "j", "name": "k"}'),
                       ("JSON upload truncated", '{"name": "j", "audio_sample": "AAAA')):
         check_error(name, request(s.base.port, "POST", url, obj), 400)
         s.after(name)
