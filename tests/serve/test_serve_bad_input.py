@@ -90,7 +90,7 @@ def raw(port, data, timeout=15, shutdown=False):
 
 def json_cases(s):
     """Bodies the JSON layer must refuse with 400 (param where it is clear)."""
-    long_ok = "\u00e9" * 4096  # characters count, not bytes: 8192 bytes of UTF-8
+    long_ok = "\u00e9" * 4096  # characters count, not bytes (two bytes each in UTF-8)
     cases = [
         ("truncated JSON", '{"model":', None),
         ("not JSON", "hello", None),

@@ -27,7 +27,7 @@ from serve_harness import (CONTENT_TYPES, FORMATS, MAGIC, Server, check, check_e
 
 KEY = "sk-contract-key"
 FRAMES = 12
-LONG = 2000  # frames of a request that holds the worker for a while (tiny: ~1000 frames/s)
+LONG = 2000  # frames: a request that holds the worker while the test looks at it
 LONG_INPUT = "The quick brown fox jumps over the lazy dog. " * 90
 REF_TEXT = "A reference, read aloud."
 
