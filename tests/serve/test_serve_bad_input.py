@@ -279,6 +279,40 @@ def slowloris(s):
     print(f"ok   slowloris: {closed} stalled connections closed by the server", flush=True)
 
 
+def slow_reader(s):
+    """A client that reads nothing holds no worker: its job finishes into the server's
+    buffer, the next request runs, and the first client then reads its answer whole."""
+    import http.client
+    frames = 300
+    fields = good(voice="x", max_new_tokens=frames, input=LONG_INPUT,
+                  ref_audio=data_uri(wav_bytes(2.0, seed=4)), x_vector_only_mode=True)
+    body = json.dumps(fields).encode()
+    c = socket.create_connection(("127.0.0.1", s.base.port), timeout=120)
+    c.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+              b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    def base_idle():
+        m = metrics(s.base.port)
+        return metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0
+    check(wait_until(lambda: metric(metrics(s.base.port), "kztts_requests_running") == 1, 60, 0.02)
+          or base_idle(), "slow reader: its job never ran")
+    check(wait_until(base_idle, 120), "slow reader: the job waits for the client to read")
+    r = speech(s.base.port, good(voice="x", ref_audio=data_uri(wav_bytes(2.0, seed=4)),
+                                 x_vector_only_mode=True))
+    check(r.status == 200 and len(r.body) == 5 * 3840, f"request after the slow reader: {r!r}")
+    resp = http.client.HTTPResponse(c, method="POST")
+    try:
+        resp.begin()
+        data = resp.read()
+    except (OSError, http.client.HTTPException) as e:
+        data = repr(e).encode()
+    c.close()
+    check(resp.status == 200 and len(data) == frames * 3840,
+          f"slow reader got {len(data)} bytes (want {frames * 3840}) with status {resp.status}")
+    s.after("slow reader")
+    print("ok   slow reader holds no worker and gets its audio whole", flush=True)
+
+
 def idle(s):
     m = metrics(s.cv.port)
     return metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0
@@ -438,6 +472,7 @@ def main():
     ref_audio_cases(s)
     voice_upload_cases(s, vdir)
     slowloris(s)
+    slow_reader(s)
     disconnects(s)
     for srv in (cv, base):
         check(srv.alive(), f"{srv.name} died")
