@@ -21,8 +21,8 @@ import tempfile
 import threading
 import time
 
-from serve_harness import (Server, check, check_error, data_uri, expected_seconds, finish,
-                           metric, metrics, request, speech, wait_until, wav_bytes)
+from serve_harness import (Server, check, check_error, data_uri, error_of, expected_seconds,
+                           finish, metric, metrics, request, speech, wait_until, wav_bytes)
 
 KEY = "sk-bad-input-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -313,6 +313,29 @@ def slow_reader(s):
     print("ok   slow reader holds no worker and gets its audio whole", flush=True)
 
 
+def request_timeout(kztts, tiny, work):
+    """--request-timeout: a request that runs longer is cut (or, before its first audio,
+    answered 503 timeout), its job ends, and the refusal is counted once."""
+    with Server(kztts, tiny, work, "timeout", ["--request-timeout", "1", "--max-input", "40000",
+                                               "--threads", "1"]) as t:
+        before = metrics(t.port)
+        r = speech(t.port, good(input=LONG_INPUT * 8, max_new_tokens=None))
+        cut = r.status == 200 and not r.complete
+        check(cut or (r.status == 503 and (error_of(r) or {}).get("code") == "timeout"),
+              f"request over --request-timeout: {r!r}")
+
+        def idle_t():
+            m = metrics(t.port)
+            return metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0
+        check(wait_until(idle_t, 60), "the timed-out job still runs")
+        d = (metric(metrics(t.port), "kztts_requests_rejected_total", reason="timeout")
+             - metric(before, "kztts_requests_rejected_total", reason="timeout"))
+        check(d == 1, f"rejected_total{{reason=timeout}} moved by {d} (want 1)")
+        check(t.healthy(), "not healthy after the timeout")
+        check(t.stop() == 0, "timeout server exit status")
+    print(f"ok   request timeout: {'cut mid-stream' if cut else '503'}", flush=True)
+
+
 def idle(s):
     m = metrics(s.cv.port)
     return metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0
@@ -474,6 +497,7 @@ def main():
     slowloris(s)
     slow_reader(s)
     disconnects(s)
+    request_timeout(a.kztts, a.tiny, work)
     for srv in (cv, base):
         check(srv.alive(), f"{srv.name} died")
         check(srv.stop() == 0, f"{srv.name}: exit status after SIGTERM")
