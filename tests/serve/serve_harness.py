@@ -303,6 +303,19 @@ def _run(argv, timeout=120):
     return subprocess.run(argv, capture_output=True, timeout=timeout)
 
 
+def _aac_stream_problem(path):
+    """What ffprobe finds wrong with an AAC file (AAC-LC in ADTS, mono, 24 kHz), or None."""
+    r = _run(["ffprobe", "-v", "error", "-f", "aac", "-show_entries",
+              "stream=codec_name,profile,sample_rate,channels", "-of", "json", path])
+    try:
+        st = json.loads(r.stdout)["streams"][0]
+    except (ValueError, KeyError, IndexError):
+        return f"ffprobe: {r.stderr.decode(errors='replace')[-300:]}"
+    want = {"codec_name": "aac", "profile": "LC", "sample_rate": str(RATE), "channels": 1}
+    got = {k: st.get(k) for k in want}
+    return None if got == want else f"ffprobe: {got} (want {want})"
+
+
 def decoded_seconds(fmt, path, work):
     """Decodes the audio file at path (in format fmt) with an independent tool and returns
     (seconds, None), or (None, the tool's complaint)."""
@@ -324,6 +337,10 @@ def decoded_seconds(fmt, path, work):
         argv = ["sox", "--ignore-length", path, "-t", "wav", out]
     else:
         return None, f"unknown format {fmt}"
+    if fmt == "aac":
+        why = _aac_stream_problem(path)
+        if why:
+            return None, why
     r = _run(argv)
     if r.returncode != 0 or not os.path.exists(out):
         return None, f"{argv[0]} exit {r.returncode}: {r.stderr.decode(errors='replace')[-300:]}"
