@@ -294,11 +294,6 @@ def data_uri(audio, mime="audio/wav"):
     return f"data:{mime};base64," + base64.b64encode(audio).decode()
 
 
-def _wav_seconds(path):
-    with wave.open(path, "rb") as w:
-        return w.getnframes() / w.getframerate()
-
-
 def _run(argv, timeout=120):
     return subprocess.run(argv, capture_output=True, timeout=timeout)
 
@@ -345,7 +340,11 @@ def decoded_seconds(fmt, path, work):
     if r.returncode != 0 or not os.path.exists(out):
         return None, f"{argv[0]} exit {r.returncode}: {r.stderr.decode(errors='replace')[-300:]}"
     try:
-        return _wav_seconds(out), None
+        with wave.open(out, "rb") as w:
+            if w.getnchannels() != 1 or w.getframerate() != RATE:
+                return None, (f"{argv[0]} decoded {w.getnchannels()} channels at "
+                              f"{w.getframerate()} Hz (want mono at {RATE} Hz)")
+            return w.getnframes() / w.getframerate(), None
     except (wave.Error, EOFError) as e:
         return None, f"{argv[0]} wrote an unreadable WAV: {e}"
     finally:
