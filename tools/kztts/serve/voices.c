@@ -88,7 +88,7 @@ static const char *quoted(const char *name, char out[MAX_NAME + 4]) {
 static int disabled(http_error *e) {
     return http_error_set(e, 400, "invalid_request_error", NULL, "voices_disabled",
                           "this server stores no voices: start kztts serve with --voices-dir "
-                          "DIR to upload, list and delete them");
+                          "DIR to upload and delete them");
 }
 
 static int not_found(http_error *e, const char *param, const char *name) {

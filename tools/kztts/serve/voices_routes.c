@@ -45,6 +45,8 @@ typedef struct upload {
     uint8_t *audio; /* the audio file's bytes (decoded from base64 for JSON) */
     size_t n_audio;
     bool audio_set;
+    char unknown[MULTIPART_MAX_NAME]; /* an unknown field's name, printable: the param of
+                                         its error, which outlives the parsed body */
 } upload;
 
 static void upload_clear(upload *u) {
@@ -54,6 +56,32 @@ static void upload_clear(upload *u) {
     free(u->description);
     free(u->audio);
     memset(u, 0, sizeof *u);
+}
+
+static const char *const FIELDS[] = {"name", "audio_sample", "consent", "ref_text",
+                                     "speaker_description", "x_vector_only_mode"};
+
+/* The field called name as a literal (an error's param must outlive the parsed body), or
+ * NULL when it is no field of an upload. */
+static const char *field_param(const char *name) {
+    for (size_t i = 0; i < sizeof FIELDS / sizeof *FIELDS; i++) {
+        if (strcmp(name, FIELDS[i]) == 0) {
+            return FIELDS[i];
+        }
+    }
+    return NULL;
+}
+
+/* An unknown field: 400 naming it (its name kept in u, in printable ASCII). */
+static int unknown_field(upload *u, const char *name, http_error *e) {
+    size_t o = 0;
+    for (const char *c = name; *c && o + 1 < sizeof u->unknown && o < 64; c++) {
+        u->unknown[o++] = *c >= 0x20 && *c < 0x7f ? *c : '?';
+    }
+    u->unknown[o] = '\0';
+    return http_error_set(e, 400, "invalid_request_error", u->unknown, "unknown_parameter",
+                          "unknown field '%s' (fields: name, audio_sample, consent, ref_text, "
+                          "speaker_description, x_vector_only_mode)", u->unknown);
 }
 
 static int bad_field(http_error *e, const char *param, const char *fmt, const char *detail) {
@@ -124,7 +152,10 @@ static bool consent_refused(const char *c) {
 /* ---- the multipart variant ---- */
 
 static int form_part(const multipart_part *p, upload *u, http_error *e) {
-    const char *f = p->name;
+    const char *f = field_param(p->name);
+    if (!f) {
+        return unknown_field(u, p->name, e);
+    }
     if (strcmp(f, "audio_sample") == 0) {
         if (!(u->audio = malloc(p->n_bytes ? p->n_bytes : 1))) {
             return http_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
@@ -146,16 +177,11 @@ static int form_part(const multipart_part *p, upload *u, http_error *e) {
     if (strcmp(f, "speaker_description") == 0) {
         return text_field(f, p->data, p->n_bytes, MAX_DESCRIPTION_BYTES, &u->description, e);
     }
-    if (strcmp(f, "x_vector_only_mode") == 0) {
-        char *text = NULL;
-        int rc = text_field(f, p->data, p->n_bytes, 16, &text, e);
-        rc = rc ? rc : bool_field(f, text, &u->xvector_only, e);
-        free(text);
-        return rc;
-    }
-    return http_error_set(e, 400, "invalid_request_error", f, "unknown_parameter",
-                          "unknown form field '%s' (fields: name, audio_sample, consent, "
-                          "ref_text, speaker_description, x_vector_only_mode)", f);
+    char *text = NULL; // x_vector_only_mode, the last field
+    int rc = text_field(f, p->data, p->n_bytes, 16, &text, e);
+    rc = rc ? rc : bool_field(f, text, &u->xvector_only, e);
+    free(text);
+    return rc;
 }
 
 static int parse_form(const char *content_type, const void *body, size_t n, upload *u,
@@ -205,21 +231,25 @@ static int json_audio(const char *text, upload *u, http_error *e) {
     return 0;
 }
 
-static int json_string(const cJSON *item, size_t max_bytes, char **out, http_error *e) {
+/* The string member k (a literal) of the body. */
+static int json_string(const char *k, const cJSON *item, size_t max_bytes, char **out,
+                       http_error *e) {
     if (cJSON_IsNull(item)) {
         return 0;
     }
     if (!cJSON_IsString(item)) {
-        return bad_field(e, item->string, "%s must be a string", item->string);
+        return bad_field(e, k, "%s must be a string", k);
     }
-    return text_field(item->string, item->valuestring, strlen(item->valuestring), max_bytes,
-                      out, e);
+    return text_field(k, item->valuestring, strlen(item->valuestring), max_bytes, out, e);
 }
 
 static int json_member(const cJSON *item, upload *u, http_error *e) {
-    const char *k = item->string;
+    const char *k = field_param(item->string);
+    if (!k) {
+        return unknown_field(u, item->string, e);
+    }
     if (strcmp(k, "name") == 0) {
-        return json_string(item, 256, &u->name, e);
+        return json_string(k, item, 256, &u->name, e);
     }
     if (strcmp(k, "audio_sample") == 0) {
         return cJSON_IsString(item) ? json_audio(item->valuestring, u, e)
@@ -233,27 +263,22 @@ static int json_member(const cJSON *item, upload *u, http_error *e) {
             u->consent = yes;
             return yes ? 0 : http_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
         }
-        return json_string(item, MAX_CONSENT_BYTES, &u->consent, e);
+        return json_string(k, item, MAX_CONSENT_BYTES, &u->consent, e);
     }
     if (strcmp(k, "ref_text") == 0) {
-        return json_string(item, (size_t)1 << 20, &u->ref_text, e);
+        return json_string(k, item, (size_t)1 << 20, &u->ref_text, e);
     }
     if (strcmp(k, "speaker_description") == 0) {
-        return json_string(item, MAX_DESCRIPTION_BYTES, &u->description, e);
+        return json_string(k, item, MAX_DESCRIPTION_BYTES, &u->description, e);
     }
-    if (strcmp(k, "x_vector_only_mode") == 0) {
-        if (cJSON_IsNull(item)) {
-            return 0;
-        }
-        if (!cJSON_IsBool(item)) {
-            return bad_field(e, k, "%s must be true or false", k);
-        }
-        u->xvector_only = cJSON_IsTrue(item);
+    if (cJSON_IsNull(item)) { // x_vector_only_mode, the last field
         return 0;
     }
-    return http_error_set(e, 400, "invalid_request_error", k, "unknown_parameter",
-                          "unknown field '%.64s' (fields: name, audio_sample, consent, ref_text, "
-                          "speaker_description, x_vector_only_mode)", k);
+    if (!cJSON_IsBool(item)) {
+        return bad_field(e, k, "%s must be true or false", k);
+    }
+    u->xvector_only = cJSON_IsTrue(item);
+    return 0;
 }
 
 /* body[0..n) is NUL-terminated (http.h): parsing n + 1 bytes with the terminator
@@ -269,7 +294,9 @@ static int parse_json(const char *body, size_t n, upload *u, http_error *e) {
     for (const cJSON *item = root->child; rc == 0 && item; item = item->next) {
         for (const cJSON *seen = root->child; seen != item && rc == 0; seen = seen->next) {
             if (strcmp(seen->string, item->string) == 0) {
-                rc = bad_field(e, item->string, "%s is given twice", item->string);
+                // seen is a known field (an unknown one fails at once): a literal
+                const char *k = field_param(seen->string);
+                rc = bad_field(e, k, "%s is given twice", k);
             }
         }
         rc = rc ? rc : json_member(item, u, e);
@@ -294,8 +321,12 @@ typedef struct clone_job {
 } clone_job;
 
 static void clone_run(kz_session *session, void *arg) {
-    (void)session; // cloning needs the model only
     clone_job *j = arg;
+    kz_experimental_session_info info = {0};
+    if (session && kz_experimental_session_get_info(session, &info) == KZ_OK &&
+        info.n_threads > 0) {
+        j->n_threads = info.n_threads; // the worker's threads, as a synthesis there uses
+    }
     j->rc = voices_from_audio(j->store, j->u->audio, j->u->n_audio, j->u->ref_text,
                               j->xvector_only, j->n_threads, &j->voice, &j->e);
     pthread_mutex_lock(&j->lock);
@@ -304,7 +335,8 @@ static void clone_run(kz_session *session, void *arg) {
     pthread_mutex_unlock(&j->lock);
 }
 
-/* The threads a worker's session computes with (serve.h: 0 = online CPUs / parallel). */
+/* The threads a worker's session computes with (serve.h: 0 = online CPUs / parallel),
+ * for cloning without workers. */
 static int clone_threads(const serve_config *cfg) {
     if (cfg->threads > 0) {
         return cfg->threads;
@@ -513,7 +545,9 @@ static int check_upload(server *s, const upload *u, http_error *e) {
     return 0;
 }
 
-static int create_voice(server *s, http_req *r, voice_meta *m, http_error *e) {
+/* The voice of upload u (filled here, freed by the caller after the answer is sent,
+ * since an error's param may point into it) stored as *m. */
+static int create_voice(server *s, http_req *r, upload *u, voice_meta *m, http_error *e) {
     if (!voices_enabled(s->voices)) {
         return http_error_set(e, 400, "invalid_request_error", NULL, "voices_disabled",
                               "this server stores no voices: start kztts serve with "
@@ -524,40 +558,40 @@ static int create_voice(server *s, http_req *r, voice_meta *m, http_error *e) {
                               "voice cloning needs a Base model (Qwen3-TTS-12Hz-*-Base); this "
                               "server runs a %s model", kz_model_type(s->model));
     }
-    upload u = {0};
-    int rc = parse_upload(r, &u, e);
-    rc = rc ? rc : check_upload(s, &u, e);
-    const bool xvector_only = u.xvector_only || !u.ref_text || !u.ref_text[0];
+    int rc = parse_upload(r, u, e);
+    rc = rc ? rc : check_upload(s, u, e);
+    const bool xvector_only = u->xvector_only || !u->ref_text || !u->ref_text[0];
     kz_voice *voice = NULL;
-    rc = rc ? rc : make_voice(s, r, &u, xvector_only, &voice, e);
+    rc = rc ? rc : make_voice(s, r, u, xvector_only, &voice, e);
     if (rc == 0) {
-        snprintf(m->name, sizeof m->name, "%s", u.name);
+        snprintf(m->name, sizeof m->name, "%s", u->name);
         m->icl = !xvector_only;
-        m->consent = u.consent;
-        m->ref_text = m->icl ? u.ref_text : NULL;
-        m->speaker_description = u.description;
-        u.consent = NULL;
-        u.description = NULL;
+        m->consent = u->consent;
+        m->ref_text = m->icl ? u->ref_text : NULL;
+        m->speaker_description = u->description;
+        u->consent = NULL;
+        u->description = NULL;
         if (m->icl) {
-            u.ref_text = NULL;
+            u->ref_text = NULL;
         }
         rc = voices_create(s->voices, voice, m, e);
     }
     kz_voice_free(voice);
-    upload_clear(&u);
     return rc;
 }
 
 static void post_voice(server *s, http_req *r) {
+    upload u = {0};
     voice_meta m = {0};
     http_error e;
-    if (create_voice(s, r, &m, &e) != 0) {
+    if (create_voice(s, r, &u, &m, &e) != 0) {
         http_send_error(r, &e);
     } else {
         cJSON *o = resource(&m);
         send_object(r, 200, o, o != NULL);
     }
     voice_meta_clear(&m);
+    upload_clear(&u);
 }
 
 /* ---- dispatch ---- */
@@ -573,8 +607,10 @@ static void method_not_allowed(http_req *r, const char *allow) {
 void voices_handle(server *s, http_req *r) {
     const char *path = http_path(r), *method = http_method(r);
     const char *rest = strncmp(path, PREFIX, strlen(PREFIX)) == 0 ? path + strlen(PREFIX) : "";
+    // HEAD is GET without the body (libmicrohttpd drops it), as routes.c treats it.
+    const bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (rest[0] == '\0' || strcmp(rest, "/") == 0) {
-        if (strcmp(method, "GET") == 0) {
+        if (get) {
             list_voices(s, r);
         } else if (strcmp(method, "POST") == 0) {
             post_voice(s, r);
@@ -588,7 +624,7 @@ void voices_handle(server *s, http_req *r) {
         http_error e;
         http_error_set(&e, 404, "invalid_request_error", NULL, "not_found", "no such route");
         http_send_error(r, &e);
-    } else if (strcmp(method, "GET") == 0) {
+    } else if (get) {
         get_voice(s, r, name);
     } else if (strcmp(method, "DELETE") == 0) {
         delete_voice(s, r, name);
