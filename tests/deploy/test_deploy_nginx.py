@@ -86,7 +86,7 @@ class SlowStream(threading.Thread):
         self.status, self.n_bytes, self.complete, self.error = None, 0, False, None
 
     def run(self):
-        text = " ".join(["This sentence keeps the replica busy while it drains."] * 60)
+        text = " ".join(["This sentence keeps the replica busy while it drains."] * 20)
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         try:
             c.request("POST", "/v1/audio/speech", body=json.dumps(speech(text)),
