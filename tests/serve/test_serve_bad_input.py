@@ -193,7 +193,8 @@ def body_size_cases(s):
     check(st == 413, f"declared 10 GB body: {got[:200]!r}")
     s.after("declared 10 GB")
     body = json.dumps(good(input="a" * 100000)).encode()
-    st, got, closed = raw(s.cv.port, (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+    st, got, closed = raw(s.cv.port,
+                          (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
     check(st == 413 or (st is None and closed), f"100 kB body: {got[:200]!r}")
     s.after("100 kB body")
     chunk = b"4000\r\n" + b" " * 0x4000 + b"\r\n"
@@ -326,7 +327,8 @@ def request_timeout(kztts, tiny, work):
 
         def idle_t():
             m = metrics(t.port)
-            return metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0
+            return (metric(m, "kztts_requests_running") == 0
+                    and metric(m, "kztts_requests_queued") == 0)
         check(wait_until(idle_t, 60), "the timed-out job still runs")
         d = (metric(metrics(t.port), "kztts_requests_rejected_total", reason="timeout")
              - metric(before, "kztts_requests_rejected_total", reason="timeout"))
@@ -425,7 +427,8 @@ def voice_upload_cases(s, vdir):
                 out += (f'--{b}\r\nContent-Disposition: form-data; name="{k}"; filename="a.wav"\r\n'
                         f'Content-Type: audio/wav\r\n\r\n').encode() + v + b"\r\n"
             else:
-                out += f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+                out += (f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n'
+                        f'{v}\r\n').encode()
         out += f"--{b}--\r\n".encode()
         return out, {"Content-Type": f"multipart/form-data; boundary={b}"}
 

@@ -22,8 +22,8 @@ import threading
 import time
 
 from serve_harness import (CONTENT_TYPES, FORMATS, MAGIC, Server, check, decoded_seconds,
-                           error_of, expected_seconds, finish, length_ok, metric, metrics, request, sanitized,
-                           speech, wait_until)
+                           error_of, expected_seconds, finish, length_ok, metric, metrics,
+                           request, sanitized, speech, wait_until)
 
 PARALLEL, QUEUE, CLIENTS = 2, 2, 8
 WARMUP = 30
@@ -55,7 +55,8 @@ def check_200(r, fields, work, decode):
     if not r.complete:
         return f"incomplete body: {r.error}"
     if fields.get("stream_format") == "sse":
-        events = [json.loads(b[6:]) for b in r.body.decode().split("\n\n") if b.startswith("data: ")]
+        events = [json.loads(b[6:]) for b in r.body.decode().split("\n\n")
+                  if b.startswith("data: ")]
         if not events or events[-1].get("type") != "speech.audio.done":
             return f"SSE without a final done event: {r.body[-200:]!r}"
         n = events[-1].get("usage", {}).get("output_tokens")
