@@ -433,32 +433,37 @@ def voice_upload_cases(s, vdir):
         return out, {"Content-Type": f"multipart/form-data; boundary={b}"}
 
     full = {"name": "ok_name", "audio_sample": wav, "ref_text": REF_TEXT, "consent": "yes"}
-    cases = []
+    cases = []  # (name, form fields, the param the error must name, or None: not checked)
     for key in ("name", "audio_sample", "consent"):
         f = dict(full)
         del f[key]
-        cases.append((f"upload without {key}", f))
+        cases.append((f"upload without {key}", f, key))
     for bad in ("../evil", ".hidden", "a/b", "a" * 65, "", "sp ace", "x\u00e9"):
-        cases.append((f"upload name {bad[:12]!r}", dict(full, name=bad)))
-    cases += [("upload unknown form field", dict(full, colour="blue")),
-              ("upload name of 300 bytes", dict(full, name="n" * 300)),
-              ("upload consent no", dict(full, consent="no")),
-              ("upload text as audio", dict(full, audio_sample=b"not audio" * 100)),
-              ("upload empty audio", dict(full, audio_sample=b"")),
-              ("upload 0.1 s audio", dict(full, audio_sample=wav_bytes(0.1)))]
-    for name, fields in cases:
+        cases.append((f"upload name {bad[:12]!r}", dict(full, name=bad), "name"))
+    cases += [("upload unknown form field", dict(full, colour="blue"), None),
+              ("upload name of 300 bytes", dict(full, name="n" * 300), "name"),
+              ("upload consent no", dict(full, consent="no"), "consent"),
+              ("upload text as audio", dict(full, audio_sample=b"not audio" * 100), None),
+              ("upload empty audio", dict(full, audio_sample=b""), None),
+              ("upload 0.1 s audio", dict(full, audio_sample=wav_bytes(0.1)), None)]
+    for name, fields, param in cases:
         body, hdrs = multipart(fields)
         r = request(s.base.port, "POST", url, body, hdrs)
-        check_error(name, r, 400)
+        check_error(name, r, 400, param)
         s.after(name)
-    for name, obj in (("JSON upload bad base64", {"name": "j", "audio_sample": "@@@",
-                                                  "ref_text": REF_TEXT, "consent": "yes"}),
-                      ("JSON upload name number", {"name": 5, "audio_sample": base64.b64encode(
-                          wav).decode(), "ref_text": REF_TEXT, "consent": "yes"}),
-                      ("JSON upload unknown field", {"name": "j", "colour": "blue"}),
-                      ("JSON upload field twice", '{"name": "j", "name": "k"}'),
-                      ("JSON upload truncated", '{"name": "j", "audio_sample": "AAAA')):
-        check_error(name, request(s.base.port, "POST", url, obj), 400)
+    b64 = base64.b64encode(wav).decode()
+    for name, obj, param in (
+            ("JSON upload bad base64", {"name": "j", "audio_sample": "@@@", "ref_text": REF_TEXT,
+                                        "consent": "yes"}, "audio_sample"),
+            ("JSON upload name number", {"name": 5, "audio_sample": b64, "ref_text": REF_TEXT,
+                                         "consent": "yes"}, "name"),
+            ("JSON upload ref_text number", {"name": "j", "audio_sample": b64, "ref_text": 5,
+                                             "consent": "yes"}, "ref_text"),
+            ("JSON upload unknown field", {"name": "j", "colour": "blue"}, None),
+            ("JSON upload field twice", '{"name": "j", "name": "k"}', "name"),
+            ("JSON upload truncated", '{"name": "j", "audio_sample": "AAAA', None)):
+        r = request(s.base.port, "POST", url, obj, {"Content-Type": "application/json"})
+        check_error(name, r, 400, param)
         s.after(name)
     for path in ("/v1/audio/voices/no_such", "/v1/audio/voices/..%2F..%2Fkeys",
                  "/v1/audio/voices/../../keys"):
