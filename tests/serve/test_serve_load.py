@@ -151,7 +151,7 @@ def main():
     if sanitized(a.kztts):
         # ASan keeps freed blocks in a large quarantine that would fill during a
         # run like this one; a small one fills during the warm-up.
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=16"
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=4"
     s = Server(a.kztts, a.tiny, work, "load", ["--parallel", str(PARALLEL), "--max-queue",
                                                str(QUEUE), "--threads", "1", "--quiet"],
                env=env).start()
