@@ -262,6 +262,7 @@ def check_error(name, r, status, param=None):
     check(e is not None, f"{name}: no OpenAI error envelope: {r.body[:300]!r}")
     ct = r.header("content-type") or ""
     check(ct.startswith("application/json"), f"{name}: error Content-Type {ct!r}")
+    check(bool(r.header("x-request-id")), f"{name}: no X-Request-Id on the error")
     if e is not None and param is not None:
         check(e["param"] == param, f"{name}: param {e['param']!r} (want {param!r})")
     return e

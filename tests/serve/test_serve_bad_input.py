@@ -145,10 +145,18 @@ def json_cases(s):
         ("ref_audio on a CustomVoice model", good(ref_audio=data_uri(wav_bytes(0.5)),
                                                   ref_text=REF_TEXT), None),
     ]
+    before = metrics(s.cv.port)
     for name, body, param in cases:
         r = speech(s.cv.port, body, AUTH, timeout=60)
         check_error(name, r, 400, param)
         s.after(name)
+
+    def moved():  # a request is counted once its response is done, a moment after it arrived
+        return (metric(metrics(s.cv.port), "kztts_requests_total", route="speech", status="400")
+                - metric(before, "kztts_requests_total", route="speech", status="400"))
+    wait_until(lambda: moved() >= len(cases), 30)
+    d = moved()
+    check(d == len(cases), f"requests_total{{speech,400}} moved by {d} (want {len(cases)})")
     r = speech(s.cv.port, good(input=long_ok), AUTH)
     check(r.status == 200 and len(r.body) == 5 * 3840, f"4096 two-byte characters: {r!r}")
     r = speech(s.cv.port, good(voice="no_such_voice"), AUTH)
