@@ -8,7 +8,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 packages=(build-essential cmake pkg-config libcjson-dev libsndfile1-dev libsoxr-dev
           libcurl4-openssl-dev libssl-dev libutf8proc-dev libpcre2-dev
-          python3 python3-numpy python3-torch clang
+          python3 python3-numpy python3-torch python3-yaml clang
           libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev libvo-aacenc-dev
           libflac-dev libsonic-dev
           nginx curl wrk mpg123 opus-tools flac sox ffmpeg)
