@@ -1,14 +1,17 @@
 /*
- * audio_out.c - PCM to wav/flac/ogg (libsndfile) or raw f32/s16 on an out_file (see
- * audio_out.h).
+ * audio_out.c - PCM to wav/flac/ogg (libsndfile), mp3/opus/aac/pcm (audio_enc.h) or raw
+ * f32/s16 on an out_file (see audio_out.h), optionally sped up or slowed down first.
  *
- * Data flow: float PCM -> raw: s16/f32 bytes -> out_file_write
+ * Data flow: float PCM -> speed_change (--speed other than 1) -> one of:
+ *                      -> raw: s16/f32 bytes -> out_file_write
  *                      -> wav on a stream that cannot seek: 44-byte header with the first
  *                         samples, then s16 bytes -> out_file_write
+ *                      -> mp3, opus, aac, pcm: audio_enc -> its sink -> out_file_write
  *                      -> else libsndfile encoder -> virtual IO callbacks -> out_file_write
- * 16-bit formats (s16, wav, flac) all take their samples from to_s16, so a WAV written to a
- * file holds the bytes of one streamed to a pipe and of the raw s16 output (libsndfile's
- * own float-to-short conversion rounds differently).
+ * 16-bit formats (s16, wav, flac, and what audio_enc encodes) all take their samples from
+ * pcm16_from_float, so a WAV written to a file holds the bytes of one streamed to a pipe,
+ * of the raw s16 output and of pcm (libsndfile's own float-to-short conversion rounds
+ * differently).
  * Every byte passes out_file_write, so a failure (a full disk, /dev/full, a closed pipe)
  * is recorded with its errno once, whichever encoder hit it.
  */
@@ -24,11 +27,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "audio_enc.h"
+#include "pcm16.h"
+#include "speed.h"
+
 struct audio_out {
     char format[8];
     out_file *file;
     SNDFILE *snd;        /* wav/flac/ogg on a seekable output */
-    bool snd_s16;        /* snd is a 16-bit format: fed sf_write_short of to_s16 */
+    audio_enc *enc;      /* mp3, opus, aac, pcm */
+    speed_change *speed; /* --speed other than 1, else NULL */
+    bool snd_s16;        /* snd is a 16-bit format: fed sf_write_short of pcm16_from_float */
     bool header_pending; /* wav on a stream: the header goes out with the first samples
                             (or with a successful end), so a failure first leaves it empty */
     int32_t rate;
@@ -37,6 +46,12 @@ struct audio_out {
 
 static bool is_raw(const char *format) {
     return strcmp(format, "f32") == 0 || strcmp(format, "s16") == 0;
+}
+
+/* The formats only audio_enc writes (its wav and flac are libsndfile's here, whose files
+ * stay as they were). */
+static bool is_encoded(const char *format) {
+    return audio_enc_known(format) && strcmp(format, "wav") != 0 && strcmp(format, "flac") != 0;
 }
 
 static void put_u32(unsigned char *p, uint32_t v) {
@@ -105,33 +120,59 @@ static int open_snd(audio_out *o) {
     return 0;
 }
 
+static int enc_sink(const void *bytes, size_t n_bytes, void *user) {
+    return out_file_write(user, bytes, n_bytes);
+}
+
+static int open_enc(audio_out *o) {
+    char err[256];
+    o->enc = audio_enc_new(o->format, o->rate, 0, enc_sink, o->file, err, sizeof err);
+    if (!o->enc) {
+        fprintf(stderr, "kztts: %s: cannot write %s\n", out_file_name(o->file), err);
+        return -1;
+    }
+    return 0;
+}
+
+static void free_out(audio_out *o) {
+    audio_enc_free(o->enc);
+    speed_change_free(o->speed);
+    free(o);
+}
+
 audio_out *audio_out_open(const char *path, const char *format, int32_t sample_rate,
-                          size_t total_samples) {
+                          size_t total_samples, float speed) {
     audio_out *o = calloc(1, sizeof *o);
-    if (!o) {
+    if (!o || (speed != 1.0f && !(o->speed = speed_change_new(sample_rate, speed)))) {
         fprintf(stderr, "kztts: %s: out of memory\n", path);
+        free(o);
         return NULL;
     }
     snprintf(o->format, sizeof o->format, "%s", format);
     o->rate = sample_rate;
-    o->total_samples = total_samples;
-    const bool streamable = is_raw(format) || strcmp(format, "wav") == 0;
+    // The sped-up length is sonic's to decide: a stream's wav header then says "unknown".
+    o->total_samples = o->speed ? 0 : total_samples;
+    const bool streamable = is_raw(format) || is_encoded(format) || strcmp(format, "wav") == 0;
     // Checked before opening too: opening a FIFO waits for its reader.
     if (!streamable && out_file_is_pipe(path)) {
-        fprintf(stderr, "kztts: %s: format %s needs an output that can seek (use wav, f32, s16)\n",
+        fprintf(stderr, "kztts: %s: format %s needs an output that can seek (use wav, f32, s16, "
+                        "pcm, mp3, opus, aac)\n",
                 strcmp(path, "-") == 0 ? "stdout" : path, format);
-        free(o);
+        free_out(o);
         return NULL;
     }
     if (!(o->file = out_file_open(path))) {
-        free(o);
+        free_out(o);
         return NULL;
     }
     int rc = 0;
     if (!out_file_seekable(o->file) && !streamable) {
-        fprintf(stderr, "kztts: %s: format %s needs an output that can seek (use wav, f32, s16)\n",
+        fprintf(stderr, "kztts: %s: format %s needs an output that can seek (use wav, f32, s16, "
+                        "pcm, mp3, opus, aac)\n",
                 out_file_name(o->file), format);
         rc = -1;
+    } else if (is_encoded(format)) {
+        rc = open_enc(o);
     } else if (!out_file_seekable(o->file)) {
         o->header_pending = strcmp(format, "wav") == 0;
     } else if (!is_raw(format)) {
@@ -139,16 +180,10 @@ audio_out *audio_out_open(const char *path, const char *format, int32_t sample_r
     }
     if (rc != 0) {
         out_file_commit(&o->file, 1, false);
-        free(o);
+        free_out(o);
         return NULL;
     }
     return o;
-}
-
-static int16_t to_s16(float v) {
-    float s = v * 32767.0f;
-    s = s > 32767.0f ? 32767.0f : s < -32768.0f ? -32768.0f : s;
-    return (int16_t)lrintf(s);
 }
 
 static int put_pending_header(audio_out *o) {
@@ -159,9 +194,16 @@ static int put_pending_header(audio_out *o) {
     return write_wav_header(o->file, o->rate, o->total_samples);
 }
 
-int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
+/* Samples after the speed change into the format. */
+static int encode(audio_out *o, const float *pcm, size_t n_samples) {
     if (out_file_failed(o->file) || put_pending_header(o) != 0) {
         return -1;
+    }
+    if (o->enc) {
+        // The sink records a failed write; otherwise the codec says what went wrong.
+        return audio_enc_write(o->enc, pcm, n_samples) == 0
+                   ? 0
+                   : out_file_fail_msg(o->file, audio_enc_error(o->enc));
     }
     if (o->snd && !o->snd_s16) {
         if (sf_write_float(o->snd, pcm, (sf_count_t)n_samples) != (sf_count_t)n_samples) {
@@ -174,7 +216,7 @@ int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
     for (size_t i = 0; i < n_samples && !f32; i += 512) {
         const size_t n = n_samples - i < 512 ? n_samples - i : 512;
         for (size_t j = 0; j < n; j++) {
-            s16[j] = to_s16(pcm[i + j]);
+            s16[j] = pcm16_from_float(pcm[i + j]);
         }
         if (o->snd) {
             if (sf_write_short(o->snd, s16, (sf_count_t)n) != (sf_count_t)n) {
@@ -185,6 +227,23 @@ int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
         }
     }
     return f32 ? out_file_write(o->file, pcm, n_samples * sizeof *pcm) : 0;
+}
+
+/* The speed change's output for pcm (last: everything it still holds) into the format. */
+static int write_sped(audio_out *o, const float *pcm, size_t n_samples, bool last) {
+    const float *out;
+    size_t n_out;
+    if (speed_change_run(o->speed, pcm, n_samples, last, &out, &n_out) != 0) {
+        return out_file_fail(o->file, ENOMEM);
+    }
+    return n_out > 0 ? encode(o, out, n_out) : 0;
+}
+
+int audio_out_write(audio_out *o, const float *pcm, size_t n_samples) {
+    if (out_file_failed(o->file)) {
+        return -1;
+    }
+    return o->speed ? write_sped(o, pcm, n_samples, false) : encode(o, pcm, n_samples);
 }
 
 int audio_out_flush(audio_out *o) {
@@ -202,8 +261,14 @@ bool audio_out_failed(const audio_out *o) {
 }
 
 out_file *audio_out_end(audio_out *o, bool success) {
+    if (success && o->speed && !out_file_failed(o->file)) {
+        write_sped(o, NULL, 0, true);
+    }
     if (success) {
         put_pending_header(o);
+    }
+    if (success && o->enc && !out_file_failed(o->file) && audio_enc_finish(o->enc) != 0) {
+        out_file_fail_msg(o->file, audio_enc_error(o->enc));
     }
     if (o->snd) {
         const int err = sf_close(o->snd);
@@ -212,7 +277,7 @@ out_file *audio_out_end(audio_out *o, bool success) {
         }
     }
     out_file *f = o->file;
-    free(o);
+    free_out(o);
     return f;
 }
 

@@ -2,12 +2,13 @@
  * audio_out.h - PCM to an output (out_file.h: a file replaced only when complete, a
  * device or FIFO written through, or stdout) in one of the audio formats.
  *
- * Formats: wav (16-bit PCM), flac, ogg (Vorbis) through libsndfile; f32 (raw float32 LE)
- * and s16 (raw int16 LE). An output that cannot seek back (stdout, a FIFO, a terminal)
- * takes wav, f32 or s16; wav there carries the total length when known, else maximal
- * sizes, the streaming convention players accept. Nothing reaches such an output before
- * the first samples, so a request that fails first (bad text, no tokenizer, ...) leaves it
- * empty.
+ * Formats: wav (16-bit PCM), flac, ogg (Vorbis) through libsndfile; mp3, opus (Ogg Opus),
+ * aac (ADTS) and pcm (= s16) through audio_enc.h; f32 (raw float32 LE) and s16 (raw int16
+ * LE). An output that cannot seek back (stdout, a FIFO, a terminal) takes any of them but
+ * flac and ogg; wav there carries the total length when known, else maximal sizes, the
+ * streaming convention players accept. Nothing reaches such an output before the first
+ * samples, so a request that fails first (bad text, no tokenizer, ...) leaves it empty.
+ * A speed other than 1 changes the speaking rate, pitch kept (speed.h), before encoding.
  */
 #ifndef KZ_AUDIO_OUT_H
 #define KZ_AUDIO_OUT_H
@@ -20,11 +21,12 @@
 
 typedef struct audio_out audio_out;
 
-/* Opens the destination in format ("wav", "f32", "s16", "flac" or "ogg", checked by the
- * command line). total_samples is the final length when known (needed
- * for an exact wav header on a stream), else 0. On failure prints one line and returns NULL. */
+/* Opens the destination in format ("wav", "f32", "s16", "flac", "ogg", "mp3", "opus", "aac"
+ * or "pcm", checked by the command line). total_samples is the final length when known
+ * (needed for an exact wav header on a stream), else 0. speed in [0.25, 4] (1: the samples
+ * as they are). On failure prints one line and returns NULL. */
 audio_out *audio_out_open(const char *path, const char *format, int32_t sample_rate,
-                          size_t total_samples);
+                          size_t total_samples, float speed);
 
 /* Appends samples in [-1, 1]. Returns 0, or -1 once writing failed (recorded in the
  * output; printed when it is committed). */
@@ -36,7 +38,8 @@ int audio_out_flush(audio_out *o);
 /* Whether a write failed (the command then reports that, not the cancelled synthesis). */
 bool audio_out_failed(const audio_out *o);
 
-/* Ends the encoding (trailer, final wav sizes; the pending stream header when success)
+/* Ends the encoding (the speed change's last samples, trailer, final wav sizes; the
+ * pending stream header when success)
  * and returns the output for out_file_commit. Frees o. */
 out_file *audio_out_end(audio_out *o, bool success);
 

@@ -31,7 +31,8 @@ const arg_choice CLI_SPLIT_NAMES[] = {
     {"qwen2", KZ_TEXT_SPLIT_QWEN2}, {"mistral", KZ_TEXT_SPLIT_MISTRAL}, {NULL, 0}};
 // The value is whether the format streams to stdout (a header that needs no seeking back).
 const arg_choice CLI_FORMAT_NAMES[] = {
-    {"wav", 1}, {"f32", 1}, {"s16", 1}, {"flac", 0}, {"ogg", 0}, {NULL, 0}};
+    {"wav", 1}, {"f32", 1}, {"s16", 1}, {"flac", 0}, {"ogg", 0},
+    {"mp3", 1}, {"opus", 1}, {"aac", 1},  {"pcm", 1},  {NULL, 0}};
 
 int cli_exit_status(kz_status st) {
     return st == KZ_STATUS_INVALID_ARGUMENT ? 2 : 1;
@@ -82,7 +83,8 @@ int cli_output_format(const char *cmd, const char *out, const char *format, cons
     const int ext_format = args_choice_value(CLI_FORMAT_NAMES, ext);
     if (!format && ext[0] && ext_format < 0) {
         fprintf(stderr, "kztts %s: cannot tell the audio format of '%s' from its extension; "
-                        "give --format (wav, f32, s16, flac, ogg)\n", cmd, out);
+                        "give --format (wav, f32, s16, flac, ogg, mp3, opus, aac, pcm)\n",
+                cmd, out);
         return -1;
     }
     if (format && ext_format >= 0 && strcasecmp(format, ext) != 0) {
@@ -97,7 +99,8 @@ int cli_output_format(const char *cmd, const char *out, const char *format, cons
         }
     }
     if (strcmp(out, "-") == 0 && args_choice_value(CLI_FORMAT_NAMES, *name) == 0) {
-        fprintf(stderr, "kztts %s: --format %s cannot be written to stdout (wav, f32, s16)\n",
+        fprintf(stderr, "kztts %s: --format %s cannot be written to stdout (wav, f32, s16, pcm, "
+                        "mp3, opus, aac)\n",
                 cmd, *name);
         return -1;
     }

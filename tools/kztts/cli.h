@@ -29,7 +29,8 @@ extern const arg_choice CLI_ISA_NAMES[];       /* --isa: auto, scalar, avx2, avx
 extern const arg_choice CLI_PRECISION_NAMES[]; /* --codec-precision: exact (f32), fast, ... */
 extern const arg_choice CLI_SCHEDULE_NAMES[];  /* --schedule: auto, turns, overlap */
 extern const arg_choice CLI_SPLIT_NAMES[];     /* --split: qwen2, mistral */
-extern const arg_choice CLI_FORMAT_NAMES[];    /* --format: wav, f32, s16, flac, ogg */
+extern const arg_choice CLI_FORMAT_NAMES[]; /* --format: wav, f32, s16, flac, ogg, mp3, opus,
+                                               aac, pcm */
 
 /* Loads the model at path with the given ISA name (one of CLI_ISA_NAMES; NULL = auto)
  * and creates a session with n_threads. Prints "kztts CMD: message"

@@ -20,6 +20,7 @@
 typedef struct decode_opts {
     const char *model, *codes, *out, *format, *isa, *codec_precision;
     int64_t threads, chunk;
+    double speed;
     bool official, help, quiet;
 } decode_opts;
 
@@ -65,7 +66,7 @@ static int run(const decode_opts *o) {
     sink snk = {.rate = kz_model_sample_rate(model),
                 .total_samples = n_frames * (size_t)kz_model_samples_per_frame(model)};
     if (rc == 0) {
-        out = audio_out_open(o->out, format, snk.rate, snk.total_samples);
+        out = audio_out_open(o->out, format, snk.rate, snk.total_samples, (float)o->speed);
         rc = out ? 0 : -1;
     }
     if (rc == 0) {
@@ -97,12 +98,13 @@ static int run(const decode_opts *o) {
 }
 
 int cmd_decode(int argc, char **argv) {
-    decode_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4};
+    decode_opts o = {.out = "out.wav", .isa = "auto", .chunk = 4, .speed = 1};
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &o.model, "MODEL checkpoint or codec directory, .gguf file or Hugging Face repo id"),
         ARG_OPT_STRING("--codes", NULL, &o.codes, "FILE  codes, one frame per line: the model's codebooks (16 in the released models); - = stdin"),
         ARG_OPT_STRING("--output", "-o", &o.out, "OUT   output file, - for stdout (default out.wav)"),
-        ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg (default: from OUT's extension; wav when it has none)"),
+        ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg|mp3|opus|aac|pcm (pcm: s16, as OpenAI names it; default: from OUT's extension; wav when it has none)"),
+        ARG_OPT_DOUBLE("--speed", NULL, &o.speed, 0.25, 4, "S     speaking rate, pitch kept: 0.5 half as fast, 2 twice as fast (0.25 to 4, default 1)"),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
         ARG_OPT_INT("--chunk", NULL, &o.chunk, 1, 1024, "N     frames per streamed chunk (default 4)"),
         ARG_OPT_FLAG("--official-chunking", NULL, &o.official, "decode in 300-frame windows with 25 frames of context, as the official package"),

@@ -33,7 +33,7 @@ typedef struct synth_opts {
     bool xvector_only;
     int64_t max_utterance;
     int64_t threads, threads_lm, threads_codec, seed, top_k, frames, max_frames, chunk, first_chunk;
-    double temperature, top_p, repetition_penalty;
+    double temperature, top_p, repetition_penalty, speed;
     bool greedy, help, stream, stream_text, quiet;
 } synth_opts;
 
@@ -177,7 +177,7 @@ static int synthesize(const synth_opts *o, const char *format, kz_model *m, kz_s
     r.text = text;
     r.token_ids = ids;
     r.n_token_ids = n_ids;
-    audio_out *out = audio_out_open(o->out, format, kz_model_sample_rate(m), 0);
+    audio_out *out = audio_out_open(o->out, format, kz_model_sample_rate(m), 0, (float)o->speed);
     out_file *codes = NULL;
     if (out && o->dump_codes && !(codes = out_file_open(o->dump_codes))) {
         audio_out_finish(out, false);
@@ -362,11 +362,12 @@ static int run(const synth_opts *o, const char *text_arg) {
 int cmd_synth(int argc, char **argv) {
     synth_opts o = {.model = KZ_DEFAULT_MODEL, .out = "out.wav", .isa = "auto", .chunk = -1, .first_chunk = 1, .top_k = -1, .max_utterance = -1,
                     .temperature = NAN, .top_p = NAN, .repetition_penalty = NAN,
-                    .max_ref_seconds = NAN};
+                    .max_ref_seconds = NAN, .speed = 1};
     const arg_spec specs[] = {
         ARG_OPT_STRING("--model", "-m", &o.model, "MODEL checkpoint directory, .gguf file or Hugging Face repo id (default " KZ_DEFAULT_MODEL ")"),
         ARG_OPT_STRING("--output", "-o", &o.out, "OUT   output file, - for stdout (default out.wav)"),
-        ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg (default: from OUT's extension; wav when it has none)"),
+        ARG_OPT_CHOICE("--format", NULL, &o.format, CLI_FORMAT_NAMES, "FMT   wav|f32|s16|flac|ogg|mp3|opus|aac|pcm (pcm: s16, as OpenAI names it; default: from OUT's extension; wav when it has none)"),
+        ARG_OPT_DOUBLE("--speed", NULL, &o.speed, 0.25, 4, "S     speaking rate, pitch kept: 0.5 half as fast, 2 twice as fast (0.25 to 4, default 1)"),
         ARG_OPT_STRING("--speaker", "-s", &o.speaker, "NAME  CustomVoice speaker (see kztts speakers)"),
         ARG_OPT_STRING("--voice", NULL, &o.voice, "FILE  Base: a cloned voice file (kztts voice create)"),
         ARG_OPT_STRING("--ref-audio", NULL, &o.ref_audio, "FILE  Base: clone the voice of this recording (WAV, FLAC, Ogg, MP3; 1 to 60 s) with --ref-text or --xvector-only"),

@@ -48,6 +48,7 @@ typedef struct server {
     const serve_config *cfg;
     kz_model *model;
     const char *model_id; /* what /v1/models lists: the model path's last component */
+    int64_t created;      /* when the model finished loading (Unix seconds), for /v1/models */
     jobs *jobs;
     metrics *metrics;
     voices *voices;

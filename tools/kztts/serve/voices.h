@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http.h"
 #include "kztts.h"
@@ -37,5 +38,50 @@ int voices_get(voices *v, const char *name, kz_voice **out, http_error *e);
  * base64, unreadable or unusable audio, 400 when the model cannot clone). */
 int voices_from_data_uri(voices *v, const char *uri, const char *ref_text, bool xvector_only,
                          int n_threads, kz_voice **out, http_error *e);
+
+/* ---- the store behind /v1/audio/voices (voices_routes.c) ----
+ * A voice is visible once NAME.kzvoice and NAME.json are both in place: a creation
+ * claims NAME.kzvoice with link() (exclusive: of two replicas creating one name, one
+ * succeeds and the other gets 409) and then renames NAME.json in; a deletion removes
+ * NAME.json first. */
+
+/* An uploaded voice's metadata (NAME.json). Strings are malloc'ed; voice_meta_clear. */
+typedef struct voice_meta {
+    char name[65];
+    int64_t created_at;        /* unix seconds */
+    char *consent;             /* the consent given at upload, never NULL once read */
+    char *ref_text;            /* transcript of an ICL voice; NULL for x-vector only */
+    char *speaker_description; /* free text given at upload, or NULL */
+    bool icl;                  /* mode "icl" (else "xvector") */
+} voice_meta;
+
+void voice_meta_clear(voice_meta *m);
+
+/* Whether uploads are stored (a --voices-dir was given). */
+bool voices_enabled(const voices *v);
+
+/* The model voices are made with and checked against. */
+const kz_model *voices_model(const voices *v);
+
+
+/* Whether NAME.kzvoice exists (a voice, or one being created). */
+bool voices_exists(voices *v, const char *name);
+
+/* The visible uploaded voices sorted by name into *out (caller frees each with
+ * voice_meta_clear, then the array); none when uploads are off. 0, or 500 with e. */
+int voices_list(voices *v, voice_meta **out, size_t *n_out, http_error *e);
+
+/* Stores voice under meta->name with meta's fields (created_at set now). 0, or the
+ * status with e: 400 bad name or uploads off, 409 the name exists, 500 I/O. */
+int voices_create(voices *v, const kz_voice *voice, voice_meta *meta, http_error *e);
+
+/* Removes the voice called name. 0, or 404 unknown (400 bad name or uploads off, 500). */
+int voices_delete(voices *v, const char *name, http_error *e);
+
+/* A voice cloned from an audio file's bytes in memory (WAV, FLAC, Ogg, MP3: whatever
+ * libsndfile reads), with ref_text (ICL) or xvector_only. 0, or the status with e (400
+ * unreadable or unusable audio, or a model that cannot clone). */
+int voices_from_audio(voices *v, const void *bytes, size_t n_bytes, const char *ref_text,
+                      bool xvector_only, int n_threads, kz_voice **out, http_error *e);
 
 #endif
