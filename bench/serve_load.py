@@ -32,7 +32,11 @@ and reports per round and as medians:
 Synthesis time comes from a same-run `kztts bench` rather than the server's log line:
 the log line's total holds the server's own work too (parsing, queueing, encoding),
 which is what is measured here. The host is shared and noisy, so the rounds alternate
-and the spread is printed with the medians.
+and the spread is printed with the medians. When this script started the server, each
+response's X-Request-Id finds its log line, and the compare rounds also give, per
+request and exact whatever the noise, the time outside the server's own clocks: HTTP
+first audio - the logged first audio (the request's transfer and parsing before its job
+existed, and the first bytes' way out) and HTTP total - the logged total (transfer).
 
 Usage:
     bench/serve_load.py --kztts build/kztts -m MODEL [--parallel N] [--threads T]
@@ -57,6 +61,8 @@ import urllib.parse
 BENCH_SENTENCE = "Hello, world! I am its transparent. 12"  # kztts bench's sentence (docs/CLI.md)
 PCM_BYTES_PER_S = 24000 * 2                                # pcm: 24 kHz s16le mono
 WAV_HEADER = 44
+# The server's line per request (tools/kztts/serve/http.c): id, method, path, route, status.
+LOG_LINE = re.compile(r"^(req-\d+) \S+ \S+ \S+ \d+ audio=\S+ first_audio=(-|[\d.]+)ms total=([\d.]+)ms")
 
 
 class Server:
@@ -66,6 +72,7 @@ class Server:
         cmd = [kztts, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0"] + serve_args
         self.cmd = cmd
         self.lines = []
+        self.logged = {}  # request id -> (first audio ms or None, total ms) from the log
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         self.url = None
@@ -76,6 +83,10 @@ class Server:
         for line in self.proc.stderr:
             line = line.rstrip("\n")
             self.lines.append(line)
+            m = LOG_LINE.match(line)
+            if m:
+                first = None if m.group(2) == "-" else float(m.group(2))
+                self.logged[m.group(1)] = (first, float(m.group(3)))
             m = re.search(r"listening on (http://\S+)", line)
             if m and not self.url:
                 self.url = m.group(1)
@@ -127,7 +138,7 @@ def auth(api_key):
 
 
 def speak(url, body, api_key, timeout_s):
-    """One streamed request: (status, first-byte s, total s, body bytes)."""
+    """One streamed request: (status, first-byte s, total s, body bytes, X-Request-Id)."""
     c = connect(url, timeout_s)
     data = json.dumps(body).encode()
     headers = {"Content-Type": "application/json", **auth(api_key)}
@@ -143,7 +154,7 @@ def speak(url, body, api_key, timeout_s):
             if first is None:
                 first = time.perf_counter() - t0
             n += len(chunk)
-        return r.status, first, time.perf_counter() - t0, n
+        return r.status, first, time.perf_counter() - t0, n, r.getheader("X-Request-Id")
     finally:
         c.close()
 
@@ -173,7 +184,7 @@ def level(a, url, body, c):
             try:
                 res = speak(url, body, a.api_key, a.timeout)
             except OSError as e:
-                res = (f"error: {e}", None, None, 0)
+                res = (f"error: {e}", None, None, 0, None)
             with lock:
                 results.append(res)
 
@@ -211,12 +222,19 @@ def bench_run(a, voice_threads):
     return json.loads(r.stdout)
 
 
-def compare_round(a, url, body, threads):
+def compare_round(a, url, body, threads, server):
     http_runs = [speak(url, body, a.api_key, a.timeout) for _ in range(a.compare_requests)]
     bad = [r[0] for r in http_runs if r[0] != 200]
     if bad:
         raise SystemExit(f"serve_load: compare requests answered {bad}")
-    b = bench_run(a, threads)
+    b = bench_run(a, threads)  # also lets the server write the requests' log lines
+    outside_first, outside_total = [], []
+    for r in http_runs:
+        first, total = server.logged.get(r[4], (None, None)) if server else (None, None)
+        if first is not None:
+            outside_first.append(r[1] * 1e3 - first)
+        if total is not None:
+            outside_total.append(r[2] * 1e3 - total)
     frames = b["frames"]
     frame_s = b["frame_ms"] / 1e3
     fa_http = statistics.median(r[1] * 1e3 for r in http_runs)
@@ -237,6 +255,8 @@ def compare_round(a, url, body, threads):
         "first_audio_delta_ms": fa_http - fa_bc,
         "synthesis_estimate_ms": synth, "overhead_ms": tot_http - synth,
         "overhead_pct": 100 * (tot_http - synth) / synth,
+        "outside_first_audio_ms": statistics.median(outside_first) if outside_first else None,
+        "outside_total_ms": statistics.median(outside_total) if outside_total else None,
     }
 
 
@@ -264,11 +284,15 @@ def print_compare(rounds):
             ("http_total_ms", "HTTP total ms"),
             ("synthesis_estimate_ms", "synthesis estimate ms"),
             ("overhead_ms", "overhead ms per request"),
-            ("overhead_pct", "overhead % of synthesis")]
+            ("overhead_pct", "overhead % of synthesis"),
+            ("outside_first_audio_ms", "HTTP - logged first audio ms"),
+            ("outside_total_ms", "HTTP - logged total ms")]
     print(f"\nfirst audio and overhead, {len(rounds)} alternated rounds "
           f"(HTTP frames {rounds[0]['http_frames']}, bench frames {rounds[0]['bench_frames']}):")
     for k, label in keys:
-        vals = [r[k] for r in rounds]
+        vals = [r[k] for r in rounds if r[k] is not None]
+        if not vals:
+            continue
         print(f"  {label:<38} median {statistics.median(vals):9.1f}   rounds "
               + " ".join(f"{v:.1f}" for v in vals))
 
@@ -330,7 +354,7 @@ def main():
             raise SystemExit(f"serve_load: the warm-up request answered {warm[0]}")
 
         levels = [level(a, url, body, int(c)) for c in a.concurrency.split(",")]
-        rounds = [compare_round(a, url, body, threads) for _ in range(a.compare_bench)]
+        rounds = [compare_round(a, url, body, threads, server) for _ in range(a.compare_bench)]
         report = {"url": url, "server_command": server.cmd if server else None, "voice": voice,
                   "format": a.format, "max_new_tokens": a.max_new_tokens, "threads": threads,
                   "levels": levels, "compare_rounds": rounds}

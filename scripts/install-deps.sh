@@ -11,7 +11,7 @@ packages=(build-essential cmake pkg-config libcjson-dev libsndfile1-dev libsoxr-
           python3 python3-numpy python3-torch python3-yaml clang
           libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev libvo-aacenc-dev
           libflac-dev libsonic-dev
-          nginx curl wrk mpg123 opus-tools flac sox ffmpeg)
+          nginx curl wrk mpg123 opus-tools flac sox ffmpeg strace)
 if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 $SUDO apt-get update -qq

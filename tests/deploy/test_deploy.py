@@ -114,7 +114,8 @@ def check_k8s(src, known):
     for f, docs in objs.items():
         for o in docs:
             by_kind.setdefault(o.get("kind", "(values)"), []).append((f, o))
-    for kind in ("Deployment", "Service", "PersistentVolumeClaim", "HorizontalPodAutoscaler"):
+    for kind in ("Deployment", "Service", "PersistentVolumeClaim", "HorizontalPodAutoscaler",
+                 "PodDisruptionBudget"):
         check(kind in by_kind, f"deploy/k8s has a {kind}")
 
     kust = objs.get("kustomization.yaml", [{}])[0]
@@ -180,6 +181,9 @@ def check_k8s(src, known):
     check(spec.get("securityContext", {}).get("runAsNonRoot") is True, "the pod runs as non-root")
 
     labels = pod.get("metadata", {}).get("labels", {})
+    for f, pdb in by_kind.get("PodDisruptionBudget", []):
+        sel = pdb["spec"].get("selector", {}).get("matchLabels", {})
+        check(sel and all(labels.get(k) == v for k, v in sel.items()), f"{f}: selector matches the pods")
     for f, svc in by_kind.get("Service", []):
         sel = svc["spec"].get("selector", {})
         check(sel and all(labels.get(k) == v for k, v in sel.items()), f"{f}: selector matches the pods")
