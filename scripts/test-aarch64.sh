@@ -2,8 +2,8 @@
 # Cross-builds every target (library, CLI, tests, benchmarks) for 64-bit ARM with
 # warnings as errors and runs the kernel parity tests (tests/unit/test_kernels.c,
 # test_matmul.c, test_quant.c, test_gemm_rows.c, test_gemm_bf16.c, test_matvec_batch.c;
-# test_winograd.c with CMake) under qemu-user, so an x86 change cannot break the NEON kernels or the aarch64 build
-# unnoticed. Exits non-zero if a build or a test fails.
+# test_winograd.c with CMake) under qemu-user, so an x86 change cannot break the NEON
+# kernels or the aarch64 build unnoticed. Exits non-zero if a build or a test fails.
 #
 # Steps: install what is missing (Debian, as root or with sudo): the cross gcc/g++,
 # qemu-user, and the arm64 -dev packages of the dependencies through Debian multiarch
