@@ -24,9 +24,15 @@
  * prefetch, so a kernel may pass 100 % of it.
  *
  * On a shared machine the wall clock moves with the neighbours' load; for counts that do
- * not, run it under `valgrind --tool=callgrind` with --quick --mb 16.
+ * not, run one B under callgrind, collecting only the batched products (or, for serial,
+ * kz_matrix_mul), e.g. `valgrind --tool=callgrind --collect-atstart=no
+ * --toggle-collect=kz_matrix_mul_batch bench_batch avx2 --threads 1 --mb 4 --quick
+ * --dram 1 --b 8`: the instructions per pass (--quick: two passes) over the weight count
+ * and B give instructions per weight and row (the weights are paged in with kz_matrix_mul).
  *
- * Usage: bench_batch [SUB-LEVEL] [--threads N] [--mb N] [--quick] [--max-b 8|16]
+ * Usage: bench_batch [SUB-LEVEL] [--threads N] [--mb N] [--quick] [--max-b 8|16] [--b N]
+ *                    [--dram GB/s]
+ *   --b N runs only B = N; --dram takes that read rate instead of probing it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -151,7 +157,8 @@ static double best_pass(const bench_set *set, kz_exec *e, const float *x, float 
 int main(int argc, char **argv) {
     const char *level = NULL;
     int threads = 2, quick = 0;
-    size_t mb = 256, max_b = 8;
+    size_t mb = 256, max_b = 8, only_b = 0;
+    double dram = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             threads = atoi(argv[++i]);
@@ -159,26 +166,34 @@ int main(int argc, char **argv) {
             mb = (size_t)atol(argv[++i]);
         } else if (!strcmp(argv[i], "--max-b") && i + 1 < argc) {
             max_b = (size_t)atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--b") && i + 1 < argc) {
+            only_b = (size_t)atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--dram") && i + 1 < argc) {
+            dram = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
         } else if (argv[i][0] != '-') {
             level = argv[i];
         } else {
             fprintf(stderr, "usage: bench_batch [SUB-LEVEL] [--threads N] [--mb N] [--quick] "
-                            "[--max-b 8|16]\n");
+                            "[--max-b 8|16] [--b N] [--dram GB/s]\n");
             return 2;
         }
     }
     const kz_kernels *k = level ? kz_kernels_named(level) : kz_kernels_select(KZ_ISA_AUTO);
     kz_pool *pool = NULL;
-    if (!k || threads < 1 || mb < 1 || max_b < 1 || max_b > 64 ||
+    if (!k || threads < 1 || mb < 1 || max_b < 1 || max_b > 64 || only_b > 64 ||
         kz_pool_new(threads, &pool) != KZ_OK) {
         fprintf(stderr, "bench_batch: bad sub-level, thread count or size\n");
         return 2;
     }
-    const double dram = kz_machine_read_gbs(threads);
-    printf("sub-level %s, %d threads, %zu MB per format, DRAM read %.1f GB/s "
-           "(kztts bench's probe)\n", k->name, threads, mb, dram);
+    if (only_b) {
+        max_b = only_b;
+    }
+    const int probed = dram <= 0;
+    dram = probed ? kz_machine_read_gbs(threads) : dram;
+    printf("sub-level %s, %d threads, %zu MB per format, DRAM read %.1f GB/s (%s)\n", k->name,
+           threads, mb, dram, probed ? "kztts bench's probe" : "--dram");
     printf("%-5s %3s %-6s %9s %9s %10s %8s %8s\n", "fmt", "B", "method", "ms/pass", "GB/s",
            "rows/s", "% floor", "x serial");
     kz_exec e = {.k = k, .pool = pool};
@@ -196,9 +211,9 @@ int main(int argc, char **argv) {
             free_set(&set);
             continue;
         }
-        pass(&set, &e, x, y, 1, 0); // page the weights in
+        pass(&set, &e, x, y, 1, 1); // page the weights in
         const double floor_ms = dram > 0 ? set.bytes / (dram * 1e6) : 0;
-        for (size_t b = 1; b <= max_b; b *= 2) {
+        for (size_t b = only_b ? only_b : 1; b <= max_b; b *= 2) {
             const double tb = best_pass(&set, &e, x, y, b, 0, reps);
             const double ts = b == 1 ? tb : best_pass(&set, &e, x, y, b, 1, quick ? 1 : 3);
             for (int serial = 0; serial <= (b > 1); serial++) {

@@ -333,12 +333,16 @@ void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const f
 void kz_matrix_mul_batch(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                          size_t ldx, size_t n_rows) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    mul_group(&o, 1, e, x, ldx, n_rows, 0, false, true);
+    if (n_rows > 0) {
+        mul_group(&o, 1, e, x, ldx, n_rows, 0, false, true);
+    }
 }
 
 void kz_matrix_mul_group_batch(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
                                const float *x, size_t ldx, size_t n_rows) {
-    mul_group(outs, n_outs, e, x, ldx, n_rows, 0, false, true);
+    if (n_rows > 0) {
+        mul_group(outs, n_outs, e, x, ldx, n_rows, 0, false, true);
+    }
 }
 
 void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,

@@ -60,7 +60,7 @@ void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec
  * alone (n_tok 1) whatever n_rows, through the table's batched matrix-vector products
  * (kernels.h matvec_*), which read each weight row from memory once per KZ_MATVEC_PASS
  * rows. Never the GEMM path, whose sums differ. The group form runs several matrices on
- * the same rows in one pool run, as kz_matrix_mul_group. */
+ * the same rows in one pool run, as kz_matrix_mul_group. n_rows 0 does nothing. */
 void kz_matrix_mul_batch(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                          size_t ldx, size_t n_rows);
 void kz_matrix_mul_group_batch(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
