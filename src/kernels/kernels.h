@@ -379,9 +379,10 @@ typedef struct kz_kernels {
      * the matmul of the same dtype. Contract: y[t * ldy + o] is bit for bit what that
      * matmul gives for token t alone (n_tok 1) at this level, for any n_tok, any [o0, o1)
      * and any place of t in the call, so a request's results never depend on its batch.
-     * Each weight row is read from memory once per KZ_MATVEC_PASS tokens: rows in tiles
-     * of about KZ_MATVEC_TILE_BYTES, every token set of the pass over a tile while it is
-     * in L1, the tokens' activations quantized once per call (quantized weights). The
+     * Each weight row is read from memory once per KZ_MATVEC_PASS tokens (neon-i8mm's
+     * SMMLA walk: eight): rows in tiles of about KZ_MATVEC_TILE_BYTES, every token set of
+     * the pass over a tile while it is in L1, the tokens' activations quantized once per
+     * call (quantized weights). The
      * matmuls instead walk tokens outermost and stream the rows once per set, and some
      * take another path for a prompt's token count (matmul_avx2.c), which these never
      * do. The _reused ones prefetch as matmul_q8_0_reused. Scalar definitions:
@@ -668,7 +669,8 @@ void kz_matmul_q_neon_sdot(float *y, size_t ldy, const float *x, size_t ldx, con
 void kz_matmul_q_neon_mmla(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                            size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
 /* Their batched matrix-vector products (kz_kernels.matvec_q8_0): baseline and SDOT (the
- * i8mm sub-level takes the SDOT one, whose bits its SMMLA kernel shares). */
+ * i8mm sub-level's are its SMMLA entry points, which read the rows once per eight
+ * tokens with the SDOT bits). */
 void kz_matvec_q_neon_mull(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                            size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
 void kz_matvec_q_neon_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void *w,

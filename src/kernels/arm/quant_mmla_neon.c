@@ -230,21 +230,12 @@ static void q4_mmla(float *y, size_t ldy, const float *x, size_t ldx, const void
     }
 }
 
-/* The batched products: the SDOT walk with the rows outside the token pairs (the same
- * bits as the entry points above, which give the SDOT bits). */
-static void q8_batch(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                     size_t n_tok, size_t o0, size_t o1) {
-    kz_matvec_q_neon_sdot(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
-}
-
-static void q4_batch(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                     size_t n_tok, size_t o0, size_t o1) {
-    kz_matvec_q_neon_sdot(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
-}
-
+/* The batched products (kernels.h matvec_q8_0) are the entry points themselves: their walk
+ * quantizes up to GROUP_PAIRS token pairs once and then runs the rows, so a batch of up to
+ * eight rows reads each weight row pair once, by SMMLA, with the SDOT bits. */
 const kz_quant_fns kz_quant_neon_i8mm = {
-    .q8_0_batch = {{q8_batch, q8_batch}, {q8_batch, q8_batch}},
-    .q4_0_batch = {{q4_batch, q4_batch}, {q4_batch, q4_batch}},
+    .q8_0_batch = {{q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}},
+    .q4_0_batch = {{q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}},
     .q8_0 = {{q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}},
     .q4_0 = {{q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}},
 };
