@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Cross-builds every target (library, CLI, tests, benchmarks) for 64-bit ARM with
 # warnings as errors and runs the kernel parity tests (tests/unit/test_kernels.c,
-# test_matmul.c, test_quant.c, test_gemm_rows.c, test_gemm_bf16.c; test_winograd.c with
-# CMake) under
-# qemu-user, so an x86 change cannot break the NEON kernels or the aarch64 build
-# unnoticed. Exits non-zero if a build or a test fails.
+# test_matmul.c, test_quant.c, test_gemm_rows.c, test_gemm_bf16.c, test_matvec_batch.c;
+# test_winograd.c with CMake) under qemu-user, so an x86 change cannot break the NEON
+# kernels or the aarch64 build unnoticed. Exits non-zero if a build or a test fails.
 #
 # Steps: install what is missing (Debian, as root or with sudo): the cross gcc/g++,
 # qemu-user, and the arm64 -dev packages of the dependencies through Debian multiarch
@@ -25,7 +24,7 @@
 # (`kztts quality`'s errors against the checkpoint): max's two, and A76's and A53's four.
 #
 # If the arm64 packages cannot be installed (no multiarch), or with KZ_AARCH64_DIRECT=1,
-# the kernels, dispatch.c, error.c and the five tests are compiled directly with
+# the kernels, dispatch.c, error.c and the kernel tests are compiled directly with
 # aarch64-linux-gnu-gcc instead (they need only libc, libm and pthread) and the
 # end-to-end check is skipped.
 # Environment: KZ_AARCH64_BUILD (build folder, default build-aarch64), KZ_AARCH64_FIXTURE
@@ -38,7 +37,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 build=${KZ_AARCH64_BUILD:-build-aarch64}
 fixture=${KZ_AARCH64_FIXTURE:-build/tests/model}
-tests=(test_kernels test_matmul test_quant test_gemm_rows test_gemm_bf16)
+tests=(test_kernels test_matmul test_quant test_gemm_rows test_gemm_bf16 test_matvec_batch)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 updated=0

@@ -36,7 +36,7 @@ if ! command -v qemu-x86_64 >/dev/null; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends qemu-user
 fi
 tests=(test_kernels test_quant test_matmul test_gemm_rows test_gemm_bf16 test_winograd
-       test_conv_convert test_threadpool)
+       test_conv_convert test_threadpool test_matvec_batch)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

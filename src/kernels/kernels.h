@@ -237,12 +237,30 @@ typedef void (*kz_matmul_fn)(float *y, size_t ldy, const float *x, size_t ldx, c
 typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1, KZ_QPF_COUNT = 2 } kz_quant_prefetch;
 
 /* The quantized matmuls of one sub-level under every prefetch policy, [policy][reused]
- * (reused 1: weights read again while the last-level cache holds them). Kernels that do
- * not prefetch fill every slot with the same function. */
+ * (reused 1: weights read again while the last-level cache holds them), and its batched
+ * matrix-vector products (kz_kernels.matvec_q8_0) the same way. Kernels that do not
+ * prefetch fill every slot with the same function. */
 typedef struct kz_quant_fns {
     kz_matmul_fn q8_0[KZ_QPF_COUNT][2];
     kz_matmul_fn q4_0[KZ_QPF_COUNT][2];
+    kz_matmul_fn q8_0_batch[KZ_QPF_COUNT][2];
+    kz_matmul_fn q4_0_batch[KZ_QPF_COUNT][2];
 } kz_quant_fns;
+
+/* Tokens whose activations a batched matrix-vector product (kz_kernels.matvec_*) holds at
+ * once: a call of more streams its weights once per KZ_MATVEC_PASS tokens. The
+ * activations of a pass take up to ~165 KB of the calling thread's stack. */
+#define KZ_MATVEC_PASS 16
+
+/* Weight bytes a batched matrix-vector product keeps in L1 while every token set of a
+ * pass goes over them: row tiles of about this size (at least one row). */
+#define KZ_MATVEC_TILE_BYTES 16384
+
+/* Rows of a row tile of row_bytes bytes per row (kernels' batched walks). */
+static inline size_t kz_matvec_tile_rows(size_t row_bytes) {
+    const size_t r = row_bytes ? KZ_MATVEC_TILE_BYTES / row_bytes : 1;
+    return r ? r : 1;
+}
 
 /* What a table's bf16 conv-GEMM gains over its fp32 one on this CPU, as measured
  * (model.c resolves the codec's FAST precision by it). */
@@ -355,6 +373,27 @@ typedef struct kz_kernels {
      * code predictor's, kz_exec.weights_reused): other prefetch distances, the same bits. */
     kz_matmul_fn matmul_q8_0_reused;
     kz_matmul_fn matmul_q4_0_reused;
+
+    /* Batched matrix-vector products: the decode steps of n_tok independent requests
+     * (continuous batching), one row of x per request, with the signature and the y of
+     * the matmul of the same dtype. Contract: y[t * ldy + o] is bit for bit what that
+     * matmul gives for token t alone (n_tok 1) at this level, for any n_tok, any [o0, o1)
+     * and any place of t in the call, so a request's results never depend on its batch.
+     * Each weight row is read from memory once per KZ_MATVEC_PASS tokens (neon-i8mm's
+     * SMMLA walk: eight): rows in tiles of about KZ_MATVEC_TILE_BYTES, every token set of
+     * the pass over a tile while it is in L1, the tokens' activations quantized once per
+     * call (quantized weights). The
+     * matmuls instead walk tokens outermost and stream the rows once per set, and some
+     * take another path for a prompt's token count (matmul_avx2.c), which these never
+     * do. The _reused ones prefetch as matmul_q8_0_reused. Scalar definitions:
+     * ref/matmul_ref.c, ref/quant_ref.c (the matmuls' sums, rows outermost). */
+    kz_matmul_fn matvec_bf16;
+    kz_matmul_fn matvec_f16;
+    kz_matmul_fn matvec_f32;
+    kz_matmul_fn matvec_q8_0;
+    kz_matmul_fn matvec_q4_0;
+    kz_matmul_fn matvec_q8_0_reused;
+    kz_matmul_fn matvec_q4_0_reused;
     /* The prefetch policy the four above follow, and every policy's entry points of this
      * sub-level (kz_kernels_set_prefetch switches a copy of the table). */
     kz_quant_prefetch prefetch;
@@ -406,6 +445,10 @@ static inline void kz_kernels_set_prefetch(kz_kernels *k, kz_quant_prefetch p) {
     k->matmul_q4_0 = k->quant->q4_0[p][0];
     k->matmul_q8_0_reused = k->quant->q8_0[p][1];
     k->matmul_q4_0_reused = k->quant->q4_0[p][1];
+    k->matvec_q8_0 = k->quant->q8_0_batch[p][0];
+    k->matvec_q4_0 = k->quant->q4_0_batch[p][0];
+    k->matvec_q8_0_reused = k->quant->q8_0_batch[p][1];
+    k->matvec_q4_0_reused = k->quant->q4_0_batch[p][1];
 }
 
 /* --- dispatch.c ---------------------------------------------------------- */
@@ -564,6 +607,21 @@ void kz_gemm_neon(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t
                              size_t n_in, size_t n_tok, size_t o0, size_t o1);
 KZ_MATMUL_DECL(ref)
 KZ_MATMUL_DECL(avx2)
+#define KZ_MATVEC_DECL(isa)                                                                     \
+    void kz_matvec_bf16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
+                              size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
+    void kz_matvec_f16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
+                             size_t n_in, size_t n_tok, size_t o0, size_t o1);                 \
+    void kz_matvec_f32_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
+                             size_t n_in, size_t n_tok, size_t o0, size_t o1);
+KZ_MATVEC_DECL(ref)
+KZ_MATVEC_DECL(avx2)
+KZ_MATVEC_DECL(avx512)
+KZ_MATVEC_DECL(neon)
+void kz_matvec_q8_0_ref(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
+void kz_matvec_q4_0_ref(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1);
 KZ_MATMUL_DECL(avx512)
 KZ_MATMUL_DECL(neon) /* arm/matmul_neon.c */
 /* quantized matmuls (ref/quant_ref.c, x86/quant_avx2.c, x86/quant_avx512.c,
@@ -609,6 +667,13 @@ void kz_matmul_q_neon_mull(float *y, size_t ldy, const float *x, size_t ldx, con
 void kz_matmul_q_neon_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                            size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
 void kz_matmul_q_neon_mmla(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                           size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
+/* Their batched matrix-vector products (kz_kernels.matvec_q8_0): baseline and SDOT (the
+ * i8mm sub-level's are its SMMLA entry points, which read the rows once per eight
+ * tokens with the SDOT bits). */
+void kz_matvec_q_neon_mull(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                           size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
+void kz_matvec_q_neon_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                            size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4);
 
 #endif

@@ -17,8 +17,18 @@
  *       activation chunks of CHUNK_BLOCKS blocks: quant_act per token of the pair
  *         rows [o0, o1): row_dots -> y (first chunk) or y + (later chunks)
  *
+ *   static void quant_walk_batch(...the same...)   (kernels.h matvec_q8_0)
+ *     n_in 0: y = 0
+ *     passes of up to KZ_MATVEC_PASS tokens
+ *       activation chunks: quant_act per token of the pass (once per call and chunk)
+ *         row tiles of about KZ_MATVEC_TILE_BYTES in [o0, o1)
+ *           token pairs of the pass (a last single token alone)
+ *             the tile's rows: row_dots -> y (first chunk) or y + (later chunks)
+ *
  * A token's sums depend only on n_in and its own activations: never on its pair
- * partner, n_tok or [o0, o1), so any split over threads gives the same bits.
+ * partner, n_tok or [o0, o1), so any split over threads gives the same bits, and the
+ * batched walk, which only reorders the same row_dots calls (the rows outside, so a
+ * tile is read from memory once for all pairs), gives quant_walk's bits.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +84,47 @@ static void quant_walk(float *y, size_t ldy, const float *x, size_t ldx, const v
                 for (int k = 0; k < nt; k++) {
                     float *yp = y + (t + (size_t)k) * ldy + o;
                     *yp = c0 == 0 ? r[k] : *yp + r[k];
+                }
+            }
+        }
+    }
+}
+
+static void quant_walk_batch(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                             size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4, int pf) {
+    KZ_ASSERT(n_in % KZ_QK == 0);
+    const size_t nb = n_in / KZ_QK;
+    const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
+    if (nb == 0) {
+        quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4, pf);
+        return;
+    }
+    const size_t tile = kz_matvec_tile_rows(nb * bsize);
+    act a[KZ_MATVEC_PASS];
+    for (size_t t0 = 0; t0 < n_tok; t0 += KZ_MATVEC_PASS) {
+        const size_t np = n_tok - t0 < KZ_MATVEC_PASS ? n_tok - t0 : KZ_MATVEC_PASS;
+        for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
+            const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
+            for (size_t k = 0; k < np; k++) {
+                quant_act(&a[k], x + (t0 + k) * ldx + c0 * KZ_QK, cn, q4, pf);
+            }
+            for (size_t r0 = o0; r0 < o1; r0 += tile) {
+                const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
+                for (size_t t = 0; t < np; t += 2) {
+                    const int nt = np - t >= 2 ? 2 : 1;
+                    for (size_t o = r0; o < r1; o++) {
+                        const uint8_t *row = (const uint8_t *)w + (o * nb + c0) * bsize;
+                        float r[2];
+                        if (q4) {
+                            rows_q4(r, row, a + t, cn, nt);
+                        } else {
+                            rows_q8(r, row, a + t, cn, nt);
+                        }
+                        for (int k = 0; k < nt; k++) {
+                            float *yp = y + (t0 + t + (size_t)k) * ldy + o;
+                            *yp = c0 == 0 ? r[k] : *yp + r[k];
+                        }
+                    }
                 }
             }
         }

@@ -22,7 +22,10 @@
  *   other quantized prompts (AVX-512; NEON with i8mm): the int8 matmuls, which beat
  *     widening to f32 there (kernels.h prefill_gemm_quant), with
  *     QUANT_PREFILL_BLOCKS blocks per thread.
- * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests).
+ * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests). kz_matrix_mul_batch
+ * (independent requests' rows, continuous batching) always runs the table's batched
+ * matrix-vector products, one block per thread as a decode step: their rows get the
+ * bits of a one-token call whatever their number.
  *
  * Each output element is computed by one thread in a sequence fixed by n_in (and,
  * for the F32 / BF16 / F16 matmuls, n_tok; the GEMM sums k-block by k-block, GEMM_KC fixed),
@@ -91,6 +94,7 @@ typedef struct mul_job {
     size_t ldx, n_tok;
     size_t split;    /* > 0: tokens [0, split) and [split, n_tok) each on their own path */
     bool force_gemm; /* kz_matrix_mul_gemm */
+    bool batch;      /* kz_matrix_mul_batch: the batched matrix-vector products */
     bool reused;     /* kz_exec.weights_reused */
 } mul_job;
 
@@ -118,6 +122,22 @@ static void run_rows(const kz_kernels *k, const kz_matrix_out *o, const float *x
         k->matmul_f32(o->y, o->ldy, x, ldx, m->data, m->cols, n_tok, o0, o1);
         break;
     }
+}
+
+/* The table's batched matrix-vector product for o's dtype on rows [o0, o1) (kernels.h
+ * matvec_*; reused as in run_rows). */
+static void run_batch(const kz_kernels *k, const kz_matrix_out *o, const float *x, size_t ldx,
+                      size_t n_rows, size_t o0, size_t o1, bool reused) {
+    const kz_matrix *m = o->m;
+    kz_matmul_fn fn;
+    switch (m->dtype) {
+    case KZ_DTYPE_BF16: fn = k->matvec_bf16; break;
+    case KZ_DTYPE_F16: fn = k->matvec_f16; break;
+    case KZ_DTYPE_Q8_0: fn = reused ? k->matvec_q8_0_reused : k->matvec_q8_0; break;
+    case KZ_DTYPE_Q4_0: fn = reused ? k->matvec_q4_0_reused : k->matvec_q4_0; break;
+    default: fn = k->matvec_f32; break;
+    }
+    fn(o->y, o->ldy, x, ldx, m->data, m->cols, n_rows, o0, o1);
 }
 
 /* Prompts of at least this many tokens take the GEMM path: from 4 tokens on it clearly
@@ -209,7 +229,9 @@ static void gemm_block(const kz_kernels *k, const kz_matrix_out *o, const float 
 /* Rows [o0, o1) of o for tokens x[n_tok] on the path of n_tok tokens. */
 static void run_block(const mul_job *j, const kz_matrix_out *o, const float *x, size_t n_tok,
                       size_t o0, size_t o1) {
-    if (j->force_gemm || gemm_path(j->k, o->m->dtype, n_tok)) {
+    if (j->batch) {
+        run_batch(j->k, o, x, j->ldx, n_tok, o0, o1, j->reused);
+    } else if (j->force_gemm || gemm_path(j->k, o->m->dtype, n_tok)) {
         gemm_block(j->k, o, x, j->ldx, n_tok, o0, o1);
     } else {
         run_rows(j->k, o, x, j->ldx, n_tok, o0, o1, j->reused);
@@ -238,7 +260,10 @@ static void mul_rows(void *arg, size_t chunk, int worker) {
 
 /* Blocks per thread for one matrix of dtype in a call of n_tok tokens (the constants). */
 static size_t blocks_per_thread(const kz_kernels *k, kz_dtype dtype, size_t n_tok,
-                                bool force_gemm) {
+                                bool force_gemm, bool batch) {
+    if (batch) {
+        return DECODE_BLOCKS_PER_THREAD;
+    }
     if (force_gemm || gemm_path(k, dtype, n_tok)) {
         return BLOCKS_PER_THREAD;
     }
@@ -253,16 +278,16 @@ static size_t block_rows(size_t rows, size_t n_threads, size_t per_thread) {
 }
 
 static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
-                      size_t ldx, size_t n_tok, size_t split, bool force_gemm) {
+                      size_t ldx, size_t n_tok, size_t split, bool force_gemm, bool batch) {
     KZ_ASSERT(n_outs >= 1 && n_outs <= KZ_MATRIX_MAX_GROUP && split < n_tok);
     size_t n_threads = (size_t)kz_pool_threads(e->pool);
     mul_job j = {.outs = outs, .n_outs = n_outs, .k = e->k, .x = x, .ldx = ldx, .n_tok = n_tok,
-                 .split = split, .force_gemm = force_gemm};
+                 .split = split, .force_gemm = force_gemm, .batch = batch};
     j.reused = e->weights_reused;
     for (size_t i = 0; i < n_outs; i++) {
         const kz_matrix *m = outs[i].m;
         j.block[i] = block_rows(m->rows, n_threads, blocks_per_thread(e->k, m->dtype, n_tok,
-                                                                      force_gemm));
+                                                                      force_gemm, batch));
         j.first[i + 1] = j.first[i] + (m->rows + j.block[i] - 1) / j.block[i];
         e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
         e->bytes += (double)m->rows * (double)m->row_bytes;
@@ -272,7 +297,7 @@ static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, cons
 
 void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
                          size_t ldx, size_t n_tok) {
-    mul_group(outs, n_outs, e, x, ldx, n_tok, 0, false);
+    mul_group(outs, n_outs, e, x, ldx, n_tok, 0, false, false);
 }
 
 /* Whether every token of a call of n_tok gets the bits it would get in a call of
@@ -296,19 +321,34 @@ void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec
         one_call = one_call && same_bits(e->k, dt, n_tok, split) &&
                    same_bits(e->k, dt, n_tok, n_tok - split);
     }
-    mul_group(outs, n_outs, e, x, ldx, n_tok, one_call ? 0 : split, false);
+    mul_group(outs, n_outs, e, x, ldx, n_tok, one_call ? 0 : split, false, false);
 }
 
 void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                    size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    mul_group(&o, 1, e, x, ldx, n_tok, 0, false);
+    mul_group(&o, 1, e, x, ldx, n_tok, 0, false, false);
+}
+
+void kz_matrix_mul_batch(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
+                         size_t ldx, size_t n_rows) {
+    kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
+    if (n_rows > 0) {
+        mul_group(&o, 1, e, x, ldx, n_rows, 0, false, true);
+    }
+}
+
+void kz_matrix_mul_group_batch(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
+                               const float *x, size_t ldx, size_t n_rows) {
+    if (n_rows > 0) {
+        mul_group(outs, n_outs, e, x, ldx, n_rows, 0, false, true);
+    }
 }
 
 void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                         size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    mul_group(&o, 1, e, x, ldx, n_tok, 0, true);
+    mul_group(&o, 1, e, x, ldx, n_tok, 0, true, false);
 }
 
 void kz_matrix_populate(const kz_matrix *m) {

@@ -55,6 +55,17 @@ void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, c
 void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
                                const float *x, size_t ldx, size_t n_tok, size_t split);
 
+/* Decode steps of n_rows independent requests (continuous batching), one row of x each:
+ * the y of kz_matrix_mul, every row bit for bit what kz_matrix_mul gives for that row
+ * alone (n_tok 1) whatever n_rows, through the table's batched matrix-vector products
+ * (kernels.h matvec_*), which read each weight row from memory once per KZ_MATVEC_PASS
+ * rows. Never the GEMM path, whose sums differ. The group form runs several matrices on
+ * the same rows in one pool run, as kz_matrix_mul_group. n_rows 0 does nothing. */
+void kz_matrix_mul_batch(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
+                         size_t ldx, size_t n_rows);
+void kz_matrix_mul_group_batch(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
+                               const float *x, size_t ldx, size_t n_rows);
+
 /* kz_matrix_mul through the prefill's GEMM path (rows_to_f32 + gemm_rows,
  * matrix.c) whatever the dtype, n_tok and level, where kz_matrix_mul may keep the
  * per-dtype matmuls: for benchmarks and tests. */

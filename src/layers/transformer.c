@@ -10,6 +10,12 @@
  * head_dim]): a head reads its keys and values as two contiguous streams, where a
  * position-major cache would have it read 512 bytes of every 4 KB row
  * (docs/ARCHITECTURE.md#kv-cache-and-attention).
+ *
+ * kz_qwen3_forward_batch steps several independent sequences at once (continuous
+ * batching): every projection runs over all their rows in one batched matrix-vector
+ * product (kz_matrix_mul_batch: each weight read once for the batch), everything else per
+ * sequence with the calls and row counts of kz_qwen3_forward, so each sequence gets the
+ * bits of its own forward.
  */
 #include "layers/transformer.h"
 
@@ -151,22 +157,44 @@ static size_t cache_slot(const kz_qwen3_dims *d, const kz_qwen3_state *st, int l
            (size_t)d->head_dim;
 }
 
-/* The query heads of one KV head over all rows of the call, each a causal softmax over
- * cache positions: the group's keys and values come from memory once and stay in cache
- * for its other heads (the talker's cache is evicted by every step's weight stream). */
-static void attend_group(void *arg, size_t g, int worker) {
-    const attn_job *j = arg;
-    const kz_qwen3_dims *d = &j->s->d;
-    (void)worker;
+/* The query heads of KV head g over n_tok rows of one sequence (queries q, outputs att:
+ * [n_tok, n_heads * head_dim]), each a causal softmax over st's cache positions: the
+ * group's keys and values come from memory once and stay in cache for its other heads (the
+ * talker's cache is evicted by every step's weight stream). */
+static void attend_heads(const kz_qwen3_dims *d, kz_qwen3_state *st, const kz_kernels *k,
+                         int layer, size_t g, const float *q, float *att, size_t n_tok) {
     const size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
     const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
-    const size_t slot = cache_slot(d, j->st, j->layer, g, 0);
+    const size_t slot = cache_slot(d, st, layer, g, 0);
     for (size_t h = g * rep; h < (g + 1) * rep; h++) {
-        float *sc = j->st->scores + h * j->st->max_pos;
-        for (size_t t = 0; t < j->n_tok; t++) {
-            kz_attend_row(j->k, j->st->att + t * qw + h * hd, j->st->q + t * qw + h * hd,
-                          j->st->k_cache + slot, j->st->v_cache + slot, hd, 0,
-                          j->st->n_pos + (int64_t)t, 0, hd, sc);
+        float *sc = st->scores + h * st->max_pos;
+        for (size_t t = 0; t < n_tok; t++) {
+            kz_attend_row(k, att + t * qw + h * hd, q + t * qw + h * hd, st->k_cache + slot,
+                          st->v_cache + slot, hd, 0, st->n_pos + (int64_t)t, 0, hd, sc);
+        }
+    }
+}
+
+static void attend_group(void *arg, size_t g, int worker) {
+    const attn_job *j = arg;
+    (void)worker;
+    attend_heads(&j->s->d, j->st, j->k, j->layer, g, j->st->q, j->st->att, j->n_tok);
+}
+
+/* RoPE on n_tok rows of queries q and keys k ([n_tok, heads * head_dim]) at st's next
+ * positions (angles in st->rope), and the keys and values v into st's cache there. */
+static void rotate_and_cache(const kz_qwen3_dims *d, kz_qwen3_state *st, int l, float *q,
+                             float *k, const float *v, size_t n_tok) {
+    const size_t hd = (size_t)d->head_dim;
+    const size_t qw = (size_t)d->n_heads * hd, kvw = (size_t)d->n_kv_heads * hd;
+    for (size_t t = 0; t < n_tok; t++) {
+        int64_t pos = st->n_pos + (int64_t)t;
+        kz_rope_rotate(q + t * qw, d->n_heads, d->head_dim, st->rope + t * hd);
+        kz_rope_rotate(k + t * kvw, d->n_kv_heads, d->head_dim, st->rope + t * hd);
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
+            size_t slot = cache_slot(d, st, l, g, (size_t)pos);
+            memcpy(st->k_cache + slot, k + t * kvw + g * hd, hd * sizeof(float));
+            memcpy(st->v_cache + slot, v + t * kvw + g * hd, hd * sizeof(float));
         }
     }
 }
@@ -183,16 +211,7 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     kz_matrix_mul_group_split(qkv, 3, e, st->xn, hid, n_tok, split);
     e->k->rms_norm(st->q, st->q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
     e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
-    for (size_t t = 0; t < n_tok; t++) {
-        int64_t pos = st->n_pos + (int64_t)t;
-        kz_rope_rotate(st->q + t * qw, d->n_heads, d->head_dim, st->rope + t * hd);
-        kz_rope_rotate(st->k + t * kvw, d->n_kv_heads, d->head_dim, st->rope + t * hd);
-        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
-            size_t slot = cache_slot(d, st, l, g, (size_t)pos);
-            memcpy(st->k_cache + slot, st->k + t * kvw + g * hd, hd * sizeof(float));
-            memcpy(st->v_cache + slot, st->v + t * kvw + g * hd, hd * sizeof(float));
-        }
-    }
+    rotate_and_cache(d, st, l, st->q, st->k, st->v, n_tok);
     attn_job j = {.s = s, .st = st, .k = e->k, .layer = l, .n_tok = n_tok};
     // A short sequence (the code predictor's at most 17 positions) costs less than a pool
     // dispatch: the caller runs every head itself (the same per-head computation).
@@ -239,6 +258,137 @@ void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, f
         mlp(s, st, e, l, x, n_tok, split);
     }
     st->n_pos += (int64_t)n_tok;
+}
+
+/* --- batched decode steps (continuous batching) ---------------------------------- */
+
+kz_status kz_qwen3_batch_init(kz_qwen3_batch *b, const kz_qwen3_stack *s, size_t max_rows) {
+    memset(b, 0, sizeof *b);
+    const kz_qwen3_dims *d = &s->d;
+    const size_t kv = (size_t)d->n_kv_heads * d->head_dim, q = (size_t)d->n_heads * d->head_dim;
+    const size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
+    b->max_rows = max_rows;
+    b->xn = malloc(max_rows * hid * sizeof(float));
+    b->h = malloc(max_rows * hid * sizeof(float));
+    b->q = malloc(max_rows * q * sizeof(float));
+    b->att = malloc(max_rows * q * sizeof(float));
+    b->k = malloc(max_rows * kv * sizeof(float));
+    b->v = malloc(max_rows * kv * sizeof(float));
+    b->gate = malloc(max_rows * inter * sizeof(float));
+    b->up = malloc(max_rows * inter * sizeof(float));
+    if (!b->xn || !b->h || !b->q || !b->att || !b->k || !b->v || !b->gate || !b->up) {
+        kz_qwen3_batch_free(b);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                            "out of memory for a batch of %zu rows", max_rows);
+    }
+    return KZ_OK;
+}
+
+void kz_qwen3_batch_free(kz_qwen3_batch *b) {
+    float *bufs[] = {b->xn, b->h, b->q, b->att, b->k, b->v, b->gate, b->up};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
+    memset(b, 0, sizeof *b);
+}
+
+typedef struct attn_batch_job {
+    const kz_qwen3_stack *s;
+    kz_qwen3_state *const *st;
+    const kz_qwen3_batch *b;
+    const kz_kernels *k;
+    int layer;
+    size_t n_tok;
+} attn_batch_job;
+
+/* Chunk i * n_kv_heads + g: KV head g of sequence i, as attend_group for that sequence. */
+static void attend_batch_group(void *arg, size_t chunk, int worker) {
+    const attn_batch_job *j = arg;
+    const kz_qwen3_dims *d = &j->s->d;
+    (void)worker;
+    const size_t i = chunk / (size_t)d->n_kv_heads, g = chunk % (size_t)d->n_kv_heads;
+    const size_t rows = (size_t)d->n_heads * (size_t)d->head_dim * j->n_tok * i;
+    attend_heads(d, j->st[i], j->k, j->layer, g, j->b->q + rows, j->b->att + rows, j->n_tok);
+}
+
+/* attention() for n_seq sequences of n_tok rows each: the projections over all rows at
+ * once (kz_matrix_mul_group_batch), every per-row step as attention() calls it on one
+ * sequence's rows, with the same row counts, so each sequence gets attention()'s bits. */
+static void attention_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, size_t n_seq,
+                            kz_qwen3_batch *b, kz_exec *e, int l, float *x, size_t n_tok) {
+    const kz_qwen3_dims *d = &s->d;
+    const kz_qwen3_layer *L = &s->layers[l];
+    const size_t hid = (size_t)d->hidden, hd = (size_t)d->head_dim, rows = n_seq * n_tok;
+    const size_t qw = (size_t)d->n_heads * hd, kvw = (size_t)d->n_kv_heads * hd;
+    for (size_t i = 0; i < n_seq; i++) {
+        const size_t r = i * n_tok;
+        e->k->rms_norm(b->xn + r * hid, x + r * hid, L->attn_norm, n_tok, hid, d->eps);
+    }
+    const kz_matrix_out qkv[3] = {{&L->q, b->q, qw}, {&L->k, b->k, kvw}, {&L->v, b->v, kvw}};
+    kz_matrix_mul_group_batch(qkv, 3, e, b->xn, hid, rows);
+    size_t pairs = 0;
+    for (size_t i = 0; i < n_seq; i++) {
+        float *q = b->q + i * n_tok * qw, *k = b->k + i * n_tok * kvw;
+        e->k->rms_norm(q, q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
+        e->k->rms_norm(k, k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
+        rotate_and_cache(d, st[i], l, q, k, b->v + i * n_tok * kvw, n_tok);
+        pairs += n_tok * (size_t)(st[i]->n_pos + (int64_t)n_tok);
+    }
+    attn_batch_job j = {.s = s, .st = st, .b = b, .k = e->k, .layer = l, .n_tok = n_tok};
+    const size_t n_chunks = n_seq * (size_t)d->n_kv_heads;
+    if (pairs <= ATTENTION_INLINE_PAIRS) { // the same per-head work either way
+        for (size_t c = 0; c < n_chunks; c++) {
+            attend_batch_group(&j, c, 0);
+        }
+    } else {
+        kz_pool_run(e->pool, n_chunks, attend_batch_group, &j);
+    }
+    kz_matrix_mul_batch(&L->o, e, b->h, hid, b->att, qw, rows);
+    for (size_t i = 0; i < rows * hid; i++) {
+        x[i] = x[i] + b->h[i];
+    }
+}
+
+/* mlp() for n_seq sequences of n_tok rows each, on the same terms as attention_batch. */
+static void mlp_batch(const kz_qwen3_stack *s, size_t n_seq, kz_qwen3_batch *b, kz_exec *e,
+                      int l, float *x, size_t n_tok) {
+    const kz_qwen3_dims *d = &s->d;
+    const kz_qwen3_layer *L = &s->layers[l];
+    const size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate, rows = n_seq * n_tok;
+    for (size_t i = 0; i < n_seq; i++) {
+        const size_t r = i * n_tok;
+        e->k->rms_norm(b->xn + r * hid, x + r * hid, L->mlp_norm, n_tok, hid, d->eps);
+    }
+    const kz_matrix_out gate_up[2] = {{&L->gate, b->gate, inter}, {&L->up, b->up, inter}};
+    kz_matrix_mul_group_batch(gate_up, 2, e, b->xn, hid, rows);
+    for (size_t i = 0; i < n_seq; i++) {
+        const size_t r = i * n_tok * inter;
+        e->k->swiglu(b->gate + r, b->gate + r, b->up + r, n_tok * inter);
+    }
+    kz_matrix_mul_batch(&L->down, e, b->h, hid, b->gate, inter, rows);
+    for (size_t i = 0; i < rows * hid; i++) {
+        x[i] = x[i] + b->h[i];
+    }
+}
+
+void kz_qwen3_forward_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, size_t n_seq,
+                            kz_qwen3_batch *b, kz_exec *e, float *x, size_t n_tok) {
+    KZ_ASSERT(n_seq * n_tok <= b->max_rows);
+    for (size_t i = 0; i < n_seq; i++) {
+        KZ_ASSERT(st[i]->n_pos + (int64_t)n_tok <= (int64_t)st[i]->max_pos &&
+                  n_tok <= st[i]->max_tok);
+        for (size_t t = 0; t < n_tok; t++) {
+            kz_rope_angles(st[i]->rope + t * (size_t)s->d.head_dim, s->d.head_dim, s->inv_freq,
+                           st[i]->n_pos + (int64_t)t);
+        }
+    }
+    for (int l = 0; l < s->d.n_layers; l++) {
+        attention_batch(s, st, n_seq, b, e, l, x, n_tok);
+        mlp_batch(s, n_seq, b, e, l, x, n_tok);
+    }
+    for (size_t i = 0; i < n_seq; i++) {
+        st[i]->n_pos += (int64_t)n_tok;
+    }
 }
 
 size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos) {

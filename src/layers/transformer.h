@@ -68,6 +68,27 @@ void kz_qwen3_state_free(kz_qwen3_state *st);
 void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, float *x,
                       size_t n_tok, size_t split);
 
+/* Scratch of a batched forward (kz_qwen3_forward_batch) for up to max_rows rows. */
+typedef struct kz_qwen3_batch {
+    size_t max_rows;
+    float *xn, *q, *k, *v, *att, *h, *gate, *up; /* [max_rows, width of each] */
+} kz_qwen3_batch;
+
+kz_status kz_qwen3_batch_init(kz_qwen3_batch *b, const kz_qwen3_stack *s, size_t max_rows);
+void kz_qwen3_batch_free(kz_qwen3_batch *b);
+
+/* Decode steps of n_seq independent sequences at once (continuous batching): sequence i's
+ * n_tok rows x[i * n_tok .. i * n_tok + n_tok - 1] (x: [n_seq * n_tok, hidden], in place)
+ * run all layers at st[i]'s next n_tok positions, with st[i]'s KV cache. Each sequence
+ * gets, bit for bit, what kz_qwen3_forward(s, st[i], e, its rows, n_tok, 0) gives it, for
+ * any n_seq and any mix of positions, while each weight matrix is read from memory once
+ * for all rows. For decode steps: n_tok below the prompt path's 4 (layers/matrix.c), where
+ * kz_qwen3_forward itself takes the step kernels. Requires n_seq * n_tok <= b->max_rows
+ * and, per sequence, room for n_tok more positions and n_tok <= max_tok; the states are
+ * distinct. */
+void kz_qwen3_forward_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, size_t n_seq,
+                            kz_qwen3_batch *b, kz_exec *e, float *x, size_t n_tok);
+
 /* Floats that kz_qwen3_kv_save writes for the first n_pos positions (keys and values
  * of every layer and kv head). */
 size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos);

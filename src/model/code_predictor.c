@@ -3,7 +3,10 @@
  *
  * Per frame: reset the KV cache, project and run the 2-row prefill, then 14
  * one-row steps, each reading the previous code's embedding. All buffers are
- * allocated once per session; a frame allocates nothing.
+ * allocated once per session; a frame allocates nothing. kz_code_predictor_run_batch runs
+ * the same sub-steps for several requests' frames at once: each projection over all
+ * their rows (kz_matrix_mul_batch, kz_qwen3_forward_batch), the rest per request with
+ * kz_code_predictor_run's calls, so each request gets its bits.
  */
 #include "model/code_predictor.h"
 
@@ -150,5 +153,97 @@ void kz_code_predictor_run(const kz_code_predictor *p, kz_code_predictor_state *
         kz_matrix_row(&p->embeddings[k - 1], (size_t)codes[k - 1], s->in);
         project(p, s, e, 1);
         codes[k] = step_code(p, s, e, 1, k, pick, pick_user, logits_out);
+    }
+}
+
+kz_status kz_code_predictor_batch_init(kz_code_predictor_batch *b, const kz_code_predictor *p,
+                                       size_t max_seq) {
+    memset(b, 0, sizeof *b);
+    const size_t D = (size_t)p->talker_hidden, H = (size_t)p->cfg.hidden_size;
+    const size_t V = (size_t)p->cfg.vocab_size;
+    b->max_seq = max_seq;
+    kz_status st = kz_qwen3_batch_init(&b->rows, &p->stack, 2 * max_seq);
+    b->seqs = calloc(max_seq ? max_seq : 1, sizeof *b->seqs);
+    b->in = malloc(2 * max_seq * D * sizeof(float));
+    b->x = malloc(2 * max_seq * H * sizeof(float));
+    b->normed = malloc(max_seq * H * sizeof(float));
+    b->logits = malloc(max_seq * V * sizeof(float));
+    if (st == KZ_OK && (!b->seqs || !b->in || !b->x || !b->normed || !b->logits)) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for a code predictor batch");
+    }
+    if (st != KZ_OK) {
+        kz_code_predictor_batch_free(b);
+    }
+    return st;
+}
+
+void kz_code_predictor_batch_free(kz_code_predictor_batch *b) {
+    kz_qwen3_batch_free(&b->rows);
+    free(b->seqs);
+    free(b->in);
+    free(b->x);
+    free(b->normed);
+    free(b->logits);
+    memset(b, 0, sizeof *b);
+}
+
+/* b->x[rows, hidden] = P(b->in[rows, D]), as project() per request. */
+static void project_batch(const kz_code_predictor *p, kz_code_predictor_batch *b, kz_exec *e,
+                          size_t rows) {
+    const size_t D = (size_t)p->talker_hidden, H = (size_t)p->cfg.hidden_size;
+    if (!p->has_projection) {
+        memcpy(b->x, b->in, rows * D * sizeof(float));
+        return;
+    }
+    kz_matrix_mul_batch(&p->projection, e, b->x, H, b->in, D, rows);
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t i = 0; i < H; i++) {
+            b->x[r * H + i] = b->x[r * H + i] + p->projection_b[i];
+        }
+    }
+}
+
+/* step_code() for every request of the batch: n rows each in b->x; codes of head `step`. */
+static void step_codes(const kz_code_predictor *p, kz_code_predictor_state *const *s,
+                       size_t n_seq, kz_code_predictor_batch *b, kz_exec *e, size_t n, int step,
+                       const kz_pick_fn *pick, void *const *user, int32_t *codes,
+                       float *const *logits_out) {
+    const size_t H = (size_t)p->cfg.hidden_size, V = (size_t)p->cfg.vocab_size;
+    kz_qwen3_forward_batch(&p->stack, b->seqs, n_seq, &b->rows, e, b->x, n);
+    for (size_t i = 0; i < n_seq; i++) {
+        kz_qwen3_final_norm(&p->stack, e, b->normed + i * H, b->x + (i * n + n - 1) * H);
+    }
+    kz_matrix_mul_batch(&p->heads[step], e, b->logits, V, b->normed, H, n_seq);
+    for (size_t i = 0; i < n_seq; i++) {
+        memcpy(s[i]->logits, b->logits + i * V, V * sizeof(float));
+        if (logits_out && logits_out[i]) {
+            memcpy(logits_out[i] + (size_t)step * V, s[i]->logits, V * sizeof(float));
+        }
+        codes[i * (size_t)p->n_steps + (size_t)step] = pick[i](user[i], s[i]->logits, V);
+    }
+}
+
+void kz_code_predictor_run_batch(const kz_code_predictor *p, kz_code_predictor_state *const *s,
+                                 size_t n_seq, kz_code_predictor_batch *b, kz_exec *e,
+                                 const float *h, const float *e0, const kz_pick_fn *pick,
+                                 void *const *pick_user, int32_t *codes,
+                                 float *const *logits_out) {
+    KZ_ASSERT(n_seq <= b->max_seq);
+    const size_t D = (size_t)p->talker_hidden, steps = (size_t)p->n_steps;
+    for (size_t i = 0; i < n_seq; i++) {
+        s[i]->seq.n_pos = 0;
+        b->seqs[i] = &s[i]->seq;
+        memcpy(b->in + 2 * i * D, h + i * D, D * sizeof(float));
+        memcpy(b->in + (2 * i + 1) * D, e0 + i * D, D * sizeof(float));
+    }
+    project_batch(p, b, e, 2 * n_seq);
+    step_codes(p, s, n_seq, b, e, 2, 0, pick, pick_user, codes, logits_out);
+    for (int k = 1; k < p->n_steps; k++) {
+        for (size_t i = 0; i < n_seq; i++) {
+            kz_matrix_row(&p->embeddings[k - 1], (size_t)codes[i * steps + (size_t)k - 1],
+                          b->in + i * D);
+        }
+        project_batch(p, b, e, n_seq);
+        step_codes(p, s, n_seq, b, e, 1, k, pick, pick_user, codes, logits_out);
     }
 }

@@ -59,4 +59,33 @@ void kz_code_predictor_run(const kz_code_predictor *p, kz_code_predictor_state *
                            const float *h, const float *e0, kz_pick_fn pick, void *pick_user,
                            int32_t *codes, float *logits_out);
 
+/* Scratch of batched code prediction (kz_code_predictor_run_batch), up to max_seq frames. */
+typedef struct kz_code_predictor_batch {
+    size_t max_seq;
+    kz_qwen3_batch rows;   /* the stack's scratch, 2 rows per frame */
+    kz_qwen3_state **seqs; /* [max_seq] */
+    float *in;             /* [2 max_seq, D] inputs before projection */
+    float *x;              /* [2 max_seq, hidden] */
+    float *normed;         /* [max_seq, hidden] */
+    float *logits;         /* [max_seq, vocab] */
+} kz_code_predictor_batch;
+
+kz_status kz_code_predictor_batch_init(kz_code_predictor_batch *b, const kz_code_predictor *p,
+                                       size_t max_seq);
+void kz_code_predictor_batch_free(kz_code_predictor_batch *b);
+
+/* One frame's code prediction of n_seq independent requests at once: request i's talker
+ * hidden state h[i * D ..] and codebook-0 embedding e0[i * D ..] ([n_seq, D] each), its
+ * state s[i], picker pick[i] with pick_user[i], its codes codes[i * n_steps ..] and, if
+ * logits_out and logits_out[i] are not NULL, its logits as kz_code_predictor_run writes
+ * them. Each request gets, bit for bit, what kz_code_predictor_run gives it alone (codes,
+ * logits, the logits its picker sees), for any n_seq <= max_seq; every sub-step reads each
+ * weight matrix from memory once for the batch. The pickers run on the calling thread, in
+ * request order, once per sub-step. */
+void kz_code_predictor_run_batch(const kz_code_predictor *p, kz_code_predictor_state *const *s,
+                                 size_t n_seq, kz_code_predictor_batch *b, kz_exec *e,
+                                 const float *h, const float *e0, const kz_pick_fn *pick,
+                                 void *const *pick_user, int32_t *codes,
+                                 float *const *logits_out);
+
 #endif

@@ -1,6 +1,7 @@
 /*
  * talker.c - the talker (see talker.h): binding its mapped weights, text and
- * codec embeddings, and the forward pass over prompt rows or one frame.
+ * codec embeddings, and the forward pass over prompt rows or one frame, and one frame of
+ * several requests at once (kz_talker_step_batch).
  */
 #include "model/talker.h"
 
@@ -127,4 +128,47 @@ void kz_talker_forward(const kz_talker *t, kz_talker_state *s, kz_exec *e, float
     kz_qwen3_forward(&t->stack, &s->seq, e, x, n, split);
     kz_qwen3_final_norm(&t->stack, e, s->hidden, x + (n - 1) * D);
     kz_matrix_mul(&t->codec_head, e, s->logits, (size_t)t->cfg.vocab_size, s->hidden, D, 1);
+}
+
+kz_status kz_talker_batch_init(kz_talker_batch *b, const kz_talker *t, size_t max_seq) {
+    memset(b, 0, sizeof *b);
+    const size_t D = (size_t)t->cfg.hidden_size, V = (size_t)t->cfg.vocab_size;
+    b->max_seq = max_seq;
+    kz_status st = kz_qwen3_batch_init(&b->rows, &t->stack, max_seq);
+    b->seqs = calloc(max_seq ? max_seq : 1, sizeof *b->seqs);
+    b->hidden = malloc(max_seq * D * sizeof(float));
+    b->logits = malloc(max_seq * V * sizeof(float));
+    if (st == KZ_OK && (!b->seqs || !b->hidden || !b->logits)) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for a talker batch");
+    }
+    if (st != KZ_OK) {
+        kz_talker_batch_free(b);
+    }
+    return st;
+}
+
+void kz_talker_batch_free(kz_talker_batch *b) {
+    kz_qwen3_batch_free(&b->rows);
+    free(b->seqs);
+    free(b->hidden);
+    free(b->logits);
+    memset(b, 0, sizeof *b);
+}
+
+void kz_talker_step_batch(const kz_talker *t, kz_talker_state *const *s, size_t n_seq,
+                          kz_talker_batch *b, kz_exec *e, float *x) {
+    KZ_ASSERT(n_seq <= b->max_seq);
+    const size_t D = (size_t)t->cfg.hidden_size, V = (size_t)t->cfg.vocab_size;
+    for (size_t i = 0; i < n_seq; i++) {
+        b->seqs[i] = &s[i]->seq;
+    }
+    kz_qwen3_forward_batch(&t->stack, b->seqs, n_seq, &b->rows, e, x, 1);
+    for (size_t i = 0; i < n_seq; i++) {
+        kz_qwen3_final_norm(&t->stack, e, b->hidden + i * D, x + i * D);
+    }
+    kz_matrix_mul_batch(&t->codec_head, e, b->logits, V, b->hidden, D, n_seq);
+    for (size_t i = 0; i < n_seq; i++) {
+        memcpy(s[i]->hidden, b->hidden + i * D, D * sizeof(float));
+        memcpy(s[i]->logits, b->logits + i * V, V * sizeof(float));
+    }
 }

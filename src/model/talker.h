@@ -56,4 +56,24 @@ void kz_talker_codec_vector(const kz_talker *t, int32_t id, float *out);
 void kz_talker_forward(const kz_talker *t, kz_talker_state *s, kz_exec *e, float *x, size_t n,
                        size_t split);
 
+/* Scratch of batched talker steps (kz_talker_step_batch) for up to max_seq requests. */
+typedef struct kz_talker_batch {
+    size_t max_seq;
+    kz_qwen3_batch rows;   /* the stack's scratch */
+    kz_qwen3_state **seqs; /* [max_seq] the requests' stack states */
+    float *hidden;         /* [max_seq, D] */
+    float *logits;         /* [max_seq, vocab] */
+} kz_talker_batch;
+
+kz_status kz_talker_batch_init(kz_talker_batch *b, const kz_talker *t, size_t max_seq);
+void kz_talker_batch_free(kz_talker_batch *b);
+
+/* One frame step of n_seq independent requests at once (continuous batching): request i's
+ * input row x[i * D .. i * D + D - 1] (x [n_seq, D], overwritten) is appended to s[i]'s
+ * sequence, and s[i]->hidden and s[i]->logits are, bit for bit, what
+ * kz_talker_forward(t, s[i], e, its row, 1, 0) leaves there, for any n_seq <= max_seq and
+ * any mix of positions; each weight matrix is read from memory once for the batch. */
+void kz_talker_step_batch(const kz_talker *t, kz_talker_state *const *s, size_t n_seq,
+                          kz_talker_batch *b, kz_exec *e, float *x);
+
 #endif

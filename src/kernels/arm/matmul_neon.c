@@ -200,3 +200,33 @@ void kz_matmul_f32_neon(float *y, size_t ldy, const float *x, size_t ldx, const 
                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
     matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F32);
 }
+
+/* The batched matrix-vector product (kernels.h matvec_*): per row tile of about
+ * KZ_MATVEC_TILE_BYTES, the tokens in groups of up to four over the tile's rows
+ * (token_group); every (t, o) runs the sequence fixed by n_in (header), so the bits of a
+ * call of its own, and the tile is read from memory once for every group. */
+static inline __attribute__((always_inline)) void matvec(float *y, size_t ldy, const float *x,
+                                                         size_t ldx, const void *w, size_t n_in,
+                                                         size_t n_tok, size_t o0, size_t o1,
+                                                         int kind) {
+    const size_t tile = kz_matvec_tile_rows(n_in * (kind == W_F32 ? 4 : 2));
+    for (size_t r0 = o0; r0 < o1; r0 += tile) {
+        const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
+        matmul(y, ldy, x, ldx, w, n_in, n_tok, r0, r1, kind);
+    }
+}
+
+void kz_matvec_bf16_neon(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matvec(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_BF16);
+}
+
+void kz_matvec_f16_neon(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matvec(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F16);
+}
+
+void kz_matvec_f32_neon(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matvec(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F32);
+}

@@ -14,6 +14,7 @@
 
 #define QUANT_NEON_SDOT 1
 #define QUANT_NEON_FN kz_matmul_q_neon_sdot
+#define QUANT_NEON_BATCH_FN kz_matvec_q_neon_sdot
 #include "kernels/arm/quant_neon_body.h"
 
 static void q8_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
@@ -26,7 +27,19 @@ static void q4_sdot(float *y, size_t ldy, const float *x, size_t ldx, const void
     kz_matmul_q_neon_sdot(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
 }
 
+static void q8_sdot_batch(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                          size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    kz_matvec_q_neon_sdot(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+}
+
+static void q4_sdot_batch(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                          size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    kz_matvec_q_neon_sdot(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+}
+
 const kz_quant_fns kz_quant_neon_dotprod = {
+    .q8_0_batch = {{q8_sdot_batch, q8_sdot_batch}, {q8_sdot_batch, q8_sdot_batch}},
+    .q4_0_batch = {{q4_sdot_batch, q4_sdot_batch}, {q4_sdot_batch, q4_sdot_batch}},
     .q8_0 = {{q8_sdot, q8_sdot}, {q8_sdot, q8_sdot}},
     .q4_0 = {{q4_sdot, q4_sdot}, {q4_sdot, q4_sdot}},
 };

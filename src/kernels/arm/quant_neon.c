@@ -17,6 +17,7 @@
  */
 #define QUANT_NEON_SDOT 0
 #define QUANT_NEON_FN kz_matmul_q_neon_mull
+#define QUANT_NEON_BATCH_FN kz_matvec_q_neon_mull
 #include "kernels/arm/quant_neon_body.h"
 
 void kz_matmul_q8_0_neon(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
@@ -29,7 +30,19 @@ void kz_matmul_q4_0_neon(float *y, size_t ldy, const float *x, size_t ldx, const
     kz_matmul_q_neon_mull(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
 }
 
+static void q8_batch(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                     size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    kz_matvec_q_neon_mull(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 0);
+}
+
+static void q4_batch(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                     size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    kz_matvec_q_neon_mull(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, 1);
+}
+
 const kz_quant_fns kz_quant_neon = {
+    .q8_0_batch = {{q8_batch, q8_batch}, {q8_batch, q8_batch}},
+    .q4_0_batch = {{q4_batch, q4_batch}, {q4_batch, q4_batch}},
     .q8_0 = {{kz_matmul_q8_0_neon, kz_matmul_q8_0_neon},
              {kz_matmul_q8_0_neon, kz_matmul_q8_0_neon}},
     .q4_0 = {{kz_matmul_q4_0_neon, kz_matmul_q4_0_neon},

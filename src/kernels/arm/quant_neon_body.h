@@ -5,7 +5,8 @@
  * arm/quant_dot_neon.c (QUANT_NEON_SDOT 1: the dotprod extension's SDOT).
  * The includer defines QUANT_NEON_SDOT and QUANT_NEON_FN, the name of the
  * function `void QUANT_NEON_FN(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4)`
- * this file defines.
+ * this file defines, and QUANT_NEON_BATCH_FN, its batched matrix-vector product
+ * (kernels.h matvec_q8_0: quant_walk.h's batched walk, the same bits).
  *
  * Data flow, per pair of tokens (or a last single token) and per chunk of up
  * to 256 blocks (8192 inputs) of the row (the walk is kernels/quant_walk.h):
@@ -139,4 +140,9 @@ ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t
 void QUANT_NEON_FN(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                    size_t n_tok, size_t o0, size_t o1, int q4) {
     quant_walk(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4, 0);
+}
+
+void QUANT_NEON_BATCH_FN(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                         size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4) {
+    quant_walk_batch(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4, 0);
 }

@@ -56,3 +56,28 @@ void kz_matmul_f32_ref(float *y, size_t ldy, const float *x, size_t ldx, const v
         }
     }
 }
+
+/* The batched form for 16-bit weights: the sums of matmul_16, each row once for all tokens. */
+static void matvec_16(float *y, size_t ldy, const float *x, size_t ldx, const uint16_t *w,
+                      size_t n_in, size_t n_tok, size_t o0, size_t o1, float (*widen)(uint16_t)) {
+    for (size_t o = o0; o < o1; o++) {
+        matmul_16(y, ldy, x, ldx, w, n_in, n_tok, o, o + 1, widen);
+    }
+}
+
+void kz_matvec_bf16_ref(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matvec_16(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, bf16_widen);
+}
+
+void kz_matvec_f16_ref(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                       size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    matvec_16(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, f16_widen);
+}
+
+void kz_matvec_f32_ref(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                       size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    for (size_t o = o0; o < o1; o++) {
+        kz_matmul_f32_ref(y, ldy, x, ldx, w, n_in, n_tok, o, o + 1);
+    }
+}

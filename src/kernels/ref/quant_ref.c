@@ -248,8 +248,27 @@ void kz_matmul_q4_0_ref(float *y, size_t ldy, const float *x, size_t ldx, const 
     }
 }
 
+/* The batched matrix-vector products (kernels.h matvec_q8_0): the definition's sums with
+ * the rows outermost, each row read once for every token. */
+void kz_matvec_q8_0_ref(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    for (size_t o = o0; o < o1; o++) {
+        kz_matmul_q8_0_ref(y, ldy, x, ldx, w, n_in, n_tok, o, o + 1);
+    }
+}
+
+void kz_matvec_q4_0_ref(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                        size_t n_in, size_t n_tok, size_t o0, size_t o1) {
+    for (size_t o = o0; o < o1; o++) {
+        kz_matmul_q4_0_ref(y, ldy, x, ldx, w, n_in, n_tok, o, o + 1);
+    }
+}
+
 /* The definitions do not prefetch: every policy's slot holds them. */
+#define REF_SLOTS(f) {{f, f}, {f, f}}
 const kz_quant_fns kz_quant_ref = {
-    .q8_0 = {{kz_matmul_q8_0_ref, kz_matmul_q8_0_ref}, {kz_matmul_q8_0_ref, kz_matmul_q8_0_ref}},
-    .q4_0 = {{kz_matmul_q4_0_ref, kz_matmul_q4_0_ref}, {kz_matmul_q4_0_ref, kz_matmul_q4_0_ref}},
+    .q8_0 = REF_SLOTS(kz_matmul_q8_0_ref),
+    .q4_0 = REF_SLOTS(kz_matmul_q4_0_ref),
+    .q8_0_batch = REF_SLOTS(kz_matvec_q8_0_ref),
+    .q4_0_batch = REF_SLOTS(kz_matvec_q4_0_ref),
 };

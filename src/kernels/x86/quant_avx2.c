@@ -30,7 +30,9 @@
  * on whether it is paired with another token, on n_tok, or on [o0, o1).
  * AVX2 has no VNNI (AVX-VNNI CPUs aside), hence maddubs + madd; the activation
  * quantization costs O(n_in) per token per call and the weights stream once
- * per token pair.
+ * per token pair. The batched entry points (kernels.h matvec_q8_0) run the same
+ * row_dots in quant_walk.h's batched walk: each row tile read from memory once for
+ * every pair, the same bits.
  */
 #include <immintrin.h>
 #include <stdint.h>
@@ -348,5 +350,21 @@ static void q4_reuse(QPF_PARAMS) {
     quant_walk(QPF_ARGS, 1, QPF_MODE_REUSE);
 }
 
-const kz_quant_fns kz_quant_avx2 = QPF_FNS(kz_matmul_q8_0_avx2, q8_stream, q8_reuse,
-                                           kz_matmul_q4_0_avx2, q4_stream, q4_reuse);
+#define BATCH(name, q4, mode)                                                                  \
+    static void name(QPF_PARAMS) {                                                             \
+        quant_walk_batch(QPF_ARGS, q4, mode);                                                  \
+    }
+BATCH(q8_batch_l1, 0, QPF_MODE_L1)
+BATCH(q8_batch_stream, 0, QPF_MODE_STREAM)
+BATCH(q8_batch_reuse, 0, QPF_MODE_REUSE)
+BATCH(q4_batch_l1, 1, QPF_MODE_L1)
+BATCH(q4_batch_stream, 1, QPF_MODE_STREAM)
+BATCH(q4_batch_reuse, 1, QPF_MODE_REUSE)
+#undef BATCH
+
+const kz_quant_fns kz_quant_avx2 = {
+    .q8_0 = QPF_SLOTS(kz_matmul_q8_0_avx2, q8_stream, q8_reuse),
+    .q4_0 = QPF_SLOTS(kz_matmul_q4_0_avx2, q4_stream, q4_reuse),
+    .q8_0_batch = QPF_SLOTS(q8_batch_l1, q8_batch_stream, q8_batch_reuse),
+    .q4_0_batch = QPF_SLOTS(q4_batch_l1, q4_batch_stream, q4_batch_reuse),
+};

@@ -57,6 +57,10 @@
  * integer path runs (a set only shares the weight unpacking; every token keeps
  * its own accumulator and fold).
  *
+ * Batched matrix-vector products (kernels.h matvec_q8_0, matvec_q): the same chunk
+ * kernels and activations with the rows outside the token sets, so each row tile is read
+ * from memory once for every set of a pass; the same bits.
+ *
  * Entry points (the end of the file): the integer path and the prefetch mode are
  * constants of each, collected in kz_quant_avx512 (plain), kz_quant_avx512_vnni and
  * kz_quant_avx512_amx (VNNI, and prompts of 8 or more tokens with q8_0 weights on AMX
@@ -762,6 +766,15 @@ matmul_q8_amx(float *y, size_t ldy, const float *x, size_t ldx, const uint8_t *w
     return true;
 }
 
+/* The chunk kernel of each set size: [q4][vnni][nt - 1]; NULL: never chosen. */
+static const chunk_fn fns[2][2][MAX_NT] = {
+    {{chunk_q8_1, chunk_q8_2, chunk_q8_3, chunk_q8_4},
+     {chunk_q8_1v, chunk_q8_2v, chunk_q8_3v, chunk_q8_4v, chunk_q8_5v, chunk_q8_6v, chunk_q8_7v,
+      chunk_q8_8v}},
+    {{chunk_q4_1, chunk_q4_2, chunk_q4_3, chunk_q4_4},
+     {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v}},
+};
+
 /* The matmul of one entry point: q4 the format, path the integer path, pf the prefetch
  * mode (quant_prefetch.h). */
 static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
@@ -776,13 +789,6 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         }
         return;
     }
-    static const chunk_fn fns[2][2][MAX_NT] = { // [q4][vnni][nt - 1]; NULL: never chosen
-        {{chunk_q8_1, chunk_q8_2, chunk_q8_3, chunk_q8_4},
-         {chunk_q8_1v, chunk_q8_2v, chunk_q8_3v, chunk_q8_4v, chunk_q8_5v, chunk_q8_6v,
-          chunk_q8_7v, chunk_q8_8v}},
-        {{chunk_q4_1, chunk_q4_2, chunk_q4_3, chunk_q4_4},
-         {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v}},
-    };
     if (!q4 && path == PATH_AMX && n_tok >= AMX_MIN_TOK &&
         matmul_q8_amx(y, ldy, x, ldx, (const uint8_t *)w, nb, n_tok, o0, o1)) {
         return;
@@ -800,6 +806,44 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
                 quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4);
             }
             fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf);
+        }
+    }
+}
+
+/* The batched matrix-vector product of one entry point (kernels.h matvec_q8_0): every
+ * token of a pass quantized once per chunk, then per row tile of about
+ * KZ_MATVEC_TILE_BYTES the pass's tokens in sets of the path's largest size, each set's
+ * chunk kernel over the tile's rows while they are in L1. The chunk kernels and the
+ * activations are matmul_q's, and a token's bits never depend on its set (header), so
+ * every token gets matmul_q's bits. Never the AMX path: it gives the same bits, and a
+ * decode step's few tokens do not fill its tiles. */
+static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
+                     size_t n_in, size_t n_tok, size_t o0, size_t o1, int q4, int path, int pf) {
+    KZ_ASSERT(n_in % KZ_QK == 0);
+    const size_t nb = n_in / KZ_QK;
+    if (nb == 0) {
+        matmul_q(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, q4, PATH_PLAIN, pf);
+        return;
+    }
+    const int vnni = path != PATH_PLAIN;
+    const size_t max_nt = vnni && !q4 ? MAX_NT : MAX_NT_PLAIN;
+    const size_t tile = kz_matvec_tile_rows(nb * (q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES));
+    act a[KZ_MATVEC_PASS];
+    for (size_t t0 = 0; t0 < n_tok; t0 += KZ_MATVEC_PASS) {
+        const size_t np = n_tok - t0 < KZ_MATVEC_PASS ? n_tok - t0 : KZ_MATVEC_PASS;
+        for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
+            const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
+            for (size_t k = 0; k < np; k++) {
+                quant_act(&a[k], x + (t0 + k) * ldx + c0 * KZ_QK, cn, q4);
+            }
+            for (size_t r0 = o0; r0 < o1; r0 += tile) {
+                const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
+                for (size_t t = 0; t < np; t += max_nt) {
+                    const size_t nt = np - t < max_nt ? np - t : max_nt;
+                    fns[q4][vnni][nt - 1](y + (t0 + t) * ldy, ldy, (const uint8_t *)w, nb, c0,
+                                          cn, r0, r1, a + t, c0 != 0, pf);
+                }
+            }
         }
     }
 }
@@ -833,11 +877,41 @@ ENTRY(q8_amx_stream, 0, PATH_AMX, QPF_MODE_STREAM)
 ENTRY(q8_amx_reuse, 0, PATH_AMX, QPF_MODE_REUSE)
 #undef ENTRY
 
-const kz_quant_fns kz_quant_avx512 =
-    QPF_FNS(kz_matmul_q8_0_avx512, q8_plain_stream, q8_plain_reuse, kz_matmul_q4_0_avx512,
-            q4_plain_stream, q4_plain_reuse);
-const kz_quant_fns kz_quant_avx512_vnni = QPF_FNS(q8_vnni_l1, q8_vnni_stream, q8_vnni_reuse,
-                                                  q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse);
-/* q4_0 keeps the VNNI kernels (section "AMX-INT8 prompt path"). */
-const kz_quant_fns kz_quant_avx512_amx = QPF_FNS(q8_amx_l1, q8_amx_stream, q8_amx_reuse,
-                                                 q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse);
+#define BATCH(name, q4, path, pf)                                                              \
+    static void name(QPF_PARAMS) {                                                             \
+        matvec_q(QPF_ARGS, q4, path, pf);                                                      \
+    }
+BATCH(q8_plain_batch_l1, 0, PATH_PLAIN, QPF_MODE_L1)
+BATCH(q8_plain_batch_stream, 0, PATH_PLAIN, QPF_MODE_STREAM)
+BATCH(q8_plain_batch_reuse, 0, PATH_PLAIN, QPF_MODE_REUSE)
+BATCH(q4_plain_batch_l1, 1, PATH_PLAIN, QPF_MODE_L1)
+BATCH(q4_plain_batch_stream, 1, PATH_PLAIN, QPF_MODE_STREAM)
+BATCH(q4_plain_batch_reuse, 1, PATH_PLAIN, QPF_MODE_REUSE)
+BATCH(q8_vnni_batch_l1, 0, PATH_VNNI, QPF_MODE_L1)
+BATCH(q8_vnni_batch_stream, 0, PATH_VNNI, QPF_MODE_STREAM)
+BATCH(q8_vnni_batch_reuse, 0, PATH_VNNI, QPF_MODE_REUSE)
+BATCH(q4_vnni_batch_l1, 1, PATH_VNNI, QPF_MODE_L1)
+BATCH(q4_vnni_batch_stream, 1, PATH_VNNI, QPF_MODE_STREAM)
+BATCH(q4_vnni_batch_reuse, 1, PATH_VNNI, QPF_MODE_REUSE)
+#undef BATCH
+
+const kz_quant_fns kz_quant_avx512 = {
+    .q8_0 = QPF_SLOTS(kz_matmul_q8_0_avx512, q8_plain_stream, q8_plain_reuse),
+    .q4_0 = QPF_SLOTS(kz_matmul_q4_0_avx512, q4_plain_stream, q4_plain_reuse),
+    .q8_0_batch = QPF_SLOTS(q8_plain_batch_l1, q8_plain_batch_stream, q8_plain_batch_reuse),
+    .q4_0_batch = QPF_SLOTS(q4_plain_batch_l1, q4_plain_batch_stream, q4_plain_batch_reuse),
+};
+const kz_quant_fns kz_quant_avx512_vnni = {
+    .q8_0 = QPF_SLOTS(q8_vnni_l1, q8_vnni_stream, q8_vnni_reuse),
+    .q4_0 = QPF_SLOTS(q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse),
+    .q8_0_batch = QPF_SLOTS(q8_vnni_batch_l1, q8_vnni_batch_stream, q8_vnni_batch_reuse),
+    .q4_0_batch = QPF_SLOTS(q4_vnni_batch_l1, q4_vnni_batch_stream, q4_vnni_batch_reuse),
+};
+/* q4_0 keeps the VNNI kernels (section "AMX-INT8 prompt path"); the batched products are
+ * the VNNI ones (matvec_q). */
+const kz_quant_fns kz_quant_avx512_amx = {
+    .q8_0 = QPF_SLOTS(q8_amx_l1, q8_amx_stream, q8_amx_reuse),
+    .q4_0 = QPF_SLOTS(q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse),
+    .q8_0_batch = QPF_SLOTS(q8_vnni_batch_l1, q8_vnni_batch_stream, q8_vnni_batch_reuse),
+    .q4_0_batch = QPF_SLOTS(q4_vnni_batch_l1, q4_vnni_batch_stream, q4_vnni_batch_reuse),
+};

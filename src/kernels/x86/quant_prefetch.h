@@ -32,11 +32,10 @@
 
 enum { QPF_MODE_L1 = 0, QPF_MODE_STREAM = 1, QPF_MODE_REUSE = 2 };
 
-/* The kz_quant_fns of a kernel whose entry points run the modes above: slot [policy][reused]
- * is KZ_QPF_L1: l1 (reused or not), KZ_QPF_L2: stream, or reuse when reused. */
-#define QPF_FNS(q8_l1, q8_stream, q8_reuse, q4_l1, q4_stream, q4_reuse)                        \
-    {.q8_0 = {[KZ_QPF_L1] = {q8_l1, q8_l1}, [KZ_QPF_L2] = {q8_stream, q8_reuse}},              \
-     .q4_0 = {[KZ_QPF_L1] = {q4_l1, q4_l1}, [KZ_QPF_L2] = {q4_stream, q4_reuse}}}
+/* The slots of one kz_quant_fns field for entry points that run the modes above: slot
+ * [policy][reused] is KZ_QPF_L1: l1 (reused or not), KZ_QPF_L2: stream, or reuse when
+ * reused. */
+#define QPF_SLOTS(l1, stream, reuse) {[KZ_QPF_L1] = {l1, l1}, [KZ_QPF_L2] = {stream, reuse}}
 
 /* The parameters and arguments of a kz_matmul_fn, for the entry points' definitions. */
 #define QPF_PARAMS                                                                             \
