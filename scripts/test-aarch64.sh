@@ -61,10 +61,12 @@ fi
 if [ ${#host[@]} -gt 0 ]; then apt_install "${host[@]}"; fi
 
 # The library's dependencies and, because the top-level CMakeLists finds them at
-# configure time, the CLI's (sndfile, curl, crypto). Multiarch keeps arm64 and amd64
-# versions of shared packages equal, so this may also update a few host libraries.
+# configure time, the CLI's (sndfile, curl, crypto, the HTTP server, the audio encoders).
+# Multiarch keeps arm64 and amd64 versions of shared packages equal, so this may also
+# update a few host libraries.
 arm=(libcjson-dev libutf8proc-dev libpcre2-dev libsndfile1-dev libsoxr-dev libcurl4-openssl-dev
-     libssl-dev)
+     libssl-dev libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev libvo-aacenc-dev
+     libflac-dev libsonic-dev)
 mode=cmake
 if [ "${KZ_AARCH64_DIRECT:-0}" = 1 ]; then
     mode=direct

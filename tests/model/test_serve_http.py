@@ -7,8 +7,11 @@ wrong key, 200 with each right one, the probes open), 413 for bodies over --max-
 connection closed), CORS headers only with --cors, a slowloris client closed after
 --idle-timeout while others are served, the per-request log line, bad options, and the
 drain on SIGTERM and SIGINT (/ready and speech 503 with Retry-After while a request is
-in progress, exit 0 once it is done or --drain-timeout passed)."""
+in progress, exit 0 once it is done or --drain-timeout passed), speech streams in flight
+and queued finishing whole during a drain, a drain timeout cutting a stream, and a client
+that disconnects mid-stream cancelling its synthesis."""
 import argparse
+import http.client
 import json
 import os
 import re
@@ -401,6 +404,122 @@ def case_bad_options():
     print("ok   bad options", flush=True)
 
 
+def speech_body(n_sentences, max_frames=None):
+    text = " ".join("Sentence number %d is here to make the input long." % i
+                    for i in range(n_sentences))
+    body = {"model": "tts-1", "input": text, "voice": "ryan", "response_format": "pcm"}
+    if max_frames:
+        body["max_new_tokens"] = max_frames
+    return json.dumps(body)
+
+
+def open_speech(s, body):
+    """A speech request whose response headers arrived; (connection, response)."""
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+    c.request("POST", "/v1/audio/speech", body=body, headers={"Content-Type": "application/json"})
+    return c, c.getresponse()
+
+
+def gauge(s, name):
+    samples, _ = parse_metrics("gauge", s.request("GET", "/metrics")[2].decode())
+    return samples.get(name)
+
+
+def case_drain_speech():
+    """Streams in flight and queued when SIGTERM comes finish whole; then exit 0."""
+    s = serve("drain_speech", "--drain-timeout", "600", "--parallel", "1", "--max-queue", "4")
+    check(s.wait_ready(), "drain_speech: never ready")
+    ca, ra = open_speech(s, speech_body(40, 1000))
+    check(ra.status == 200 and ra.getheader("Transfer-Encoding") == "chunked",
+          f"drain_speech: first stream {ra.status} {ra.getheaders()}")
+    head = ra.read(4096)
+    cb = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+    cb.request("POST", "/v1/audio/speech", body=speech_body(5, 200),
+               headers={"Content-Type": "application/json"})
+    end = time.monotonic() + 60
+    while time.monotonic() < end and gauge(s, "kztts_requests_queued") != 1:
+        time.sleep(0.02)
+    check(gauge(s, "kztts_requests_queued") == 1, "drain_speech: the second request never queued")
+    s.signal(signal.SIGTERM)
+    end = time.monotonic() + 60
+    st = None
+    while time.monotonic() < end:
+        st, h, body = s.request("GET", "/ready")
+        if st == 503:
+            break
+        time.sleep(0.02)
+    check(st == 503, f"drain_speech: /ready {st}")
+    st, h, body = s.request("POST", "/v1/audio/speech", body=speech_body(1),
+                            headers={"Content-Type": "application/json"})
+    check_envelope("drain_speech: new speech", st, body, 503, "unavailable", "draining")
+    check(h.get("retry-after", "").isdigit(), f"drain_speech: Retry-After {h}")
+    try:
+        rest = ra.read()
+        whole = True
+    except http.client.IncompleteRead:
+        rest, whole = b"", False
+    check(whole and len(head + rest) > 48000, f"drain_speech: in-flight stream cut ({len(head + rest)} bytes)")
+    rb = cb.getresponse()
+    try:
+        queued = rb.read()
+    except http.client.IncompleteRead:
+        queued = b""
+    check(rb.status == 200 and len(queued) > 0, f"drain_speech: queued request {rb.status} {len(queued)} bytes")
+    ca.close()
+    cb.close()
+    rc = s.wait_exit(120)
+    check(rc == 0, f"drain_speech: exit {rc}: {s.stderr()}")
+    check(len(re.findall(r"^req-\d+ POST /v1/audio/speech speech 200 .*total=\d+ms$", s.stderr(), re.M)) == 2,
+          f"drain_speech: two whole speech log lines: {s.stderr()}")
+    print("ok   drain: streams in flight and queued finish whole", flush=True)
+
+
+def case_drain_cuts_stream():
+    """--drain-timeout 1 with a synthesis of minutes: exit 0, the stream is cut."""
+    s = serve("drain_cut", "--drain-timeout", "1", "--max-input", "100000")
+    check(s.wait_ready(), "drain_cut: never ready")
+    c, r = open_speech(s, speech_body(600))
+    check(r.status == 200, f"drain_cut: {r.status}")
+    r.read(4096)
+    s.signal(signal.SIGTERM)
+    rc = s.wait_exit(120)
+    check(rc == 0, f"drain_cut: exit {rc}: {s.stderr()}")
+    try:
+        while r.read(65536):
+            pass
+        cut = False
+    except (http.client.IncompleteRead, OSError):
+        cut = True
+    check(cut, "drain_cut: the stream ended whole although the drain timed out")
+    c.close()
+    print("ok   drain timeout cuts a stream", flush=True)
+
+
+def case_disconnect_cancels():
+    """A client that leaves mid-stream cancels a synthesis of minutes at once."""
+    s = serve("disconnect", "--max-input", "100000")
+    check(s.wait_ready(), "disconnect: never ready")
+    c, r = open_speech(s, speech_body(600))
+    check(r.status == 200, f"disconnect: {r.status}")
+    r.read(4096)
+    check(gauge(s, "kztts_requests_running") == 1, "disconnect: not running")
+    c.close()
+    end = time.monotonic() + 60
+    running = 1
+    while time.monotonic() < end and running != 0:
+        running = gauge(s, "kztts_requests_running")
+        time.sleep(0.05)
+    check(running == 0, "disconnect: the synthesis went on without its client")
+    st, h, body = s.request("POST", "/v1/audio/speech", body=speech_body(1, 50),
+                            headers={"Content-Type": "application/json"})
+    check(st == 200 and len(body) > 0, f"disconnect: next speech {st}")
+    s.stop()
+    line = re.search(r"^req-\d+ POST /v1/audio/speech speech 200 .*\(connection closed early\)$",
+                     s.stderr(), re.M)
+    check(line is not None, f"disconnect: log line {s.stderr()}")
+    print("ok   a client that leaves cancels its synthesis", flush=True)
+
+
 case_bad_options()
 case_probes_and_models()
 case_auth()
@@ -410,5 +529,8 @@ case_slowloris()
 case_drain(signal.SIGTERM)
 case_drain(signal.SIGINT)
 case_drain_timeout()
+case_drain_speech()
+case_drain_cuts_stream()
+case_disconnect_cancels()
 case_loading()
 finish("test_serve_http")

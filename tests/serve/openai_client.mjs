@@ -124,7 +124,8 @@ await runCase("voice_id_wav", () => whole("voice_id_wav",
 for (const fmt of ["pcm", "wav", "mp3", "opus", "aac", "flac"]) {
   await runCase(`sse_${fmt}`, () => sse(`sse_${fmt}`, { response_format: fmt }));
 }
-await runCase("sse_speed_pcm_2", () => sse("sse_speed_pcm_2", { response_format: "pcm", speed: 2 }));
+await runCase("sse_speed_pcm_2",
+              () => sse("sse_speed_pcm_2", { response_format: "pcm", speed: 2 }));
 
 await runCase("error_unknown_voice", () => expectError("e", { voice: "no_such_voice" }));
 await runCase("error_unknown_field", () => expectError("e", { not_a_field: 1 }));

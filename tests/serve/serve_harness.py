@@ -25,7 +25,8 @@ import time
 import wave
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
-from testlib import check, finish, speechlike, write_wav  # noqa: E402,F401
+import testlib  # noqa: E402
+from testlib import check, speechlike, write_wav  # noqa: E402
 
 FRAME_SECONDS = 0.08  # one codec frame of the released (and tiny) models: 1920 samples
 RATE = 24000
@@ -35,6 +36,7 @@ CONTENT_TYPES = {"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac",
 LISTEN_RE = re.compile(r"kztts serve: listening on http://([0-9.]+):([0-9]+)")
 
 _children = []
+_servers = []
 
 
 def _die_with_parent():
@@ -128,6 +130,7 @@ class Server:
 
     def start(self, timeout=120):
         os.makedirs(self.work, exist_ok=True)
+        _servers.append(self)
         argv = [self.kztts, "serve", "-m", self.model, "--host", "127.0.0.1", "--port", "0",
                 *self.args]
         self.proc = spawn(argv, self.log_path, self.env)
@@ -174,6 +177,17 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def finish(name):
+    """testlib.finish after a look at every server's log for sanitizer reports (a sanitizer
+    build aborts on the first; its report is the useful part)."""
+    for srv in _servers:
+        text = srv.log()
+        at = max(text.find("Sanitizer"), text.find("runtime error:"))
+        check(at < 0, f"{srv.name}: sanitizer report in {srv.log_path}:\n"
+              + text[max(0, at - 200):at + 3000])
+    testlib.finish(name)
 
 
 class Response:
@@ -248,6 +262,7 @@ def check_error(name, r, status, param=None):
     check(e is not None, f"{name}: no OpenAI error envelope: {r.body[:300]!r}")
     ct = r.header("content-type") or ""
     check(ct.startswith("application/json"), f"{name}: error Content-Type {ct!r}")
+    check(bool(r.header("x-request-id")), f"{name}: no X-Request-Id on the error")
     if e is not None and param is not None:
         check(e["param"] == param, f"{name}: param {e['param']!r} (want {param!r})")
     return e

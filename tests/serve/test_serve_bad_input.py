@@ -145,10 +145,18 @@ def json_cases(s):
         ("ref_audio on a CustomVoice model", good(ref_audio=data_uri(wav_bytes(0.5)),
                                                   ref_text=REF_TEXT), None),
     ]
+    before = metrics(s.cv.port)
     for name, body, param in cases:
         r = speech(s.cv.port, body, AUTH, timeout=60)
         check_error(name, r, 400, param)
         s.after(name)
+
+    def moved():  # a request is counted once its response is done, a moment after it arrived
+        return (metric(metrics(s.cv.port), "kztts_requests_total", route="speech", status="400")
+                - metric(before, "kztts_requests_total", route="speech", status="400"))
+    wait_until(lambda: moved() >= len(cases), 30)
+    d = moved()
+    check(d == len(cases), f"requests_total{{speech,400}} moved by {d} (want {len(cases)})")
     r = speech(s.cv.port, good(input=long_ok), AUTH)
     check(r.status == 200 and len(r.body) == 5 * 3840, f"4096 two-byte characters: {r!r}")
     r = speech(s.cv.port, good(voice="no_such_voice"), AUTH)
@@ -193,7 +201,8 @@ def body_size_cases(s):
     check(st == 413, f"declared 10 GB body: {got[:200]!r}")
     s.after("declared 10 GB")
     body = json.dumps(good(input="a" * 100000)).encode()
-    st, got, closed = raw(s.cv.port, (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+    st, got, closed = raw(s.cv.port,
+                          (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
     check(st == 413 or (st is None and closed), f"100 kB body: {got[:200]!r}")
     s.after("100 kB body")
     chunk = b"4000\r\n" + b" " * 0x4000 + b"\r\n"
@@ -326,7 +335,8 @@ def request_timeout(kztts, tiny, work):
 
         def idle_t():
             m = metrics(t.port)
-            return metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0
+            return (metric(m, "kztts_requests_running") == 0
+                    and metric(m, "kztts_requests_queued") == 0)
         check(wait_until(idle_t, 60), "the timed-out job still runs")
         d = (metric(metrics(t.port), "kztts_requests_rejected_total", reason="timeout")
              - metric(before, "kztts_requests_rejected_total", reason="timeout"))
@@ -425,37 +435,43 @@ def voice_upload_cases(s, vdir):
                 out += (f'--{b}\r\nContent-Disposition: form-data; name="{k}"; filename="a.wav"\r\n'
                         f'Content-Type: audio/wav\r\n\r\n').encode() + v + b"\r\n"
             else:
-                out += f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+                out += (f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n'
+                        f'{v}\r\n').encode()
         out += f"--{b}--\r\n".encode()
         return out, {"Content-Type": f"multipart/form-data; boundary={b}"}
 
     full = {"name": "ok_name", "audio_sample": wav, "ref_text": REF_TEXT, "consent": "yes"}
-    cases = []
+    cases = []  # (name, form fields, the param the error must name, or None: not checked)
     for key in ("name", "audio_sample", "consent"):
         f = dict(full)
         del f[key]
-        cases.append((f"upload without {key}", f))
+        cases.append((f"upload without {key}", f, key))
     for bad in ("../evil", ".hidden", "a/b", "a" * 65, "", "sp ace", "x\u00e9"):
-        cases.append((f"upload name {bad[:12]!r}", dict(full, name=bad)))
-    cases += [("upload unknown form field", dict(full, colour="blue")),
-              ("upload name of 300 bytes", dict(full, name="n" * 300)),
-              ("upload consent no", dict(full, consent="no")),
-              ("upload text as audio", dict(full, audio_sample=b"not audio" * 100)),
-              ("upload empty audio", dict(full, audio_sample=b"")),
-              ("upload 0.1 s audio", dict(full, audio_sample=wav_bytes(0.1)))]
-    for name, fields in cases:
+        cases.append((f"upload name {bad[:12]!r}", dict(full, name=bad), "name"))
+    cases += [("upload unknown form field", dict(full, colour="blue"), None),
+              ("upload name of 300 bytes", dict(full, name="n" * 300), "name"),
+              ("upload consent no", dict(full, consent="no"), "consent"),
+              ("upload text as audio", dict(full, audio_sample=b"not audio" * 100), None),
+              ("upload empty audio", dict(full, audio_sample=b""), None),
+              ("upload 0.1 s audio", dict(full, audio_sample=wav_bytes(0.1)), None)]
+    for name, fields, param in cases:
         body, hdrs = multipart(fields)
         r = request(s.base.port, "POST", url, body, hdrs)
-        check_error(name, r, 400)
+        check_error(name, r, 400, param)
         s.after(name)
-    for name, obj in (("JSON upload bad base64", {"name": "j", "audio_sample": "@@@",
-                                                  "ref_text": REF_TEXT, "consent": "yes"}),
-                      ("JSON upload name number", {"name": 5, "audio_sample": base64.b64encode(
-                          wav).decode(), "ref_text": REF_TEXT, "consent": "yes"}),
-                      ("JSON upload unknown field", {"name": "j", "colour": "blue"}),
-                      ("JSON upload field twice", '{"name": "j", "name": "k"}'),
-                      ("JSON upload truncated", '{"name": "j", "audio_sample": "AAAA')):
-        check_error(name, request(s.base.port, "POST", url, obj), 400)
+    b64 = base64.b64encode(wav).decode()
+    for name, obj, param in (
+            ("JSON upload bad base64", {"name": "j", "audio_sample": "@@@", "ref_text": REF_TEXT,
+                                        "consent": "yes"}, "audio_sample"),
+            ("JSON upload name number", {"name": 5, "audio_sample": b64, "ref_text": REF_TEXT,
+                                         "consent": "yes"}, "name"),
+            ("JSON upload ref_text number", {"name": "j", "audio_sample": b64, "ref_text": 5,
+                                             "consent": "yes"}, "ref_text"),
+            ("JSON upload unknown field", {"name": "j", "colour": "blue"}, None),
+            ("JSON upload field twice", '{"name": "j", "name": "k"}', "name"),
+            ("JSON upload truncated", '{"name": "j", "audio_sample": "AAAA', None)):
+        r = request(s.base.port, "POST", url, obj, {"Content-Type": "application/json"})
+        check_error(name, r, 400, param)
         s.after(name)
     for path in ("/v1/audio/voices/no_such", "/v1/audio/voices/..%2F..%2Fkeys",
                  "/v1/audio/voices/../../keys"):

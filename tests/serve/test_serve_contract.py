@@ -4,11 +4,15 @@ SSE lines, /v1/models, the voices round trip, /metrics, the queue bound and the 
 
 Flow: a CustomVoice server (tiny, API keys, --parallel 1 --max-queue 1) answers every
 format; each body is checked by its magic, its header fields and an independent decoder's
-length; /metrics is read before and after to see the counters move by what was sent. A
-Base server (tiny_base_1b7, --voices-dir) takes voice uploads (multipart and JSON), lists,
-speaks with and deletes them. Long requests (max_new_tokens LONG) hold the one worker
-while the queue bound (429 + Retry-After), cancellation on disconnect and the SIGTERM
-drain (503 + Retry-After, the in-flight stream completes, exit 0) are checked.
+length; /metrics is read before and after to see the counters move by what was sent. The
+sampling fields must give the CLI's audio byte for byte (kztts synth with the same
+speaker, language, instruction, seed and sampling values). A Base server (tiny_base_1b7,
+--voices-dir, --cors) takes voice uploads (multipart and JSON), lists, speaks with and
+deletes them, and answers CORS preflights; a VoiceDesign server (tiny_vd) needs
+instructions; a --max-input server counts characters. Long requests (max_new_tokens LONG)
+hold the one worker while the queue bound (429 + Retry-After), cancellation on
+disconnect, the first audio of every format arriving while its job still runs, and the
+SIGTERM drain (503 + Retry-After, the in-flight stream completes, exit 0) are checked.
 """
 import argparse
 import base64

@@ -22,8 +22,8 @@ import threading
 import time
 
 from serve_harness import (CONTENT_TYPES, FORMATS, MAGIC, Server, check, decoded_seconds,
-                           error_of, expected_seconds, finish, length_ok, metric, metrics, request, sanitized,
-                           speech, wait_until)
+                           error_of, expected_seconds, finish, length_ok, metric, metrics,
+                           request, sanitized, speech, wait_until)
 
 PARALLEL, QUEUE, CLIENTS = 2, 2, 8
 WARMUP = 30
@@ -55,7 +55,8 @@ def check_200(r, fields, work, decode):
     if not r.complete:
         return f"incomplete body: {r.error}"
     if fields.get("stream_format") == "sse":
-        events = [json.loads(b[6:]) for b in r.body.decode().split("\n\n") if b.startswith("data: ")]
+        events = [json.loads(b[6:]) for b in r.body.decode().split("\n\n")
+                  if b.startswith("data: ")]
         if not events or events[-1].get("type") != "speech.audio.done":
             return f"SSE without a final done event: {r.body[-200:]!r}"
         n = events[-1].get("usage", {}).get("output_tokens")
@@ -150,7 +151,7 @@ def main():
     if sanitized(a.kztts):
         # ASan keeps freed blocks in a large quarantine that would fill during a
         # run like this one; a small one fills during the warm-up.
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=16"
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=4"
     s = Server(a.kztts, a.tiny, work, "load", ["--parallel", str(PARALLEL), "--max-queue",
                                                str(QUEUE), "--threads", "1", "--quiet"],
                env=env).start()

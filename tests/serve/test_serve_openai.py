@@ -120,7 +120,8 @@ def main():
     key_file = os.path.join(work, "keys")
     with open(key_file, "w") as f:
         f.write("# test keys\n\nsk-other-key\n" + KEY + "\n")
-    with Server(a.kztts, a.tiny, work, "openai", ["--api-key-file", key_file, "--threads", "1"]) as s:
+    args = ["--api-key-file", key_file, "--threads", "1"]
+    with Server(a.kztts, a.tiny, work, "openai", args) as s:
         r = subprocess.run([a.node, os.path.join(os.path.dirname(__file__), "openai_client.mjs"),
                             a.npm_dir, f"http://127.0.0.1:{s.port}/v1", KEY, out],
                            capture_output=True, text=True, timeout=600)
