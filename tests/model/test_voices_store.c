@@ -36,20 +36,6 @@ enum { RATE = 24000 };
 static const char TEXT[] = "What the reference recording says.";
 static char work[] = "/tmp/kztts_voices_test_XXXXXX";
 
-/* The HTTP layer's error setter (http.c), as the store fills errors. */
-int http_error_set(http_error *e, int status, const char *type, const char *param,
-                   const char *code, const char *fmt, ...) {
-    e->status = status;
-    e->type = type;
-    e->param = param;
-    e->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
 /* Speech-like: harmonics of a wavering pitch under a syllable envelope, a little noise. */
 static float *speech(size_t n, int rate, uint64_t seed) {
     float *x = malloc(n * sizeof *x);

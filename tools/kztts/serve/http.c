@@ -82,19 +82,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int http_error_set(http_error *e, int status, const char *type, const char *param,
-                   const char *code, const char *fmt, ...) {
-    e->status = status;
-    e->type = type;
-    e->param = param;
-    e->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
 const char *http_method(const http_req *r) {
     return r->method;
 }

@@ -11,6 +11,7 @@
 #ifndef KZ_HTTP_H
 #define KZ_HTTP_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -32,6 +33,10 @@ typedef struct http_error {
 int http_error_set(http_error *e, int status, const char *type, const char *param,
                    const char *code, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* http_error_set with a va_list. */
+int http_error_vset(http_error *e, int status, const char *type, const char *param,
+                    const char *code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
 
 /* Request. Strings stay valid until the response is done. */
 const char *http_method(const http_req *r);                   /* "GET", "POST", ... */

@@ -36,13 +36,9 @@ static int arg_error(http_error *e, const char *param, const char *code, const c
     __attribute__((format(printf, 4, 5)));
 
 static int arg_error(http_error *e, const char *param, const char *code, const char *fmt, ...) {
-    e->status = 400;
-    e->type = "invalid_request_error";
-    e->param = param;
-    e->code = code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    http_error_vset(e, 400, "invalid_request_error", param, code, fmt, ap);
     va_end(ap);
     return 400;
 }
