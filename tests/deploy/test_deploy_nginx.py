@@ -89,7 +89,8 @@ class SlowStream(threading.Thread):
         text = " ".join(["This sentence keeps the replica busy while it drains."] * 20)
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         try:
-            c.request("POST", "/v1/audio/speech", body=json.dumps(speech(text)),
+            # Bounded so that a slow (sanitized) build still ends within the drain timeout.
+            c.request("POST", "/v1/audio/speech", body=json.dumps(speech(text, max_new_tokens=300)),
                       headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"})
             r = c.getresponse()
             self.status = r.status
@@ -121,7 +122,7 @@ def main():
     with open(keys, "w") as f:
         f.write(KEY + "\n")
     common = ["-m", a.tiny, "--voices-dir", os.path.join(a.work, "voices"), "--api-key-file", keys,
-              "--parallel", "1", "--max-queue", "4", "--drain-timeout", "20"]
+              "--parallel", "1", "--max-queue", "4", "--drain-timeout", "60"]
     rep_a = Server(a.kztts, a.work, "replica_a", common)
     rep_b = Server(a.kztts, a.work, "replica_b", common)
     check(rep_a.wait_ready() and rep_b.wait_ready(), "both replicas become ready")
