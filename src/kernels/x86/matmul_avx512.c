@@ -94,22 +94,12 @@ static inline void row_dots(const void *wrow, const float *x0, const float *x1, 
     *out1 = s1;
 }
 
+#include "row_pairs.h"
+
 static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                    size_t n_tok, size_t o0, size_t o1, int kind) {
     size_t esize = kind == W_F32 ? 4 : 2;
-    for (size_t t = 0; t < n_tok; t += 2) {
-        int n_t = n_tok - t >= 2 ? 2 : 1;
-        const float *x0 = x + t * ldx, *x1 = x0 + (n_t == 2 ? ldx : 0);
-        for (size_t o = o0; o < o1; o++) {
-            const void *wrow = (const char *)w + o * n_in * esize;
-            float r0, r1;
-            row_dots(wrow, x0, x1, n_in, n_t, kind, &r0, &r1);
-            y[t * ldy + o] = r0;
-            if (n_t == 2) {
-                y[(t + 1) * ldy + o] = r1;
-            }
-        }
-    }
+    row_pairs(y, ldy, x, ldx, w, n_in, esize, 0, n_tok, o0, o1, kind);
 }
 
 void kz_matmul_bf16_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
@@ -125,31 +115,6 @@ void kz_matmul_f16_avx512(float *y, size_t ldy, const float *x, size_t ldx, cons
 void kz_matmul_f32_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
                         size_t n_in, size_t n_tok, size_t o0, size_t o1) {
     matmul(y, ldy, x, ldx, w, n_in, n_tok, o0, o1, W_F32);
-}
-
-/* The batched matrix-vector product (kernels.h matvec_*): per row tile of about
- * KZ_MATVEC_TILE_BYTES, the tokens in pairs (a last one alone) over the tile's rows by
- * row_dots, the decode steps' sequence, so every token gets the bits of a call of its own;
- * the tile is read from memory once for every pair. */
-static void matvec(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
-                   size_t n_tok, size_t o0, size_t o1, int kind) {
-    const size_t esize = kind == W_F32 ? 4 : 2;
-    const size_t tile = kz_matvec_tile_rows(n_in * esize);
-    for (size_t r0 = o0; r0 < o1; r0 += tile) {
-        const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
-        for (size_t t = 0; t < n_tok; t += 2) {
-            const int n_t = n_tok - t >= 2 ? 2 : 1;
-            const float *x0 = x + t * ldx, *x1 = x0 + (n_t == 2 ? ldx : 0);
-            for (size_t o = r0; o < r1; o++) {
-                float v0, v1;
-                row_dots((const char *)w + o * n_in * esize, x0, x1, n_in, n_t, kind, &v0, &v1);
-                y[t * ldy + o] = v0;
-                if (n_t == 2) {
-                    y[(t + 1) * ldy + o] = v1;
-                }
-            }
-        }
-    }
 }
 
 void kz_matvec_bf16_avx512(float *y, size_t ldy, const float *x, size_t ldx, const void *w,
