@@ -63,6 +63,26 @@ static inline float *test_xs_array(uint64_t *state, size_t n, float lo, float hi
 }
 
 /* malloc'ed copy of x[n] (at least one element). */
+/* n samples of speech-like audio at rate Hz: harmonics of a wavering pitch under a
+ * syllable envelope, a little noise (malloc'ed; caller frees). The model tests' reference
+ * recordings. */
+static inline float *test_speech_like(size_t n, int rate, uint64_t seed) {
+    const double two_pi = 6.28318530717958647692;
+    float *x = malloc(n * sizeof *x);
+    double phase = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double t = (double)i / rate;
+        phase += two_pi * (140 + 20 * sin(two_pi * 0.7 * t)) / rate;
+        double s = 0;
+        for (int k = 1; k < 12; k++) {
+            s += sin(k * phase) / k;
+        }
+        const double env = 0.5 + 0.5 * pow(sin(two_pi * 3 * t), 2);
+        x[i] = (float)(0.1 * s * env + 0.01 * test_rng_float(&seed));
+    }
+    return x;
+}
+
 static inline float *test_copy_floats(const float *x, size_t n) {
     float *p = malloc((n ? n : 1) * sizeof(float));
     memcpy(p, x, n * sizeof(float));

@@ -20,25 +20,7 @@
 #include "test.h"
 
 enum { RATE = 24000 };
-#define KZ_PI 3.14159265358979323846
 static const char TEXT[] = "What the reference recording says.";
-
-/* Speech-like: harmonics of a wavering pitch under a syllable envelope, a little noise. */
-static float *speech(size_t n, uint64_t seed) {
-    float *x = malloc(n * sizeof *x);
-    double phase = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double t = (double)i / RATE;
-        phase += 2 * KZ_PI * (140 + 20 * sin(2 * KZ_PI * 0.7 * t)) / RATE;
-        double s = 0;
-        for (int k = 1; k < 12; k++) {
-            s += sin(k * phase) / k;
-        }
-        const double env = 0.5 + 0.5 * pow(sin(2 * KZ_PI * 3 * t), 2);
-        x[i] = (float)(0.1 * s * env + 0.01 * test_rng_float(&seed));
-    }
-    return x;
-}
 
 static kz_voice *make(const kz_model *m, const float *x, size_t n, int channels, bool icl,
                       int threads) {
@@ -236,7 +218,7 @@ int main(int argc, char **argv) {
     CHECK_MSG(kz_model_load(argv[1], NULL, &m) == KZ_OK, "%s", kz_last_error());
     CHECK_MSG(kz_model_load(argv[2], NULL, &cv) == KZ_OK, "%s", kz_last_error());
     const size_t n = RATE * 5 / 2;
-    float *x = speech(n, 11);
+    float *x = test_speech_like(n, RATE, 11);
     if (m && cv) {
         test_voices(m, x, n);
         test_bad_params(m, cv, x, n);

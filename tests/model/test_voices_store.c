@@ -32,26 +32,8 @@
 #include "voices.h"
 
 enum { RATE = 24000 };
-#define KZ_PI 3.14159265358979323846
 static const char TEXT[] = "What the reference recording says.";
 static char work[] = "/tmp/kztts_voices_test_XXXXXX";
-
-/* Speech-like: harmonics of a wavering pitch under a syllable envelope, a little noise. */
-static float *speech(size_t n, int rate, uint64_t seed) {
-    float *x = malloc(n * sizeof *x);
-    double phase = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double t = (double)i / rate;
-        phase += 2 * KZ_PI * (140 + 20 * sin(2 * KZ_PI * 0.7 * t)) / rate;
-        double s = 0;
-        for (int k = 1; k < 12; k++) {
-            s += sin(k * phase) / k;
-        }
-        const double env = 0.5 + 0.5 * pow(sin(2 * KZ_PI * 3 * t), 2);
-        x[i] = (float)(0.1 * s * env + 0.01 * test_rng_float(&seed));
-    }
-    return x;
-}
 
 static char *path_in(const char *name) {
     char *p = malloc(strlen(work) + strlen(name) + 2);
@@ -168,7 +150,7 @@ static void test_data_uris(const kz_model *base, const kz_model *custom) {
     voices *store = voices_open(base, NULL, err, sizeof err);
     CHECK(store != NULL && !voices_enabled(store));
     size_t n = (size_t)(2.5 * RATE);
-    float *x = speech(n, RATE, 7);
+    float *x = test_speech_like(n, RATE, 7);
     write_wav("ref.wav", x, n, RATE);
     char cmd[1024];
     static const char *const CONVERT[][2] = {
@@ -213,7 +195,7 @@ static void test_data_uris(const kz_model *base, const kz_model *custom) {
     uri_refused(store, uri, NULL, 400, "ref_audio", "silent");
     free(uri);
     free(zeros);
-    float *longer = speech(61 * 8000, 8000, 3);
+    float *longer = test_speech_like(61 * 8000, 8000, 3);
     uri = wav_uri("long.wav", longer, 61 * 8000, 8000);
     uri_refused(store, uri, NULL, 400, "ref_audio", "longer than 60 s");
     free(uri);
@@ -233,7 +215,7 @@ static void test_data_uris(const kz_model *base, const kz_model *custom) {
 
 static kz_voice *make_voice(const kz_model *m, bool icl, uint64_t seed) {
     size_t n = 2 * RATE;
-    float *x = speech(n, RATE, seed);
+    float *x = test_speech_like(n, RATE, seed);
     kz_voice_params vp;
     kz_voice_default_params(&vp);
     vp.ref_text = icl ? TEXT : NULL;
