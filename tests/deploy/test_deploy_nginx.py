@@ -89,8 +89,17 @@ class SlowStream(threading.Thread):
         text = " ".join(["This sentence keeps the replica busy while it drains."] * 20)
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         try:
-            # Bounded so that a slow (sanitized) build still ends within the drain timeout.
-            c.request("POST", "/v1/audio/speech", body=json.dumps(speech(text, max_new_tokens=300)),
+            # The kernel's buffers must not swallow the whole stream, or A finishes it (and
+            # stops listening) before the drain can be watched: a small receive window, and
+            # speed 0.25 makes the stream 6 MB. Bounded so that a slow (sanitized) build still
+            # ends within the drain timeout.
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(120)
+            sock.connect(("127.0.0.1", self.port))
+            c.sock = sock
+            body = speech(text, max_new_tokens=400, speed=0.25)
+            c.request("POST", "/v1/audio/speech", body=json.dumps(body),
                       headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"})
             r = c.getresponse()
             self.status = r.status
@@ -173,6 +182,7 @@ def main():
         statuses = [request(listen, "POST", "/v1/audio/speech", speech(f"During the drain {i}."))[0]
                     for i in range(6)]
         check(statuses == [200] * 6, f"every request through nginx during A's drain: {statuses}")
+        check(rep_a.proc.poll() is None, "A still drains (its stream is held) after those requests")
         slow.go.set()
         slow.join(90)
         check(slow.complete and slow.n_bytes > 0 and slow.n_bytes % 2 == 0,
