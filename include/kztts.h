@@ -64,7 +64,7 @@ extern "C" {
 
 /* The layout of the public structs and the signatures of the public functions this
  * header declares, as a number that grows with every incompatible change. */
-#define KZ_ABI_VERSION 2
+#define KZ_ABI_VERSION 3
 
 /* KZ_ABI_VERSION of the library linked at run time. A program checks
  * kz_abi_version() == KZ_ABI_VERSION once at start-up: different numbers mean it was
@@ -213,6 +213,8 @@ typedef enum kz_schedule {
     KZ_SCHEDULE_OVERLAP = 2, /* the stages run at the same time on their own threads */
 } kz_schedule;
 
+typedef struct kz_scheduler kz_scheduler;
+
 typedef struct kz_session_params {
     int32_t n_threads;       /* threads for kz_decode incl. the caller, 0..256. 0 (default)
                                 = number of online CPUs (at most 8). */
@@ -229,6 +231,11 @@ typedef struct kz_session_params {
                                 that the next request with the same voice skips them.
                                 0 (default) = 64 MB, -1 = off.
                                 The codes and audio never depend on it. */
+    kz_scheduler *scheduler; /* NULL (default): the session's own LM thread runs its
+                                talker and code predictor. Otherwise the scheduler's
+                                thread runs them, batched with the other sessions
+                                attached to it (see "scheduler" below); n_threads_lm is
+                                then unused and the session's threads are its codec's. */
 } kz_session_params;
 
 /* Defaults: all fields 0 (n_threads: online CPUs, at most 8; the LM stage all of them,
@@ -522,6 +529,63 @@ KZ_API kz_status kz_session_prepare(kz_session *session, const kz_request *r);
 /* kz_synthesize into one buffer (r->on_audio may be NULL). On failure *audio is left
  * empty. */
 KZ_API kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_audio *audio);
+
+/* ---- scheduler: many requests batched ------------------------------------ */
+
+/* A scheduler runs the language-model stage (talker and code predictor, the part bound by
+ * memory traffic) of every session attached to it on one thread and one pool, stepping
+ * the requests in progress together: each weight matrix is read once per frame for the
+ * whole batch. Requests join and leave at frame boundaries; a new request's prompt
+ * prefill runs alone between two batched frames; a cancelled request leaves at its next
+ * frame. Each session keeps its own KV cache, sampler and random state, and its codec
+ * runs on the thread that called kz_synthesize, so a request's codes and audio are bit
+ * for bit those of the same request on a session without a scheduler, whatever else runs.
+ * Streamed text input (kz_request.text_pull) works; a request waiting for its text sits
+ * out the frames until the text comes.
+ *
+ *   kz_scheduler *sch;
+ *   kz_scheduler_params sp;
+ *   kz_scheduler_default_params(&sp);
+ *   kz_scheduler_new(model, &sp, &sch);
+ *   // per client thread:
+ *   kz_session_params p;
+ *   kz_session_default_params(&p);
+ *   p.n_threads = 1;           // its codec's threads
+ *   p.scheduler = sch;
+ *   kz_session_new(model, &p, &session);
+ *   kz_synthesize(session, &request);   // batched with the other threads' requests
+ *   kz_session_free(session);
+ *   // when every attached session is freed:
+ *   kz_scheduler_free(sch);
+ */
+typedef struct kz_scheduler_params {
+    int32_t n_threads;  /* threads of the language-model stage, 0..256; 0 (default) = the
+                           online CPUs (at most 8) */
+    int32_t max_batch;  /* requests stepped together, 1..64; 0 (default) = 8. Further
+                           requests wait (in arrival order) for a place in the batch. */
+} kz_scheduler_params;
+
+typedef struct kz_scheduler_stats {
+    int32_t active;      /* requests in the batch now */
+    int32_t waiting;     /* requests waiting for a place in the batch */
+    int64_t steps;       /* batched frame steps run */
+    int64_t frames;      /* frames generated (sum of the batch sizes of the steps) */
+    int64_t prefills;    /* prompt prefills run */
+} kz_scheduler_stats;
+
+KZ_API void kz_scheduler_default_params(kz_scheduler_params *params);
+
+/* Creates a scheduler for `model` (which must outlive it) and starts its thread. params
+ * may be NULL (the defaults). */
+KZ_API kz_status kz_scheduler_new(const kz_model *model, const kz_scheduler_params *params,
+                                  kz_scheduler **out);
+
+/* Stops the thread and frees the scheduler. Every session attached to it must have been
+ * freed before. NULL is allowed. */
+KZ_API void kz_scheduler_free(kz_scheduler *scheduler);
+
+/* A consistent snapshot of the counters; safe from any thread. */
+KZ_API void kz_scheduler_get_stats(const kz_scheduler *scheduler, kz_scheduler_stats *out);
 
 /* ---- timings ------------------------------------------------------------- */
 
