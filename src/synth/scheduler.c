@@ -415,7 +415,7 @@ void kz_scheduler_free(kz_scheduler *s) {
     pthread_mutex_lock(&s->lock);
     if (s->attached > 0) { // their synthesis would use freed memory: keep it, say so
         pthread_mutex_unlock(&s->lock);
-        kz_log(KZ_LOG_ERROR, "kz_scheduler_free: %d sessions still use the scheduler; not freed",
+        kz_log(KZ_LOG_ERROR, "kz_scheduler_free: not freed, %d session(s) still use it",
                s->attached);
         return;
     }
