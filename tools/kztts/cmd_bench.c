@@ -25,6 +25,7 @@
  * (the encoders' FLOP at the FMA peak of the threads that made it).
  * A list in -m, --codec-precision or --schedule: bench_compare.c, the variants in one
  * process, runs alternated.
+ * --concurrency N[,N...]: bench_concurrency.c, N streams batched by one scheduler.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 
 #include "args.h"
 #include "bench_compare.h"
+#include "bench_concurrency.h"
 #include "bench_report.h"
 #include "bench_voice.h"
 #include "cli.h"
@@ -42,7 +44,7 @@
 #include "stats.h"
 
 typedef struct bench_opts {
-    const char *model, *isa, *codec_precision, *schedule;
+    const char *model, *isa, *codec_precision, *schedule, *concurrency;
     int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
     double peak_gbs, peak_gflops; /* 0 = measure */
     bench_voice_opts voice;
@@ -381,6 +383,33 @@ static int run_full(const bench_opts *o, bench_result *r) {
     return rc;
 }
 
+/* --- many streams batched ---------------------------------------------------------- */
+
+/* --concurrency: the list checked, the options that do not apply refused, then the
+ * benchmark. Returns the exit code. */
+static int run_concurrency(const bench_opts *o) {
+    int levels[BENCH_CONCURRENCY_MAX_LEVELS];
+    if (bench_concurrency_parse(o->concurrency, levels) < 0) {
+        return 2;
+    }
+    if (o->decoder_only || o->threads_lm || o->threads_codec || o->schedule ||
+        o->voice.voice || o->voice.ref_audio ||
+        bench_compare_wanted(o->model, o->codec_precision, NULL)) {
+        fprintf(stderr, "kztts bench: --concurrency runs the whole pipeline of one model on the "
+                        "scheduler's --threads (no --decoder-only, --threads-lm, "
+                        "--threads-codec, --schedule, --voice, --ref-audio or compare list)\n");
+        return 2;
+    }
+    const bench_concurrency_opts c = {.model = o->model, .isa = o->isa,
+                                      .codec_precision = o->codec_precision,
+                                      .list = o->concurrency, .frames = o->frames,
+                                      .chunk = o->chunk < 0 ? 0 : o->chunk, .repeat = o->repeat,
+                                      .seed = o->seed, .threads = (int)o->threads,
+                                      .peak_gbs = o->peak_gbs, .peak_gflops = o->peak_gflops,
+                                      .json = o->json};
+    return bench_concurrency(&c);
+}
+
 int cmd_bench(int argc, char **argv) {
     bench_opts o = {.isa = "auto", .frames = 100, .chunk = -1, .repeat = 3, .seed = 1};
     const arg_spec specs[] = {
@@ -398,6 +427,7 @@ int cmd_bench(int argc, char **argv) {
         ARG_OPT_CHOICES("--schedule", NULL, &o.schedule, CLI_SCHEDULE_NAMES, BENCH_COMPARE_MAX, "S     how the LM and codec stages share the cores: turns (default) or overlap"),
         ARG_OPT_DOUBLE("--peak-gbs", NULL, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"),
         ARG_OPT_DOUBLE("--peak-gflops", NULL, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"),
+        ARG_OPT_STRING("--concurrency", NULL, &o.concurrency, "N,... streams batched by one scheduler, per N (e.g. 1,2,4,8): frames/s, RTF, first audio, floor"),
         ARG_OPT_STRING("--voice", NULL, &o.voice.voice, "FILE  Base: speak with this cloned voice file"),
         ARG_OPT_STRING("--ref-audio", NULL, &o.voice.ref_audio, "FILE  Base: make the voice of this recording --repeat times (timed per stage), then speak with it"),
         ARG_OPT_STRING("--ref-text", NULL, &o.voice.ref_text, "T     what --ref-audio says: an in-context voice"),
@@ -424,7 +454,12 @@ int cmd_bench(int argc, char **argv) {
                "\nA list in one of -m, --codec-precision or --schedule (A,B,...: 2 to 5) "
                "compares them in one\nprocess: one model each, --repeat rounds in which each "
                "runs once, the order rotating;\nmedian, min and max ms per frame and the "
-               "ratio to the first.\n");
+               "ratio to the first.\n"
+               "\n--concurrency N,...: per N, one scheduler (--threads threads, max_batch N) "
+               "and N client threads,\neach with a session attached to it, synthesize "
+               "--frames frames each (own seeds, streaming,\nall started together), --repeat "
+               "rounds after a warm-up; include 1 for the speed-up.\n"
+               BENCH_CONCURRENCY_FLOOR_HELP);
         return 0;
     }
     if (!o.model) {
@@ -443,6 +478,9 @@ int cmd_bench(int argc, char **argv) {
     }
     if (o.quiet) {
         progress_quiet();
+    }
+    if (o.concurrency) {
+        return run_concurrency(&o);
     }
     if (o.chunk < 0) {
         o.chunk = o.decoder_only ? 4 : 0;
