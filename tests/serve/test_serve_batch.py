@@ -1,0 +1,173 @@
+"""Batching in `kztts serve`: requests whose language models step together through one
+scheduler give, byte for byte, the audio each gives alone, and /metrics shows the batches.
+
+Flow: a reference server (tiny, --max-batch 1, no scheduler) answers three seeded pcm
+requests (different voices, seeds, sampling and lengths) one at a time; its batch
+counters must count every frame as a step of its own. A batched server (--max-batch 3
+--parallel 3) then gets the same three: A and B at once, C when A's first audio has
+arrived (so C joins a batch already running). Each body must equal the reference's; the
+counters must have moved by the frames made, in fewer steps than frames (some step
+carried two requests or more: proof that batching happened, with no timing assumed; the
+requests are long so that A and B overlap); the batch and its waiting list must be empty
+again. A server started with --parallel 12 and no --max-batch says "batch 8" (the default
+rule: --parallel, at most 8), and --parallel 1 says "batch 1".
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import tempfile
+import threading
+
+from serve_harness import Server, check, finish, metric, metrics, speech, wait_until
+
+SAMPLES_PER_FRAME = 1920
+LONG_INPUT = "The quick brown fox jumps over the lazy dog, and then it runs away. " * 8
+REQUESTS = {
+    "A": {"voice": "ryan", "seed": 11, "temperature": 0.9, "top_k": 50, "max_new_tokens": 900},
+    "B": {"voice": "serena", "seed": 12, "temperature": 0.7, "top_p": 0.9,
+          "max_new_tokens": 700},
+    "C": {"voice": "aiden", "seed": 13, "temperature": 1.0, "repetition_penalty": 1.1,
+          "max_new_tokens": 500},
+}
+FIRST_BYTES = 64 * 1024  # of A's audio before C is sent
+
+
+def body(name):
+    return {"model": "tts-1", "input": LONG_INPUT, "response_format": "pcm",
+            **REQUESTS[name]}
+
+
+def frames_of(audio):
+    return len(audio) // 2 // SAMPLES_PER_FRAME
+
+
+def batch_counters(port):
+    m = metrics(port)
+    return {k: metric(m, "kztts_batch_" + k)
+            for k in ("size", "waiting", "steps_total", "frames_total")}
+
+
+def idle_counters(port):
+    """The batch counters once nothing runs or waits; None before."""
+    c = batch_counters(port)
+    return c if c["size"] == 0 and c["waiting"] == 0 else None
+
+
+def streamed(port, fields, results, name, first_bytes=None):
+    """POSTs fields and reads the body as it comes; sets first_bytes (an Event) once that
+    many bytes arrived. results[name] = (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    got = bytearray()
+    try:
+        conn.request("POST", "/v1/audio/speech", body=json.dumps(fields),
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        while True:
+            chunk = r.read1(65536)
+            if not chunk:
+                break
+            got += chunk
+            if first_bytes is not None and len(got) >= FIRST_BYTES:
+                first_bytes.set()
+        results[name] = (r.status, bytes(got))
+    except (OSError, http.client.HTTPException) as e:
+        results[name] = (None, repr(e).encode())
+    finally:
+        if first_bytes is not None:
+            first_bytes.set()  # never leave C waiting
+        conn.close()
+
+
+def reference(a, work):
+    """Each request alone on a server without a scheduler; its counters: steps == frames."""
+    out = {}
+    with Server(a.kztts, a.tiny, work, "alone", ["--max-batch", "1", "--parallel", "1",
+                                                 "--threads", "1", "--quiet"]) as s:
+        before = batch_counters(s.port)
+        for name in REQUESTS:
+            r = speech(s.port, body(name), timeout=600)
+            check(r.status == 200 and r.complete, f"alone {name}: {r!r}")
+            out[name] = r.body
+        want = sum(frames_of(b) for b in out.values())
+        # A response is whole a moment before its worker is free again.
+        after = wait_until(lambda: idle_counters(s.port), 30) or batch_counters(s.port)
+        steps = after["steps_total"] - before["steps_total"]
+        frames = after["frames_total"] - before["frames_total"]
+        check(frames == want and steps == want,
+              f"alone: steps {steps} frames {frames}, the responses hold {want} frames")
+        check(after["size"] == 0 and after["waiting"] == 0, f"alone: idle batch {after}")
+    for name, audio in out.items():
+        want = REQUESTS[name]["max_new_tokens"]
+        check(0 < frames_of(audio) <= want and len(audio) % (2 * SAMPLES_PER_FRAME) == 0,
+              f"alone {name}: {len(audio)} bytes for at most {want} frames")
+    print("ok   alone: " + ", ".join(f"{n} {frames_of(b)} frames" for n, b in out.items()),
+          flush=True)
+    return out
+
+
+def batched(a, work, ref):
+    """A and B at once, C once A's audio flows; each as alone; fewer steps than frames."""
+    with Server(a.kztts, a.tiny, work, "batched", ["--max-batch", "3", "--parallel", "3",
+                                                   "--threads", "1", "--quiet"]) as s:
+        before = batch_counters(s.port)
+        results, a_flows = {}, threading.Event()
+        ta = threading.Thread(target=streamed, args=(s.port, body("A"), results, "A", a_flows))
+        tb = threading.Thread(target=streamed, args=(s.port, body("B"), results, "B"))
+        ta.start()
+        tb.start()
+        check(a_flows.wait(600), "batched: A's audio never came")
+        tc = threading.Thread(target=streamed, args=(s.port, body("C"), results, "C"))
+        tc.start()
+        for t in (ta, tb, tc):
+            t.join(900)
+        for name in REQUESTS:
+            status, audio = results.get(name, (None, b""))
+            check(status == 200, f"batched {name}: status {status} {audio[:200]!r}")
+            same = audio == ref[name]
+            where = next((i for i in range(min(len(audio), len(ref[name])))
+                          if audio[i] != ref[name][i]), min(len(audio), len(ref[name])))
+            check(same, f"batched {name}: {len(audio)} bytes differ from the {len(ref[name])} "
+                  f"bytes alone from byte {where} (frame {where // 2 // SAMPLES_PER_FRAME})")
+        want = sum(frames_of(b) for b in ref.values())
+        after = wait_until(lambda: idle_counters(s.port), 30) or batch_counters(s.port)
+        steps = after["steps_total"] - before["steps_total"]
+        frames = after["frames_total"] - before["frames_total"]
+        check(frames == want, f"batched: {frames} frames counted, the responses hold {want}")
+        check(0 < steps < frames, f"batched: {steps} steps for {frames} frames: no step "
+              "carried two requests")
+        check(after["size"] == 0 and after["waiting"] == 0, f"batched: not idle after: {after}")
+        print(f"ok   batched: {frames} frames in {steps} steps "
+              f"(mean batch {frames / max(steps, 1):.2f})", flush=True)
+
+
+def default_batch(a, work):
+    """The ready line names the batch: --parallel, at most 8."""
+    for parallel, want in (("12", 8), ("1", 1)):
+        s = Server(a.kztts, a.tiny, work, "default_" + parallel,
+                   ["--parallel", parallel, "--threads", "1"]).start()
+        line = wait_until(lambda: "ready (" in s.log(), 30)
+        check(line and f"batch {want}," in s.log(),
+              f"--parallel {parallel}: want batch {want} in the ready line:\n{s.log()[-500:]}")
+        check(s.stop() == 0, f"--parallel {parallel}: exit status after SIGTERM")
+    print("ok   default batch", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kztts", required=True)
+    ap.add_argument("--tiny", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    work = tempfile.mkdtemp(dir=a.work)
+    ref = reference(a, work)
+    batched(a, work, ref)
+    default_batch(a, work)
+    finish("test_serve_batch")
+
+
+if __name__ == "__main__":
+    main()
