@@ -754,7 +754,7 @@ kz_status kz_experimental_session_get_info(const kz_session *s,
                             "kz_experimental_session_get_info: session and out are required");
     }
     *out = (kz_experimental_session_info){.n_threads = kz_pool_threads(s->pool),
-                                          .n_threads_lm = kz_pool_threads(s->lm_pool),
+                                          .n_threads_lm = kz_pool_threads(s->lm.pool),
                                           .n_threads_codec = kz_pool_threads(s->codec_pool),
                                           .overlap = !s->turns};
     return KZ_OK;

@@ -30,7 +30,14 @@ void kz_prefill_run(kz_session *s, kz_talker_state *ts, kz_prompt *p) {
     s->stats.prompt_tokens += (int64_t)n;
 }
 
-kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
+typedef struct prepare_call {
+    kz_session *s;
+    const kz_prompt_spec *spec;
+} prepare_call;
+
+static kz_status prepare_alone(void *arg) {
+    kz_session *s = ((prepare_call *)arg)->s;
+    const kz_prompt_spec *spec = ((prepare_call *)arg)->spec;
     const kz_model *m = s->model;
     const kz_talker *t = &m->talker;
     const size_t n_rows = kz_prompt_rows(spec, t), D = (size_t)t->cfg.hidden_size;
@@ -58,4 +65,10 @@ kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
     kz_prompt_free(&p);
     kz_talker_state_free(&ts);
     return st;
+}
+
+kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
+    prepare_call c = {.s = s, .spec = spec};
+    kz_sched_req r = {0};
+    return kz_session_lm_call(s, &r, prepare_alone, &c);
 }

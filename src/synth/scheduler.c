@@ -1,28 +1,450 @@
 /*
- * scheduler.c - placeholder until the batching scheduler lands (same session).
+ * scheduler.c - kz_scheduler: one thread and one pool run the language-model stage of the
+ * sessions attached to it, a batch at a time (scheduler.h has the protocol).
+ *
+ * Thread loop: under the lock, if a round is due (some member waits to predict or to step
+ * and none is busy) it gathers those members (run_round says which), computes their batch
+ * without the lock, marks them done and busy again; then it runs at most
+ * one waiting job (a prefill), so a new request's prefill delays the running ones by one
+ * job at most and the running ones delay a prefill by one round at most. The members wait
+ * on one condition variable; the thread waits on another.
  */
-#include "kztts.h"
+#include "synth/scheduler.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
 #include "runtime/error.h"
 
-#include <stddef.h>
+#define MAX_BATCH_LIMIT 64
+#define DEFAULT_MAX_BATCH 8
+
+struct kz_scheduler {
+    const kz_model *m;
+    kz_pool *pool;
+    kz_exec lm, cp;
+    size_t max_batch, D;
+    kz_talker_batch tb;
+    kz_code_predictor_batch cb;
+    /* round scratch [max_batch] */
+    kz_sched_req **pick_reqs, **step_reqs;
+    kz_code_predictor_state **cps;
+    kz_talker_state **ts;
+    kz_pick_fn *picks;
+    void **pick_users;
+    float **logits_out;
+    float *h, *e0, *x; /* [max_batch, D] */
+    int32_t *codes;    /* [max_batch, n_steps] */
+    /* shared state, under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t work;  /* to the thread: a request changed state */
+    pthread_cond_t done;  /* to the requests: work done, a place free, a cancel */
+    kz_sched_req *members, *line, *jobs; /* lists in arrival order */
+    size_t n_members, n_line;
+    bool stop;
+    int attached;
+    int64_t steps, frames, prefills;
+    pthread_t thread;
+};
+
+/* --- lists ------------------------------------------------------------------------- */
+
+static void list_append(kz_sched_req **head, kz_sched_req *r) {
+    r->next = NULL;
+    while (*head) {
+        head = &(*head)->next;
+    }
+    *head = r;
+}
+
+static void jobs_append(kz_sched_req **head, kz_sched_req *r) {
+    r->next_job = NULL;
+    while (*head) {
+        head = &(*head)->next_job;
+    }
+    *head = r;
+}
+
+static void list_remove(kz_sched_req **head, kz_sched_req *r) {
+    while (*head && *head != r) {
+        head = &(*head)->next;
+    }
+    if (*head) {
+        *head = r->next;
+    }
+    r->next = NULL;
+}
+
+/* --- the thread -------------------------------------------------------------------- */
+
+static bool round_due(const kz_scheduler *s) {
+    bool waiting = false;
+    for (const kz_sched_req *r = s->members; r; r = r->next) {
+        if (r->state == KZ_SCHED_BUSY) {
+            return false;
+        }
+        waiting = waiting || r->state == KZ_SCHED_PREDICT || r->state == KZ_SCHED_STEP;
+    }
+    return waiting;
+}
+
+static void predict_batch(kz_scheduler *s, size_t n) {
+    const size_t D = s->D, steps = (size_t)s->m->cp.n_steps;
+    bool any_logits = false;
+    for (size_t i = 0; i < n; i++) {
+        const kz_sched_req *r = s->pick_reqs[i];
+        memcpy(s->h + i * D, r->h, D * sizeof(float));
+        memcpy(s->e0 + i * D, r->e0, D * sizeof(float));
+        s->cps[i] = r->cps;
+        s->picks[i] = r->pick;
+        s->pick_users[i] = r->pick_user;
+        s->logits_out[i] = r->logits_out;
+        any_logits = any_logits || r->logits_out;
+    }
+    kz_code_predictor_run_batch(&s->m->cp, s->cps, n, &s->cb, &s->cp, s->h, s->e0, s->picks,
+                                s->pick_users, s->codes, any_logits ? s->logits_out : NULL);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(s->pick_reqs[i]->codes, s->codes + i * steps, steps * sizeof(int32_t));
+    }
+}
+
+static void step_batch(kz_scheduler *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        memcpy(s->x + i * s->D, s->step_reqs[i]->x, s->D * sizeof(float));
+        s->ts[i] = s->step_reqs[i]->ts;
+    }
+    kz_talker_step_batch(&s->m->talker, s->ts, n, &s->tb, &s->lm, s->x);
+}
+
+static void finish(kz_scheduler *s, kz_sched_req *r) {
+    r->state = KZ_SCHED_BUSY;
+    r->done = true;
+}
+
+/* One round: every member waiting to step, or if none, every member waiting to predict.
+ * Those waiting to predict while others step wait one round: then all predict together, and
+ * members that joined out of phase fall into step. Called and returns with the lock held. */
+static void run_round(kz_scheduler *s) {
+    size_t n_pick = 0, n_step = 0;
+    for (kz_sched_req *r = s->members; r; r = r->next) {
+        if (r->state == KZ_SCHED_STEP) {
+            s->step_reqs[n_step++] = r;
+        }
+    }
+    for (kz_sched_req *r = s->members; r && n_step == 0; r = r->next) {
+        if (r->state == KZ_SCHED_PREDICT) {
+            s->pick_reqs[n_pick++] = r;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (n_pick) {
+        predict_batch(s, n_pick);
+    }
+    if (n_step) {
+        step_batch(s, n_step);
+    }
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n_pick; i++) {
+        finish(s, s->pick_reqs[i]);
+    }
+    for (size_t i = 0; i < n_step; i++) {
+        finish(s, s->step_reqs[i]);
+    }
+    s->steps += n_pick ? 1 : 0;
+    s->frames += (int64_t)n_pick;
+    pthread_cond_broadcast(&s->done);
+}
+
+static void run_job(kz_scheduler *s) {
+    kz_sched_req *r = s->jobs;
+    s->jobs = r->next_job;
+    r->next_job = NULL;
+    pthread_mutex_unlock(&s->lock);
+    r->job(r->job_arg);
+    pthread_mutex_lock(&s->lock);
+    s->prefills++;
+    finish(s, r);
+    pthread_cond_broadcast(&s->done);
+}
+
+static void *thread_main(void *arg) {
+    kz_scheduler *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stop) {
+        bool ran = false;
+        if (round_due(s)) {
+            run_round(s);
+            ran = true;
+        }
+        if (s->jobs) {
+            run_job(s);
+            ran = true;
+        }
+        if (!ran) {
+            pthread_cond_wait(&s->work, &s->lock);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* --- requests ---------------------------------------------------------------------- */
+
+/* Hands r to the thread in `state` and waits until it is done. */
+static void submit(kz_scheduler *s, kz_sched_req *r, kz_sched_state state) {
+    pthread_mutex_lock(&s->lock);
+    r->state = state;
+    r->done = false;
+    if (state == KZ_SCHED_JOB) {
+        jobs_append(&s->jobs, r);
+    }
+    pthread_cond_signal(&s->work);
+    while (!r->done) {
+        pthread_cond_wait(&s->done, &s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void kz_sched_run_alone(kz_scheduler *s, kz_sched_req *r, void (*fn)(void *), void *arg) {
+    r->job = fn;
+    r->job_arg = arg;
+    submit(s, r, KZ_SCHED_JOB);
+}
+
+typedef struct sched_call {
+    kz_status (*fn)(void *);
+    void *arg;
+    kz_status st;
+    char msg[512];
+} sched_call;
+
+static void call_job(void *arg) {
+    sched_call *c = arg;
+    c->st = c->fn(c->arg);
+    if (c->st != KZ_OK) {
+        snprintf(c->msg, sizeof c->msg, "%s", kz_error_get());
+    }
+}
+
+kz_status kz_sched_call(kz_scheduler *s, kz_sched_req *r, kz_status (*fn)(void *), void *arg) {
+    sched_call c = {.fn = fn, .arg = arg};
+    kz_sched_run_alone(s, r, call_job, &c);
+    return c.st == KZ_OK ? KZ_OK : kz_error_set(c.st, "%s", c.msg);
+}
+
+void kz_sched_predict(kz_scheduler *s, kz_sched_req *r, kz_code_predictor_state *cps,
+                      const float *h, const float *e0, kz_pick_fn pick, void *pick_user,
+                      int32_t *codes, float *logits_out) {
+    r->cps = cps;
+    r->h = h;
+    r->e0 = e0;
+    r->pick = pick;
+    r->pick_user = pick_user;
+    r->codes = codes;
+    r->logits_out = logits_out;
+    submit(s, r, KZ_SCHED_PREDICT);
+}
+
+void kz_sched_step(kz_scheduler *s, kz_sched_req *r, kz_talker_state *ts, const float *x) {
+    r->ts = ts;
+    r->x = x;
+    submit(s, r, KZ_SCHED_STEP);
+}
+
+void kz_sched_outside(kz_scheduler *s, kz_sched_req *r, bool outside) {
+    pthread_mutex_lock(&s->lock);
+    r->state = outside ? KZ_SCHED_OUTSIDE : KZ_SCHED_BUSY;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool kz_sched_join(kz_scheduler *s, kz_sched_req *r, const atomic_bool *cancel) {
+    pthread_mutex_lock(&s->lock);
+    list_append(&s->line, r);
+    s->n_line++;
+    while ((s->line != r || s->n_members >= s->max_batch) && !atomic_load(cancel)) {
+        pthread_cond_wait(&s->done, &s->lock);
+    }
+    list_remove(&s->line, r);
+    s->n_line--;
+    const bool in = !atomic_load(cancel);
+    if (in) {
+        r->state = KZ_SCHED_BUSY;
+        list_append(&s->members, r);
+        s->n_members++;
+    }
+    pthread_cond_broadcast(&s->done); // the next in line may be admitted too
+    pthread_mutex_unlock(&s->lock);
+    return in;
+}
+
+void kz_sched_leave(kz_scheduler *s, kz_sched_req *r) {
+    pthread_mutex_lock(&s->lock);
+    list_remove(&s->members, r);
+    s->n_members--;
+    pthread_cond_broadcast(&s->done);
+    pthread_cond_signal(&s->work); // a round may be due without it
+    pthread_mutex_unlock(&s->lock);
+}
+
+void kz_sched_wake(kz_scheduler *s) {
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_broadcast(&s->done);
+    pthread_mutex_unlock(&s->lock);
+}
+
+kz_pool *kz_sched_pool(kz_scheduler *s) {
+    return s->pool;
+}
+
+const kz_model *kz_sched_model(const kz_scheduler *s) {
+    return s->m;
+}
+
+void kz_sched_attach(kz_scheduler *s, int delta) {
+    pthread_mutex_lock(&s->lock);
+    s->attached += delta;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* --- public ------------------------------------------------------------------------ */
 
 void kz_scheduler_default_params(kz_scheduler_params *params) {
-    *params = (kz_scheduler_params){0};
+    if (params) {
+        *params = (kz_scheduler_params){0};
+    }
+}
+
+static kz_status alloc_scratch(kz_scheduler *s) {
+    const size_t n = s->max_batch, D = s->D, steps = (size_t)s->m->cp.n_steps;
+    kz_status st = kz_talker_batch_init(&s->tb, &s->m->talker, n);
+    st = st == KZ_OK ? kz_code_predictor_batch_init(&s->cb, &s->m->cp, n) : st;
+    s->pick_reqs = calloc(n, sizeof *s->pick_reqs);
+    s->step_reqs = calloc(n, sizeof *s->step_reqs);
+    s->cps = calloc(n, sizeof *s->cps);
+    s->ts = calloc(n, sizeof *s->ts);
+    s->picks = calloc(n, sizeof *s->picks);
+    s->pick_users = calloc(n, sizeof *s->pick_users);
+    s->logits_out = calloc(n, sizeof *s->logits_out);
+    s->h = malloc(n * D * sizeof(float));
+    s->e0 = malloc(n * D * sizeof(float));
+    s->x = malloc(n * D * sizeof(float));
+    s->codes = malloc(n * steps * sizeof(int32_t));
+    if (st == KZ_OK && (!s->pick_reqs || !s->step_reqs || !s->cps || !s->ts || !s->picks ||
+                        !s->pick_users || !s->logits_out || !s->h || !s->e0 || !s->x ||
+                        !s->codes)) {
+        st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for the scheduler");
+    }
+    return st;
+}
+
+static void free_scratch(kz_scheduler *s) {
+    kz_talker_batch_free(&s->tb);
+    kz_code_predictor_batch_free(&s->cb);
+    void *bufs[] = {s->pick_reqs, s->step_reqs, s->cps, s->ts, s->picks, s->pick_users,
+                    s->logits_out, s->h, s->e0, s->x, s->codes};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(bufs[i]);
+    }
+}
+
+static kz_status check_params(const kz_model *model, const kz_scheduler_params *p) {
+    if (!model->has_tts) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_scheduler_new: the model has no talker (a codec-only model)");
+    }
+    if (p->n_threads < 0 || p->n_threads > 256) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_scheduler_new: n_threads %d is outside 0..256", p->n_threads);
+    }
+    if (p->max_batch < 0 || p->max_batch > MAX_BATCH_LIMIT) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_scheduler_new: max_batch %d is outside 0..%d", p->max_batch,
+                            MAX_BATCH_LIMIT);
+    }
+    return KZ_OK;
 }
 
 kz_status kz_scheduler_new(const kz_model *model, const kz_scheduler_params *params,
                            kz_scheduler **out) {
-    (void)model;
-    (void)params;
+    if (!out || !model) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_scheduler_new: NULL argument");
+    }
     *out = NULL;
-    return kz_error_set(KZ_STATUS_INTERNAL, "the scheduler is not built yet");
+    kz_scheduler_params p = {0};
+    if (params) {
+        p = *params;
+    }
+    kz_status st = check_params(model, &p);
+    kz_scheduler *s = st == KZ_OK ? calloc(1, sizeof *s) : NULL;
+    if (st != KZ_OK || !s) {
+        return st != KZ_OK ? st : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    s->m = model;
+    s->max_batch = p.max_batch > 0 ? (size_t)p.max_batch : DEFAULT_MAX_BATCH;
+    s->D = (size_t)model->talker.cfg.hidden_size;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->done, NULL);
+    st = kz_pool_new(p.n_threads > 0 ? p.n_threads : kz_pool_default_threads(), &s->pool);
+    st = st == KZ_OK ? alloc_scratch(s) : st;
+    if (st == KZ_OK) {
+        s->lm = (kz_exec){.k = model->kernels, .pool = s->pool};
+        s->cp = (kz_exec){.k = model->kernels, .pool = s->pool, .weights_reused = true};
+        int err = pthread_create(&s->thread, NULL, thread_main, s);
+        st = err ? kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "cannot start the scheduler thread")
+                 : KZ_OK;
+    }
+    if (st != KZ_OK) {
+        free_scratch(s);
+        kz_pool_free(s->pool);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return KZ_OK;
 }
 
-void kz_scheduler_free(kz_scheduler *scheduler) {
-    (void)scheduler;
+void kz_scheduler_free(kz_scheduler *s) {
+    if (!s) {
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (s->attached > 0) { // their synthesis would use freed memory: keep it, say so
+        pthread_mutex_unlock(&s->lock);
+        kz_log(KZ_LOG_ERROR, "kz_scheduler_free: %d sessions still use the scheduler; not freed",
+               s->attached);
+        return;
+    }
+    s->stop = true;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    free_scratch(s);
+    kz_pool_free(s->pool);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->done);
+    free(s);
 }
 
-void kz_scheduler_get_stats(const kz_scheduler *scheduler, kz_scheduler_stats *out) {
-    (void)scheduler;
+void kz_scheduler_get_stats(const kz_scheduler *s, kz_scheduler_stats *out) {
+    if (!out) {
+        return;
+    }
     *out = (kz_scheduler_stats){0};
+    if (!s) {
+        return;
+    }
+    kz_scheduler *w = (kz_scheduler *)s; // the lock is the only thing changed
+    pthread_mutex_lock(&w->lock);
+    out->active = (int32_t)s->n_members;
+    out->waiting = (int32_t)s->n_line;
+    out->steps = s->steps;
+    out->frames = s->frames;
+    out->prefills = s->prefills;
+    pthread_mutex_unlock(&w->lock);
 }

@@ -16,6 +16,14 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory");
     }
     s->model = model;
+    if (params->scheduler && kz_sched_model(params->scheduler) != model) {
+        free(s);
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_session_new: the scheduler was made for another model");
+    }
+    if (params->scheduler) {
+        kz_sched_attach(params->scheduler, 1);
+    }
     // 64 MB: a CustomVoice prefix is ~8 rows, 1.8 MB of keys and values at 0.6B / 1.7B.
     const size_t cache_mb = params->prompt_cache_mb < 0    ? 0
                             : params->prompt_cache_mb == 0 ? 64
@@ -25,19 +33,23 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     // Default split: with turns each stage gets every thread; when the stages overlap,
     // the memory-bound LM stage (the bottleneck) gets every thread and the compute-bound
     // codec half of them, sharing the cores.
-    s->turns = params->schedule != KZ_SCHEDULE_OVERLAP;
+    // With a scheduler the stages never take turns: the LM stage runs on its thread, and
+    // the session's threads are its codec's.
+    s->sched = params->scheduler;
+    s->turns = params->schedule != KZ_SCHEDULE_OVERLAP && !s->sched;
     int n_lm = params->n_threads_lm > 0 ? params->n_threads_lm : n_threads;
     int n_codec = params->n_threads_codec > 0 ? params->n_threads_codec
-                  : s->turns                  ? n_threads
+                  : s->turns || s->sched      ? n_threads
                                               : n_threads / 2;
     n_codec = n_codec < 1 ? 1 : n_codec;
     kz_status st = kz_pool_new(n_threads, &s->pool);
-    st = st == KZ_OK ? kz_pool_new(n_lm, &s->lm_pool) : st;
+    st = st == KZ_OK && !s->sched ? kz_pool_new(n_lm, &s->lm_pool) : st;
     st = st == KZ_OK ? kz_pool_new(n_codec, &s->codec_pool) : st;
     if (st == KZ_OK) {
+        kz_pool *lm_pool = s->sched ? kz_sched_pool(s->sched) : s->lm_pool;
         s->exec = (kz_exec){.k = model->kernels, .pool = s->pool};
-        s->lm = (kz_exec){.k = model->kernels, .pool = s->lm_pool};
-        s->cp = (kz_exec){.k = model->kernels, .pool = s->lm_pool, .weights_reused = true};
+        s->lm = (kz_exec){.k = model->kernels, .pool = lm_pool};
+        s->cp = (kz_exec){.k = model->kernels, .pool = lm_pool, .weights_reused = true};
         st = kz_codec_state_init(&s->codec, &model->decoder, KZ_CODEC_STEP_FRAMES);
     }
     if (st == KZ_OK && model->has_tts) {
@@ -64,7 +76,14 @@ void kz_session_destroy(kz_session *s) {
     kz_pool_free(s->pool);
     kz_pool_free(s->lm_pool);
     kz_pool_free(s->codec_pool);
+    if (s->sched) {
+        kz_sched_attach(s->sched, -1);
+    }
     free(s);
+}
+
+kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_status (*fn)(void *), void *arg) {
+    return s->sched ? kz_sched_call(s->sched, r, fn, arg) : fn(arg);
 }
 
 void kz_session_timings(const kz_session *s, kz_timings *out) {

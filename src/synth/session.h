@@ -18,6 +18,7 @@
 #include "runtime/threadpool.h"
 #include "synth/chunk_pacer.h"
 #include "synth/prompt_cache.h"
+#include "synth/scheduler.h"
 #include "synth/voice_context.h"
 
 /* Frames per internal codec step: bounds the codec's scratch memory independently of
@@ -36,7 +37,10 @@ struct kz_session {
     const kz_model *model;
     atomic_bool busy;              /* a public call runs on it (kztts.c session_enter) */
     kz_pool *pool;                 /* all threads: kz_decode */
-    kz_pool *lm_pool;              /* synthesis: talker + code predictor stage */
+    kz_pool *lm_pool;              /* synthesis: talker + code predictor stage (NULL with
+                                      a scheduler: lm and cp then use its pool, only from
+                                      its thread, through kz_session_lm_call) */
+    kz_scheduler *sched;           /* the scheduler the LM stage runs on, or NULL */
     kz_pool *codec_pool;           /* synthesis: codec stage (calling thread) */
     bool turns;                    /* KZ_SCHEDULE_TURNS: the stages take turns */
     kz_exec exec;                  /* codec work (its own FLOP counter) */
@@ -67,6 +71,10 @@ struct kz_session {
 kz_status kz_session_create(const kz_model *model, const kz_session_params *params,
                             kz_session **out);
 void kz_session_destroy(kz_session *s);
+
+/* fn(arg), which computes with s->lm or s->cp: directly, or with a scheduler on its
+ * thread between two batches (r: the synthesis' place there, or a fresh one). */
+kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_status (*fn)(void *), void *arg);
 
 /* KZ_OK, or KZ_STATUS_BAD_MODEL naming the frame, when the n samples of pcm (lead samples
  * before frame first_frame's audio, then spf a frame) hold a NaN or Inf: the codec's

@@ -31,6 +31,12 @@
  * the codec has decoded them. State and waits share the queue's lock and
  * condition variable. With KZ_SCHEDULE_OVERLAP the turn calls do nothing.
  *
+ * With a scheduler (session.h) the LM thread stays, but its prefill, talker steps and code
+ * predictions run on the scheduler's thread, batched with other sessions' (scheduler.h):
+ * it joins the batch once its text is there, marks itself outside the scheduler while it
+ * waits for queue room or streamed text, and leaves when it ends. The stages never take
+ * turns then.
+ *
  * Non-finite values: the talker's logits, each code predictor step's logits and each
  * chunk's PCM are checked before they are sampled or delivered (one pass over a few
  * thousand floats). The load refused NaN and Inf weights (model.c, talker.c), so one
@@ -79,6 +85,7 @@ typedef struct synth {
     kz_prompt_spec spec;   /* the plan's prompt, with streamed text ids filled in */
     kz_prompt prompt;
     kz_text_feed feed;     /* streaming text input, when plan->text_pull */
+    size_t feed_next;      /* the streamed text token whose vector is computed */
     bool streaming_text;
     bool text_in_prompt;   /* streamed text that ended before the prefill: all in the prompt */
     kz_rng rng;
@@ -94,6 +101,7 @@ typedef struct synth {
     double cp_sampling_ms; /* sampling time inside the code predictor (not CP time) */
     int32_t cp_step;       /* codebook the code predictor picks next (1..groups - 1) */
     bool cp_nonfinite;     /* a code predictor step's logits held NaN or Inf */
+    kz_sched_req req;      /* its place at the session's scheduler, if any */
     kz_status lm_status;
     char lm_error[512];    /* the LM thread's message (last errors are thread-local) */
     /* shared */
@@ -225,8 +233,8 @@ static kz_status first_text(synth *y) {
     return st;
 }
 
-static kz_status prefill(synth *y) {
-    double t0 = now_ms();
+static kz_status prefill_alone(void *arg) {
+    synth *y = arg;
     kz_status st = kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker,
                                    y->m->cp.embeddings, &y->ts, &y->s->lm);
     if (st == KZ_OK) {
@@ -234,8 +242,21 @@ static kz_status prefill(synth *y) {
                 (size_t)y->m->talker.cfg.hidden_size);
         kz_prefill_run(y->s, &y->ts, &y->prompt);
     }
+    return st;
+}
+
+static kz_status prefill(synth *y) {
+    double t0 = now_ms();
+    kz_status st = kz_session_lm_call(y->s, &y->req, prefill_alone, y);
     y->s->stats.prefill_ms += now_ms() - t0;
     return st;
+}
+
+/* With a scheduler: marks the LM thread as waiting outside it (or back). */
+static void outside(synth *y, bool out) {
+    if (y->s->sched) {
+        kz_sched_outside(y->s->sched, &y->req, out);
+    }
 }
 
 /* The teacher-forced code of codebook g for the current frame, or -1. */
@@ -298,14 +319,22 @@ static int32_t pick_cp(void *user, float *logits, size_t n) {
 
 /* Text-track vector of text token `next` from the streamed text: T(t_next), EOS_T right
  * after the last token, PAD_T afterwards (the streaming layout). */
+static kz_status text_vector_alone(void *arg) {
+    synth *y = arg;
+    return kz_talker_text_vectors(&y->m->talker, &y->ts, &y->s->lm,
+                                  &y->feed.ids[y->feed_next], 1, y->tvec);
+}
+
 static kz_status streamed_text_vector(synth *y, size_t next, const float **out) {
+    outside(y, true);
     kz_status st = kz_text_feed_need(&y->feed, next + 1);
+    outside(y, false);
     if (st != KZ_OK) {
         return st;
     }
     if (next < y->feed.n_ids) {
-        st = kz_talker_text_vectors(&y->m->talker, &y->ts, &y->s->lm, &y->feed.ids[next], 1,
-                                    y->tvec);
+        y->feed_next = next;
+        st = kz_session_lm_call(y->s, &y->req, text_vector_alone, y);
         *out = y->tvec;
     } else {
         *out = next == y->feed.n_ids ? y->prompt.eos : y->prompt.pad;
@@ -347,8 +376,19 @@ static kz_status feedback(synth *y) {
 static bool push_frame(synth *y) {
     frame_queue *q = &y->q;
     pthread_mutex_lock(&q->lock);
+    const bool full = q->count == q->capacity;
+    if (full) { // the scheduler's batches go on without it meanwhile
+        pthread_mutex_unlock(&q->lock);
+        outside(y, true);
+        pthread_mutex_lock(&q->lock);
+    }
     while (q->count == q->capacity && !atomic_load(&y->cancel)) {
         pthread_cond_wait(&q->changed, &q->lock);
+    }
+    if (full) {
+        pthread_mutex_unlock(&q->lock);
+        outside(y, false);
+        pthread_mutex_lock(&q->lock);
     }
     bool ok = !atomic_load(&y->cancel);
     if (ok) {
@@ -399,8 +439,13 @@ static bool frame_step(synth *y, int32_t c0) {
     y->cp_step = 0;
     y->cp_nonfinite = false;
     kz_talker_codec_vector(&m->talker, c0, y->emb);
-    kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts.hidden, y->emb, pick_cp, y,
-                          y->frame + 1, y->cp_logits);
+    if (y->s->sched) {
+        kz_sched_predict(y->s->sched, &y->req, &y->s->cp_state, y->ts.hidden, y->emb, pick_cp, y,
+                         y->frame + 1, y->cp_logits);
+    } else {
+        kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts.hidden, y->emb, pick_cp,
+                              y, y->frame + 1, y->cp_logits);
+    }
     if (y->cp_nonfinite) {
         y->lm_status = nonfinite_error(y, "the code predictor's logits");
         return false;
@@ -424,7 +469,11 @@ static bool frame_step(synth *y, int32_t c0) {
         return false;
     }
     double t1 = now_ms();
-    kz_talker_forward(&m->talker, &y->ts, &y->s->lm, y->emb, 1, 0);
+    if (y->s->sched) {
+        kz_sched_step(y->s->sched, &y->req, &y->ts, y->emb);
+    } else {
+        kz_talker_forward(&m->talker, &y->ts, &y->s->lm, y->emb, 1, 0);
+    }
     y->s->stats.talker_ms += now_ms() - t1;
     return true;
 }
@@ -446,7 +495,9 @@ static bool finished(const synth *y, int32_t c0) {
 static void *lm_thread(void *arg) {
     synth *y = arg;
     y->lm_status = y->streaming_text ? first_text(y) : KZ_OK;
-    bool turn = y->lm_status == KZ_OK && lm_take_turn(y);
+    const bool member = y->lm_status == KZ_OK && y->s->sched &&
+                        kz_sched_join(y->s->sched, &y->req, &y->cancel);
+    bool turn = y->lm_status == KZ_OK && (member || !y->s->sched) && lm_take_turn(y);
     y->lm_status = turn ? prefill(y) : y->lm_status;
     while (turn && y->lm_status == KZ_OK && !atomic_load(&y->cancel)) {
         bool exact_done = y->plan->frames > 0 && y->n_frames >= y->plan->frames;
@@ -457,6 +508,9 @@ static void *lm_thread(void *arg) {
         // frame_step gives the turn back while it queues the frame and takes it again
         // for the talker step; on failure it may hold it or not.
         turn = frame_step(y, c0);
+    }
+    if (member) {
+        kz_sched_leave(y->s->sched, &y->req);
     }
     if (y->lm_status != KZ_OK) {
         snprintf(y->lm_error, sizeof y->lm_error, "%s", kz_error_get());
@@ -618,6 +672,9 @@ static void cancel_lm(synth *y) {
     atomic_store(&y->cancel, true);
     pthread_cond_broadcast(&y->q.changed);
     pthread_mutex_unlock(&y->q.lock);
+    if (y->s->sched) {
+        kz_sched_wake(y->s->sched); // it may wait for a place in the batch
+    }
 }
 
 kz_status kz_synth_run(kz_session *s, const kz_plan *plan, kz_audio_fn on_audio, void *user) {
