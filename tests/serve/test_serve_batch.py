@@ -9,18 +9,25 @@ arrived (so C joins a batch already running). Each body must equal the reference
 counters must have moved by the frames made, in fewer steps than frames (some step
 carried two requests or more: proof that batching happened, with no timing assumed; the
 requests are long so that A and B overlap); the batch and its waiting list must be empty
-again. A server started with --parallel 12 and no --max-batch says "batch 8" (the default
-rule: --parallel, at most 8), and --parallel 1 says "batch 1".
+again. A crowded server (--max-batch 2 --parallel 4) gets A, B and C at once with D,
+whose client leaves after its first audio, and E, whose client leaves right after its
+request (wherever it then is: the queue, the line for the batch, the batch): A, B and C
+must still be the bytes alone, and the server idle and healthy after. A server started
+with --parallel 12 and no --max-batch says "batch 8" (the default rule: --parallel, at
+most 8), and --parallel 1 says "batch 1".
 """
 import argparse
 import http.client
 import json
 import os
 import shutil
+import socket
 import tempfile
 import threading
+import time
 
-from serve_harness import Server, check, finish, metric, metrics, speech, wait_until
+from serve_harness import (Server, check, finish, metric, metrics, request, speech,
+                           wait_until)
 
 SAMPLES_PER_FRAME = 1920
 LONG_INPUT = "The quick brown fox jumps over the lazy dog, and then it runs away. " * 8
@@ -31,7 +38,7 @@ REQUESTS = {
     "C": {"voice": "aiden", "seed": 13, "temperature": 1.0, "repetition_penalty": 1.1,
           "max_new_tokens": 500},
 }
-FIRST_BYTES = 64 * 1024  # of A's audio before C is sent
+FIRST_BYTES = 64 * 1024  # of a response's audio: C is sent then, D leaves then
 
 
 def body(name):
@@ -55,9 +62,15 @@ def idle_counters(port):
     return c if c["size"] == 0 and c["waiting"] == 0 else None
 
 
-def streamed(port, fields, results, name, first_bytes=None):
-    """POSTs fields and reads the body as it comes; sets first_bytes (an Event) once that
-    many bytes arrived. results[name] = (status, body)."""
+def no_jobs(port):
+    m = metrics(port)
+    return metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0
+
+
+def streamed(port, fields, results, name, first_bytes=None, leave=False):
+    """POSTs fields and reads the body as it comes; sets first_bytes (an Event) once
+    FIRST_BYTES arrived, and with leave closes the connection then. results[name] =
+    (status, body)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     got = bytearray()
     try:
@@ -71,6 +84,8 @@ def streamed(port, fields, results, name, first_bytes=None):
             got += chunk
             if first_bytes is not None and len(got) >= FIRST_BYTES:
                 first_bytes.set()
+                if leave:
+                    break
         results[name] = (r.status, bytes(got))
     except (OSError, http.client.HTTPException) as e:
         results[name] = (None, repr(e).encode())
@@ -138,8 +153,52 @@ def batched(a, work, ref):
         check(0 < steps < frames, f"batched: {steps} steps for {frames} frames: no step "
               "carried two requests")
         check(after["size"] == 0 and after["waiting"] == 0, f"batched: not idle after: {after}")
-        print(f"ok   batched: {frames} frames in {steps} steps "
+        print(f"ok   batched: {frames:.0f} frames in {steps:.0f} steps "
               f"(mean batch {frames / max(steps, 1):.2f})", flush=True)
+
+
+def leave_early(port, fields, seconds):
+    """Sends a speech request on a raw socket and closes it after seconds, unread."""
+    data = json.dumps(fields).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+        c.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\n"
+                  + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        time.sleep(seconds)
+
+
+def crowded(a, work, ref):
+    """More requests in flight than places in the batch, two of them abandoned: the others'
+    bytes do not change."""
+    with Server(a.kztts, a.tiny, work, "crowded", ["--max-batch", "2", "--parallel", "4",
+                                                   "--max-queue", "4", "--threads", "1",
+                                                   "--quiet"]) as s:
+        before = batch_counters(s.port)
+        results, d_flows = {}, threading.Event()
+        threads = [threading.Thread(target=streamed, args=(s.port, body(n), results, n))
+                   for n in REQUESTS]
+        threads.append(threading.Thread(target=streamed, args=(s.port, body("A"), results,
+                                                                "D", d_flows, True)))
+        threads.append(threading.Thread(target=leave_early, args=(s.port, body("B"), 0.2)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(900)
+        for name in REQUESTS:
+            status, audio = results.get(name, (None, b""))
+            check(status == 200 and audio == ref[name],
+                  f"crowded {name}: status {status}, {len(audio)} bytes, "
+                  f"{'the same' if audio == ref[name] else 'not the bytes alone'}")
+        check(results.get("D", (None,))[0] == 200, f"crowded D: {results.get('D')!r:.200}")
+        after = wait_until(lambda: idle_counters(s.port), 60) or batch_counters(s.port)
+        steps = after["steps_total"] - before["steps_total"]
+        frames = after["frames_total"] - before["frames_total"]
+        check(0 < steps < frames, f"crowded: {steps} steps for {frames} frames")
+        check(after["size"] == 0 and after["waiting"] == 0, f"crowded: not idle: {after}")
+        check(wait_until(lambda: no_jobs(s.port), 60), "crowded: requests still running or "
+              "queued")
+        check(request(s.port, "GET", "/ready").status == 200, "crowded: not ready after")
+        print(f"ok   crowded: {frames:.0f} frames in {steps:.0f} steps", flush=True)
 
 
 def default_batch(a, work):
@@ -165,6 +224,7 @@ def main():
     work = tempfile.mkdtemp(dir=a.work)
     ref = reference(a, work)
     batched(a, work, ref)
+    crowded(a, work, ref)
     default_batch(a, work)
     finish("test_serve_batch")
 
