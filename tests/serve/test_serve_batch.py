@@ -12,7 +12,9 @@ requests are long so that A and B overlap); the batch and its waiting list must 
 again. A crowded server (--max-batch 2 --parallel 4) gets A, B and C at once with D,
 whose client leaves after its first audio, and E, whose client leaves right after its
 request (wherever it then is: the queue, the line for the batch, the batch): A, B and C
-must still be the bytes alone, and the server idle and healthy after. A server started
+must still be the bytes alone, and the server idle and healthy after. On a Base model
+(tiny_base_1b7), two voice clones from reference audio in the request (one with its
+transcript, one from the speaker embedding alone) batched equal each alone. A server started
 with --parallel 12 and no --max-batch says "batch 8" (the default rule: --parallel, at
 most 8), and --parallel 1 says "batch 1".
 """
@@ -26,8 +28,8 @@ import tempfile
 import threading
 import time
 
-from serve_harness import (Server, check, finish, metric, metrics, request, speech,
-                           wait_until)
+from serve_harness import (Server, check, data_uri, finish, metric, metrics, request, speech,
+                           wait_until, wav_bytes)
 
 SAMPLES_PER_FRAME = 1920
 LONG_INPUT = "The quick brown fox jumps over the lazy dog, and then it runs away. " * 8
@@ -201,6 +203,50 @@ def crowded(a, work, ref):
         print(f"ok   crowded: {frames:.0f} frames in {steps:.0f} steps", flush=True)
 
 
+def clones(a, work):
+    """Base: voices cloned in the request, alone and batched."""
+    ref = data_uri(wav_bytes(2.0, seed=9))
+    fields = {
+        "icl": {"ref_audio": ref, "ref_text": "A reference, read aloud.", "seed": 21,
+                "temperature": 0.9, "max_new_tokens": 300},
+        "xvec": {"ref_audio": ref, "x_vector_only_mode": True, "seed": 22,
+                 "temperature": 0.8, "max_new_tokens": 300},
+    }
+    for f in fields.values():
+        f.update({"model": "tts-1", "input": LONG_INPUT, "voice": "ignored",
+                  "task_type": "Base", "response_format": "pcm"})
+    alone = {}
+    with Server(a.kztts, a.base, work, "base_alone", ["--max-batch", "1", "--threads", "1",
+                                                      "--quiet"]) as s:
+        for name, f in fields.items():
+            r = speech(s.port, f, timeout=600)
+            check(r.status == 200 and r.complete and frames_of(r.body) > 0,
+                  f"base alone {name}: {r!r}")
+            alone[name] = r.body
+    with Server(a.kztts, a.base, work, "base_batched", ["--parallel", "2", "--threads", "1",
+                                                        "--quiet"]) as s:
+        before = batch_counters(s.port)
+        results = {}
+        threads = [threading.Thread(target=streamed, args=(s.port, f, results, name))
+                   for name, f in fields.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(900)
+        for name in fields:
+            status, audio = results.get(name, (None, b""))
+            check(status == 200 and audio == alone[name],
+                  f"base batched {name}: status {status}, {len(audio)} bytes (alone "
+                  f"{len(alone[name])}), {'the same' if audio == alone[name] else 'differ'}")
+        after = wait_until(lambda: idle_counters(s.port), 60) or batch_counters(s.port)
+        frames = after["frames_total"] - before["frames_total"]
+        steps = after["steps_total"] - before["steps_total"]
+        want = sum(frames_of(b) for b in alone.values())
+        check(frames == want, f"base batched: {frames} frames counted, the responses {want}")
+    print("ok   clones: " + ", ".join(f"{n} {frames_of(b)} frames" for n, b in alone.items())
+          + f"; batched in {steps:.0f} steps", flush=True)
+
+
 def default_batch(a, work):
     """The ready line names the batch: --parallel, at most 8."""
     for parallel, want in (("12", 8), ("1", 1)):
@@ -217,6 +263,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kztts", required=True)
     ap.add_argument("--tiny", required=True)
+    ap.add_argument("--base", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
@@ -225,6 +272,7 @@ def main():
     ref = reference(a, work)
     batched(a, work, ref)
     crowded(a, work, ref)
+    clones(a, work)
     default_batch(a, work)
     finish("test_serve_batch")
 

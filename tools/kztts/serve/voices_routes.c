@@ -335,10 +335,10 @@ static void clone_run(kz_session *session, void *arg) {
     pthread_mutex_unlock(&j->lock);
 }
 
-/* The threads a worker's session computes with (serve.h: 0 = online CPUs / parallel),
- * for cloning without workers. */
+/* The threads a worker's session computes with (jobs.h: --threads, or online CPUs /
+ * parallel; with a scheduler always the latter), for cloning without workers. */
 static int clone_threads(const serve_config *cfg) {
-    if (cfg->threads > 0) {
+    if (cfg->threads > 0 && cfg->max_batch < 2) {
         return cfg->threads;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
