@@ -234,8 +234,9 @@ typedef struct kz_session_params {
     kz_scheduler *scheduler; /* NULL (default): the session's own LM thread runs its
                                 talker and code predictor. Otherwise the scheduler's
                                 thread runs them, batched with the other sessions
-                                attached to it (see "scheduler" below); n_threads_lm is
-                                then unused and the session's threads are its codec's. */
+                                attached to it (see "scheduler" below); n_threads_lm,
+                                n_threads_codec and schedule are then unused and
+                                n_threads serves kz_decode only. */
 } kz_session_params;
 
 /* Defaults: all fields 0 (n_threads: online CPUs, at most 8; the LM stage all of them,
@@ -532,14 +533,15 @@ KZ_API kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_
 
 /* ---- scheduler: many requests batched ------------------------------------ */
 
-/* A scheduler runs the language-model stage (talker and code predictor, the part bound by
- * memory traffic) of every session attached to it on one thread and one pool, stepping
- * the requests in progress together: each weight matrix is read once per frame for the
- * whole batch. Requests join and leave at frame boundaries; a new request's prompt
- * prefill runs alone between two batched frames; a cancelled request leaves at its next
- * frame. Each session keeps its own KV cache, sampler and random state, and its codec
- * runs on the thread that called kz_synthesize, so a request's codes and audio are bit
- * for bit those of the same request on a session without a scheduler, whatever else runs.
+/* A scheduler runs the synthesis compute of every session attached to it on one thread
+ * and one pool: the language-model stage (talker and code predictor, the part bound by
+ * memory traffic) steps the requests in progress together, each weight matrix read once
+ * per frame for the whole batch; between two batched frames run the codec chunks that
+ * streams wait for and at most one new request's prompt prefill. Requests join and leave
+ * at frame boundaries; a cancelled request leaves at its next frame. Each session keeps
+ * its own KV cache, codec state, sampler and random state, and its callbacks run on the
+ * thread that called kz_synthesize, so a request's codes and audio are bit for bit those
+ * of the same request on a session without a scheduler, whatever else runs.
  * Streamed text input (kz_request.text_pull) works; a request waiting for its text sits
  * out the frames until the text comes.
  *
@@ -550,7 +552,7 @@ KZ_API kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_
  *   // per client thread:
  *   kz_session_params p;
  *   kz_session_default_params(&p);
- *   p.n_threads = 1;           // its codec's threads
+ *   p.n_threads = 1;           // kz_decode's threads (synthesis runs on the scheduler)
  *   p.scheduler = sch;
  *   kz_session_new(model, &p, &session);
  *   kz_synthesize(session, &request);   // batched with the other threads' requests
@@ -559,8 +561,9 @@ KZ_API kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_
  *   kz_scheduler_free(sch);
  */
 typedef struct kz_scheduler_params {
-    int32_t n_threads;  /* threads of the language-model stage, 0..256; 0 (default) = the
-                           online CPUs (at most 8) */
+    int32_t n_threads;  /* threads of its pool, which does all the synthesis compute of
+                           the attached sessions, 0..256; 0 (default) = the online CPUs
+                           (at most 8) */
     int32_t max_batch;  /* requests stepped together, 1..64; 0 (default) = 8. Further
                            requests wait (in arrival order) for a place in the batch. */
 } kz_scheduler_params;

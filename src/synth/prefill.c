@@ -70,5 +70,5 @@ static kz_status prepare_alone(void *arg) {
 kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
     prepare_call c = {.s = s, .spec = spec};
     kz_sched_req r = {0};
-    return kz_session_lm_call(s, &r, prepare_alone, &c);
+    return kz_session_lm_call(s, &r, KZ_SCHED_PROMPT, prepare_alone, &c);
 }

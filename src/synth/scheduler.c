@@ -4,9 +4,10 @@
  *
  * Thread loop: under the lock, if a round is due (some member waits to predict or to step
  * and none is busy) it gathers those members (run_round says which), computes their batch
- * without the lock, marks them done and busy again; then it runs at most
- * one waiting job (a prefill), so a new request's prefill delays the running ones by one
- * job at most and the running ones delay a prefill by one round at most. The members wait
+ * without the lock, marks them done and busy again; then it runs the jobs waiting: every
+ * short one (codec chunks) and at most one prompt job (a prefill), so a new request's
+ * prefill delays the running ones by one prefill at most and the running ones delay a
+ * prefill by one round at most. The members wait
  * on one condition variable; the thread waits on another.
  */
 #include "synth/scheduler.h"
@@ -158,6 +159,7 @@ static void run_round(kz_scheduler *s) {
     pthread_cond_broadcast(&s->done);
 }
 
+/* Runs the first waiting job. Called and returns with the lock held. */
 static void run_job(kz_scheduler *s) {
     kz_sched_req *r = s->jobs;
     s->jobs = r->next_job;
@@ -165,7 +167,7 @@ static void run_job(kz_scheduler *s) {
     pthread_mutex_unlock(&s->lock);
     r->job(r->job_arg);
     pthread_mutex_lock(&s->lock);
-    s->prefills++;
+    s->prefills += r->job_kind == KZ_SCHED_PROMPT;
     finish(s, r);
     pthread_cond_broadcast(&s->done);
 }
@@ -179,7 +181,9 @@ static void *thread_main(void *arg) {
             run_round(s);
             ran = true;
         }
-        if (s->jobs) {
+        bool prompt_ran = false;
+        while (s->jobs && !(prompt_ran && s->jobs->job_kind == KZ_SCHED_PROMPT)) {
+            prompt_ran = prompt_ran || s->jobs->job_kind == KZ_SCHED_PROMPT;
             run_job(s);
             ran = true;
         }
@@ -208,7 +212,9 @@ static void submit(kz_scheduler *s, kz_sched_req *r, kz_sched_state state) {
     pthread_mutex_unlock(&s->lock);
 }
 
-void kz_sched_run_alone(kz_scheduler *s, kz_sched_req *r, void (*fn)(void *), void *arg) {
+void kz_sched_run_alone(kz_scheduler *s, kz_sched_req *r, kz_sched_job kind, void (*fn)(void *),
+                        void *arg) {
+    r->job_kind = kind;
     r->job = fn;
     r->job_arg = arg;
     submit(s, r, KZ_SCHED_JOB);
@@ -229,9 +235,10 @@ static void call_job(void *arg) {
     }
 }
 
-kz_status kz_sched_call(kz_scheduler *s, kz_sched_req *r, kz_status (*fn)(void *), void *arg) {
+kz_status kz_sched_call(kz_scheduler *s, kz_sched_req *r, kz_sched_job kind,
+                        kz_status (*fn)(void *), void *arg) {
     sched_call c = {.fn = fn, .arg = arg};
-    kz_sched_run_alone(s, r, call_job, &c);
+    kz_sched_run_alone(s, r, kind, call_job, &c);
     return c.st == KZ_OK ? KZ_OK : kz_error_set(c.st, "%s", c.msg);
 }
 
@@ -415,7 +422,7 @@ void kz_scheduler_free(kz_scheduler *s) {
     pthread_mutex_lock(&s->lock);
     if (s->attached > 0) { // their synthesis would use freed memory: keep it, say so
         pthread_mutex_unlock(&s->lock);
-        kz_log(KZ_LOG_ERROR, "kz_scheduler_free: %d sessions still use the scheduler; not freed",
+        kz_log(KZ_LOG_ERROR, "kz_scheduler_free: not freed, %d session(s) still use it",
                s->attached);
         return;
     }

@@ -7,7 +7,8 @@
  *
  *   request LM threads                         scheduler thread (its pool)
  *   join (FIFO, at most max_batch members)
- *   run_alone(prefill, text vectors) -------->  one job between two rounds
+ *   run_alone(prefill)               -------->  between two rounds: one prefill and
+ *   (codec thread) run_alone(chunk)  -------->  every short job (codec chunk, text)
  *   predict(h, c0 embedding, picker) -------->  round: talker batch of every member
  *   step(talker input row)           -------->         waiting to step, else code
  *                                                      predictor batch of every member
@@ -15,6 +16,8 @@
  *   outside(true) around waits on the codec or on streamed text
  *   leave
  *
+ * The codec's chunks run there too, so the one pool does all the compute of every
+ * stream (the stages take turns, as a session alone does by default).
  * A round starts once no member is busy (each is waiting for the scheduler or outside), so
  * members step in lock-step while they run, and one that waits elsewhere does not hold the
  * others. The batched kernels give each request the bits it gets alone (talker.h,
@@ -32,6 +35,14 @@
 #include "model/talker.h"
 #include "runtime/threadpool.h"
 
+/* What a job is: prompt work (a prefill) runs at most one per gap between two rounds, so
+ * it delays the running streams by one job; short work (a codec chunk, a streamed text
+ * token) all that waits, as each stream has one at a time. */
+typedef enum kz_sched_job {
+    KZ_SCHED_PROMPT = 0,
+    KZ_SCHED_SHORT = 1,
+} kz_sched_job;
+
 typedef enum kz_sched_state {
     KZ_SCHED_BUSY = 0, /* computing its own part: the next round waits for it */
     KZ_SCHED_OUTSIDE,  /* waiting for something else: rounds go on without it */
@@ -48,6 +59,7 @@ typedef struct kz_sched_req {
     bool done;                 /* the scheduler finished what the request waits for */
     void (*job)(void *arg);
     void *job_arg;
+    kz_sched_job job_kind;
     kz_code_predictor_state *cps; /* predict */
     const float *h, *e0;
     kz_pick_fn pick;
@@ -76,11 +88,13 @@ void kz_sched_wake(kz_scheduler *s);
 
 /* Runs fn(arg) on the scheduler's thread between two rounds and returns after it. r may be
  * a member or, for work outside a synthesis (kz_session_prepare), a fresh request. */
-void kz_sched_run_alone(kz_scheduler *s, kz_sched_req *r, void (*fn)(void *), void *arg);
+void kz_sched_run_alone(kz_scheduler *s, kz_sched_req *r, kz_sched_job kind, void (*fn)(void *),
+                        void *arg);
 
 /* fn(arg) as kz_sched_run_alone runs it, with its status and error message (set on the
  * scheduler's thread) carried to the caller's thread. */
-kz_status kz_sched_call(kz_scheduler *s, kz_sched_req *r, kz_status (*fn)(void *), void *arg);
+kz_status kz_sched_call(kz_scheduler *s, kz_sched_req *r, kz_sched_job kind,
+                        kz_status (*fn)(void *), void *arg);
 
 /* kz_code_predictor_run(p, cps, e, h, e0, pick, pick_user, codes, logits_out) in the next
  * batch (the picker runs on the scheduler's thread while the caller waits). */

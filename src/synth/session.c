@@ -82,8 +82,9 @@ void kz_session_destroy(kz_session *s) {
     free(s);
 }
 
-kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_status (*fn)(void *), void *arg) {
-    return s->sched ? kz_sched_call(s->sched, r, fn, arg) : fn(arg);
+kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind,
+                             kz_status (*fn)(void *), void *arg) {
+    return s->sched ? kz_sched_call(s->sched, r, kind, fn, arg) : fn(arg);
 }
 
 void kz_session_timings(const kz_session *s, kz_timings *out) {

@@ -72,9 +72,11 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
                             kz_session **out);
 void kz_session_destroy(kz_session *s);
 
-/* fn(arg), which computes with s->lm or s->cp: directly, or with a scheduler on its
- * thread between two batches (r: the synthesis' place there, or a fresh one). */
-kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_status (*fn)(void *), void *arg);
+/* fn(arg), which computes with s->lm or s->cp (or with the scheduler's pool): directly, or
+ * with a scheduler on its thread between two batches (r: a place there that nothing else
+ * uses meanwhile, or a fresh one). */
+kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind,
+                             kz_status (*fn)(void *), void *arg);
 
 /* KZ_OK, or KZ_STATUS_BAD_MODEL naming the frame, when the n samples of pcm (lead samples
  * before frame first_frame's audio, then spf a frame) hold a NaN or Inf: the codec's

@@ -32,7 +32,8 @@
  * condition variable. With KZ_SCHEDULE_OVERLAP the turn calls do nothing.
  *
  * With a scheduler (session.h) the LM thread stays, but its prefill, talker steps and code
- * predictions run on the scheduler's thread, batched with other sessions' (scheduler.h):
+ * predictions, and the codec's chunk decodes, run on the scheduler's thread, the first
+ * batched with other sessions' (scheduler.h):
  * it joins the batch once its text is there, marks itself outside the scheduler while it
  * waits for queue room or streamed text, and leaves when it ends. The stages never take
  * turns then.
@@ -108,6 +109,8 @@ typedef struct synth {
     frame_queue q;
     atomic_bool cancel;
     /* codec stage */
+    kz_sched_req codec_req; /* its place at the scheduler, for its chunks */
+    size_t decode_n, decode_lead; /* the chunk decode_alone decodes */
     int32_t *chunk;        /* [max chunk, groups] codes to decode */
     float *pcm;            /* [max chunk * samples_per_frame] */
     int64_t n_decoded;
@@ -247,7 +250,7 @@ static kz_status prefill_alone(void *arg) {
 
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
-    kz_status st = kz_session_lm_call(y->s, &y->req, prefill_alone, y);
+    kz_status st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_PROMPT, prefill_alone, y);
     y->s->stats.prefill_ms += now_ms() - t0;
     return st;
 }
@@ -334,7 +337,7 @@ static kz_status streamed_text_vector(synth *y, size_t next, const float **out) 
     }
     if (next < y->feed.n_ids) {
         y->feed_next = next;
-        st = kz_session_lm_call(y->s, &y->req, text_vector_alone, y);
+        st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_SHORT, text_vector_alone, y);
         *out = y->tvec;
     } else {
         *out = next == y->feed.n_ids ? y->prompt.eos : y->prompt.pad;
@@ -591,6 +594,19 @@ static kz_status report_frames(synth *y, size_t n) {
     return KZ_OK;
 }
 
+/* The chunk's codec decode; with a scheduler on its thread and pool (the one pool computes
+ * everything, and only this synthesis' codec thread, which waits, uses s->exec). */
+static kz_status decode_alone(void *arg) {
+    synth *y = arg;
+    kz_session *s = y->s;
+    kz_pool *own = s->exec.pool;
+    s->exec.pool = s->sched ? kz_sched_pool(s->sched) : own;
+    kz_codec_decode(&y->m->decoder, &s->codec, &s->exec, y->chunk, y->decode_n,
+                    y->pcm + y->decode_lead);
+    s->exec.pool = own;
+    return KZ_OK;
+}
+
 static kz_status decode_chunk(synth *y, size_t n, bool last) {
     kz_status st = report_frames(y, n);
     if (st != KZ_OK) {
@@ -600,7 +616,9 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
     const size_t lead = y->n_decoded == 0 && n ? y->lead : 0;
     if (n) {
         codec_take_turn(y);
-        kz_codec_decode(&y->m->decoder, &y->s->codec, &y->s->exec, y->chunk, n, y->pcm + lead);
+        y->decode_n = n;
+        y->decode_lead = lead;
+        kz_session_lm_call(y->s, &y->codec_req, KZ_SCHED_SHORT, decode_alone, y);
         codec_end_turn(y);
         y->s->codec_frames += (int64_t)n;
     }

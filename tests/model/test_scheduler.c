@@ -15,7 +15,8 @@
  *     few frames: it returns KZ_STATUS_CANCELLED and the others are unaffected.
  *   - the scheduler's counters: frames >= the frames delivered, steps <= frames (== at
  *     B = 1, where every round holds one request), nothing active or waiting at the end.
- * Bad parameters and a scheduler of another model are refused with clear errors.
+ * Bad parameters and a scheduler of another model are refused with clear errors; freeing a
+ * scheduler a session still uses is refused.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -250,6 +251,14 @@ static void check_refusals(const char *path, const kz_model *m) {
     if (other && sch) {
         CHECK(kz_session_new(other, &p, &s) == KZ_STATUS_INVALID_ARGUMENT && !s);
         CHECK_STR_CONTAINS(kz_last_error(), "another model");
+    }
+    // freeing it while a session still uses it is refused (logged), not a use after free
+    if (sch && kz_session_new(m, &p, &s) == KZ_OK) {
+        kz_scheduler_free(sch);
+        kz_scheduler_stats st;
+        kz_scheduler_get_stats(sch, &st);
+        CHECK(st.active == 0);
+        kz_session_free(s);
     }
     kz_scheduler_free(sch);
     kz_model_free(other);
