@@ -13,8 +13,8 @@
  * and running at once; admission at parallel + max_queue (429) and max_queue 0; counts
  * of running and queued jobs; close refusing new jobs while queued ones still run;
  * jobs_free waiting for all; threads per session (given, and automatic); batching: one
- * scheduler with the given threads and batch, every session attached to it with the
- * codec's share of the CPUs, its counters passed on, the sessions freed before it, none
+ * scheduler with the given threads and batch, every session attached to it with one
+ * thread of its own, its counters passed on, the sessions freed before it, none
  * at batch 1; bad arguments, a session or a scheduler that cannot be made (a message, no
  * thread left behind).
  */
@@ -191,7 +191,7 @@ static jobs *make(int parallel, int max_queue, int n_threads, int max_batch, cha
     return jobs_new(fake_model(), &p, err, n_err);
 }
 
-/* Codec threads of a worker beside a scheduler: the online CPUs shared, at least 1. */
+/* Threads of a session without a scheduler by default: the online CPUs shared. */
 static int cpus_per(int parallel) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus / parallel > 0 ? (int)(cpus / parallel) : 1;
@@ -350,7 +350,7 @@ static void test_failures(void) {
 }
 
 /* Batch >= 2: one scheduler with the server's threads and the batch, every session on
- * it with the codec's share of the CPUs; jobs run as before; the sessions go first. */
+ * it with one thread; jobs run as before; the sessions go first. */
 static void test_batched(void) {
     reset();
     int sch_made = schedulers_made, sch_freed = schedulers_freed;
@@ -368,7 +368,7 @@ static void test_batched(void) {
         CHECK_EQ_INT(last_scheduler->params.n_threads, 2);
         CHECK_EQ_INT(last_scheduler->params.max_batch, 3);
     }
-    CHECK_EQ_INT(last_n_threads, cpus_per(3));
+    CHECK_EQ_INT(last_n_threads, 1);
     kz_scheduler_stats st;
     CHECK(jobs_batch_stats(j, &st));
     CHECK(memcmp(&st, &STATS, sizeof st) == 0);
@@ -388,7 +388,7 @@ static void test_batched(void) {
     j = make(1, 0, 0, 2, err, sizeof err);
     CHECK(j != NULL);
     CHECK(last_scheduler != NULL && last_scheduler->params.n_threads == 0);
-    CHECK_EQ_INT(last_n_threads, cpus_per(1));
+    CHECK_EQ_INT(last_n_threads, 1);
     jobs_free(j);
 }
 

@@ -11,9 +11,10 @@
  * attached to it).
  *
  * With max_batch >= 2 the sessions are attached to one kz_scheduler: its thread and pool
- * (n_threads) run the language model of every request in flight as one batch, and each
- * session's own threads run only its codec, so the cores are split between one
- * language-model pool and a codec per worker. The scheduler admits requests in the order
+ * (n_threads) do all the synthesis compute of every request in flight, the language
+ * models stepped as one batch and the codec chunks between the batches, so one pool owns
+ * the cores; a session's own threads would serve only kz_decode, so it gets one. The
+ * scheduler admits requests in the order
  * they reach it, and the FIFO hands jobs out in arrival order, so no request overtakes
  * an earlier one.
  *
@@ -96,8 +97,9 @@ static int session_threads(int parallel, int n_threads) {
     return per_worker > 0 ? per_worker : 1;
 }
 
-/* The session parameters of every worker; with a scheduler (made here) its threads are
- * the codec's and n_threads goes to the scheduler. */
+/* The session parameters of every worker; with a scheduler (made here) n_threads goes to
+ * the scheduler and the session keeps one thread (kz_decode's, which the server does not
+ * call). */
 static int session_params(jobs *j, const kz_model *model, const jobs_params *p,
                           kz_session_params *sp, char *err, size_t n_err) {
     kz_session_default_params(sp);
@@ -114,7 +116,7 @@ static int session_params(jobs *j, const kz_model *model, const jobs_params *p,
         return -1;
     }
     sp->scheduler = j->scheduler;
-    sp->n_threads = session_threads(p->parallel, 0);
+    sp->n_threads = 1;
     return 0;
 }
 

@@ -23,9 +23,9 @@ typedef struct jobs_params {
     int parallel;  /* workers, each with a session: requests in flight, >= 1 */
     int max_queue; /* jobs that may wait beyond those, >= 0 */
     int n_threads; /* compute threads, >= 0. max_batch 1: each session's (0: the online
-                      CPUs / parallel, at least 1). Otherwise the scheduler's language-model
-                      threads (0: its default), and each session keeps for its codec the
-                      online CPUs / parallel, at least 1 */
+                      CPUs / parallel, at least 1). Otherwise the scheduler's, all the
+                      synthesis compute (0: its default, the online CPUs, at most 8); each
+                      session then has one thread */
     int max_batch; /* 1: no scheduler, each session steps alone; 2..64: one scheduler
                       steps up to that many requests together */
 } jobs_params;

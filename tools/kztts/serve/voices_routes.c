@@ -336,9 +336,12 @@ static void clone_run(kz_session *session, void *arg) {
 }
 
 /* The threads a worker's session computes with (jobs.h: --threads, or online CPUs /
- * parallel; with a scheduler always the latter), for cloning without workers. */
+ * parallel; one beside a scheduler), for cloning without workers. */
 static int clone_threads(const serve_config *cfg) {
-    if (cfg->threads > 0 && cfg->max_batch < 2) {
+    if (cfg->max_batch >= 2) {
+        return 1;
+    }
+    if (cfg->threads > 0) {
         return cfg->threads;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
