@@ -14,9 +14,8 @@
  * (n_threads) do all the synthesis compute of every request in flight, the language
  * models stepped as one batch and the codec chunks between the batches, so one pool owns
  * the cores; a session's own threads would serve only kz_decode, so it gets one. The
- * scheduler admits requests in the order
- * they reach it, and the FIFO hands jobs out in arrival order, so no request overtakes
- * an earlier one.
+ * scheduler admits requests in the order they reach it, and the FIFO hands jobs out in
+ * arrival order, so no request overtakes an earlier one.
  *
  * The scheduler and sessions are made in jobs_new, before any request, so a machine that
  * cannot hold them fails at start-up with a message rather than on the first request.

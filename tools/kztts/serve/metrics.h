@@ -35,8 +35,7 @@ void metrics_rejected(metrics *m, const char *reason);
 void metrics_frame(metrics *m);
 
 /* The exposition text (malloc'ed, caller frees), gauges and the batch counters read from
- * j (may be NULL).
- * NULL when out of memory. */
+ * j (may be NULL). NULL when out of memory. */
 char *metrics_render(metrics *m, jobs *j);
 
 #endif
