@@ -304,7 +304,8 @@ def main():
     ap.add_argument("-m", "--model")
     ap.add_argument("--parallel", type=int, default=1, help="the started server's --parallel")
     ap.add_argument("--threads", type=int, default=0,
-                    help="the started server's --threads and kztts bench's (0: CPUs / parallel)")
+                    help="the started server's --threads (its whole compute pool when it "
+                         "batches) and kztts bench's (0: the CPUs)")
     ap.add_argument("--serve-arg", action="append", default=[], help="one more server argument")
     ap.add_argument("--bench-arg", action="append", default=[], help="one more kztts bench argument")
     ap.add_argument("--api-key")
@@ -325,7 +326,7 @@ def main():
         ap.error("give --url, or --kztts and -m")
     if a.compare_bench and not (a.kztts and a.model):
         ap.error("--compare-bench needs --kztts and -m")
-    threads = a.threads or max(1, (os.cpu_count() or 1) // a.parallel)
+    threads = a.threads or (os.cpu_count() or 1)
 
     server = None
     try:

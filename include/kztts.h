@@ -574,6 +574,11 @@ typedef struct kz_scheduler_stats {
     int64_t steps;       /* batched frame steps run */
     int64_t frames;      /* frames generated (sum of the batch sizes of the steps) */
     int64_t prefills;    /* prompt prefills run */
+    double batch_ms;     /* wall time in batched steps (talker and code predictor, the
+                            pickers included) */
+    double prompt_ms;    /* wall time in prefills */
+    double short_ms;     /* wall time in the other work between batches: codec chunks,
+                            streamed text tokens */
 } kz_scheduler_stats;
 
 KZ_API void kz_scheduler_default_params(kz_scheduler_params *params);

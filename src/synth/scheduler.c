@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/model.h"
 #include "runtime/error.h"
@@ -48,8 +49,15 @@ struct kz_scheduler {
     bool stop;
     int attached;
     int64_t steps, frames, prefills;
+    double batch_ms, prompt_ms, short_ms;
     pthread_t thread;
 };
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 /* --- lists ------------------------------------------------------------------------- */
 
@@ -141,13 +149,16 @@ static void run_round(kz_scheduler *s) {
         }
     }
     pthread_mutex_unlock(&s->lock);
+    const double t0 = now_ms();
     if (n_pick) {
         predict_batch(s, n_pick);
     }
     if (n_step) {
         step_batch(s, n_step);
     }
+    const double dt = now_ms() - t0;
     pthread_mutex_lock(&s->lock);
+    s->batch_ms += dt;
     for (size_t i = 0; i < n_pick; i++) {
         finish(s, s->pick_reqs[i]);
     }
@@ -165,9 +176,12 @@ static void run_job(kz_scheduler *s) {
     s->jobs = r->next_job;
     r->next_job = NULL;
     pthread_mutex_unlock(&s->lock);
+    const double t0 = now_ms();
     r->job(r->job_arg);
+    const double dt = now_ms() - t0;
     pthread_mutex_lock(&s->lock);
     s->prefills += r->job_kind == KZ_SCHED_PROMPT;
+    *(r->job_kind == KZ_SCHED_PROMPT ? &s->prompt_ms : &s->short_ms) += dt;
     finish(s, r);
     pthread_cond_broadcast(&s->done);
 }
@@ -453,5 +467,8 @@ void kz_scheduler_get_stats(const kz_scheduler *s, kz_scheduler_stats *out) {
     out->steps = s->steps;
     out->frames = s->frames;
     out->prefills = s->prefills;
+    out->batch_ms = s->batch_ms;
+    out->prompt_ms = s->prompt_ms;
+    out->short_ms = s->short_ms;
     pthread_mutex_unlock(&w->lock);
 }

@@ -384,7 +384,9 @@ def case_drain_timeout():
 def case_bad_options():
     for args, needle in [(["--port", "70000"], "--port"), (["--parallel", "0"], "--parallel"),
                          (["--max-body", "0"], "--max-body"), (["--idle-timeout", "x"], "--idle-timeout"),
-                         (["--bogus"], "--bogus"), (["--isa", "mmx"], "--isa")]:
+                         (["--bogus"], "--bogus"), (["--isa", "mmx"], "--isa"),
+                         (["--max-batch", "-1"], "--max-batch"), (["--max-batch", "65"], "--max-batch"),
+                         (["--max-batch", "x"], "--max-batch")]:
         r = subprocess.run([A.kztts, "serve", "-m", A.tiny] + args, capture_output=True, text=True,
                            timeout=60)
         check(r.returncode == 2 and needle in r.stderr, f"{args}: exit {r.returncode} {r.stderr!r}")

@@ -12,7 +12,7 @@
  * Covers: wav (streaming header + samples) and pcm bit-exact against the whole-buffer
  * call with the same seed and sampling fields; SSE deltas that decode to the same bytes,
  * then speech.audio.done with input tokens (kz_tokenize), output tokens (frames) and
- * their sum; mp3, opus, aac and flac signatures; speed 2 and 0.5 lengths; a client that
+ * their sum, each frame also counted for the metrics; mp3, opus, aac and flac signatures; speed 2 and 0.5 lengths; a client that
  * leaves after the first bytes stops the synthesis (no audio after the cancel beyond
  * the callback in flight); a request past its deadline fails before any byte with 503
  * timeout; an engine refusal (top_k beyond the vocabulary) fails before any byte with a
@@ -36,6 +36,12 @@
 /* ---- doubles for what the job calls beyond the engine and the encoders -------- */
 
 static int n_rejected_timeout;
+static int n_frames_counted;
+
+void metrics_frame(metrics *m) {
+    (void)m;
+    n_frames_counted++;
+}
 
 void metrics_rejected(metrics *m, const char *reason) {
     (void)m;
@@ -172,7 +178,9 @@ static void test_wav_pcm_exact(void) {
     free(o.bytes);
 
     // SSE: the deltas carry the same bytes, then done with the usage.
+    const int frames_before = n_frames_counted;
     run(BODY(SAMPLING ",\"response_format\":\"wav\",\"stream_format\":\"sse\""), &o);
+    const int frames_counted = n_frames_counted - frames_before; // the metrics saw each frame
     CHECK_EQ_INT(o.end, -1);
     char *text = malloc(o.n_bytes + 1);
     memcpy(text, o.bytes, o.n_bytes);
@@ -225,6 +233,7 @@ static void test_wav_pcm_exact(void) {
     CHECK_EQ_INT(in, n_ids);
     CHECK_EQ_INT(out, n_frames);
     CHECK_EQ_INT(total, n_ids + n_frames);
+    CHECK_EQ_INT(frames_counted, n_frames);
     cJSON_Delete(last);
     free(joined);
     free(text);

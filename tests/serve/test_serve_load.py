@@ -1,6 +1,7 @@
 """Load on `kztts serve`: a fixed time of mixed requests at a concurrency above
 --parallel + --max-queue; no crash, RSS flat, every speech request either completes
-whole or gets 429, and /metrics agrees with what the clients saw.
+whole or gets 429, and /metrics agrees with what the clients saw (batching included: the
+default batch of --parallel 2 steps both workers' requests together).
 
 Flow: Server (tiny, --parallel 2 --max-queue 2) <- CLIENTS python threads, each with its
 own seeded random mix until the time is up: speech in every format (some SSE, some at
@@ -201,6 +202,11 @@ def main():
     check(d429 == tally.rejected, f"metrics count {d429} queue_full, the clients {tally.rejected}")
     check(metric(m, "kztts_requests_running") == 0 and metric(m, "kztts_requests_queued") == 0,
           "requests still running or queued after the load")
+    # --parallel 2 batches by default; with clients always waiting, both workers' requests
+    # step together, so the steps are fewer than the frames.
+    steps = metric(m, "kztts_batch_steps_total") - metric(before, "kztts_batch_steps_total")
+    frames = metric(m, "kztts_batch_frames_total") - metric(before, "kztts_batch_frames_total")
+    check(0 < steps < frames, f"load: {steps} batched steps for {frames} frames")
 
     with open(os.path.join(work, "rss.txt"), "w") as f:
         f.writelines(f"{t:.1f} {v}\n" for t, v in samples)

@@ -6,13 +6,17 @@
  *        and the submit results are compared with jobs.h's contract. The kz_session
  *        functions jobs.c calls are doubles defined here (a fake session per call, the
  *        params recorded, a failure on demand), so no model is needed; they replace
- *        the library's definitions at link time because nothing else pulls them in.
+ *        the library's definitions at link time because nothing else pulls them in;
+ *        so are the kz_scheduler functions.
  *
  * Covers: FIFO order with one worker; parallel workers each with a session of its own
  * and running at once; admission at parallel + max_queue (429) and max_queue 0; counts
  * of running and queued jobs; close refusing new jobs while queued ones still run;
- * jobs_free waiting for all; threads per session (given, and automatic); bad arguments
- * and a session that cannot be made (a message, no thread left behind).
+ * jobs_free waiting for all; threads per session (given, and automatic); batching: one
+ * scheduler with the given threads and batch, every session attached to it with one
+ * thread of its own, its counters passed on, the sessions freed before it, none
+ * at batch 1; bad arguments, a session or a scheduler that cannot be made (a message, no
+ * thread left behind).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -33,10 +37,56 @@ static int sessions_freed;
 static int fail_session_at;   // the call (1-based) that fails, 0 = none
 static int session_calls;
 static int32_t last_n_threads;
+static kz_scheduler *last_scheduler; // the params' scheduler of the latest session
+static int sessions_alive;
 
 struct kz_session {
     int id;
 };
+
+/* ---- kz_scheduler doubles ---------------------------------------------------- */
+
+struct kz_scheduler {
+    kz_scheduler_params params;
+};
+
+static int schedulers_made;
+static int schedulers_freed;
+static int sessions_alive_at_scheduler_free;
+static bool fail_scheduler;
+static const kz_scheduler_stats STATS = {.active = 2, .waiting = 1, .steps = 17, .frames = 30,
+                                         .prefills = 3};
+
+void kz_scheduler_default_params(kz_scheduler_params *p) {
+    memset(p, 0, sizeof *p);
+}
+
+kz_status kz_scheduler_new(const kz_model *model, const kz_scheduler_params *p,
+                           kz_scheduler **out) {
+    (void)model;
+    *out = NULL;
+    if (fail_scheduler) {
+        return KZ_STATUS_OUT_OF_MEMORY;
+    }
+    kz_scheduler *s = malloc(sizeof *s);
+    s->params = *p;
+    schedulers_made++;
+    *out = s;
+    return KZ_OK;
+}
+
+void kz_scheduler_free(kz_scheduler *s) {
+    if (s) {
+        sessions_alive_at_scheduler_free = sessions_alive;
+        schedulers_freed++;
+        free(s);
+    }
+}
+
+void kz_scheduler_get_stats(const kz_scheduler *s, kz_scheduler_stats *out) {
+    (void)s;
+    *out = STATS;
+}
 
 void kz_session_default_params(kz_session_params *p) {
     memset(p, 0, sizeof *p);
@@ -49,8 +99,10 @@ kz_status kz_session_new(const kz_model *model, const kz_session_params *p, kz_s
         return KZ_STATUS_OUT_OF_MEMORY;
     }
     last_n_threads = p ? p->n_threads : -1;
+    last_scheduler = p ? p->scheduler : NULL;
     kz_session *s = malloc(sizeof *s);
     s->id = ++sessions_made;
+    sessions_alive++;
     *out = s;
     return KZ_OK;
 }
@@ -58,12 +110,13 @@ kz_status kz_session_new(const kz_model *model, const kz_session_params *p, kz_s
 void kz_session_free(kz_session *s) {
     if (s) {
         sessions_freed++;
+        sessions_alive--;
         free(s);
     }
 }
 
 const char *kz_last_error(void) {
-    return "no memory for the session (test double)";
+    return "no memory (test double)";
 }
 
 /* ---- jobs under test ----------------------------------------------------------- */
@@ -131,12 +184,29 @@ static const kz_model *fake_model(void) {
     return (const kz_model *)&dummy;
 }
 
+static jobs *make(int parallel, int max_queue, int n_threads, int max_batch, char *err,
+                  size_t n_err) {
+    const jobs_params p = {.parallel = parallel, .max_queue = max_queue,
+                           .n_threads = n_threads, .max_batch = max_batch};
+    return jobs_new(fake_model(), &p, err, n_err);
+}
+
+/* Threads of a session without a scheduler by default: the online CPUs shared. */
+static int cpus_per(int parallel) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus / parallel > 0 ? (int)(cpus / parallel) : 1;
+}
+
 static void test_fifo(void) {
     reset();
     char err[160];
-    jobs *j = jobs_new(fake_model(), 1, 8, 2, err, sizeof err);
+    jobs *j = make(1, 8, 2, 1, err, sizeof err);
     CHECK(j != NULL);
     CHECK_EQ_INT(last_n_threads, 2);
+    CHECK(last_scheduler == NULL); // batch 1: each session steps alone
+    kz_scheduler_stats st = {.active = 9};
+    CHECK(!jobs_batch_stats(j, &st));
+    CHECK_EQ_INT(st.active, 0);
     task_arg args[10];
     args[0] = (task_arg){.index = 0, .wait_gate = true};
     CHECK_EQ_INT(jobs_submit(j, task, &args[0]), JOBS_OK);
@@ -164,12 +234,11 @@ static void test_parallel(void) {
     reset();
     int made_before = sessions_made, freed_before = sessions_freed;
     char err[160];
-    jobs *j = jobs_new(fake_model(), 3, 2, 0, err, sizeof err);
+    jobs *j = make(3, 2, 0, 1, err, sizeof err);
     CHECK(j != NULL);
     CHECK_EQ_INT(sessions_made - made_before, 3);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int expect_threads = cpus / 3 > 0 ? (int)(cpus / 3) : 1;
-    CHECK_EQ_INT(last_n_threads, expect_threads);
+    CHECK_EQ_INT(last_n_threads, cpus_per(3));
+    CHECK(last_scheduler == NULL);
     task_arg args[6];
     for (int i = 0; i < 3; i++) {
         args[i] = (task_arg){.index = i, .wait_gate = true};
@@ -201,7 +270,7 @@ static void test_parallel(void) {
 static void test_no_queue_and_close(void) {
     reset();
     char err[160];
-    jobs *j = jobs_new(fake_model(), 1, 0, 1, err, sizeof err);
+    jobs *j = make(1, 0, 1, 1, err, sizeof err);
     CHECK(j != NULL);
     task_arg a0 = {.index = 0, .wait_gate = true}, a1 = {.index = 1};
     CHECK_EQ_INT(jobs_submit(j, task, &a0), JOBS_OK);
@@ -215,7 +284,7 @@ static void test_no_queue_and_close(void) {
 
     // Queued jobs still run after close.
     reset();
-    j = jobs_new(fake_model(), 1, 4, 1, err, sizeof err);
+    j = make(1, 4, 1, 1, err, sizeof err);
     task_arg args[4];
     args[0] = (task_arg){.index = 0, .wait_gate = true};
     CHECK_EQ_INT(jobs_submit(j, task, &args[0]), JOBS_OK);
@@ -237,27 +306,95 @@ static void test_no_queue_and_close(void) {
 
 static void test_failures(void) {
     char err[160] = "";
-    CHECK(jobs_new(fake_model(), 0, 1, 0, err, sizeof err) == NULL);
+    CHECK(make(0, 1, 0, 1, err, sizeof err) == NULL);
     CHECK(err[0] != '\0');
     err[0] = '\0';
-    CHECK(jobs_new(fake_model(), 1, -1, 0, err, sizeof err) == NULL);
+    CHECK(make(1, -1, 0, 1, err, sizeof err) == NULL);
     CHECK(err[0] != '\0');
     // The third session cannot be made: NULL, a message, the first two freed.
     int made_before = sessions_made, freed_before = sessions_freed;
     session_calls = 0;
     fail_session_at = 3;
     err[0] = '\0';
-    CHECK(jobs_new(fake_model(), 4, 1, 1, err, sizeof err) == NULL);
+    CHECK(make(4, 1, 1, 1, err, sizeof err) == NULL);
     const char *message = err;
     CHECK_STR_CONTAINS(message, "session 3 of 4");
     CHECK_STR_CONTAINS(message, "test double");
     CHECK_EQ_INT(sessions_made - made_before, 2);
     CHECK_EQ_INT(sessions_freed - freed_before, 2);
     fail_session_at = 0;
+    // A batch out of 1..64.
+    err[0] = '\0';
+    CHECK(make(2, 1, 0, 0, err, sizeof err) == NULL);
+    CHECK(err[0] != '\0');
+    CHECK(make(2, 1, 0, 65, err, sizeof err) == NULL);
+    // The scheduler cannot be made: NULL, a message, no session made.
+    made_before = sessions_made;
+    fail_scheduler = true;
+    err[0] = '\0';
+    CHECK(make(2, 1, 0, 2, err, sizeof err) == NULL);
+    CHECK_STR_CONTAINS(message, "scheduler");
+    CHECK_STR_CONTAINS(message, "test double");
+    CHECK_EQ_INT(sessions_made - made_before, 0);
+    fail_scheduler = false;
+    // A session after the scheduler fails: both freed, the sessions first.
+    int sch_made = schedulers_made, sch_freed = schedulers_freed;
+    session_calls = 0;
+    fail_session_at = 2;
+    CHECK(make(3, 1, 0, 3, err, sizeof err) == NULL);
+    CHECK_STR_CONTAINS(message, "session 2 of 3");
+    CHECK_EQ_INT(schedulers_made - sch_made, 1);
+    CHECK_EQ_INT(schedulers_freed - sch_freed, 1);
+    CHECK_EQ_INT(sessions_alive_at_scheduler_free, 0);
+    fail_session_at = 0;
+}
+
+/* Batch >= 2: one scheduler with the server's threads and the batch, every session on
+ * it with one thread; jobs run as before; the sessions go first. */
+static void test_batched(void) {
+    reset();
+    int sch_made = schedulers_made, sch_freed = schedulers_freed;
+    int made_before = sessions_made, freed_before = sessions_freed;
+    char err[160];
+    jobs *j = make(3, 2, 2, 3, err, sizeof err);
+    CHECK(j != NULL);
+    if (!j) {
+        return;
+    }
+    CHECK_EQ_INT(schedulers_made - sch_made, 1);
+    CHECK_EQ_INT(sessions_made - made_before, 3);
+    CHECK(last_scheduler != NULL);
+    if (last_scheduler) {
+        CHECK_EQ_INT(last_scheduler->params.n_threads, 2);
+        CHECK_EQ_INT(last_scheduler->params.max_batch, 3);
+    }
+    CHECK_EQ_INT(last_n_threads, 1);
+    kz_scheduler_stats st;
+    CHECK(jobs_batch_stats(j, &st));
+    CHECK(memcmp(&st, &STATS, sizeof st) == 0);
+    task_arg args[3];
+    for (int i = 0; i < 3; i++) {
+        args[i] = (task_arg){.index = i, .wait_gate = true};
+        CHECK_EQ_INT(jobs_submit(j, task, &args[i]), JOBS_OK);
+    }
+    CHECK(wait_inside(3)); // the three requests are in flight together
+    open_gate();
+    jobs_free(j);
+    CHECK_EQ_INT(n_order, 3);
+    CHECK_EQ_INT(sessions_freed - freed_before, 3);
+    CHECK_EQ_INT(schedulers_freed - sch_freed, 1);
+    CHECK_EQ_INT(sessions_alive_at_scheduler_free, 0);
+    // Threads 0: the scheduler's default; one worker may still have a scheduler.
+    j = make(1, 0, 0, 2, err, sizeof err);
+    CHECK(j != NULL);
+    CHECK(last_scheduler != NULL && last_scheduler->params.n_threads == 0);
+    CHECK_EQ_INT(last_n_threads, 1);
+    jobs_free(j);
 }
 
 int main(void) {
     test_fifo();
+    test_batched();
     test_parallel();
     test_no_queue_and_close();
     test_failures();

@@ -4,7 +4,9 @@
  * values, a number); every metric of metrics.h is typed as it says; counters, sums and
  * counts hold what was recorded (also from several threads at once); each histogram's
  * buckets grow with le and end at +Inf == _count; label values are escaped; the gauges
- * come from the job queue (a test double of jobs_counts here).
+ * come from the job queue (test doubles of jobs_counts and jobs_batch_stats here); the
+ * batch figures are the scheduler's when there is one, and without one the batch is 1
+ * while a request runs and every frame is a step.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -19,11 +21,18 @@
 /* The job queue's counts, as a test double: metrics_render reads only these. */
 struct jobs {
     int running, queued;
+    bool batched;            // has a scheduler
+    kz_scheduler_stats stats; // its counters
 };
 
 void jobs_counts(jobs *j, int *running, int *queued) {
     *running = j->running;
     *queued = j->queued;
+}
+
+bool jobs_batch_stats(jobs *j, kz_scheduler_stats *out) {
+    *out = j->batched ? j->stats : (kz_scheduler_stats){0};
+    return j->batched;
 }
 
 static bool name_char(char c, bool first) {
@@ -217,6 +226,53 @@ static void test_render(void) {
     metrics_free(m);
 }
 
+static void check_batch(const char *text, double size, double waiting, double steps,
+                        double frames) {
+    check_type(text, "kztts_batch_size", "gauge");
+    check_type(text, "kztts_batch_waiting", "gauge");
+    check_type(text, "kztts_batch_steps_total", "counter");
+    check_type(text, "kztts_batch_frames_total", "counter");
+    CHECK_NEAR(value(text, "kztts_batch_size"), size, 0);
+    CHECK_NEAR(value(text, "kztts_batch_waiting"), waiting, 0);
+    CHECK_NEAR(value(text, "kztts_batch_steps_total"), steps, 0);
+    CHECK_NEAR(value(text, "kztts_batch_frames_total"), frames, 0);
+}
+
+/* With a scheduler its counters are shown as they are; without, the frames the workers
+ * reported are both the steps and the frames, and the batch is 1 while any request runs. */
+static void test_batch(void) {
+    metrics *m = metrics_new();
+    for (int i = 0; i < 5; i++) {
+        metrics_frame(m);
+    }
+    jobs batched = {.running = 3, .queued = 1, .batched = true,
+                    .stats = {.active = 3, .waiting = 2, .steps = 40, .frames = 110,
+                              .prefills = 3}};
+    char *text = metrics_render(m, &batched);
+    CHECK(text != NULL);
+    if (text) {
+        check_lines(text);
+        check_batch(text, 3, 2, 40, 110);
+        free(text);
+    }
+    jobs alone = {.running = 2, .queued = 4};
+    text = metrics_render(m, &alone);
+    CHECK(text != NULL);
+    if (text) {
+        check_batch(text, 1, 0, 5, 5);
+        free(text);
+    }
+    jobs idle = {0};
+    text = metrics_render(m, &idle);
+    CHECK(text != NULL);
+    if (text) {
+        check_batch(text, 0, 0, 5, 5);
+        free(text);
+    }
+    metrics_frame(NULL);
+    metrics_free(m);
+}
+
 static void test_empty(void) {
     metrics *m = metrics_new();
     char *text = metrics_render(m, NULL);
@@ -226,6 +282,7 @@ static void test_empty(void) {
         CHECK_NEAR(value(text, "kztts_requests_running"), 0, 0);
         CHECK_NEAR(value(text, "kztts_audio_seconds_total"), 0, 0);
         check_histogram(text, "kztts_time_to_first_audio_seconds", "", 0, 0);
+        check_batch(text, 0, 0, 0, 0);
         free(text);
     }
     metrics_free(m);
@@ -239,6 +296,7 @@ static void *record(void *arg) {
     for (int i = 0; i < N_EACH; i++) {
         metrics_request(m, i % 2 ? "speech" : "voices", 200, 0.01 * (i % 50), 0.1, 0.5);
         metrics_rejected(m, "timeout");
+        metrics_frame(m);
     }
     return NULL;
 }
@@ -259,6 +317,7 @@ static void test_threads(void) {
         CHECK_NEAR(value(text, "kztts_requests_total{route=\"speech\",status=\"200\"}"), N_THREADS * N_EACH / 2, 0);
         CHECK_NEAR(value(text, "kztts_requests_rejected_total{reason=\"timeout\"}"), N_THREADS * N_EACH, 0);
         CHECK_NEAR(value(text, "kztts_audio_seconds_total"), N_THREADS * N_EACH * 0.5, 1e-3);
+        CHECK_NEAR(value(text, "kztts_batch_frames_total"), N_THREADS * N_EACH, 0);
         check_histogram(text, "kztts_time_to_first_audio_seconds", "", N_THREADS * N_EACH, N_THREADS * N_EACH * 0.1);
         free(text);
     }
@@ -268,6 +327,7 @@ static void test_threads(void) {
 int main(void) {
     test_render();
     test_empty();
+    test_batch();
     test_threads();
     return test_main_result("test_metrics");
 }

@@ -3,7 +3,8 @@
  *
  * Data flow: options -> the API keys and metrics -> listen (so /health answers and
  * /ready says "loading" while the model loads) -> one line "listening on URL" -> the
- * model, the job queue (--parallel sessions), the voices store -> ready. The main thread
+ * model, the job queue (--parallel sessions; with a batch of two or more, one scheduler
+ * stepping them together on --threads threads), the voices store -> ready. The main thread
  * then waits for SIGTERM or SIGINT -> draining (/ready and new speech requests 503) ->
  * the queue refuses new jobs -> wait until no job runs or waits and no response is in
  * progress, at most --drain-timeout -> stop listening, close what is left, exit 0.
@@ -35,6 +36,11 @@
 /* How often the main thread looks for a signal and, while draining, for idleness. */
 #define WAIT_MS 50
 
+/* By default every request in flight steps together, up to this many (kz_scheduler's own
+ * default): a step takes longer the larger its batch, and the cap keeps each listener's
+ * frames coming in time when --parallel is large. */
+#define DEFAULT_MAX_BATCH 8
+
 static void sleep_ms(int ms) {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -54,7 +60,7 @@ typedef struct serve_opts {
 /* Parses argv into o; 0 to run, or the exit status (help: 0, bad options: 2). */
 static int parse(int argc, char **argv, serve_opts *o, int *exit_status) {
     int64_t port = 8000, parallel = 1, max_queue = 16, threads = 0, max_body = 16 << 20,
-            max_input = 4096, idle = 30;
+            max_input = 4096, idle = 30, max_batch = 0;
     double drain = 25, request_timeout = 600;
     bool help = false, quiet = false;
     serve_config *c = &o->cfg;
@@ -65,6 +71,7 @@ static int parse(int argc, char **argv, serve_opts *o, int *exit_status) {
         ARG_OPT_STRING("--voices-dir", NULL, &c->voices_dir, "DIR where uploaded voices live, shareable by replicas (default: none, uploads refused)"),
         ARG_OPT_STRING("--api-key-file", NULL, &c->api_key_file, "FILE of API keys, one a line; requests then need 'Authorization: Bearer KEY' (default: no keys)"),
         ARG_OPT_INT("--parallel", NULL, &parallel, 1, 64, "N requests synthesizing at once, one session each (default 1)"),
+        ARG_OPT_INT("--max-batch", NULL, &max_batch, 0, 64, "N requests whose language model steps together, one weight read for all (default 0: --parallel, at most 8; 1: no batching)"),
         ARG_OPT_INT("--max-queue", NULL, &max_queue, 0, 4096, "N requests waiting beyond those; more get 429 (default 16)"),
         ARG_OPT_INT("--max-body", NULL, &max_body, 1024, 1 << 30, "BYTES a request body may have; more gets 413 (default 16 MiB)"),
         ARG_OPT_INT("--max-input", NULL, &max_input, 1, 1 << 20, "CHARS of 'input' a speech request may have (default 4096)"),
@@ -72,7 +79,7 @@ static int parse(int argc, char **argv, serve_opts *o, int *exit_status) {
         ARG_OPT_DOUBLE("--drain-timeout", NULL, &drain, 0, 3600, "S seconds in-flight requests get to finish after SIGTERM or SIGINT (default 25)"),
         ARG_OPT_ABOVE("--request-timeout", NULL, &request_timeout, 0, 86400, "S seconds a request may take in all (default 600)"),
         ARG_OPT_INT("--idle-timeout", NULL, &idle, 1, 3600, "S seconds a connection may stay silent before it is closed (default 30)"),
-        ARG_OPT_INT("--threads", "-t", &threads, 0, 1024, "N compute threads per session (default 0: online CPUs / --parallel)"),
+        ARG_OPT_INT("--threads", "-t", &threads, 0, 1024, "N the server's compute threads: with batching, the one pool every request in flight computes on (default 0: online CPUs, at most 8); with --max-batch 1, each session's (default 0: online CPUs / --parallel)"),
         ARG_OPT_CHOICE("--isa", NULL, &o->isa, CLI_ISA_NAMES, "ISA  cap the kernels' instruction set (default auto)"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &o->codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
         ARG_OPT_FLAG("--quiet", "-q", &quiet, "no log line per request, no progress lines"),
@@ -102,6 +109,8 @@ static int parse(int argc, char **argv, serve_opts *o, int *exit_status) {
     c->parallel = (int)parallel;
     c->max_queue = (int)max_queue;
     c->threads = (int)threads;
+    c->max_batch = max_batch > 0 ? (int)max_batch
+                                 : (int)(parallel < DEFAULT_MAX_BATCH ? parallel : DEFAULT_MAX_BATCH);
     c->max_body = (size_t)max_body;
     c->max_input_chars = (int)max_input;
     c->drain_timeout = drain;
@@ -158,8 +167,9 @@ static int open_engine(server *s, const serve_opts *o) {
     if (load_model(o, &s->model) != 0) {
         return -1;
     }
-    if (!(s->jobs = jobs_new(s->model, o->cfg.parallel, o->cfg.max_queue, o->cfg.threads, err,
-                             sizeof err)) ||
+    const jobs_params jp = {.parallel = o->cfg.parallel, .max_queue = o->cfg.max_queue,
+                            .n_threads = o->cfg.threads, .max_batch = o->cfg.max_batch};
+    if (!(s->jobs = jobs_new(s->model, &jp, err, sizeof err)) ||
         !(s->voices = voices_open(s->model, o->cfg.voices_dir, err, sizeof err))) {
         fprintf(stderr, "kztts serve: %s\n", err);
         return -1;
@@ -236,8 +246,8 @@ int cmd_serve(int argc, char **argv) {
     }
     atomic_store(&s.ready, true);
     if (!o.cfg.quiet) {
-        fprintf(stderr, "kztts serve: ready (model %s, %d parallel, queue %d)\n", id,
-                o.cfg.parallel, o.cfg.max_queue);
+        fprintf(stderr, "kztts serve: ready (model %s, %d parallel, batch %d, queue %d)\n", id,
+                o.cfg.parallel, o.cfg.max_batch, o.cfg.max_queue);
     }
     while (!interrupt_pending()) {
         sleep_ms(WAIT_MS);

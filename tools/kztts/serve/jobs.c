@@ -7,15 +7,22 @@
  * Admission counts jobs waiting plus jobs running against parallel + max_queue, so with
  * idle workers a job is taken at once and with busy ones at most max_queue wait.
  * jobs_close refuses new jobs; jobs_free closes, lets the workers empty the queue, joins
- * them and frees their sessions.
+ * them and frees their sessions, then the scheduler (it must outlive every session
+ * attached to it).
  *
- * Sessions are made in jobs_new, before any request, so a machine that cannot hold them
- * fails at start-up with a message rather than on the first request.
+ * With max_batch >= 2 the sessions are attached to one kz_scheduler: its thread and pool
+ * (n_threads) do all the synthesis compute of every request in flight, the language
+ * models stepped as one batch and the codec chunks between the batches, so one pool owns
+ * the cores; a session's own threads would serve only kz_decode, so it gets one. The
+ * scheduler admits requests in the order they reach it, and the FIFO hands jobs out in
+ * arrival order, so no request overtakes an earlier one.
+ *
+ * The scheduler and sessions are made in jobs_new, before any request, so a machine that
+ * cannot hold them fails at start-up with a message rather than on the first request.
  */
 #include "jobs.h"
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -44,6 +51,7 @@ struct jobs {
     bool closed;           // no new jobs
     bool stopping;         // workers exit once the queue is empty
     worker *workers;       // [parallel]
+    kz_scheduler *scheduler; // NULL: max_batch 1, each session steps alone
 };
 
 /* Takes the oldest job, waiting for one; NULL when stopping with an empty queue. */
@@ -88,10 +96,35 @@ static int session_threads(int parallel, int n_threads) {
     return per_worker > 0 ? per_worker : 1;
 }
 
-static int start_workers(jobs *j, const kz_model *model, int n_threads, char *err, size_t n_err) {
+/* The session parameters of every worker; with a scheduler (made here) n_threads goes to
+ * the scheduler and the session keeps one thread (kz_decode's, which the server does not
+ * call). */
+static int session_params(jobs *j, const kz_model *model, const jobs_params *p,
+                          kz_session_params *sp, char *err, size_t n_err) {
+    kz_session_default_params(sp);
+    if (p->max_batch < 2) {
+        sp->n_threads = session_threads(p->parallel, p->n_threads);
+        return 0;
+    }
+    kz_scheduler_params sch;
+    kz_scheduler_default_params(&sch);
+    sch.n_threads = p->n_threads;
+    sch.max_batch = p->max_batch;
+    if (kz_scheduler_new(model, &sch, &j->scheduler) != KZ_OK) {
+        snprintf(err, n_err, "scheduler (batch %d): %s", p->max_batch, kz_last_error());
+        return -1;
+    }
+    sp->scheduler = j->scheduler;
+    sp->n_threads = 1;
+    return 0;
+}
+
+static int start_workers(jobs *j, const kz_model *model, const jobs_params *p, char *err,
+                         size_t n_err) {
     kz_session_params sp;
-    kz_session_default_params(&sp);
-    sp.n_threads = session_threads(j->parallel, n_threads);
+    if (session_params(j, model, p, &sp, err, n_err) != 0) {
+        return -1;
+    }
     for (int i = 0; i < j->parallel; i++) {
         worker *w = &j->workers[i];
         w->owner = j;
@@ -109,12 +142,14 @@ static int start_workers(jobs *j, const kz_model *model, int n_threads, char *er
     return 0;
 }
 
-jobs *jobs_new(const kz_model *model, int parallel, int max_queue, int n_threads, char *err,
-               size_t n_err) {
-    if (parallel < 1 || max_queue < 0 || n_threads < 0) {
-        snprintf(err, n_err, "parallel must be >= 1, max_queue and threads >= 0");
+jobs *jobs_new(const kz_model *model, const jobs_params *p, char *err, size_t n_err) {
+    if (p->parallel < 1 || p->max_queue < 0 || p->n_threads < 0 || p->max_batch < 1 ||
+        p->max_batch > 64) {
+        snprintf(err, n_err, "parallel must be >= 1, max_queue and threads >= 0, "
+                 "max_batch 1..64");
         return NULL;
     }
+    const int parallel = p->parallel;
     jobs *j = calloc(1, sizeof *j);
     worker *workers = calloc((size_t)parallel, sizeof *workers);
     if (!j || !workers) {
@@ -126,9 +161,9 @@ jobs *jobs_new(const kz_model *model, int parallel, int max_queue, int n_threads
     pthread_mutex_init(&j->mutex, NULL);
     pthread_cond_init(&j->work, NULL);
     j->parallel = parallel;
-    j->max_queue = max_queue;
+    j->max_queue = p->max_queue;
     j->workers = workers;
-    if (start_workers(j, model, n_threads, err, n_err) != 0) {
+    if (start_workers(j, model, p, err, n_err) != 0) {
         jobs_free(j);
         return NULL;
     }
@@ -172,6 +207,15 @@ void jobs_counts(jobs *j, int *running, int *queued) {
     pthread_mutex_unlock(&j->mutex);
 }
 
+bool jobs_batch_stats(jobs *j, kz_scheduler_stats *out) {
+    *out = (kz_scheduler_stats){0};
+    if (!j->scheduler) {
+        return false;
+    }
+    kz_scheduler_get_stats(j->scheduler, out);
+    return true;
+}
+
 void jobs_close(jobs *j) {
     pthread_mutex_lock(&j->mutex);
     j->closed = true;
@@ -193,6 +237,7 @@ void jobs_free(jobs *j) {
         }
         kz_session_free(j->workers[i].session);
     }
+    kz_scheduler_free(j->scheduler); // after the sessions attached to it
     // Workers empty the queue before they exit; jobs are left only when none started.
     for (job *jb = j->head; jb;) {
         job *next = jb->next;

@@ -5,8 +5,12 @@
  * route and status, a duration histogram per route, the first-audio histogram, the
  * audio seconds); routes and handlers -> metrics_rejected (a counter per reason); all
  * under one mutex, in small lists that grow as new label values appear (routes and
- * reasons are a handful of literals). GET /metrics -> metrics_render writes the text
- * exposition format, gauges read from the job queue at that moment.
+ * reasons are a handful of literals). The workers -> metrics_frame per frame (an atomic
+ * counter). GET /metrics -> metrics_render writes the text exposition format, gauges read
+ * from the job queue at that moment, the batch figures from its scheduler. Without a
+ * scheduler each session steps alone: the batch is 1 while any request runs, nothing
+ * waits for a place in it, and every frame counted here is a step of its own, so
+ * frames / steps is the mean batch size either way.
  * Buckets span what TTS latencies span: tens of milliseconds to first audio, up to
  * minutes for a long input.
  */
@@ -15,6 +19,7 @@
 #include "metrics.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +61,7 @@ struct metrics {
     size_t n_rejected;
     histogram first_audio;
     double audio_s;
+    atomic_llong frames; // made by the workers' sessions (used without a scheduler)
 };
 
 metrics *metrics_new(void) {
@@ -170,6 +176,12 @@ void metrics_rejected(metrics *m, const char *reason) {
     pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_frame(metrics *m) {
+    if (m) {
+        atomic_fetch_add_explicit(&m->frames, 1, memory_order_relaxed);
+    }
+}
+
 /* A label value as the exposition format wants it: backslash, quote, newline escaped. */
 static void put_label(FILE *f, const char *value) {
     for (const char *p = value; *p; p++) {
@@ -236,6 +248,30 @@ static void put_counters(FILE *f, const metrics *m) {
                "kztts_audio_seconds_total %.6f\n", m->audio_s);
 }
 
+/* The batch gauges and counters: the scheduler's, or those of sessions stepping alone. */
+static void put_batch(FILE *f, metrics *m, jobs *j, int running) {
+    kz_scheduler_stats st;
+    if (!j || !jobs_batch_stats(j, &st)) {
+        const long long frames = atomic_load_explicit(&m->frames, memory_order_relaxed);
+        st = (kz_scheduler_stats){.active = running > 0, .steps = frames, .frames = frames};
+    }
+    fprintf(f, "# HELP kztts_batch_size Requests whose language model steps together now.\n"
+               "# TYPE kztts_batch_size gauge\n"
+               "kztts_batch_size %d\n"
+               "# HELP kztts_batch_waiting Requests waiting for a place in the batch.\n"
+               "# TYPE kztts_batch_waiting gauge\n"
+               "kztts_batch_waiting %d\n"
+               "# HELP kztts_batch_steps_total Language-model steps run, each one frame for "
+               "every request in its batch.\n"
+               "# TYPE kztts_batch_steps_total counter\n"
+               "kztts_batch_steps_total %lld\n"
+               "# HELP kztts_batch_frames_total Frames made by those steps (frames / steps: "
+               "the mean batch size).\n"
+               "# TYPE kztts_batch_frames_total counter\n"
+               "kztts_batch_frames_total %lld\n",
+            (int)st.active, (int)st.waiting, (long long)st.steps, (long long)st.frames);
+}
+
 char *metrics_render(metrics *m, jobs *j) {
     char *text = NULL;
     size_t n_text = 0;
@@ -267,6 +303,7 @@ char *metrics_render(metrics *m, jobs *j) {
                "# HELP kztts_requests_queued Speech requests waiting for a worker.\n"
                "# TYPE kztts_requests_queued gauge\n"
                "kztts_requests_queued %d\n", running, queued);
+    put_batch(f, m, j, running);
     const bool failed = ferror(f) != 0;
     if (fclose(f) != 0 || failed) {
         free(text);

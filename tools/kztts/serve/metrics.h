@@ -7,7 +7,10 @@
  *   kztts_requests_rejected_total{reason}         counter (queue_full, draining, auth,
  *                                                   body_too_large, timeout)
  *   kztts_requests_running, kztts_requests_queued gauges (from jobs.h at render time)
- * Thread-safe; updated when a response is done.
+ *   kztts_batch_size, kztts_batch_waiting         gauges (the scheduler's, at render time)
+ *   kztts_batch_steps_total, kztts_batch_frames_total  counters (the scheduler's; without
+ *                                                   one, every frame is a step of its own)
+ * Thread-safe; updated when a response is done (frames: as they are made).
  */
 #ifndef KZ_METRICS_H
 #define KZ_METRICS_H
@@ -28,8 +31,11 @@ void metrics_request(metrics *m, const char *route, int status, double duration_
 /* One request refused for reason (a literal, see above). */
 void metrics_rejected(metrics *m, const char *reason);
 
-/* The exposition text (malloc'ed, caller frees), gauges read from j (may be NULL).
- * NULL when out of memory. */
+/* One codec frame made by a worker (the batch counters without a scheduler). Lock-free. */
+void metrics_frame(metrics *m);
+
+/* The exposition text (malloc'ed, caller frees), gauges and the batch counters read from
+ * j (may be NULL). NULL when out of memory. */
 char *metrics_render(metrics *m, jobs *j);
 
 #endif

@@ -3,11 +3,12 @@
  * handlers.
  *
  * Data flow: cmd_serve.c parses the options, loads the model once, opens the voices
- * store, the job queue (jobs.h: --parallel sessions) and the metrics, then starts the
- * HTTP layer (http.h). Each request reaches routes.c, which checks the API key and hands
- * it to a handler below; the speech handler queues a job whose worker synthesizes into a
- * byte stream (stream.h) that the HTTP layer sends chunk by chunk. SIGTERM/SIGINT set
- * draining: /ready and new speech requests get 503 while in-flight streams finish.
+ * store, the job queue (jobs.h: --parallel sessions, batched by one scheduler) and the
+ * metrics, then starts the HTTP layer (http.h). Each request reaches routes.c, which
+ * checks the API key and hands it to a handler below; the speech handler queues a job
+ * whose worker synthesizes into a byte stream (stream.h) that the HTTP layer sends chunk
+ * by chunk. SIGTERM/SIGINT set draining: /ready and new speech requests get 503 while
+ * in-flight streams finish.
  */
 #ifndef KZ_SERVE_H
 #define KZ_SERVE_H
@@ -34,7 +35,10 @@ typedef struct serve_config {
     const char *cors_origin;  /* NULL: no CORS headers */
     int parallel;             /* requests synthesizing at once, default 1 */
     int max_queue;            /* requests waiting beyond those, default 16 */
-    int threads;              /* compute threads per session, 0 = online CPUs / parallel */
+    int threads;              /* the server's compute threads, 0 = automatic (see
+                                 jobs_params.n_threads) */
+    int max_batch;            /* requests stepped together, 1..64: 1 = no scheduler;
+                                 the option's 0 is resolved to min(parallel, 8) */
     size_t max_body;          /* request body limit, default 16 MiB */
     int max_input_chars;      /* `input` limit in characters, default 4096 */
     double drain_timeout;     /* seconds in-flight requests get after SIGTERM, default 25 */

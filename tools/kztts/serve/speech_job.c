@@ -219,6 +219,7 @@ static bool on_frame(const int32_t *codes, int32_t n_codebooks, int64_t pos_fram
     (void)pos_frame;
     speech_job *j = user;
     j->n_frames++;
+    metrics_frame(j->server->metrics);
     return job_alive(j);
 }
 

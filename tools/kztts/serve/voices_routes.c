@@ -335,9 +335,12 @@ static void clone_run(kz_session *session, void *arg) {
     pthread_mutex_unlock(&j->lock);
 }
 
-/* The threads a worker's session computes with (serve.h: 0 = online CPUs / parallel),
- * for cloning without workers. */
+/* The threads a worker's session computes with (jobs.h: --threads, or online CPUs /
+ * parallel; one beside a scheduler), for cloning without workers. */
 static int clone_threads(const serve_config *cfg) {
+    if (cfg->max_batch >= 2) {
+        return 1;
+    }
     if (cfg->threads > 0) {
         return cfg->threads;
     }
