@@ -4,8 +4,9 @@ Checks: --json prints one object with a level per concurrency, in the order give
 stream's frames arrive (audio frames and the scheduler's frame count are N x --frames),
 the scheduler's mean batch is frames / steps and lies between 1 and N, the timings are
 positive and ordered (RTF p50 <= worst, first audio p50 <= p95 <= the level's wall time),
-the speed-up is against N = 1 (1 there, null when 1 is not listed) and the floor is the
-formula of the help with the numbers printed beside it; the text output has a row per N
+the speed-up is against N = 1 (1 there, null when 1 is not listed), the floor is the
+formula of the help with the numbers printed beside it, and so is the language model's
+part of it at the mean batch, against the scheduler's time per batched step; the text output has a row per N
 and the formula; bad lists (0, 99, 1,x, 1,,2) and options that do not apply exit 2 with
 one line naming the problem; --help documents the option. No time is asserted.
 """
@@ -50,6 +51,13 @@ def check_floor(j, lv):
           f"N={n}: floor {lv['floor_step_ms']} ms, {lv['floor_frames_per_s']} f/s vs {step} ms")
     check(near(lv["pct_of_floor"], 100 * lv["frames_per_s"] / lv["floor_frames_per_s"]),
           f"N={n}: % of floor {lv['pct_of_floor']}")
+    lm = read + lv["mean_batch"] * row
+    check(lv["lm_ms_per_step"] > 0 and near(lv["lm_floor_ms_per_step"], lm)
+          and near(lv["lm_pct_of_floor"], 100 * lm / lv["lm_ms_per_step"]),
+          f"N={n}: LM step {lv['lm_ms_per_step']} ms, floor {lv['lm_floor_ms_per_step']} vs {lm}")
+    check(lv["prefill_ms_per_stream"] > 0 and lv["between_batches_ms_per_frame"] > 0,
+          f"N={n}: prefill {lv['prefill_ms_per_stream']}, between"
+          f" {lv['between_batches_ms_per_frame']}")
 
 
 def check_level(j, lv, n, frames):
@@ -95,9 +103,17 @@ def check_json(a):
 def check_text(a):
     r = run([a.kztts, "bench", "-m", a.tiny, "--concurrency", "2,1", "--frames", "3",
              "--repeat", "2"])
-    rows = [ln.split() for ln in r.stdout.splitlines()]
-    ns = [row[0] for row in rows if row and row[0].isdigit()]
-    check(r.returncode == 0 and ns == ["2", "1"] and "floor frames/s at N" in r.stdout,
+    # Two tables, each a header row starting with N and a row per concurrency.
+    tables, rows = [], None
+    for ln in r.stdout.splitlines():
+        first = (ln.split() or [""])[0]
+        if first == "N":
+            rows = []
+            tables.append(rows)
+        elif rows is not None and first.isdigit():
+            rows.append(first)
+    check(r.returncode == 0 and tables == [["2", "1"], ["2", "1"]]
+          and "floor frames/s at N" in r.stdout,
           f"bench --concurrency text: exit {r.returncode} {r.stderr.strip()} {r.stdout[:600]}")
 
 

@@ -10,7 +10,8 @@
  * scheduler's pool), a warm-up round of 2 frames, then --repeat rounds: N threads
  * released together by a barrier, each synthesizing the fixed request of --frames frames
  * with its own seed, streaming; each stream's start, first audio callback, end and
- * samples, the scheduler's counters before and after, the sessions' codec FLOP -> the
+ * samples, the scheduler's counters and times before and after, the sessions' codec
+ * FLOP -> the
  * machine probes (after the runs, so that their threads and buffer compete with
  * nothing) -> the floor per N -> bench_concurrency_report.c prints.
  */
@@ -213,6 +214,9 @@ static kz_status timed_rounds(const level_run *c, kz_scheduler *sch, stream *xs,
     kz_scheduler_get_stats(sch, &s1);
     L->sched_frames = s1.frames - s0.frames;
     L->sched_steps = s1.steps - s0.steps;
+    L->lm_ms_per_step = L->sched_steps ? (s1.batch_ms - s0.batch_ms) / (double)L->sched_steps : 0;
+    L->prompt_ms = (s1.prompt_ms - s0.prompt_ms) / (double)(n * rounds);
+    L->between_ms = L->sched_frames ? (s1.short_ms - s0.short_ms) / (double)L->sched_frames : 0;
     if (st == KZ_OK) {
         summarize(c, L, rtf, first, fps, wall);
     }
@@ -327,6 +331,9 @@ static void level_floor(const bench_concurrency_result *r, bench_concurrency_lev
     L->floor_step_ms = r->lm_read_ms + L->n * (r->lm_row_ms + L->codec_floor_ms);
     L->floor_frames_per_s = L->n / (L->floor_step_ms * 1e-3);
     L->pct_of_floor = 100 * L->frames_per_s / L->floor_frames_per_s;
+    const double batch = L->sched_steps ? (double)L->sched_frames / (double)L->sched_steps : 0;
+    L->lm_floor_ms = r->lm_read_ms + batch * r->lm_row_ms;
+    L->lm_pct_of_floor = L->lm_ms_per_step > 0 ? 100 * L->lm_floor_ms / L->lm_ms_per_step : 0;
 }
 
 static void engine_facts(const kz_model *m, const kz_session *s, int threads,

@@ -11,7 +11,9 @@
  * start to the last end), per-stream real-time factor (p50, worst), first audio (p50,
  * p95: from a stream's start to its first audio callback), the scheduler's mean batch
  * (frames / steps of kz_scheduler_get_stats), the speed-up against N = 1 of the same run
- * and the batched floor:
+ * and the batched floor; and from the scheduler's counters the language model's time per
+ * batched step against its part of the floor (W / BW + B 2 W / (4 P) at the mean batch B),
+ * the prefills' time and the time between batches (the codec's chunks):
  *
  *   floor frames/s at N = N / (W / BW + N * (2 W / (4 P) + codec floor per frame))
  *
@@ -64,6 +66,11 @@ typedef struct bench_concurrency_level {
     double speedup;           /* frames_per_s / that of N = 1; 0 when 1 is not listed */
     double rtf_p50, rtf_worst;/* stream wall time / its audio seconds, over every stream */
     double first_audio_p50_ms, first_audio_p95_ms;
+    double lm_ms_per_step;    /* the scheduler's wall time in batched steps / steps */
+    double lm_floor_ms;       /* a step of the mean batch B at the floor: W / BW + B 2W/(4P) */
+    double lm_pct_of_floor;   /* 100 * lm_floor_ms / lm_ms_per_step */
+    double prompt_ms;         /* the scheduler's wall time in prefills, per stream */
+    double between_ms;        /* its wall time between batches (codec chunks), per frame */
     double codec_gflop_per_frame; /* measured in these streams */
     double codec_floor_ms;    /* C: their codec FLOP per frame at the peaks */
     double floor_step_ms;     /* one batched frame step at the floor (formula above) */

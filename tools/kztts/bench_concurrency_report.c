@@ -3,7 +3,9 @@
  * aligned text or as one JSON object (cJSON).
  *
  * Text: the run's shape, the machine's limits and the floor's terms, one row per
- * concurrency, then the floor's formula. JSON: the same numbers, keys in snake_case, one
+ * concurrency, a second table with the scheduler's own times (the language model's steps
+ * against their part of the floor, prefills, the work between batches), then the
+ * floor's formula. JSON: the same numbers, keys in snake_case, one
  * object per concurrency in "levels"; numbers that are absent (no N = 1 for the
  * speed-up, a limit not measured for the floor) are null.
  */
@@ -57,11 +59,26 @@ void bench_concurrency_print_text(const bench_concurrency_result *r) {
         }
         printf("\n");
     }
+    printf("%4s %11s %12s %10s %14s %18s\n", "N", "LM ms/step", "LM floor ms", "LM % floor",
+           "prefill ms", "between ms/frame");
+    for (int i = 0; i < r->n_levels; i++) {
+        const bench_concurrency_level *L = &r->levels[i];
+        printf("%4d %11.2f", L->n, L->lm_ms_per_step);
+        if (L->lm_floor_ms > 0) {
+            printf(" %12.2f %8.0f %%", L->lm_floor_ms, L->lm_pct_of_floor);
+        } else {
+            printf(" %12s %10s", "-", "-");
+        }
+        printf(" %14.1f %18.2f\n", L->prompt_ms, L->between_ms);
+    }
     printf("(frames/s: all streams' frames / wall time from the first start to the last end, "
            "median of the rounds;\nspeed-up: against N = 1 of this run; batch: the "
            "scheduler's frames / steps; RTF: a stream's wall time / its\naudio; 1st: first "
            "audio from a stream's start, p50 and p95 of every stream;\ncodec ms: C, the "
-           "codec's floor per frame)\n" BENCH_CONCURRENCY_FLOOR_HELP);
+           "codec's floor per frame; LM: the scheduler's time in batched steps per step, "
+           "against\nW / BW + B 2 W / (4 P) at the mean batch B; prefill: its time in "
+           "prefills per stream; between:\nits time between batches, the codec's chunks, "
+           "per frame)\n" BENCH_CONCURRENCY_FLOOR_HELP);
 }
 
 /* A number, or null when absent. */
@@ -94,6 +111,11 @@ static cJSON *json_level(const bench_concurrency_result *r, const bench_concurre
     add_num(x, "floor_step_ms", L->floor_step_ms, fl);
     add_num(x, "floor_frames_per_s", L->floor_frames_per_s, fl);
     add_num(x, "pct_of_floor", L->pct_of_floor, fl);
+    cJSON_AddNumberToObject(x, "lm_ms_per_step", L->lm_ms_per_step);
+    add_num(x, "lm_floor_ms_per_step", L->lm_floor_ms, fl);
+    add_num(x, "lm_pct_of_floor", L->lm_pct_of_floor, fl && L->lm_ms_per_step > 0);
+    cJSON_AddNumberToObject(x, "prefill_ms_per_stream", L->prompt_ms);
+    cJSON_AddNumberToObject(x, "between_batches_ms_per_frame", L->between_ms);
     return x;
 }
 
