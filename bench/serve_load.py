@@ -10,6 +10,8 @@ back to back, one connection each, and the level's wall time, statuses, audio se
 (from the pcm/wav bytes) and per-request times give:
     requests/s       200 responses per second of the level's wall time
     audio s/s        seconds of audio received per second of wall time
+    frames/s         the same in codec frames (FRAME_S of audio each): the aggregate
+                     frames/s of `kztts bench --concurrency`, through HTTP
     first audio      request sent -> first body byte (the first audio of a pcm stream)
     total            request sent -> last body byte
 A 429 counts as rejected, any other non-200 as an error; neither is retried.
@@ -61,6 +63,7 @@ import urllib.parse
 BENCH_SENTENCE = "Hello, world! I am its transparent. 12"  # kztts bench's sentence (docs/CLI.md)
 PCM_BYTES_PER_S = 24000 * 2                                # pcm: 24 kHz s16le mono
 WAV_HEADER = 44
+FRAME_S = 1920 / 24000                                     # audio per codec frame
 # The server's line per request (tools/kztts/serve/http.c): id, method, path, route, status.
 LOG_LINE = re.compile(r"^(req-\d+) \S+ \S+ \S+ \d+ audio=\S+ first_audio=(-|[\d.]+)ms total=([\d.]+)ms")
 
@@ -207,6 +210,7 @@ def level(a, url, body, c):
         "error_statuses": sorted({str(r[0]) for r in results if r[0] not in (200, 429)}),
         "wall_s": wall, "requests_per_s": len(ok) / wall,
         "audio_s_per_s": audio / wall if audio is not None else None,
+        "frames_per_s": audio / wall / FRAME_S if audio is not None else None,
         "audio_s_per_request": audio / len(ok) if audio is not None and ok else None,
         "first_audio_p50_ms": pct(fa, 50), "first_audio_p95_ms": pct(fa, 95),
         "total_p50_ms": pct(tot, 50), "total_p95_ms": pct(tot, 95),
@@ -266,11 +270,11 @@ def fmt(v, spec=".1f"):
 
 def print_levels(levels):
     print(f"{'conc':>4} {'req':>4} {'ok':>4} {'429':>4} {'err':>4} {'wall s':>7} {'req/s':>6} "
-          f"{'audio s/s':>9} {'1st audio p50/p95 ms':>21} {'total p50/p95 ms':>18}")
+          f"{'audio s/s':>9} {'frames/s':>8} {'1st audio p50/p95 ms':>21} {'total p50/p95 ms':>18}")
     for L in levels:
         print(f"{L['concurrency']:>4} {L['requests']:>4} {L['ok']:>4} {L['rejected_429']:>4} "
               f"{L['errors']:>4} {L['wall_s']:>7.1f} {L['requests_per_s']:>6.2f} "
-              f"{fmt(L['audio_s_per_s'], '.2f'):>9} "
+              f"{fmt(L['audio_s_per_s'], '.2f'):>9} {fmt(L['frames_per_s'], '.1f'):>8} "
               f"{fmt(L['first_audio_p50_ms']) + ' / ' + fmt(L['first_audio_p95_ms']):>21} "
               f"{fmt(L['total_p50_ms'], '.0f') + ' / ' + fmt(L['total_p95_ms'], '.0f'):>18}"
               + (f"  statuses {','.join(L['error_statuses'])}" if L["errors"] else ""))
