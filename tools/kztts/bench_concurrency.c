@@ -8,7 +8,7 @@
  * they warm the weights' pages -> per concurrency N: a scheduler (max_batch N) and N
  * sessions attached to it (1 thread each: kz_decode's, the synthesis runs on the
  * scheduler's pool), a warm-up round of 2 frames, then --repeat rounds: N threads
- * released together by a barrier, each synthesizing the fixed request of --frames frames
+ * released together once all are started, each synthesizing the fixed request of --frames frames
  * with its own seed, streaming; each stream's start, first audio callback, end and
  * samples, the scheduler's counters and times before and after, the sessions' codec
  * FLOP -> the
@@ -56,10 +56,18 @@ int bench_concurrency_parse(const char *list, int levels[BENCH_CONCURRENCY_MAX_L
 
 /* --- one stream ------------------------------------------------------------------- */
 
+/* The start line of a round: the client threads wait until the main thread has started
+ * them all, then run together (or return, when one could not be started). */
+typedef struct start_line {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int state; /* 0 waiting, 1 go, -1 abandoned */
+} start_line;
+
 typedef struct stream {
     kz_session *session;
     kz_request request;      /* the fixed request, this stream's seed and callback */
-    pthread_barrier_t *go;   /* releases the round's streams together */
+    start_line *line;
     double start_ms, first_ms, end_ms; /* stats_now_ms(); first_ms < 0 = no audio yet */
     int64_t samples;
     kz_status st;
@@ -78,12 +86,32 @@ static bool on_audio(const float *pcm, size_t n, int64_t pos, bool last, void *u
     return true;
 }
 
+/* Waits at the line; true to go. */
+static bool wait_start(start_line *l) {
+    pthread_mutex_lock(&l->lock);
+    while (l->state == 0) {
+        pthread_cond_wait(&l->changed, &l->lock);
+    }
+    const bool go = l->state > 0;
+    pthread_mutex_unlock(&l->lock);
+    return go;
+}
+
+static void set_start(start_line *l, int state) {
+    pthread_mutex_lock(&l->lock);
+    l->state = state;
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
+}
+
 static void *stream_main(void *arg) {
     stream *x = arg;
     kz_session_clear_prompt_cache(x->session); // every run computes its whole prompt
     x->first_ms = -1;
     x->samples = 0;
-    pthread_barrier_wait(x->go);
+    if (!wait_start(x->line)) {
+        return NULL;
+    }
     x->start_ms = stats_now_ms();
     x->st = kz_synthesize(x->session, &x->request);
     x->end_ms = stats_now_ms();
@@ -96,30 +124,23 @@ static void *stream_main(void *arg) {
 /* One round: every stream synthesizes `frames` frames, all released at once. Returns the
  * first failure after printing it. */
 static kz_status run_round(stream *xs, int n, int64_t frames) {
-    pthread_barrier_t go;
+    start_line line = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     pthread_t th[BENCH_CONCURRENCY_MAX];
     int started = 0;
-    if (pthread_barrier_init(&go, NULL, (unsigned)n) != 0) {
-        fprintf(stderr, "kztts bench: cannot make a barrier for %d threads\n", n);
-        return KZ_STATUS_OUT_OF_MEMORY;
-    }
-    kz_status st = KZ_OK;
     for (int i = 0; i < n; i++) {
-        xs[i].go = &go;
+        xs[i].line = &line;
         xs[i].request.frames = (int32_t)frames;
         xs[i].st = KZ_OK;
     }
     while (started < n && pthread_create(&th[started], NULL, stream_main, &xs[started]) == 0) {
         started++;
     }
-    if (started < n) { // the started ones wait at the barrier: stand in for the rest
+    kz_status st = KZ_OK;
+    if (started < n) {
         fprintf(stderr, "kztts bench: cannot start %d client threads\n", n);
         st = KZ_STATUS_OUT_OF_MEMORY;
-        for (int i = started; i < n; i++) {
-            xs[i].request.frames = 0;
-            pthread_barrier_wait(&go);
-        }
     }
+    set_start(&line, st == KZ_OK ? 1 : -1);
     for (int i = 0; i < started; i++) {
         pthread_join(th[i], NULL);
         if (st == KZ_OK && xs[i].st != KZ_OK) {
@@ -127,7 +148,8 @@ static kz_status run_round(stream *xs, int n, int64_t frames) {
             fprintf(stderr, "kztts bench: %s: %s\n", kz_status_str(st), xs[i].error);
         }
     }
-    pthread_barrier_destroy(&go);
+    pthread_mutex_destroy(&line.lock);
+    pthread_cond_destroy(&line.changed);
     return st;
 }
 
@@ -142,9 +164,14 @@ typedef struct level_run {
     int spf;                   /* samples per frame */
 } level_run;
 
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* The value at fraction q (0..1) of v[0..n) by nearest rank; sorts v. */
 static double percentile(double *v, int n, double q) {
-    stats_median(v, n); // sorts
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
     int k = (int)(q * n + 0.999999) - 1;
     return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
@@ -173,14 +200,15 @@ static void summarize(const level_run *c, bench_concurrency_level *L, double *rt
                       double *fps, double *wall) {
     const int n_streams = L->n * (int)c->repeat;
     L->rtf_p50 = percentile(rtf, n_streams, 0.5);
-    L->rtf_worst = rtf[n_streams - 1];
+    L->rtf_worst = percentile(rtf, n_streams, 1.0);
     L->first_audio_p50_ms = percentile(first, n_streams, 0.5);
     L->first_audio_p95_ms = percentile(first, n_streams, 0.95);
     L->frames_per_s = stats_median(fps, (int)c->repeat);
     L->wall_ms = stats_median(wall, (int)c->repeat);
 }
 
-/* One round's streams into the arrays at offset k; its wall time and frames/s. */
+/* One round's streams: their RTF and first audio into rtf[0..n) and first[0..n), the
+ * round's wall time and frames/s, the audio frames added up. */
 static void record_round(const level_run *c, const stream *xs, int n, double *rtf, double *first,
                          double *fps, double *wall, int64_t *audio_frames) {
     double t0 = xs[0].start_ms, t1 = xs[0].end_ms;
@@ -188,7 +216,7 @@ static void record_round(const level_run *c, const stream *xs, int n, double *rt
         t0 = xs[i].start_ms < t0 ? xs[i].start_ms : t0;
         t1 = xs[i].end_ms > t1 ? xs[i].end_ms : t1;
         rtf[i] = (xs[i].end_ms - xs[i].start_ms) / ((double)c->frames * c->frame_ms);
-        first[i] = xs[i].first_ms >= 0 ? xs[i].first_ms - xs[i].start_ms : xs[i].end_ms;
+        first[i] = (xs[i].first_ms >= 0 ? xs[i].first_ms : xs[i].end_ms) - xs[i].start_ms;
         *audio_frames += xs[i].samples / c->spf;
     }
     *wall = t1 - t0;
