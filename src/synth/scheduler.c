@@ -1,14 +1,15 @@
 /*
- * scheduler.c - kz_scheduler: one thread and one pool run the language-model stage of the
- * sessions attached to it, a batch at a time (scheduler.h has the protocol).
+ * scheduler.c - kz_scheduler: one thread and one pool run all the synthesis compute of the
+ * sessions attached to it, the language model a batch at a time (scheduler.h has the
+ * protocol).
  *
  * Thread loop: under the lock, if a round is due (some member waits to predict or to step
  * and none is busy) it gathers those members (run_round says which), computes their batch
  * without the lock, marks them done and busy again; then it runs the jobs waiting: every
  * short one (codec chunks) and at most one prompt job (a prefill), so a new request's
  * prefill delays the running ones by one prefill at most and the running ones delay a
- * prefill by one round at most. The members wait
- * on one condition variable; the thread waits on another.
+ * prefill by one round at most. The members wait on one condition variable; the thread
+ * waits on another.
  */
 #include "synth/scheduler.h"
 
@@ -32,7 +33,7 @@ struct kz_scheduler {
     kz_talker_batch tb;
     kz_code_predictor_batch cb;
     /* round scratch [max_batch] */
-    kz_sched_req **pick_reqs, **step_reqs;
+    kz_sched_req **reqs; /* the round's members */
     kz_code_predictor_state **cps;
     kz_talker_state **ts;
     kz_pick_fn *picks;
@@ -104,7 +105,7 @@ static void predict_batch(kz_scheduler *s, size_t n) {
     const size_t D = s->D, steps = (size_t)s->m->cp.n_steps;
     bool any_logits = false;
     for (size_t i = 0; i < n; i++) {
-        const kz_sched_req *r = s->pick_reqs[i];
+        const kz_sched_req *r = s->reqs[i];
         memcpy(s->h + i * D, r->h, D * sizeof(float));
         memcpy(s->e0 + i * D, r->e0, D * sizeof(float));
         s->cps[i] = r->cps;
@@ -116,19 +117,19 @@ static void predict_batch(kz_scheduler *s, size_t n) {
     kz_code_predictor_run_batch(&s->m->cp, s->cps, n, &s->cb, &s->cp, s->h, s->e0, s->picks,
                                 s->pick_users, s->codes, any_logits ? s->logits_out : NULL);
     for (size_t i = 0; i < n; i++) {
-        memcpy(s->pick_reqs[i]->codes, s->codes + i * steps, steps * sizeof(int32_t));
+        memcpy(s->reqs[i]->codes, s->codes + i * steps, steps * sizeof(int32_t));
     }
 }
 
 static void step_batch(kz_scheduler *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        memcpy(s->x + i * s->D, s->step_reqs[i]->x, s->D * sizeof(float));
-        s->ts[i] = s->step_reqs[i]->ts;
+        memcpy(s->x + i * s->D, s->reqs[i]->x, s->D * sizeof(float));
+        s->ts[i] = s->reqs[i]->ts;
     }
     kz_talker_step_batch(&s->m->talker, s->ts, n, &s->tb, &s->lm, s->x);
 }
 
-static void finish(kz_scheduler *s, kz_sched_req *r) {
+static void finish(kz_sched_req *r) {
     r->state = KZ_SCHED_BUSY;
     r->done = true;
 }
@@ -137,36 +138,32 @@ static void finish(kz_scheduler *s, kz_sched_req *r) {
  * Those waiting to predict while others step wait one round: then all predict together, and
  * members that joined out of phase fall into step. Called and returns with the lock held. */
 static void run_round(kz_scheduler *s) {
-    size_t n_pick = 0, n_step = 0;
-    for (kz_sched_req *r = s->members; r; r = r->next) {
-        if (r->state == KZ_SCHED_STEP) {
-            s->step_reqs[n_step++] = r;
-        }
+    bool stepping = false;
+    for (const kz_sched_req *r = s->members; r && !stepping; r = r->next) {
+        stepping = r->state == KZ_SCHED_STEP;
     }
-    for (kz_sched_req *r = s->members; r && n_step == 0; r = r->next) {
-        if (r->state == KZ_SCHED_PREDICT) {
-            s->pick_reqs[n_pick++] = r;
+    const kz_sched_state kind = stepping ? KZ_SCHED_STEP : KZ_SCHED_PREDICT;
+    size_t n = 0;
+    for (kz_sched_req *r = s->members; r; r = r->next) {
+        if (r->state == kind) {
+            s->reqs[n++] = r;
         }
     }
     pthread_mutex_unlock(&s->lock);
     const double t0 = now_ms();
-    if (n_pick) {
-        predict_batch(s, n_pick);
-    }
-    if (n_step) {
-        step_batch(s, n_step);
+    if (stepping) {
+        step_batch(s, n);
+    } else {
+        predict_batch(s, n);
     }
     const double dt = now_ms() - t0;
     pthread_mutex_lock(&s->lock);
     s->batch_ms += dt;
-    for (size_t i = 0; i < n_pick; i++) {
-        finish(s, s->pick_reqs[i]);
+    for (size_t i = 0; i < n; i++) {
+        finish(s->reqs[i]);
     }
-    for (size_t i = 0; i < n_step; i++) {
-        finish(s, s->step_reqs[i]);
-    }
-    s->steps += n_pick ? 1 : 0;
-    s->frames += (int64_t)n_pick;
+    s->steps += stepping ? 0 : 1;
+    s->frames += stepping ? 0 : (int64_t)n;
     pthread_cond_broadcast(&s->done);
 }
 
@@ -182,7 +179,7 @@ static void run_job(kz_scheduler *s) {
     pthread_mutex_lock(&s->lock);
     s->prefills += r->job_kind == KZ_SCHED_PROMPT;
     *(r->job_kind == KZ_SCHED_PROMPT ? &s->prompt_ms : &s->short_ms) += dt;
-    finish(s, r);
+    finish(r);
     pthread_cond_broadcast(&s->done);
 }
 
@@ -343,8 +340,7 @@ static kz_status alloc_scratch(kz_scheduler *s) {
     const size_t n = s->max_batch, D = s->D, steps = (size_t)s->m->cp.n_steps;
     kz_status st = kz_talker_batch_init(&s->tb, &s->m->talker, n);
     st = st == KZ_OK ? kz_code_predictor_batch_init(&s->cb, &s->m->cp, n) : st;
-    s->pick_reqs = calloc(n, sizeof *s->pick_reqs);
-    s->step_reqs = calloc(n, sizeof *s->step_reqs);
+    s->reqs = calloc(n, sizeof *s->reqs);
     s->cps = calloc(n, sizeof *s->cps);
     s->ts = calloc(n, sizeof *s->ts);
     s->picks = calloc(n, sizeof *s->picks);
@@ -354,7 +350,7 @@ static kz_status alloc_scratch(kz_scheduler *s) {
     s->e0 = malloc(n * D * sizeof(float));
     s->x = malloc(n * D * sizeof(float));
     s->codes = malloc(n * steps * sizeof(int32_t));
-    if (st == KZ_OK && (!s->pick_reqs || !s->step_reqs || !s->cps || !s->ts || !s->picks ||
+    if (st == KZ_OK && (!s->reqs || !s->cps || !s->ts || !s->picks ||
                         !s->pick_users || !s->logits_out || !s->h || !s->e0 || !s->x ||
                         !s->codes)) {
         st = kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory for the scheduler");
@@ -365,7 +361,7 @@ static kz_status alloc_scratch(kz_scheduler *s) {
 static void free_scratch(kz_scheduler *s) {
     kz_talker_batch_free(&s->tb);
     kz_code_predictor_batch_free(&s->cb);
-    void *bufs[] = {s->pick_reqs, s->step_reqs, s->cps, s->ts, s->picks, s->pick_users,
+    void *bufs[] = {s->reqs, s->cps, s->ts, s->picks, s->pick_users,
                     s->logits_out, s->h, s->e0, s->x, s->codes};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
