@@ -33,8 +33,9 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
     // Default split: with turns each stage gets every thread; when the stages overlap,
     // the memory-bound LM stage (the bottleneck) gets every thread and the compute-bound
     // codec half of them, sharing the cores.
-    // With a scheduler the stages never take turns: the LM stage runs on its thread, and
-    // the session's threads are its codec's.
+    // With a scheduler the stages never take turns: the talker, code predictor and codec
+    // chunks run on its thread and pool (codec_pool then serves only an in-context voice's
+    // reference, decoded on the calling thread).
     s->sched = params->scheduler;
     s->turns = params->schedule != KZ_SCHEDULE_OVERLAP && !s->sched;
     int n_lm = params->n_threads_lm > 0 ? params->n_threads_lm : n_threads;

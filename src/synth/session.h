@@ -40,7 +40,7 @@ struct kz_session {
     kz_pool *lm_pool;              /* synthesis: talker + code predictor stage (NULL with
                                       a scheduler: lm and cp then use its pool, only from
                                       its thread, through kz_session_lm_call) */
-    kz_scheduler *sched;           /* the scheduler the LM stage runs on, or NULL */
+    kz_scheduler *sched;           /* the scheduler synthesis computes on, or NULL */
     kz_pool *codec_pool;           /* synthesis: codec stage (calling thread) */
     bool turns;                    /* KZ_SCHEDULE_TURNS: the stages take turns */
     kz_exec exec;                  /* codec work (its own FLOP counter) */

@@ -320,14 +320,14 @@ static int32_t pick_cp(void *user, float *logits, size_t n) {
     return code;
 }
 
-/* Text-track vector of text token `next` from the streamed text: T(t_next), EOS_T right
- * after the last token, PAD_T afterwards (the streaming layout). */
 static kz_status text_vector_alone(void *arg) {
     synth *y = arg;
     return kz_talker_text_vectors(&y->m->talker, &y->ts, &y->s->lm,
                                   &y->feed.ids[y->feed_next], 1, y->tvec);
 }
 
+/* Text-track vector of text token `next` from the streamed text: T(t_next), EOS_T right
+ * after the last token, PAD_T afterwards (the streaming layout). */
 static kz_status streamed_text_vector(synth *y, size_t next, const float **out) {
     outside(y, true);
     kz_status st = kz_text_feed_need(&y->feed, next + 1);
@@ -379,19 +379,17 @@ static kz_status feedback(synth *y) {
 static bool push_frame(synth *y) {
     frame_queue *q = &y->q;
     pthread_mutex_lock(&q->lock);
+    // The scheduler's batches go on without it meanwhile. Its lock is taken under the
+    // queue's here and never the other way round.
     const bool full = q->count == q->capacity;
-    if (full) { // the scheduler's batches go on without it meanwhile
-        pthread_mutex_unlock(&q->lock);
+    if (full) {
         outside(y, true);
-        pthread_mutex_lock(&q->lock);
     }
     while (q->count == q->capacity && !atomic_load(&y->cancel)) {
         pthread_cond_wait(&q->changed, &q->lock);
     }
     if (full) {
-        pthread_mutex_unlock(&q->lock);
         outside(y, false);
-        pthread_mutex_lock(&q->lock);
     }
     bool ok = !atomic_load(&y->cancel);
     if (ok) {
