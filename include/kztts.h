@@ -716,7 +716,8 @@ typedef struct kz_experimental_model_info {
 KZ_API kz_status kz_experimental_model_get_info(const kz_model *model,
                                                 kz_experimental_model_info *out);
 
-/* The session's thread counts as resolved from its params. */
+/* The session's thread counts as resolved from its params (with a scheduler the LM and
+ * codec stages count its pool's threads, and they take turns on it). */
 typedef struct kz_experimental_session_info {
     int32_t n_threads, n_threads_lm, n_threads_codec;
     bool overlap; /* the stages overlap (KZ_SCHEDULE_OVERLAP), else they take turns */

@@ -755,8 +755,9 @@ kz_status kz_experimental_session_get_info(const kz_session *s,
     }
     *out = (kz_experimental_session_info){.n_threads = kz_pool_threads(s->pool),
                                           .n_threads_lm = kz_pool_threads(s->lm.pool),
-                                          .n_threads_codec = kz_pool_threads(s->codec_pool),
-                                          .overlap = !s->turns};
+                                          .n_threads_codec = kz_pool_threads(
+                                              s->sched ? kz_sched_pool(s->sched) : s->codec_pool),
+                                          .overlap = !s->turns && !s->sched};
     return KZ_OK;
 }
 
