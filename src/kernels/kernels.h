@@ -597,23 +597,19 @@ void kz_gemm_store_ref(float *yr, const float *acc, size_t width, const float *b
 void kz_gemm_avx2(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
 void kz_gemm_neon(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
-/* matmul families (ref/matmul_ref.c, x86/matmul_avx2.c, x86/matmul_avx512.c) */
-#define KZ_MATMUL_DECL(isa)                                                                     \
-    void kz_matmul_bf16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
-                              size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
-    void kz_matmul_f16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
-                             size_t n_in, size_t n_tok, size_t o0, size_t o1);                 \
-    void kz_matmul_f32_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
-                             size_t n_in, size_t n_tok, size_t o0, size_t o1);
+/* matmul and matvec families (ref/matmul_ref.c, x86/matmul_avx2.c, x86/matmul_avx512.c,
+ * arm/matmul_neon.c): the three entry points (bf16, f16, f32 rows) of a family at a level. */
+#define KZ_FLOAT_ROWS_DECL(fam, isa)                                                             \
+    void kz_##fam##_bf16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
+                               size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
+    void kz_##fam##_f16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
+                              size_t n_in, size_t n_tok, size_t o0, size_t o1);                 \
+    void kz_##fam##_f32_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
+                              size_t n_in, size_t n_tok, size_t o0, size_t o1);
+#define KZ_MATMUL_DECL(isa) KZ_FLOAT_ROWS_DECL(matmul, isa)
+#define KZ_MATVEC_DECL(isa) KZ_FLOAT_ROWS_DECL(matvec, isa)
 KZ_MATMUL_DECL(ref)
 KZ_MATMUL_DECL(avx2)
-#define KZ_MATVEC_DECL(isa)                                                                     \
-    void kz_matvec_bf16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w, \
-                              size_t n_in, size_t n_tok, size_t o0, size_t o1);                \
-    void kz_matvec_f16_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
-                             size_t n_in, size_t n_tok, size_t o0, size_t o1);                 \
-    void kz_matvec_f32_##isa(float *y, size_t ldy, const float *x, size_t ldx, const void *w,  \
-                             size_t n_in, size_t n_tok, size_t o0, size_t o1);
 KZ_MATVEC_DECL(ref)
 KZ_MATVEC_DECL(avx2)
 KZ_MATVEC_DECL(avx512)

@@ -858,42 +858,38 @@ void kz_matmul_q4_0_avx512(QPF_PARAMS) {
     matmul_q(QPF_ARGS, 1, PATH_PLAIN, QPF_MODE_L1);
 }
 
-#define ENTRY(name, q4, path, pf)                                                              \
+/* A table entry: walk (matmul_q, or matvec_q for the batched steps) at a format, path and
+ * prefetch mode. */
+#define ENTRY(name, walk, q4, path, pf)                                                        \
     static void name(QPF_PARAMS) {                                                             \
-        matmul_q(QPF_ARGS, q4, path, pf);                                                      \
+        walk(QPF_ARGS, q4, path, pf);                                                          \
     }
-ENTRY(q8_plain_stream, 0, PATH_PLAIN, QPF_MODE_STREAM)
-ENTRY(q8_plain_reuse, 0, PATH_PLAIN, QPF_MODE_REUSE)
-ENTRY(q4_plain_stream, 1, PATH_PLAIN, QPF_MODE_STREAM)
-ENTRY(q4_plain_reuse, 1, PATH_PLAIN, QPF_MODE_REUSE)
-ENTRY(q8_vnni_l1, 0, PATH_VNNI, QPF_MODE_L1)
-ENTRY(q8_vnni_stream, 0, PATH_VNNI, QPF_MODE_STREAM)
-ENTRY(q8_vnni_reuse, 0, PATH_VNNI, QPF_MODE_REUSE)
-ENTRY(q4_vnni_l1, 1, PATH_VNNI, QPF_MODE_L1)
-ENTRY(q4_vnni_stream, 1, PATH_VNNI, QPF_MODE_STREAM)
-ENTRY(q4_vnni_reuse, 1, PATH_VNNI, QPF_MODE_REUSE)
-ENTRY(q8_amx_l1, 0, PATH_AMX, QPF_MODE_L1)
-ENTRY(q8_amx_stream, 0, PATH_AMX, QPF_MODE_STREAM)
-ENTRY(q8_amx_reuse, 0, PATH_AMX, QPF_MODE_REUSE)
+ENTRY(q8_plain_stream, matmul_q, 0, PATH_PLAIN, QPF_MODE_STREAM)
+ENTRY(q8_plain_reuse, matmul_q, 0, PATH_PLAIN, QPF_MODE_REUSE)
+ENTRY(q4_plain_stream, matmul_q, 1, PATH_PLAIN, QPF_MODE_STREAM)
+ENTRY(q4_plain_reuse, matmul_q, 1, PATH_PLAIN, QPF_MODE_REUSE)
+ENTRY(q8_vnni_l1, matmul_q, 0, PATH_VNNI, QPF_MODE_L1)
+ENTRY(q8_vnni_stream, matmul_q, 0, PATH_VNNI, QPF_MODE_STREAM)
+ENTRY(q8_vnni_reuse, matmul_q, 0, PATH_VNNI, QPF_MODE_REUSE)
+ENTRY(q4_vnni_l1, matmul_q, 1, PATH_VNNI, QPF_MODE_L1)
+ENTRY(q4_vnni_stream, matmul_q, 1, PATH_VNNI, QPF_MODE_STREAM)
+ENTRY(q4_vnni_reuse, matmul_q, 1, PATH_VNNI, QPF_MODE_REUSE)
+ENTRY(q8_amx_l1, matmul_q, 0, PATH_AMX, QPF_MODE_L1)
+ENTRY(q8_amx_stream, matmul_q, 0, PATH_AMX, QPF_MODE_STREAM)
+ENTRY(q8_amx_reuse, matmul_q, 0, PATH_AMX, QPF_MODE_REUSE)
+ENTRY(q8_plain_batch_l1, matvec_q, 0, PATH_PLAIN, QPF_MODE_L1)
+ENTRY(q8_plain_batch_stream, matvec_q, 0, PATH_PLAIN, QPF_MODE_STREAM)
+ENTRY(q8_plain_batch_reuse, matvec_q, 0, PATH_PLAIN, QPF_MODE_REUSE)
+ENTRY(q4_plain_batch_l1, matvec_q, 1, PATH_PLAIN, QPF_MODE_L1)
+ENTRY(q4_plain_batch_stream, matvec_q, 1, PATH_PLAIN, QPF_MODE_STREAM)
+ENTRY(q4_plain_batch_reuse, matvec_q, 1, PATH_PLAIN, QPF_MODE_REUSE)
+ENTRY(q8_vnni_batch_l1, matvec_q, 0, PATH_VNNI, QPF_MODE_L1)
+ENTRY(q8_vnni_batch_stream, matvec_q, 0, PATH_VNNI, QPF_MODE_STREAM)
+ENTRY(q8_vnni_batch_reuse, matvec_q, 0, PATH_VNNI, QPF_MODE_REUSE)
+ENTRY(q4_vnni_batch_l1, matvec_q, 1, PATH_VNNI, QPF_MODE_L1)
+ENTRY(q4_vnni_batch_stream, matvec_q, 1, PATH_VNNI, QPF_MODE_STREAM)
+ENTRY(q4_vnni_batch_reuse, matvec_q, 1, PATH_VNNI, QPF_MODE_REUSE)
 #undef ENTRY
-
-#define BATCH(name, q4, path, pf)                                                              \
-    static void name(QPF_PARAMS) {                                                             \
-        matvec_q(QPF_ARGS, q4, path, pf);                                                      \
-    }
-BATCH(q8_plain_batch_l1, 0, PATH_PLAIN, QPF_MODE_L1)
-BATCH(q8_plain_batch_stream, 0, PATH_PLAIN, QPF_MODE_STREAM)
-BATCH(q8_plain_batch_reuse, 0, PATH_PLAIN, QPF_MODE_REUSE)
-BATCH(q4_plain_batch_l1, 1, PATH_PLAIN, QPF_MODE_L1)
-BATCH(q4_plain_batch_stream, 1, PATH_PLAIN, QPF_MODE_STREAM)
-BATCH(q4_plain_batch_reuse, 1, PATH_PLAIN, QPF_MODE_REUSE)
-BATCH(q8_vnni_batch_l1, 0, PATH_VNNI, QPF_MODE_L1)
-BATCH(q8_vnni_batch_stream, 0, PATH_VNNI, QPF_MODE_STREAM)
-BATCH(q8_vnni_batch_reuse, 0, PATH_VNNI, QPF_MODE_REUSE)
-BATCH(q4_vnni_batch_l1, 1, PATH_VNNI, QPF_MODE_L1)
-BATCH(q4_vnni_batch_stream, 1, PATH_VNNI, QPF_MODE_STREAM)
-BATCH(q4_vnni_batch_reuse, 1, PATH_VNNI, QPF_MODE_REUSE)
-#undef BATCH
 
 const kz_quant_fns kz_quant_avx512 = {
     .q8_0 = QPF_SLOTS(kz_matmul_q8_0_avx512, q8_plain_stream, q8_plain_reuse),
