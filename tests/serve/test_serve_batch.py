@@ -97,6 +97,14 @@ def streamed(port, fields, results, name, first_bytes=None, leave=False):
         conn.close()
 
 
+def run_all(threads):
+    """Starts the threads together and waits for them (bounded)."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(900)
+
+
 def reference(a, work):
     """Each request alone on a server without a scheduler; its counters: steps == frames."""
     out = {}
@@ -182,10 +190,7 @@ def crowded(a, work, ref):
         threads.append(threading.Thread(target=streamed, args=(s.port, body("A"), results,
                                                                 "D", d_flows, True)))
         threads.append(threading.Thread(target=leave_early, args=(s.port, body("B"), 0.2)))
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(900)
+        run_all(threads)
         for name in REQUESTS:
             status, audio = results.get(name, (None, b""))
             check(status == 200 and audio == ref[name],
@@ -229,10 +234,7 @@ def clones(a, work):
         results = {}
         threads = [threading.Thread(target=streamed, args=(s.port, f, results, name))
                    for name, f in fields.items()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(900)
+        run_all(threads)
         for name in fields:
             status, audio = results.get(name, (None, b""))
             check(status == 200 and audio == alone[name],
