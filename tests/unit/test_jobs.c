@@ -230,6 +230,20 @@ static void test_fifo(void) {
     }
 }
 
+/* Without batching --threads is the server's total: each of the workers gets its share,
+ * at least one. */
+static void test_threads_shared(void) {
+    const int cases[][3] = {{4, 2, 2}, {5, 2, 2}, {2, 3, 1}, {8, 1, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        reset();
+        char err[160];
+        jobs *j = make(cases[i][1], 2, cases[i][0], 1, err, sizeof err);
+        CHECK(j != NULL);
+        CHECK_EQ_INT(last_n_threads, cases[i][2]);
+        jobs_free(j);
+    }
+}
+
 static void test_parallel(void) {
     reset();
     int made_before = sessions_made, freed_before = sessions_freed;
@@ -396,6 +410,7 @@ int main(void) {
     test_fifo();
     test_batched();
     test_parallel();
+    test_threads_shared();
     test_no_queue_and_close();
     test_failures();
     return test_main_result("test_jobs");

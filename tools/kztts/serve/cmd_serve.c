@@ -79,7 +79,7 @@ static int parse(int argc, char **argv, serve_opts *o, int *exit_status) {
         ARG_OPT_DOUBLE("--drain-timeout", NULL, &drain, 0, 3600, "S seconds in-flight requests get to finish after SIGTERM or SIGINT (default 25)"),
         ARG_OPT_ABOVE("--request-timeout", NULL, &request_timeout, 0, 86400, "S seconds a request may take in all (default 600)"),
         ARG_OPT_INT("--idle-timeout", NULL, &idle, 1, 3600, "S seconds a connection may stay silent before it is closed (default 30)"),
-        ARG_OPT_INT("--threads", "-t", &threads, 0, 1024, "N the server's compute threads: with batching, the one pool every request in flight computes on (default 0: online CPUs, at most 8); with --max-batch 1, each session's (default 0: online CPUs / --parallel)"),
+        ARG_OPT_INT("--threads", "-t", &threads, 0, 1024, "N the server's compute threads: with batching, the one pool every request in flight computes on (default 0: online CPUs, at most 8); with --max-batch 1, shared among the sessions: N / --parallel each, at least 1 (default 0: online CPUs)"),
         ARG_OPT_CHOICE("--isa", NULL, &o->isa, CLI_ISA_NAMES, "ISA  cap the kernels' instruction set (default auto)"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &o->codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
         ARG_OPT_FLAG("--quiet", "-q", &quiet, "no log line per request, no progress lines"),

@@ -86,13 +86,12 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-/* Threads per session: n_threads, or the online CPUs shared among the workers. */
+/* Threads per session without batching: the server's threads (n_threads, or the online
+ * CPUs) shared among the workers, so --threads means the whole server's compute with or
+ * without a scheduler. */
 static int session_threads(int parallel, int n_threads) {
-    if (n_threads > 0) {
-        return n_threads;
-    }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int per_worker = cpus > 0 ? (int)(cpus / parallel) : 1;
+    long total = n_threads > 0 ? n_threads : sysconf(_SC_NPROCESSORS_ONLN);
+    int per_worker = total > 0 ? (int)(total / parallel) : 1;
     return per_worker > 0 ? per_worker : 1;
 }
 
