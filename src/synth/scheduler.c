@@ -62,18 +62,15 @@ static double now_ms(void) {
 
 /* --- lists ------------------------------------------------------------------------- */
 
-static void list_append(kz_sched_req **head, kz_sched_req *r) {
-    r->next = NULL;
-    while (*head) {
-        head = &(*head)->next;
-    }
-    *head = r;
+/* A request sits on two lists at once: members/line through next, jobs through next_job. */
+static kz_sched_req **link_of(kz_sched_req *r, bool job) {
+    return job ? &r->next_job : &r->next;
 }
 
-static void jobs_append(kz_sched_req **head, kz_sched_req *r) {
-    r->next_job = NULL;
+static void append(kz_sched_req **head, kz_sched_req *r, bool job) {
+    *link_of(r, job) = NULL;
     while (*head) {
-        head = &(*head)->next_job;
+        head = link_of(*head, job);
     }
     *head = r;
 }
@@ -214,7 +211,7 @@ static void submit(kz_scheduler *s, kz_sched_req *r, kz_sched_state state) {
     r->state = state;
     r->done = false;
     if (state == KZ_SCHED_JOB) {
-        jobs_append(&s->jobs, r);
+        append(&s->jobs, r, true);
     }
     pthread_cond_signal(&s->work);
     while (!r->done) {
@@ -281,7 +278,7 @@ void kz_sched_outside(kz_scheduler *s, kz_sched_req *r, bool outside) {
 
 bool kz_sched_join(kz_scheduler *s, kz_sched_req *r, const atomic_bool *cancel) {
     pthread_mutex_lock(&s->lock);
-    list_append(&s->line, r);
+    append(&s->line, r, false);
     s->n_line++;
     while ((s->line != r || s->n_members >= s->max_batch) && !atomic_load(cancel)) {
         pthread_cond_wait(&s->done, &s->lock);
@@ -291,7 +288,7 @@ bool kz_sched_join(kz_scheduler *s, kz_sched_req *r, const atomic_bool *cancel) 
     const bool in = !atomic_load(cancel);
     if (in) {
         r->state = KZ_SCHED_BUSY;
-        list_append(&s->members, r);
+        append(&s->members, r, false);
         s->n_members++;
     }
     pthread_cond_broadcast(&s->done); // the next in line may be admitted too
