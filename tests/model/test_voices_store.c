@@ -198,7 +198,11 @@ static void test_data_uris(const kz_model *base, const kz_model *custom) {
     free(zeros);
     float *longer = test_speech_like(61 * 8000, 8000, 3);
     uri = wav_uri("long.wav", longer, 61 * 8000, 8000);
-    uri_refused(store, uri, NULL, 400, "ref_audio", "longer than 60 s");
+    uri_refused(store, uri, NULL, 400, "ref_audio", "must be at most 60 s");
+    kz_voice *none = NULL;
+    http_error e = {0};
+    CHECK(voices_from_data_uri(store, uri, NULL, true, 1, &none, &e) == 400 &&
+          !strstr(e.message, "--") && !strstr(e.message, "max_seconds")); // no CLI or API advice
     free(uri);
     free(longer);
     voices_free(store);

@@ -312,7 +312,7 @@ static int make_voice(const synth_opts *o, const kz_model *m, kz_voice **voice) 
     if (st != KZ_OK) {
         kz_voice_free(*voice);
         *voice = NULL;
-        cli_report("synth", st);
+        cli_report_reference("synth", st);
         return cli_exit_status(st);
     }
     return 0;
