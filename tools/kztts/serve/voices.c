@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json_parse.h"
+
 #define MAX_NAME 64
 #define MAX_META_BYTES ((size_t)8 << 20) /* a transcript is at most 1 MiB, escaped */
 #define STALE_TEMP_SECONDS 3600
@@ -303,7 +305,7 @@ static int read_meta(const voices *v, const char *name, voice_meta *m) {
     char *path = path_of(v, "", name, ".json");
     char *text = path ? read_small_file(path, MAX_META_BYTES) : NULL;
     free(path);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    cJSON *root = text ? json_parse(text, strlen(text) + 1, NULL, false) : NULL;
     free(text);
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "name");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "created_at");

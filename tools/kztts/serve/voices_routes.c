@@ -32,6 +32,7 @@
 
 #include "base64.h"
 #include "jobs.h"
+#include "json_parse.h"
 #include "multipart.h"
 #include "voices.h"
 
@@ -285,7 +286,7 @@ static int json_member(const cJSON *item, upload *u, http_error *e) {
 /* body[0..n) is NUL-terminated (http.h): parsing n + 1 bytes with the terminator
  * required refuses trailing bytes and NULs inside. */
 static int parse_json(const char *body, size_t n, upload *u, http_error *e) {
-    cJSON *root = cJSON_ParseWithLengthOpts(body, n + 1, NULL, true);
+    cJSON *root = json_parse(body, n + 1, NULL, true);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return http_error_set(e, 400, "invalid_request_error", NULL, "invalid_json",
