@@ -342,7 +342,9 @@ KZ_API const char *kz_model_type(const kz_model *model);
  *
  * Reference audio: any sample rate and channel count, downmixed (channel mean) and
  * resampled to the model's rate as the official pipeline does; at least 1 s, at most
- * max_seconds, not silent. Use only voices whose owners agreed to be cloned. */
+ * max_seconds, not silent (else KZ_STATUS_BAD_INPUT; a reference that is too long gets a
+ * message stating its length and "over the limit of" max_seconds). Use only voices whose
+ * owners agreed to be cloned. */
 typedef struct kz_voice kz_voice;
 
 typedef struct kz_voice_params {

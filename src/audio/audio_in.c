@@ -117,11 +117,11 @@ static kz_status check_length(size_t n_frames, int32_t sample_rate, double max_s
                             "reference audio is %.2f s long; at least 1 s is needed", seconds);
     }
     if ((double)n_frames > max_seconds * sample_rate) {
+        // Neutral: how to raise the limit is the caller's to say (a CLI option, an API
+        // field), and a server's clients cannot raise it at all.
         return kz_error_set(KZ_STATUS_BAD_INPUT,
-                            "reference audio is %.1f s long, over the limit of %g s (raise it "
-                            "with kz_voice_params.max_seconds or the CLI's --max-ref-seconds, "
-                            "up to %d)",
-                            seconds, max_seconds, KZ_AUDIO_MAX_SECONDS);
+                            "reference audio is %.1f s long, over the limit of %g s", seconds,
+                            max_seconds);
     }
     return KZ_OK;
 }

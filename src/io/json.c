@@ -22,6 +22,10 @@
 // (installed once, process-wide) lets the caller tell the two apart.
 static _Thread_local bool alloc_failed;
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+// cJSON records a parse error's position in a process-wide static that every parse
+// writes: the library's parses (config and tokenizer, loaded on two threads at once)
+// take turns. The tools serialize theirs the same way (tools/kztts/json_parse.c).
+static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *counting_malloc(size_t n) {
     void *p = malloc(n);
@@ -39,9 +43,11 @@ static void install_hooks(void) {
 cJSON *kz_json_parse_text(const char *text, const char **end, bool require_null_terminated,
                           bool *out_of_memory) {
     pthread_once(&hooks_once, install_hooks);
+    pthread_mutex_lock(&parse_lock);
     alloc_failed = false;
     cJSON *doc = cJSON_ParseWithOpts(text, end, require_null_terminated);
     *out_of_memory = alloc_failed;
+    pthread_mutex_unlock(&parse_lock);
     return doc;
 }
 

@@ -357,14 +357,15 @@ def test_errors(kz, source, base, cv, voices, work):
                                 ("not audio", notaudio, notaudio),
                                 ("0.5 s of audio", short, "at least 1 s"),
                                 ("silent audio", silent, "silent"),
-                                ("61 s of audio", long_, "60")):
+                                ("61 s of audio", long_,
+                                 "over the limit of 60 s (raise it with --max-ref-seconds")):
         for kind in (["--xvector-only"], ["--ref-text", REF_TEXT]):
             r = run([kz, "synth", "-m", base, "--ref-audio", audio, *kind, *common, TEXT])
             expect_failed(f"synth --ref-audio: {name} {kind[0]}", r, out_dir, audio, needle,
                           code=1)
         r = run([kz, "voice", "create", "-m", base, "--ref-audio", audio, "--xvector-only",
                  "-o", os.path.join(out_dir, "v.kzvoice")])
-        expect_failed(f"voice create: {name}", r, out_dir, audio, code=1)
+        expect_failed(f"voice create: {name}", r, out_dir, audio, needle, code=1)
     r = run([kz, "synth", "-m", base, "--ref-audio", long_, "--xvector-only",
              "--max-ref-seconds", "90", *common, TEXT])
     check(r.returncode == 0 and len(read_codes(codes)) == 2,

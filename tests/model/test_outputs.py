@@ -14,6 +14,7 @@
   synth writing the same name).
 - On a terminal (a pseudo-terminal here) synth and decode to a file and quantize draw a
   progress line on stderr; without a terminal, or with --quiet, stderr stays empty.
+  With --speed 2 synth's line ends at the seconds the file plays.
 As root, the device cases use device nodes made in the work folder, so that a
 regression could never replace the system's /dev/null or /dev/full.
 """
@@ -424,7 +425,22 @@ def progress_lines(e, codes):
         check(r.returncode == 0 and r.stderr == b"", f"{name} without a terminal: {r.stderr!r}")
     rc, tty = on_tty(e.synth + ["-o", "-"])
     check(rc == 0 and "synth:" not in tty, f"synth to stdout on a terminal: {tty[:200]!r}")
+    progress_with_speed(e, d)
     passed(f0, "progress lines on a terminal only, not with --quiet")
+
+
+def progress_with_speed(e, d):
+    """synth --speed 2: the progress line counts the audio written (about half of the
+    2 s made), which is what the file plays."""
+    out = os.path.join(d, "fast.s16")
+    args = e.synth[:-1] + ["25"]  # --frames 25: 2 s of audio made
+    rc, tty = on_tty(args + ["--speed", "2", "-o", out])
+    last = tty.strip().split("\r")[-1]
+    words = last.split()
+    said = float(words[1]) if rc == 0 and len(words) > 2 and words[0] == "synth:" else -1.0
+    played = os.path.getsize(out) / 2 / 24000 if rc == 0 else -2.0
+    check(abs(said - played) <= 0.051 and played < 1.5,
+          f"synth --speed 2 progress ends at {last!r}; the file plays {played:.3f} s")
 
 
 def main():

@@ -16,7 +16,7 @@
  * leaves after the first bytes stops the synthesis (no audio after the cancel beyond
  * the callback in flight); a request past its deadline fails before any byte with 503
  * timeout; an engine refusal (top_k beyond the vocabulary) fails before any byte with a
- * 400 and the engine's message.
+ * 400, the engine's message and param top_k.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -341,6 +341,8 @@ static void test_failures(void) {
     CHECK_EQ_INT(o.start, STREAM_FAILED);
     CHECK_EQ_INT(o.error.status, 400);
     CHECK_STR_CONTAINS(o.error.message, "top_k");
+    CHECK_MSG(o.error.param && strcmp(o.error.param, "top_k") == 0, "param %s",
+              o.error.param ? o.error.param : "NULL");
     free(o.bytes);
 }
 

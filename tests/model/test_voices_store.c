@@ -8,11 +8,12 @@
  *   bytes as a data: URI -> voices_from_data_uri == kz_voice_from_file of the same file
  *   (the saved voice files byte for byte); bad URIs and unusable audio -> 400 with the
  *   reason. The store in a temporary folder: create, list, get, delete and their
- *   statuses; bad names refused with nothing written; a voice of the other model refused
- *   by get; half-made voices (only the .kzvoice, only the .json) invisible; damaged files;
- *   old temporary files removed at open; a writer creating and deleting a voice while a
- *   reader gets and lists it (only whole voices or none seen); two threads creating one
- *   name (one wins, one 409).
+ *   statuses; names in any case (one voice, stored in lower case); bad names refused
+ *   with nothing written; a voice of the other model refused by get; half-made voices
+ *   (only the .kzvoice, only the .json) invisible; damaged files; old temporary files
+ *   removed at open; a writer creating and deleting a voice while a reader gets and
+ *   lists it (only whole voices or none seen); two threads creating one name (one wins,
+ *   one 409).
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -197,7 +198,11 @@ static void test_data_uris(const kz_model *base, const kz_model *custom) {
     free(zeros);
     float *longer = test_speech_like(61 * 8000, 8000, 3);
     uri = wav_uri("long.wav", longer, 61 * 8000, 8000);
-    uri_refused(store, uri, NULL, 400, "ref_audio", "longer than 60 s");
+    uri_refused(store, uri, NULL, 400, "ref_audio", "must be at most 60 s");
+    kz_voice *none = NULL;
+    http_error e = {0};
+    CHECK(voices_from_data_uri(store, uri, NULL, true, 1, &none, &e) == 400 &&
+          !strstr(e.message, "--") && !strstr(e.message, "max_seconds")); // no CLI or API advice
     free(uri);
     free(longer);
     voices_free(store);
@@ -357,6 +362,56 @@ static void test_life_cycle(const kz_model *m, const kz_voice *icl, const kz_voi
     CHECK(voices_delete(store, "bob", &e) == 0);
     CHECK(voices_list(store, &list, &n, &e) == 0 && n == 0);
     free(list);
+    CHECK_EQ_INT(count_entries(dir), 0);
+    voices_free(store);
+}
+
+/* Names are case-insensitive: stored in lower case, found, refused (409) and deleted in
+ * any case; a file with upper case in its name is no voice of the store. */
+static void test_case(const kz_model *m, const kz_voice *v, const char *dir) {
+    char err[256], key[65];
+    CHECK(voices_key("A.b-C_9", key) && strcmp(key, "a.b-c_9") == 0);
+    CHECK(!voices_key("../X", key) && key[0] == '\0');
+    voices *store = voices_open(m, dir, err, sizeof err);
+    http_error e;
+    voice_meta a = meta_for("Alice", false);
+    CHECK(voices_create(store, v, &a, &e) == 0 && strcmp(a.name, "alice") == 0);
+    char path[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/alice.kzvoice", dir);
+    CHECK(stat(path, &st) == 0);
+    CHECK(voices_exists(store, "ALICE") && voices_exists(store, "alice"));
+    kz_voice *got = NULL;
+    CHECK(voices_get(store, "aLiCe", &got, &e) == 0 && got && same_voice(got, v));
+    kz_voice_free(got);
+    static const char *const SAME[] = {"alice", "ALICE", "Alice"};
+    for (int i = 0; i < 3; i++) {
+        voice_meta again = meta_for(SAME[i], false);
+        CHECK_MSG(voices_create(store, v, &again, &e) == 409 && strcmp(e.code, "voice_exists") == 0,
+                  "'%s' not refused", SAME[i]);
+    }
+    voice_meta *list = NULL;
+    size_t n = 0;
+    CHECK(voices_list(store, &list, &n, &e) == 0 && n == 1 && strcmp(list[0].name, "alice") == 0);
+    for (size_t i = 0; i < n; i++) {
+        voice_meta_clear(&list[i]);
+    }
+    free(list);
+    // Files named in upper case (not written by the store) are not listed.
+    snprintf(path, sizeof path, "%s/Upper.kzvoice", dir);
+    CHECK(kz_voice_save(v, path) == KZ_OK);
+    snprintf(path, sizeof path, "%s/Upper.json", dir);
+    write_text(path, "{\"name\":\"Upper\",\"created_at\":1,\"consent\":\"y\",\"mode\":\"xvector\"}");
+    CHECK(voices_list(store, &list, &n, &e) == 0 && n == 1);
+    for (size_t i = 0; i < n; i++) {
+        voice_meta_clear(&list[i]);
+    }
+    free(list);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/Upper.kzvoice", dir);
+    unlink(path);
+    CHECK(voices_delete(store, "ALICE", &e) == 0);
+    CHECK(voices_get(store, "alice", &got, &e) == 404 && got == NULL);
     CHECK_EQ_INT(count_entries(dir), 0);
     voices_free(store);
 }
@@ -597,6 +652,7 @@ int main(int argc, char **argv) {
     test_disabled(base, icl);
     test_open(base);
     test_life_cycle(base, icl, xvec, dir);
+    test_case(base, xvec, dir);
     test_other_model(base, base17, dir);
     test_partial(base, xvec, dir);
     test_stale_temps(base, dir);

@@ -144,6 +144,8 @@ def json_cases(s):
         ("unknown format", good(response_format="ogg"), "response_format"),
         ("ref_audio on a CustomVoice model", good(ref_audio=data_uri(wav_bytes(0.5)),
                                                   ref_text=REF_TEXT), None),
+        # Refused by the engine, not the JSON layer: the param still names the field.
+        ("top_k beyond the vocabulary", good(top_k=2**31 - 1), "top_k"),
     ]
     before = metrics(s.cv.port)
     for name, body, param in cases:
@@ -418,6 +420,14 @@ def ref_audio_cases(s):
         r = speech(s.base.port, good(voice="x", ref_audio=uri, ref_text=REF_TEXT))
         check_error(name, r, 400, "ref_audio")
         s.after(name)
+    # Too long: the server's own limit, without the CLI's or the C API's advice.
+    r = speech(s.base.port, good(voice="x", ref_audio=data_uri(wav_bytes(61.0, rate=8000)),
+                                 ref_text=REF_TEXT), timeout=60)
+    check_error("ref_audio too long", r, 400, "ref_audio")
+    msg = (error_of(r) or {}).get("message", "")
+    check("at most 60 s" in msg and "--" not in msg and "max_seconds" not in msg,
+          f"ref_audio too long: message {msg!r}")
+    s.after("ref_audio too long")
     r = speech(s.base.port, good(voice="ryan"))
     check_error("preset voice on a Base model", r, 404, "voice")
     s.after("preset voice on a Base model")

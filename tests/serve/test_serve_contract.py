@@ -412,7 +412,28 @@ def voices(s, work, vdir):
     check_error("speech with a deleted voice", Response_of(r), 404)
     r = curl(work, url + "/alice", "-X", "DELETE")
     check_error("DELETE a deleted voice", Response_of(r), 404)
+    voice_names_any_case(s, work, vdir, b64)
     print("ok   voices round trip", flush=True)
+
+
+def voice_names_any_case(s, work, vdir, b64):
+    """Voice names are case-insensitive (as vLLM-Omni's): stored and answered in lower
+    case, found, refused as taken and deleted in any case."""
+    url = f"http://127.0.0.1:{s.port}/v1/audio/voices"
+    r = post_json(work, s.port, "/v1/audio/voices", {"name": "Carol", "audio_sample": b64,
+                                                     "consent": "yes"})
+    check(r.status == 200 and (r.json() or {}).get("name") == "carol", f"upload Carol: {r!r}")
+    check(os.path.isfile(os.path.join(vdir, "carol.kzvoice")), "no carol.kzvoice in voices dir")
+    r = post_json(work, s.port, "/v1/audio/voices", {"name": "CAROL", "audio_sample": b64,
+                                                     "consent": "yes"})
+    check_error("upload CAROL when carol exists", Response_of(r), 409, "name")
+    r = curl(work, url + "/CAROL")
+    check(r.status == 200 and (r.json() or {}).get("id") == "carol", f"GET CAROL: {r!r}")
+    r = post_json(work, s.port, "/v1/audio/speech", say("pcm", voice={"id": "cArOl"}))
+    check(r.status == 200 and len(r.body) == FRAMES * 3840, f"speech with voice cArOl: {r!r}")
+    r = curl(work, url + "/Carol", "-X", "DELETE")
+    check(r.status == 200 and (r.json() or {}).get("id") == "carol", f"DELETE Carol: {r!r}")
+    check(not os.path.exists(os.path.join(vdir, "carol.kzvoice")), "carol.kzvoice still there")
 
 
 def cli_pcm(kztts, model, work, args, text):

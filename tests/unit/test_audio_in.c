@@ -404,7 +404,7 @@ static void test_silence(void) {
     free(x);
 }
 
-/* Shorter than 1 s or longer than max_seconds is refused, with how to raise the limit. */
+/* Shorter than 1 s or longer than max_seconds is refused, stating the length and limit. */
 static void test_lengths(void) {
     int rate = 16000;
     size_t n61 = (size_t)rate * 61;
@@ -428,8 +428,8 @@ static void test_lengths(void) {
     CHECK_EQ_INT(kz_audio_prepare_reference(x, n61, rate, 1, OUT_RATE, 60, &mono, &n_out),
                  KZ_STATUS_BAD_INPUT);
     CHECK_STR_CONTAINS(kz_last_error(), "61.0 s long, over the limit of 60 s");
-    CHECK_STR_CONTAINS(kz_last_error(), "kz_voice_params.max_seconds");
-    CHECK_STR_CONTAINS(kz_last_error(), "--max-ref-seconds");
+    // Neutral: the CLI adds its option, the server its own limit (neither is the library's).
+    CHECK(!strstr(kz_last_error(), "--") && !strstr(kz_last_error(), "max_seconds"));
     CHECK_EQ_INT(
         kz_audio_prepare_reference(x, (size_t)rate * 60, rate, 1, OUT_RATE, 60, &mono, &n_out),
         KZ_OK);

@@ -1,5 +1,6 @@
 /*
- * test_speech_args.c - the body of POST /v1/audio/speech (tools/kztts/serve/speech_args.c).
+ * test_speech_args.c - the body of POST /v1/audio/speech (tools/kztts/serve/speech_args.c)
+ * and the field of a library refusal of it (speech_refusal.c).
  *
  * Dataflow: JSON text written here -> speech_args_parse for a model type -> the fields,
  *        or the error (status, param, code) compared with what OpenAI's contract and
@@ -13,7 +14,8 @@
  * multi-byte text included), invalid UTF-8 of every kind; instructions' limit;
  * task_type inferred from each model type and refused when it differs; the fields only
  * Base takes; VoiceDesign without instructions; Base without a voice source; ref_audio
- * that is not a data: URI; a model type that cannot synthesize.
+ * that is not a data: URI; a model type that cannot synthesize; the request field a
+ * library refusal concerns (speech_refusal.c), among the fields passed, whole words only.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "speech_args.h"
+#include "speech_refusal.h"
 #include "test.h"
 
 #define CV "custom_voice"
@@ -513,6 +516,58 @@ static void test_task_fields(void) {
               CV);
 }
 
+/* The param of the library's refusal msg of the request body for model_type. */
+static void expect_refusal(const char *body, const char *model_type, const char *msg,
+                           const char *param, int line) {
+    speech_args a;
+    http_error e;
+    int rc = parse(body, model_type, &a, &e);
+    const char *got = rc == 0 ? speech_refusal_param(&a, msg) : "(body refused)";
+    CHECK_MSG((got == NULL && param == NULL) || (got && param && strcmp(got, param) == 0),
+              "line %d: '%s' -> %s (want %s)", line, msg, got ? got : "NULL",
+              param ? param : "NULL");
+    speech_args_free(&a);
+}
+#define EXPECT_REFUSAL(body, type, msg, param) expect_refusal(body, type, msg, param, __LINE__)
+
+/* Library refusals (their messages as src/synth/request.c words them) name the request
+ * field they concern, only among the fields the request passed. */
+static void test_refusal_param(void) {
+#define REQ(extra) "{\"model\":\"m\",\"input\":\"Hi.\",\"voice\":\"ryan\"" extra "}"
+    EXPECT_REFUSAL(REQ(",\"top_k\":100000"), CV, "top_k 100000 out of range [-1, 3072]",
+                   "top_k");
+    EXPECT_REFUSAL(REQ(), CV, "top_k 100000 out of range [-1, 3072]", NULL); // the default
+    EXPECT_REFUSAL(REQ(",\"top_k\":5"), CV, "cp_top_k 5000 out of range [-1, 2048]", NULL);
+    EXPECT_REFUSAL(REQ(",\"top_p\":0.5"), CV, "top_p 2 out of range (0, 1]", "top_p");
+    EXPECT_REFUSAL(REQ(",\"temperature\":0.5"), CV, "temperature 0.5 out of range (0, 100]",
+                   "temperature");
+    EXPECT_REFUSAL(REQ(",\"repetition_penalty\":1.5"), CV,
+                   "repetition_penalty 1.5 out of range (0, 100]", "repetition_penalty");
+    EXPECT_REFUSAL(REQ(",\"max_new_tokens\":5"), CV,
+                   "frames 0 / max_frames 5 must be >= 0, first_chunk_frames 1 in [1, 1024]",
+                   "max_new_tokens");
+    EXPECT_REFUSAL(REQ(",\"language\":\"klingon\""), CV,
+                   "unknown language 'klingon'; auto or one of: chinese, english", "language");
+    EXPECT_REFUSAL(REQ(), CV, "unknown speaker 'bob'; one of: ryan, vivian", "voice");
+    EXPECT_REFUSAL(REQ(), CV, "the text gives no tokens to speak", "input");
+    EXPECT_REFUSAL(REQ(",\"instructions\":\"Slowly.\""), CV,
+                   "the utterance's prompt has 9000 tokens (text 10, instruction 8990)", "input");
+    EXPECT_REFUSAL(REQ(",\"instructions\":\"Slowly.\""), CV,
+                   "this model takes no instruction", "instructions");
+    EXPECT_REFUSAL(REQ(), BASE, "the voice's x-vector has 3 values, this model's speaker slot 8",
+                   "voice");
+    EXPECT_REFUSAL("{\"model\":\"m\",\"input\":\"Hi.\",\"ref_audio\":\"data:;base64,AA==\","
+                   "\"x_vector_only_mode\":true}", BASE,
+                   "the voice's x-vector is not finite at 2", "ref_audio");
+    EXPECT_REFUSAL(REQ(), CV, "out of memory", NULL);
+    speech_args a;
+    http_error e;
+    CHECK(parse(REQ(), CV, &a, &e) == 0 && speech_refusal_param(&a, NULL) == NULL &&
+          speech_refusal_param(NULL, "top_k") == NULL && speech_refusal_param(&a, "") == NULL);
+    speech_args_free(&a);
+#undef REQ
+}
+
 int main(void) {
     test_defaults();
     test_all_fields();
@@ -525,5 +580,6 @@ int main(void) {
     test_utf8();
     test_tasks();
     test_task_fields();
+    test_refusal_param();
     return test_main_result("test_speech_args");
 }

@@ -40,8 +40,10 @@ struct audio_out {
     bool snd_s16;        /* snd is a 16-bit format: fed sf_write_short of pcm16_from_float */
     bool header_pending; /* wav on a stream: the header goes out with the first samples
                             (or with a successful end), so a failure first leaves it empty */
+    bool drained;        /* the speed change gave its last samples (audio_out_drain) */
     int32_t rate;
     size_t total_samples;
+    size_t n_encoded;    /* samples into the format, after the speed change */
 };
 
 static bool is_raw(const char *format) {
@@ -199,6 +201,7 @@ static int encode(audio_out *o, const float *pcm, size_t n_samples) {
     if (out_file_failed(o->file) || put_pending_header(o) != 0) {
         return -1;
     }
+    o->n_encoded += n_samples;
     if (o->enc) {
         // The sink records a failed write; otherwise the codec says what went wrong.
         return audio_enc_write(o->enc, pcm, n_samples) == 0
@@ -260,9 +263,21 @@ bool audio_out_failed(const audio_out *o) {
     return out_file_failed(o->file);
 }
 
+size_t audio_out_samples(const audio_out *o) {
+    return o->n_encoded;
+}
+
+int audio_out_drain(audio_out *o) {
+    if (o->speed && !o->drained && !out_file_failed(o->file)) {
+        o->drained = true;
+        return write_sped(o, NULL, 0, true);
+    }
+    return out_file_failed(o->file) ? -1 : 0;
+}
+
 out_file *audio_out_end(audio_out *o, bool success) {
-    if (success && o->speed && !out_file_failed(o->file)) {
-        write_sped(o, NULL, 0, true);
+    if (success) {
+        audio_out_drain(o);
     }
     if (success) {
         put_pending_header(o);

@@ -38,6 +38,15 @@ int audio_out_flush(audio_out *o);
 /* Whether a write failed (the command then reports that, not the cancelled synthesis). */
 bool audio_out_failed(const audio_out *o);
 
+/* Samples given to the format so far: after the speed change, so what the output will
+ * play (the progress line counts these). */
+size_t audio_out_samples(const audio_out *o);
+
+/* After the last audio_out_write of a success: the speed change's last samples into
+ * the format (audio_out_end does it when not done yet). Returns 0, or -1 once writing
+ * failed. */
+int audio_out_drain(audio_out *o);
+
 /* Ends the encoding (the speed change's last samples, trailer, final wav sizes; the
  * pending stream header when success)
  * and returns the output for out_file_commit. Frees o. */

@@ -17,6 +17,15 @@ void cli_report(const char *cmd, kz_status st) {
     fprintf(stderr, "kztts %s: %s%s%s\n", cmd, kz_status_str(st), msg[0] ? ": " : "", msg);
 }
 
+void cli_report_reference(const char *cmd, kz_status st) {
+    const char *msg = kz_last_error();
+    // The library states the length and the limit (kztts.h, kz_voice_params); raising
+    // the limit is this command line's business.
+    const bool too_long = st == KZ_STATUS_BAD_INPUT && strstr(msg, "over the limit of");
+    fprintf(stderr, "kztts %s: %s%s%s%s\n", cmd, kz_status_str(st), msg[0] ? ": " : "", msg,
+            too_long ? " (raise it with --max-ref-seconds S, up to 600)" : "");
+}
+
 const arg_choice CLI_ISA_NAMES[] = {
     {"auto", KZ_ISA_CAP_AUTO}, {"scalar", KZ_ISA_CAP_SCALAR}, {"avx2", KZ_ISA_CAP_AVX2},
     {"avx512", KZ_ISA_CAP_AVX512}, {"neon", KZ_ISA_CAP_NEON}, {NULL, 0}};

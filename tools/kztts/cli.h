@@ -81,6 +81,10 @@ bool cli_discard_audio(const float *pcm, size_t n, int64_t pos, bool last, void 
 /* Prints "kztts CMD: <status>: <last error>" to stderr. */
 void cli_report(const char *cmd, kz_status st);
 
+/* cli_report for a failure to read reference audio (voice, encode): a reference over
+ * the length limit also gets how to raise it (--max-ref-seconds). */
+void cli_report_reference(const char *cmd, kz_status st);
+
 /* The exit status of a command whose library call failed with st: 2 for
  * KZ_STATUS_INVALID_ARGUMENT (the request carries a command-line value the model
  * refuses: a speaker, a language, top-k beyond the vocabulary), else 1. */

@@ -55,7 +55,7 @@ static int run(const encode_opts *o) {
     kz_status st = kz_encode_file(model, o->audio, &p, &codes, &n_frames, &n_codebooks);
     int rc = 0;
     if (st != KZ_OK) {
-        cli_report("encode", st);
+        cli_report_reference("encode", st);
         rc = cli_exit_status(st);
     } else if (write_codes(o, codes, n_frames, n_codebooks) != 0) {
         rc = 1;

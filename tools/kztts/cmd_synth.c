@@ -54,7 +54,6 @@ typedef struct text_in {
 typedef struct sink {
     audio_out *out;
     bool flush;        /* --stream: push every chunk out at once */
-    size_t n_samples;  /* written so far */
     int32_t rate;      /* samples per second */
     progress progress; /* the status line on a terminal */
     codes_log *log;    /* --dump-codes, else NULL */
@@ -78,8 +77,10 @@ static bool log_frame(const int32_t *codes, int32_t n, int64_t pos, void *user) 
     return true;
 }
 
+/* Counts the audio written, after --speed, so the seconds are those the file plays. */
 static void show_progress(sink *s, bool final) {
-    const double audio_s = (double)s->n_samples / s->rate, t = progress_elapsed(&s->progress);
+    const double audio_s = (double)audio_out_samples(s->out) / s->rate;
+    const double t = progress_elapsed(&s->progress);
     progress_show(&s->progress, final, "synth: %.1f s of audio in %.1f s (%.2fx real time)",
                   audio_s, t, t > 0 ? audio_s / t : 0.0);
 }
@@ -88,9 +89,10 @@ static bool write_chunk(const float *pcm, size_t n, int64_t pos, bool last, void
     sink *s = user;
     (void)pos;
     (void)last;
-    s->n_samples += n;
+    const bool ok = audio_out_write(s->out, pcm, n) == 0 &&
+                    (!s->flush || audio_out_flush(s->out) == 0);
     show_progress(s, false);
-    return audio_out_write(s->out, pcm, n) == 0 && (!s->flush || audio_out_flush(s->out) == 0);
+    return ok;
 }
 
 /* --stream-text: hands over whatever stdin has delivered so far (blocking until something arrives);
@@ -198,6 +200,7 @@ static int synthesize(const synth_opts *o, const char *format, kz_model *m, kz_s
     progress_begin(&snk.progress, strcmp(o->out, "-") != 0);
     kz_status st = kz_synthesize(s, &r);
     if (st == KZ_OK) {
+        audio_out_drain(out); // a failure is recorded in out and reported at the commit
         show_progress(&snk, true);
     }
     progress_end(&snk.progress);
@@ -312,7 +315,7 @@ static int make_voice(const synth_opts *o, const kz_model *m, kz_voice **voice) 
     if (st != KZ_OK) {
         kz_voice_free(*voice);
         *voice = NULL;
-        cli_report("synth", st);
+        cli_report_reference("synth", st);
         return cli_exit_status(st);
     }
     return 0;

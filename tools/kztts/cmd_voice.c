@@ -129,7 +129,7 @@ static int create(const create_opts *o) {
         interrupt_defer_end();
     }
     if (st != KZ_OK) {
-        cli_report("voice create", st);
+        cli_report_reference("voice create", st);
     } else if (!o->quiet) {
         kz_voice_info i;
         kz_voice_get_info(voice, &i);

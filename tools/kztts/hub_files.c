@@ -19,6 +19,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "json_parse.h"
+
 /* Largest size accepted: below 2^53, so every byte count is exact in a JSON double. */
 #define MAX_SIZE 9.0e15
 
@@ -135,7 +137,7 @@ int hub_listing_add_page(hub_files *listed, const char *text, size_t n_bytes, ch
         snprintf(err, n_err, "a NUL byte in the JSON");
         return -1;
     }
-    cJSON *root = cJSON_ParseWithOpts(text, NULL, 1);
+    cJSON *root = json_parse(text, strlen(text) + 1, NULL, true);
     if (!cJSON_IsArray(root)) {
         cJSON_Delete(root);
         snprintf(err, n_err, "not a JSON array");
@@ -154,7 +156,7 @@ int hub_listing_add_page(hub_files *listed, const char *text, size_t n_bytes, ch
 
 void hub_manifest_parse(const char *text, const char *repo, const char *revision, hub_files *out) {
     memset(out, 0, sizeof *out);
-    cJSON *root = cJSON_Parse(text);
+    cJSON *root = json_parse(text, strlen(text) + 1, NULL, false);
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "repo");
     const cJSON *rev = cJSON_GetObjectItemCaseSensitive(root, "revision");
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");

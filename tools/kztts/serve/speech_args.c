@@ -17,6 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "json_parse.h"
+
 enum field {
     F_MODEL, F_INPUT, F_VOICE, F_INSTRUCTIONS, F_RESPONSE_FORMAT, F_SPEED, F_STREAM_FORMAT,
     F_LANGUAGE, F_TASK_TYPE, F_REF_AUDIO, F_REF_TEXT, F_X_VECTOR_ONLY, F_SEED, F_TEMPERATURE,
@@ -473,7 +475,7 @@ int speech_args_parse(const char *body, size_t n_bytes, int max_input_chars,
                       const char *model_type, speech_args *out, http_error *e) {
     *out = (speech_args){.response_format = "mp3", .speed = 1.0f};
     const char *end = NULL;
-    cJSON *root = body ? cJSON_ParseWithLengthOpts(body, n_bytes, &end, false) : NULL;
+    cJSON *root = body ? json_parse(body, n_bytes, &end, false) : NULL;
     out->doc = root;
     if (root) {
         end += strspn(end, " \t\r\n"); // JSON allows whitespace after the value

@@ -26,6 +26,7 @@
 #include "audio_enc.h"
 #include "base64.h"
 #include "metrics.h"
+#include "speech_refusal.h"
 #include "speed.h"
 #include "voices.h"
 
@@ -283,7 +284,8 @@ static void fill_request(speech_job *j, kz_request *r) {
     r->user = j;
 }
 
-/* kz_synthesize's status as an HTTP error (kz_last_error is this thread's message). */
+/* kz_synthesize's status as an HTTP error (kz_last_error is this thread's message); a
+ * refusal names the request field it concerns (speech_refusal.h). */
 static void fail_from_status(speech_job *j, kz_status st) {
     if (j->failed || st == KZ_STATUS_CANCELLED) {
         return; // the callback that stopped it said why, or the client left
@@ -292,7 +294,8 @@ static void fail_from_status(speech_job *j, kz_status st) {
                   st == KZ_STATUS_UNSUPPORTED;
     char msg[384];
     snprintf(msg, sizeof msg, "%s", kz_last_error()[0] ? kz_last_error() : kz_status_str(st));
-    job_fail(j, client ? 400 : 500, client ? "invalid_request_error" : "server_error", NULL,
+    job_fail(j, client ? 400 : 500, client ? "invalid_request_error" : "server_error",
+             client ? speech_refusal_param(&j->args, msg) : NULL,
              client ? "invalid_value" : "synthesis_failed", msg);
 }
 

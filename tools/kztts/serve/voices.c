@@ -3,6 +3,8 @@
  * file, kz_voice_save) and NAME.json ({"name","created_at","consent","mode","ref_text"?,
  * "speaker_description"?}).
  *
+ * Names are case-insensitive: NAME is the voice's name in lower case (voices_key), so
+ * "Alice" and "alice" are one voice; entries with upper-case letters are not voices.
  * Nothing is cached: every list, get and delete reads the directory, so replicas sharing
  * it agree. The order of the file operations makes a voice appear and vanish whole:
  *   create: the voice to a hidden temporary file (kz_voice_save, fsync'd) and the
@@ -30,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json_parse.h"
+
 #define MAX_NAME 64
 #define MAX_META_BYTES ((size_t)8 << 20) /* a transcript is at most 1 MiB, escaped */
 #define STALE_TEMP_SECONDS 3600
@@ -51,6 +55,19 @@ bool voices_name_ok(const char *name) {
             return false;
         }
     }
+    return true;
+}
+
+bool voices_key(const char *name, char key[MAX_NAME + 1]) {
+    if (!voices_name_ok(name)) {
+        key[0] = '\0';
+        return false;
+    }
+    size_t i = 0;
+    for (; name[i]; i++) {
+        key[i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] - 'A' + 'a') : name[i];
+    }
+    key[i] = '\0';
     return true;
 }
 
@@ -211,10 +228,11 @@ static void sync_dir(const voices *v) {
 }
 
 bool voices_exists(voices *v, const char *name) {
-    if (!voices_enabled(v) || !voices_name_ok(name)) {
+    char key[MAX_NAME + 1];
+    if (!voices_enabled(v) || !voices_key(name, key)) {
         return false;
     }
-    char *p = path_of(v, "", name, ".kzvoice");
+    char *p = path_of(v, "", key, ".kzvoice");
     struct stat st;
     bool exists = p && lstat(p, &st) == 0;
     free(p);
@@ -223,10 +241,11 @@ bool voices_exists(voices *v, const char *name) {
 
 int voices_get(voices *v, const char *name, kz_voice **out, http_error *e) {
     *out = NULL;
-    if (!voices_enabled(v) || !voices_name_ok(name)) {
+    char key[MAX_NAME + 1];
+    if (!voices_enabled(v) || !voices_key(name, key)) {
         return not_found(e, "voice", name);
     }
-    char *meta = path_of(v, "", name, ".json"), *file = path_of(v, "", name, ".kzvoice");
+    char *meta = path_of(v, "", key, ".json"), *file = path_of(v, "", key, ".kzvoice");
     struct stat st;
     int rc = 0;
     if (!meta || !file) {
@@ -286,7 +305,7 @@ static int read_meta(const voices *v, const char *name, voice_meta *m) {
     char *path = path_of(v, "", name, ".json");
     char *text = path ? read_small_file(path, MAX_META_BYTES) : NULL;
     free(path);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    cJSON *root = text ? json_parse(text, strlen(text) + 1, NULL, false) : NULL;
     free(text);
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "name");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "created_at");
@@ -339,7 +358,8 @@ static bool entry_name(const char *entry, char name[MAX_NAME + 1]) {
     }
     memcpy(name, entry, n - n_suffix);
     name[n - n_suffix] = '\0';
-    return voices_name_ok(name);
+    char key[MAX_NAME + 1];
+    return voices_key(name, key) && strcmp(key, name) == 0; // stored names are lower case
 }
 
 int voices_list(voices *v, voice_meta **out, size_t *n_out, http_error *e) {
@@ -471,8 +491,8 @@ static int write_voice_temp(const voices *v, const char *name, const kz_voice *v
 static int exists_error(http_error *e, const char *name) {
     char q[MAX_NAME + 4];
     return http_error_set(e, 409, "invalid_request_error", "name", "voice_exists",
-                          "a voice named '%s' exists already (DELETE /v1/audio/voices/%s first)",
-                          quoted(name, q), quoted(name, q));
+                          "a voice named '%s' exists already (names are case-insensitive; "
+                          "DELETE /v1/audio/voices/%s first)", quoted(name, q), quoted(name, q));
 }
 
 /* NAME.kzvoice from the temporary voice file, only if the name is free. link() makes
@@ -499,11 +519,13 @@ int voices_create(voices *v, const kz_voice *voice, voice_meta *meta, http_error
         return disabled(e);
     }
     char q[MAX_NAME + 4];
-    if (!voices_name_ok(meta->name)) {
+    char key[MAX_NAME + 1];
+    if (!voices_key(meta->name, key)) {
         return http_error_set(e, 400, "invalid_request_error", "name", "invalid_value",
                               "voice name '%s' is not valid: use 1-64 letters, digits, '_', '.' "
                               "or '-', not starting with '.'", quoted(meta->name, q));
     }
+    snprintf(meta->name, sizeof meta->name, "%s", key);
     if (voices_exists(v, meta->name)) {
         return exists_error(e, meta->name);
     }
@@ -542,10 +564,11 @@ int voices_delete(voices *v, const char *name, http_error *e) {
     if (!voices_enabled(v)) {
         return disabled(e);
     }
-    if (!voices_name_ok(name)) {
+    char key[MAX_NAME + 1];
+    if (!voices_key(name, key)) {
         return not_found(e, NULL, name);
     }
-    char *file = path_of(v, "", name, ".kzvoice"), *json = path_of(v, "", name, ".json");
+    char *file = path_of(v, "", key, ".kzvoice"), *json = path_of(v, "", key, ".json");
     int rc = 0;
     if (!file || !json) {
         rc = http_error_set(e, 500, "server_error", NULL, NULL, "voices: out of memory");

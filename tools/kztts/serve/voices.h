@@ -28,6 +28,12 @@ void voices_free(voices *v);
 /* Whether name is a valid voice name: 1-64 of [A-Za-z0-9_.-], not starting with '.'. */
 bool voices_name_ok(const char *name);
 
+/* Voice names are case-insensitive, as vLLM-Omni's (it lowercases them) and the preset
+ * speakers: a voice is stored under its name in lower case, and every lookup, creation
+ * and deletion uses that key. name in lower case into key, or false (key empty) when
+ * name is not valid. */
+bool voices_key(const char *name, char key[65]);
+
 /* The uploaded voice called name, checked against the model, into *out (caller frees).
  * 0, or the HTTP status with e filled: 404 unknown voice, 400 made for another model,
  * 500 unreadable. */
@@ -71,8 +77,9 @@ bool voices_exists(voices *v, const char *name);
  * voice_meta_clear, then the array); none when uploads are off. 0, or 500 with e. */
 int voices_list(voices *v, voice_meta **out, size_t *n_out, http_error *e);
 
-/* Stores voice under meta->name with meta's fields (created_at set now). 0, or the
- * status with e: 400 bad name or uploads off, 409 the name exists, 500 I/O. */
+/* Stores voice under meta->name in lower case (meta->name is lowered, created_at set
+ * now) with meta's fields. 0, or the status with e: 400 bad name or uploads off, 409
+ * the name exists in any case, 500 I/O. */
 int voices_create(voices *v, const kz_voice *voice, voice_meta *meta, http_error *e);
 
 /* Removes the voice called name. 0, or 404 unknown (400 bad name or uploads off, 500). */

@@ -93,7 +93,8 @@ static int check_format(const SF_INFO *info, size_t *max_frames, http_error *e) 
 static int too_much(const SF_INFO *info, size_t n_frames, http_error *e) {
     if (n_frames >= (size_t)info->samplerate * MAX_SECONDS) {
         return http_error_set(e, 400, "invalid_request_error", "ref_audio", "invalid_audio",
-                              "reference audio is longer than %d s, the limit", MAX_SECONDS);
+                              "reference audio is longer than %d s: a request's reference "
+                              "audio must be at most %d s", MAX_SECONDS, MAX_SECONDS);
     }
     return http_error_set(e, 400, "invalid_request_error", "ref_audio", "invalid_audio",
                           "reference audio has too many samples for its %d channels: send "

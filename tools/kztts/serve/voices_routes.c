@@ -12,7 +12,8 @@
  *   DELETE /v1/audio/voices/{name}  {"id","object":"audio.voice","deleted":true}
  * A voice resource is OpenAI's VoiceResource {"object":"audio.voice","id","name",
  * "created_at"} plus "consent", "mode" (icl|xvector), "ref_text" (ICL voices) and
- * "speaker_description" (when given); id is the name.
+ * "speaker_description" (when given); id is the name. Names are case-insensitive and
+ * answered in lower case, the way the store keeps them (voices_key).
  *
  * POST: uploads on (--voices-dir, else 400), a Base model (else 400 naming its type), the
  * body parsed (multipart.c or cJSON), consent given, a valid free name (409 when taken),
@@ -31,6 +32,7 @@
 
 #include "base64.h"
 #include "jobs.h"
+#include "json_parse.h"
 #include "multipart.h"
 #include "voices.h"
 
@@ -284,7 +286,7 @@ static int json_member(const cJSON *item, upload *u, http_error *e) {
 /* body[0..n) is NUL-terminated (http.h): parsing n + 1 bytes with the terminator
  * required refuses trailing bytes and NULs inside. */
 static int parse_json(const char *body, size_t n, upload *u, http_error *e) {
-    cJSON *root = cJSON_ParseWithLengthOpts(body, n + 1, NULL, true);
+    cJSON *root = json_parse(body, n + 1, NULL, true);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return http_error_set(e, 400, "invalid_request_error", NULL, "invalid_json",
@@ -471,8 +473,10 @@ static void get_voice(server *s, http_req *r, const char *name) {
     }
     cJSON *found = NULL;
     bool ok = true;
+    char key[65];
+    voices_key(name, key); // empty for a bad name, which no voice has
     for (size_t i = 0; i < n; i++) {
-        if (!found && strcmp(list[i].name, name) == 0) {
+        if (!found && strcmp(list[i].name, key) == 0) {
             ok = (found = resource(&list[i])) != NULL;
         }
         voice_meta_clear(&list[i]);
@@ -493,8 +497,10 @@ static void delete_voice(server *s, http_req *r, const char *name) {
         http_send_error(r, &e);
         return;
     }
+    char key[65];
+    voices_key(name, key); // the voice's id: its name as stored
     cJSON *root = cJSON_CreateObject();
-    bool ok = root && cJSON_AddStringToObject(root, "id", name) &&
+    bool ok = root && cJSON_AddStringToObject(root, "id", key) &&
               cJSON_AddStringToObject(root, "object", "audio.voice") &&
               cJSON_AddTrueToObject(root, "deleted");
     send_object(r, 200, root, ok);
@@ -541,9 +547,11 @@ static int check_upload(server *s, const upload *u, http_error *e) {
                               "'.' or '-', not starting with '.'", u->name);
     }
     if (voices_exists(s->voices, u->name)) {
+        char key[65];
+        voices_key(u->name, key);
         return http_error_set(e, 409, "invalid_request_error", "name", "voice_exists",
-                              "a voice named '%s' exists already (DELETE /v1/audio/voices/%s "
-                              "first)", u->name, u->name);
+                              "a voice named '%s' exists already (names are case-insensitive; "
+                              "DELETE /v1/audio/voices/%s first)", key, key);
     }
     return 0;
 }
