@@ -7,12 +7,15 @@
  * of the row. A set is a pair (or a last single token) in calls of 1 to 3
  * tokens (decode steps) and up to four tokens in calls of four or more (the
  * prompt prefill: each weight group below is unpacked once for the set and the
- * rows are re-read half as often), eight for q8_0 on the VNNI path (its unpacked
- * codes need no per-token work; q4_0's do, and it stays at four)
+ * rows are re-read half as often), eight for both formats on the VNNI path (their
+ * codes unpacked into lane order once per group: no per-token work but the products)
  * (docs/ARCHITECTURE.md#language-model-matmuls). The activations of a set take up to
  * 82 KB of stack:
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
+ *            or, for VNNI sets of 5 to 8 tokens, in lane order: dword m (codes
+ *            4m..4m+3) of block LANE(l) of a group at 64 m + 4 l (the quads' 4 x 4
+ *            dword transpose per 128-bit section);
  *            d_x per block in lane order (below); -8 (q4_0) or -128 (q8_0) sum q_x
  *   per weight row o, per group of 16 blocks (the last one may be partial):
  *     unaligned 64-byte windows of the row --vpermt2w--> per block quad:
@@ -21,16 +24,18 @@
  *             from zero), |w| (0..128) as u8 (w + 128 could saturate a maddubs pair)
  *             VNNI:  vpdpbusd(|wl|, +-q_x 0..15), vpdpbusd(|wh|, +-q_x 16..31), chained
  *             plain: maddubs, madd(1) for each half, add
- *           VNNI sets of 5 to 8 tokens: u = w xor 0x80 = w + 128 (u8), the same for
- *             every token: vpdpbusd(ul, q_x 0..15), vpdpbusd(uh, q_x 16..31),
- *             chained, + -128 sum q_x
  *     q4_0: the 4 blocks' 16 nibble bytes; low nibbles (elements 0..15, 0..15 as
  *           u8) against q_x 0..15, high nibbles against q_x 16..31
  *           VNNI:  two vpdpbusd, chained;  plain: two maddubs, add, madd(1)
  *       --> 4 x 4 int32 (block 4j + k in 128-bit section k)
  *     four quads --unpacks, adds--> 16 int32, block 4m + k in lane 4k + m (LANE):
- *       the exact sum_i c_i q_x,i (+ the offset's -8 or -128 sum q_x where the codes
- *       were offset: q4_0, and q8_0 on VNNI)
+ *       the exact sum_i c_i q_x,i (+ the offset's -8 sum q_x for q4_0)
+ *     VNNI sets of 5 to 8 tokens instead (group_codes): the four quads' codes, u8
+ *       (q8_0 u = w xor 0x80 = w + 128, q4_0 the nibbles), --the same dword
+ *       transpose--> eight vectors in lane order, once for the set; per token eight
+ *       vpdpbusd against its lane-order q_x, chained from its -128 (-8) sum q_x:
+ *       16 int32 in lane order, no fold (the fold's shuffles become the
+ *       transpose, paid once per set instead of once per token)
  *     d_w: the 16 fp16 scales picked from the same windows (vpermt2w, blends),
  *          vcvtph2ps
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
@@ -55,7 +60,8 @@
  * Determinism: a token's sequence of operations depends only on n_in, never
  * on how many tokens share its set, on n_tok, on [o0, o1) or on which
  * integer path runs (a set only shares the weight unpacking; every token keeps
- * its own accumulator and fold).
+ * its own accumulator and its exact integer block sums, whichever order of integer
+ * adds forms them).
  *
  * Batched matrix-vector products (kernels.h matvec_q8_0, matvec_q): the same chunk
  * kernels and activations with the rows outside the token sets, so each row tile is read
@@ -79,18 +85,19 @@
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
 #define MAX_NT 8         /* tokens in a set (prefill): they share each group's unpacking */
-#define MAX_NT_PLAIN 4   /* ... on the plain path (its per-token products stay live) */
+#define MAX_NT_PLAIN 4   /* ... on the plain path, and the largest set in quad order */
 #define GROUP 16         /* blocks per fold: one float lane each */
 #define PREFETCH_Q8 4096 /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
 #define PREFETCH_Q4 8192
 
-/* The lane of block k (0..15) of a group after the fold, and the block in lane
- * k: the 4 x 4 transpose the fold leaves (an involution). */
+/* The lane of block k (0..15) of a group after the fold (or the transpose), and the
+ * block in lane k: the 4 x 4 transpose the fold leaves (an involution). */
 #define LANE(k) (((k) % 4) * 4 + (k) / 4)
 
 typedef struct act {
-    /* quad j = blocks 4j..4j+3 at 128 j: elements 0..15 of block b at
-     * 128 j + 16 (b - 4j), elements 16..31 64 bytes on (both formats). */
+    /* quad order: quad j = blocks 4j..4j+3 at 128 j: elements 0..15 of block b at
+     * 128 j + 16 (b - 4j), elements 16..31 64 bytes on (both formats); lane order
+     * (quant_act's tr): elements 4m..4m+3 of block 16 g + LANE(l) at 512 g + 64 m + 4 l. */
     _Alignas(64) int8_t q[CHUNK_BLOCKS * KZ_QK];
     _Alignas(64) float d[CHUNK_BLOCKS];     /* d_x of block 16 g + k at 16 g + LANE(k) */
     _Alignas(64) int32_t off[CHUNK_BLOCKS]; /* -8 (q4_0) or -128 (q8_0) * sum q, same order */
@@ -173,7 +180,7 @@ static inline void transpose_group(int8_t *q) {
  * round half away from zero (trunc, then +-1 when the exact fraction is
  * >= 0.5); for q4_0 the code sums come from the stored codes by maddubs with
  * ones and the same fold (q8_0 too: its VNNI path offsets w by 128). Blocks past nb
- * up to the group's end are zero. */
+ * up to the group's end are zero. tr: the codes in lane order (act), for group_codes. */
 static void quant_act(act *a, const float *x, size_t nb, int q4, int tr) {
     const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
     const __m512i one = _mm512_castps_si512(_mm512_set1_ps(1.0f));
@@ -348,11 +355,37 @@ ALWAYS_INLINE __m512i pick(__m512i lo, const uint16_t *idx, __m512i hi) {
     return _mm512_permutex2var_epi16(lo, _mm512_load_si512((const void *)idx), hi);
 }
 
-/* Integer dot products of the 16 blocks of group g (windows win) with nt (1 to
- * MAX_NT_PLAIN) tokens on the plain path (act in quad order), folded and offset:
- * r[t] lane LANE(k) = exact sum_i c_i q_i of block k. */
+/* Integer dot products of the 16 blocks of group g (windows win) with nt (1
+ * to MAX_NT_PLAIN) tokens (act in quad order), folded and offset: r[t] lane LANE(k) =
+ * exact sum_i c_i q_i of block k. Larger sets take group_codes instead. */
 ALWAYS_INLINE void group_dots(__m512i r[MAX_NT_PLAIN], const __m512i *win, const act *a, size_t g,
-                              int nt, int q4) {
+                              int nt, int q4, int vnni) {
+    if (vnni && q4) {
+        // The nibbles 0..15 as unsigned codes against the signed q_x (a->off: -8 sum
+        // q_x), unpacked once for every token of the set.
+        __m512i ul[4], uh[4];
+        for (int j = 0; j < 4; j++) {
+            const __m512i low4 = _mm512_set1_epi8(0x0f);
+            const __m512i w = pick(win[j], q4_code_idx[j], win[j + 1]);
+            ul[j] = _mm512_and_si512(w, low4);
+            uh[j] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+        }
+        for (int t = 0; t < nt; t++) {
+            __m512i q[4];
+            for (int j = 0; j < 4; j++) {
+                const int8_t *xq = a[t].q + (g * GROUP / 4 + (size_t)j) * 128;
+                const __m512i xl = _mm512_load_si512((const void *)xq);
+                const __m512i xh = _mm512_load_si512((const void *)(xq + 64));
+                q[j] = dpbusd(dpbusd(_mm512_setzero_si512(), ul[j], xl), uh[j], xh);
+            }
+            r[t] = _mm512_add_epi32(fold_quads(q[0], q[1], q[2], q[3], 0),
+                                    _mm512_load_si512((const void *)(a[t].off + g * GROUP)));
+        }
+        return;
+    }
+    // The plain path (maddubs + madd), and q8_0 on VNNI: w's sign moved onto q_x, which
+    // streams from DRAM at least as fast as offset codes
+    // (docs/ARCHITECTURE.md#language-model-matmuls).
     __m512i quad[MAX_NT_PLAIN][4];
     const __m512i one = _mm512_set1_epi16(1);
     if (q4) {
@@ -386,9 +419,13 @@ ALWAYS_INLINE void group_dots(__m512i r[MAX_NT_PLAIN], const __m512i *win, const
                 const __m512i xh = _mm512_load_si512((const void *)(xq + 64));
                 const __m512i sl = _mm512_mask_sub_epi8(xl, nl, z, xl);
                 const __m512i sh = _mm512_mask_sub_epi8(xh, nh, z, xh);
-                // maddubs pairs reach 2 * 128 * 127: widen each half before adding
-                quad[t][j] = _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(al, sl), one),
-                                              _mm512_madd_epi16(_mm512_maddubs_epi16(ah, sh), one));
+                if (vnni) {
+                    quad[t][j] = dpbusd(dpbusd(z, al, sl), ah, sh);
+                } else { // maddubs pairs reach 2 * 128 * 127: widen each half before adding
+                    quad[t][j] =
+                        _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(al, sl), one),
+                                         _mm512_madd_epi16(_mm512_maddubs_epi16(ah, sh), one));
+                }
             }
         }
     }
@@ -457,16 +494,22 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
     }
 }
 
+/* Whether a set of nt tokens takes group_codes (act in lane order) rather than
+ * group_dots (act in quad order). */
+#define LANE_ORDER(nt, vnni) ((vnni) && (nt) > MAX_NT_PLAIN)
+
 /* acc[t] += the 16 blocks of group g (at blk, nvalid of them) against the nt tokens of
- * a, one fma per block into lane LANE(block). vnni: the codes are unpacked and
- * transposed once (group_codes) and each token's block sums are eight vpdpbusd chained
- * from its offset, already in lane order; plain: group_dots. */
+ * a, one fma per block into lane LANE(block). VNNI sets of more than MAX_NT_PLAIN: the
+ * codes are unpacked and transposed once (group_codes) and each token's block sums are
+ * eight vpdpbusd chained from its offset, already in lane order, so no register holds
+ * more than the codes, the accumulators and one token's chain; smaller sets (and the
+ * plain path): group_dots, whose per-token fold costs less than the transposition there. */
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
     load_windows(win, blk, q4, nvalid);
-    const __m512 dw = group_scales(win, q4);
-    if (vnni) {
+    if (LANE_ORDER(nt, vnni)) {
+        const __m512 dw = group_scales(win, q4);
         __m512i u[8];
         group_codes(u, win, q4);
         for (int t = 0; t < nt; t++) {
@@ -481,7 +524,8 @@ ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act 
         return;
     }
     __m512i r[MAX_NT_PLAIN];
-    group_dots(r, win, a, g, nt, q4);
+    group_dots(r, win, a, g, nt, q4, vnni);
+    const __m512 dw = group_scales(win, q4);
     for (int t = 0; t < nt; t++) {
         const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(a[t].d + g * GROUP));
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r[t]), s, acc[t]);
@@ -852,7 +896,8 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
             for (int k = 0; k < nt; k++) {
-                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4, vnni);
+                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4,
+                          LANE_ORDER(nt, vnni));
             }
             fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf);
         }
@@ -882,8 +927,10 @@ static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         const size_t np = n_tok - t0 < KZ_MATVEC_PASS ? n_tok - t0 : KZ_MATVEC_PASS;
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
-            for (size_t k = 0; k < np; k++) {
-                quant_act(&a[k], x + (t0 + k) * ldx + c0 * KZ_QK, cn, q4, vnni);
+            for (size_t k = 0; k < np; k++) { // the layout of k's set (below)
+                const size_t set = k / max_nt * max_nt;
+                const size_t nt = np - set < max_nt ? np - set : max_nt;
+                quant_act(&a[k], x + (t0 + k) * ldx + c0 * KZ_QK, cn, q4, LANE_ORDER(nt, vnni));
             }
             for (size_t r0 = o0; r0 < o1; r0 += tile) {
                 const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
