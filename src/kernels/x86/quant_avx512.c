@@ -115,9 +115,10 @@ enum { PATH_PLAIN = 0, PATH_VNNI = 1, PATH_AMX = 2 };
  * on every function it is inlined through, and that target would also let the
  * compiler turn the plain path's madd + add into VNNI instructions. Runs only
  * in the VNNI and AMX entry points, which only sub-levels of CPUs with VNNI hold.
- * acc + sum of 4 adjacent u8(u) * s8(s) per lane. */
+ * acc + sum of 4 adjacent u8(u) * s8(s) per lane; s may be a memory operand, so an
+ * activation vector loaded for one product is folded into it (one instruction fewer). */
 ALWAYS_INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(s));
     return acc;
 }
 
