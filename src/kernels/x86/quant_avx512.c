@@ -502,9 +502,10 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
 /* acc[t] += the 16 blocks of group g (at blk, nvalid of them) against the nt tokens of
  * a, one fma per block into lane LANE(block). VNNI sets of more than MAX_NT_PLAIN: the
  * codes are unpacked and transposed once (group_codes) and each token's block sums are
- * eight vpdpbusd chained from its offset, already in lane order, so no register holds
- * more than the codes, the accumulators and one token's chain; smaller sets (and the
- * plain path): group_dots, whose per-token fold costs less than the transposition there. */
+ * eight vpdpbusd chained from its offset, already in lane order, so the registers hold
+ * only the codes, the accumulators and one token's chain; smaller sets (and the plain
+ * path): group_dots in quad order, which streams the weights from DRAM faster there
+ * (docs/ARCHITECTURE.md#language-model-matmuls). */
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
