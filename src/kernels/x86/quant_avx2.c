@@ -135,21 +135,20 @@ ALWAYS_INLINE float hsum8(__m256 s) {
     return _mm_cvtss_f32(q);
 }
 
-/* Eight blocks' int32 x 8 partial sums -> one int32 x 8: lane k = the sum of p[k]'s
- * lanes. Unpacks and adds only (no hadd, which is three uops): 21 single-uop steps. */
-ALWAYS_INLINE __m256i reduce8(const __m256i p[GROUP]) {
-    __m256i h[4];
-    for (int k = 0; k < 4; k++) { // per 128-bit half: p2k x, p2k+1 x, p2k y, p2k+1 y
-        h[k] = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2 * k], p[2 * k + 1]),
-                                _mm256_unpackhi_epi32(p[2 * k], p[2 * k + 1]));
-    }
-    __m256i q[2];
-    for (int k = 0; k < 2; k++) { // per 128-bit half: blocks 4k .. 4k+3
-        q[k] = _mm256_add_epi32(_mm256_unpacklo_epi64(h[2 * k], h[2 * k + 1]),
-                                _mm256_unpackhi_epi64(h[2 * k], h[2 * k + 1]));
-    }
-    return _mm256_add_epi32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
-                            _mm256_permute2x128_si256(q[0], q[1], 0x31));
+/* The steps of the eight-block reduction (int32 x 8 partial sums of blocks 0..7 -> one
+ * int32 x 8, lane k = the sum of block k's lanes), unpacks and adds only (no hadd, which
+ * is three uops): 21 single-uop steps. They are taken as soon as their inputs exist
+ * (group_sums_q8), so a token holds at most three vectors of the group instead of eight
+ * and a pair of tokens fits the sixteen registers. */
+ALWAYS_INLINE __m256i reduce_pair(__m256i a, __m256i b) { // per half: a x, b x, a y, b y
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+ALWAYS_INLINE __m256i reduce_quad(__m256i a, __m256i b) { // per half: blocks 4k .. 4k+3
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+ALWAYS_INLINE __m256i reduce_halves(__m256i a, __m256i b) {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                            _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 /* q4_0: four block pairs' int16 partial sums (16 lanes, [block 2i: 8 | block 2i+1: 8], each
@@ -159,13 +158,13 @@ ALWAYS_INLINE __m256i reduce8(const __m256i p[GROUP]) {
  * block's two lanes side by side, one madd widens and adds them, one permute restores
  * the order: 12 operations where a madd per pair and an int32 transpose take 14, which
  * counts in a q4_0 row bound by its instructions
- * (docs/ARCHITECTURE.md#language-model-matmuls). */
-ALWAYS_INLINE __m256i reduce4_pairs(const __m256i p[GROUP / 2]) {
-    const __m256i a =
-        _mm256_add_epi16(_mm256_unpacklo_epi16(p[0], p[1]), _mm256_unpackhi_epi16(p[0], p[1]));
-    const __m256i b =
-        _mm256_add_epi16(_mm256_unpacklo_epi16(p[2], p[3]), _mm256_unpackhi_epi16(p[2], p[3]));
-    const __m256i c = _mm256_add_epi16(_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
+ * (docs/ARCHITECTURE.md#language-model-matmuls). The first level (reduce4_level) runs as
+ * soon as two pairs exist (group_sums_q4), so a token holds at most two vectors. */
+ALWAYS_INLINE __m256i reduce4_level(__m256i a, __m256i b) {
+    return _mm256_add_epi16(_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
+}
+ALWAYS_INLINE __m256i reduce4_pairs(__m256i a, __m256i b) { // reduce4_level of pairs 0 1, 2 3
+    const __m256i c = reduce4_level(a, b);
     const __m256i side_by_side = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7,
                                                   14, 15, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12,
                                                   13, 6, 7, 14, 15);
@@ -241,46 +240,51 @@ ALWAYS_INLINE void block_dots(__m256i p[2], const uint8_t *blk, const act *a, si
  * without the -8 offset, block b + k in lane k, lanes past n 0. */
 ALWAYS_INLINE void group_sums_q4(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
                                  int nt) {
-    __m256i p[2][GROUP / 2];
+    __m256i prev[2], lvl[2][2];
     for (int k = 0; k < GROUP; k += 2) {
+        __m256i pk[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         if ((size_t)k < n) {
             const uint8_t *w0 = row + (b + (size_t)k) * KZ_Q4_0_BLOCK_BYTES;
             const uint8_t *w1 = (size_t)k + 1 < n ? w0 + KZ_Q4_0_BLOCK_BYTES : w0;
-            __m256i pk[2];
             pair_dots_q4(pk, w0, w1, a, b + (size_t)k, nt);
-            for (int t = 0; t < nt; t++) {
-                p[t][k / 2] = pk[t];
-            }
-        } else {
-            for (int t = 0; t < nt; t++) {
-                p[t][k / 2] = _mm256_setzero_si256();
+        }
+        for (int t = 0; t < nt; t++) {
+            if (k % 4 == 0) {
+                prev[t] = pk[t];
+            } else {
+                lvl[t][k / 4] = reduce4_level(prev[t], pk[t]);
             }
         }
     }
     for (int t = 0; t < nt; t++) {
-        s[t] = reduce4_pairs(p[t]);
+        s[t] = reduce4_pairs(lvl[t][0], lvl[t][1]);
     }
 }
 
 /* The same for q8_0 blocks. */
 ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
                                  int nt) {
-    __m256i p[2][GROUP];
+    __m256i prev[2], pair[2], quad[2][2];
     for (int k = 0; k < GROUP; k++) {
+        __m256i pk[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         if ((size_t)k < n) {
-            __m256i pk[2];
             block_dots(pk, row + (b + (size_t)k) * KZ_Q8_0_BLOCK_BYTES, a, b + (size_t)k, nt);
-            for (int t = 0; t < nt; t++) {
-                p[t][k] = pk[t];
+        }
+        for (int t = 0; t < nt; t++) {
+            if (k % 2 == 0) {
+                prev[t] = pk[t];
+                continue;
             }
-        } else {
-            for (int t = 0; t < nt; t++) {
-                p[t][k] = _mm256_setzero_si256();
+            const __m256i h = reduce_pair(prev[t], pk[t]);
+            if (k % 4 == 1) {
+                pair[t] = h;
+            } else {
+                quad[t][k / 4] = reduce_quad(pair[t], h);
             }
         }
     }
     for (int t = 0; t < nt; t++) {
-        s[t] = reduce8(p[t]);
+        s[t] = reduce_halves(quad[t][0], quad[t][1]);
     }
 }
 

@@ -7,12 +7,15 @@
  * of the row. A set is a pair (or a last single token) in calls of 1 to 3
  * tokens (decode steps) and up to four tokens in calls of four or more (the
  * prompt prefill: each weight group below is unpacked once for the set and the
- * rows are re-read half as often), eight for q8_0 on the VNNI path (its unpacked
- * codes need no per-token work; q4_0's do, and it stays at four)
+ * rows are re-read half as often), eight for both formats on the VNNI path (their
+ * codes unpacked into lane order once per group: no per-token work but the products)
  * (docs/ARCHITECTURE.md#language-model-matmuls). The activations of a set take up to
  * 82 KB of stack:
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
+ *            or, for VNNI sets of 5 to 8 tokens, in lane order: dword m (codes
+ *            4m..4m+3) of block LANE(l) of a group at 64 m + 4 l (the quads' 4 x 4
+ *            dword transpose per 128-bit section);
  *            d_x per block in lane order (below); -8 (q4_0) or -128 (q8_0) sum q_x
  *   per weight row o, per group of 16 blocks (the last one may be partial):
  *     unaligned 64-byte windows of the row --vpermt2w--> per block quad:
@@ -21,16 +24,18 @@
  *             from zero), |w| (0..128) as u8 (w + 128 could saturate a maddubs pair)
  *             VNNI:  vpdpbusd(|wl|, +-q_x 0..15), vpdpbusd(|wh|, +-q_x 16..31), chained
  *             plain: maddubs, madd(1) for each half, add
- *           VNNI sets of 5 to 8 tokens: u = w xor 0x80 = w + 128 (u8), the same for
- *             every token: vpdpbusd(ul, q_x 0..15), vpdpbusd(uh, q_x 16..31),
- *             chained, + -128 sum q_x
  *     q4_0: the 4 blocks' 16 nibble bytes; low nibbles (elements 0..15, 0..15 as
  *           u8) against q_x 0..15, high nibbles against q_x 16..31
  *           VNNI:  two vpdpbusd, chained;  plain: two maddubs, add, madd(1)
  *       --> 4 x 4 int32 (block 4j + k in 128-bit section k)
  *     four quads --unpacks, adds--> 16 int32, block 4m + k in lane 4k + m (LANE):
- *       the exact sum_i c_i q_x,i (+ the offset's -8 or -128 sum q_x where the codes
- *       were offset: q4_0, and q8_0 on VNNI)
+ *       the exact sum_i c_i q_x,i (+ the offset's -8 sum q_x for q4_0)
+ *     VNNI sets of 5 to 8 tokens instead (group_codes): the four quads' codes, u8
+ *       (q8_0 u = w xor 0x80 = w + 128, q4_0 the nibbles), --the same dword
+ *       transpose--> eight vectors in lane order, once for the set; per token eight
+ *       vpdpbusd against its lane-order q_x, chained from its -128 (-8) sum q_x:
+ *       16 int32 in lane order, no fold (the fold's shuffles become the
+ *       transpose, paid once per set instead of once per token)
  *     d_w: the 16 fp16 scales picked from the same windows (vpermt2w, blends),
  *          vcvtph2ps
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
@@ -55,7 +60,8 @@
  * Determinism: a token's sequence of operations depends only on n_in, never
  * on how many tokens share its set, on n_tok, on [o0, o1) or on which
  * integer path runs (a set only shares the weight unpacking; every token keeps
- * its own accumulator and fold).
+ * its own accumulator and its exact integer block sums, whichever order of integer
+ * adds forms them).
  *
  * Batched matrix-vector products (kernels.h matvec_q8_0, matvec_q): the same chunk
  * kernels and activations with the rows outside the token sets, so each row tile is read
@@ -79,18 +85,19 @@
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
 #define MAX_NT 8         /* tokens in a set (prefill): they share each group's unpacking */
-#define MAX_NT_PLAIN 4   /* ... on the plain path (its per-token products stay live) */
+#define MAX_NT_PLAIN 4   /* ... on the plain path, and the largest set in quad order */
 #define GROUP 16         /* blocks per fold: one float lane each */
 #define PREFETCH_Q8 4096 /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
 #define PREFETCH_Q4 8192
 
-/* The lane of block k (0..15) of a group after the fold, and the block in lane
- * k: the 4 x 4 transpose the fold leaves (an involution). */
+/* The lane of block k (0..15) of a group after the fold (or the transpose), and the
+ * block in lane k: the 4 x 4 transpose the fold leaves (an involution). */
 #define LANE(k) (((k) % 4) * 4 + (k) / 4)
 
 typedef struct act {
-    /* quad j = blocks 4j..4j+3 at 128 j: elements 0..15 of block b at
-     * 128 j + 16 (b - 4j), elements 16..31 64 bytes on (both formats). */
+    /* quad order: quad j = blocks 4j..4j+3 at 128 j: elements 0..15 of block b at
+     * 128 j + 16 (b - 4j), elements 16..31 64 bytes on (both formats); lane order
+     * (quant_act's tr): elements 4m..4m+3 of block 16 g + LANE(l) at 512 g + 64 m + 4 l. */
     _Alignas(64) int8_t q[CHUNK_BLOCKS * KZ_QK];
     _Alignas(64) float d[CHUNK_BLOCKS];     /* d_x of block 16 g + k at 16 g + LANE(k) */
     _Alignas(64) int32_t off[CHUNK_BLOCKS]; /* -8 (q4_0) or -128 (q8_0) * sum q, same order */
@@ -108,9 +115,10 @@ enum { PATH_PLAIN = 0, PATH_VNNI = 1, PATH_AMX = 2 };
  * on every function it is inlined through, and that target would also let the
  * compiler turn the plain path's madd + add into VNNI instructions. Runs only
  * in the VNNI and AMX entry points, which only sub-levels of CPUs with VNNI hold.
- * acc + sum of 4 adjacent u8(u) * s8(s) per lane. */
+ * acc + sum of 4 adjacent u8(u) * s8(s) per lane; s may be a memory operand, so an
+ * activation vector loaded for one product is folded into it (one instruction fewer). */
 ALWAYS_INLINE __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(s));
     return acc;
 }
 
@@ -136,6 +144,35 @@ ALWAYS_INLINE __m512i fold_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3,
     return comb(_mm512_unpacklo_epi64(s0, s1), _mm512_unpackhi_epi64(s0, s1), mx);
 }
 
+/* Four vectors v[j] -> v[m]: in every 128-bit section s, lane j of the new v[m] is lane
+ * m of the old v[j] (the 4 x 4 int32 transpose of each section; fold_quads' shuffles
+ * without the sums). Quads (block 4j + s in section s of v[j], its dwords in the
+ * section's lanes) become dword m of block LANE(l) in lane l of v[m]. */
+ALWAYS_INLINE void transpose4(__m512i v[4]) {
+    const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+    v[0] = _mm512_unpacklo_epi64(t0, t2);
+    v[1] = _mm512_unpackhi_epi64(t0, t2);
+    v[2] = _mm512_unpacklo_epi64(t1, t3);
+    v[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* One group's codes (512 bytes at q) from quad order to lane order (act). */
+static inline void transpose_group(int8_t *q) {
+    __m512i v[2][4]; // [half][quad]: all read before any is overwritten
+    for (int h = 0; h < 2; h++) {
+        for (int j = 0; j < 4; j++) {
+            v[h][j] = _mm512_load_si512((const void *)(q + 128 * j + 64 * h));
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        transpose4(v[h]);
+        for (int m = 0; m < 4; m++) {
+            _mm512_store_si512((void *)(q + 64 * (4 * h + m)), v[h][m]);
+        }
+    }
+}
+
 /* --- activations ----------------------------------------------------------- */
 
 /* quant.h kz_quant_act_block for nb consecutive blocks, bit for bit, a group
@@ -144,8 +181,8 @@ ALWAYS_INLINE __m512i fold_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3,
  * round half away from zero (trunc, then +-1 when the exact fraction is
  * >= 0.5); for q4_0 the code sums come from the stored codes by maddubs with
  * ones and the same fold (q8_0 too: its VNNI path offsets w by 128). Blocks past nb
- * up to the group's end are zero. */
-static void quant_act(act *a, const float *x, size_t nb, int q4) {
+ * up to the group's end are zero. tr: the codes in lane order (act), for group_codes. */
+static void quant_act(act *a, const float *x, size_t nb, int q4, int tr) {
     const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
     const __m512i one = _mm512_castps_si512(_mm512_set1_ps(1.0f));
     const __m512 half = _mm512_set1_ps(0.5f);
@@ -212,6 +249,9 @@ static void quant_act(act *a, const float *x, size_t nb, int q4) {
         _mm512_store_si512((void *)(a->off + b0), // -8 or -128 sum q
                            _mm512_sub_epi32(_mm512_setzero_si512(),
                                             _mm512_slli_epi32(sum, q4 ? 3 : 7)));
+        if (tr) {
+            transpose_group(a->q + b0 * KZ_QK);
+        }
     }
 }
 
@@ -317,27 +357,19 @@ ALWAYS_INLINE __m512i pick(__m512i lo, const uint16_t *idx, __m512i hi) {
 }
 
 /* Integer dot products of the 16 blocks of group g (windows win) with nt (1
- * to MAX_NT) tokens, folded and offset: r[t] lane LANE(k) = exact sum_i c_i q_i
- * of block k. */
-ALWAYS_INLINE void group_dots(__m512i r[MAX_NT], const __m512i *win, const act *a, size_t g,
+ * to MAX_NT_PLAIN) tokens (act in quad order), folded and offset: r[t] lane LANE(k) =
+ * exact sum_i c_i q_i of block k. Larger sets take group_codes instead. */
+ALWAYS_INLINE void group_dots(__m512i r[MAX_NT_PLAIN], const __m512i *win, const act *a, size_t g,
                               int nt, int q4, int vnni) {
-    if (vnni && (q4 || nt > MAX_NT_PLAIN)) {
-        // Unsigned codes u against the signed q_x, unpacked once for every token of
-        // the set: q4_0 nibbles 0..15 (a->off: -8 sum q_x); q8_0 in sets of more than
-        // MAX_NT_PLAIN tokens u = w xor 0x80 = w + 128, 0..255 (a->off: -128 sum q_x).
+    if (vnni && q4) {
+        // The nibbles 0..15 as unsigned codes against the signed q_x (a->off: -8 sum
+        // q_x), unpacked once for every token of the set.
         __m512i ul[4], uh[4];
         for (int j = 0; j < 4; j++) {
-            if (q4) {
-                const __m512i low4 = _mm512_set1_epi8(0x0f);
-                const __m512i w = pick(win[j], q4_code_idx[j], win[j + 1]);
-                ul[j] = _mm512_and_si512(w, low4);
-                uh[j] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
-            } else {
-                const __m512i bias = _mm512_set1_epi8((char)0x80);
-                ul[j] = _mm512_xor_si512(pick(win[4 * j], q8_code_idx[0], win[4 * j + 1]), bias);
-                uh[j] =
-                    _mm512_xor_si512(pick(win[4 * j + 2], q8_code_idx[1], win[4 * j + 3]), bias);
-            }
+            const __m512i low4 = _mm512_set1_epi8(0x0f);
+            const __m512i w = pick(win[j], q4_code_idx[j], win[j + 1]);
+            ul[j] = _mm512_and_si512(w, low4);
+            uh[j] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
         }
         for (int t = 0; t < nt; t++) {
             __m512i q[4];
@@ -352,9 +384,9 @@ ALWAYS_INLINE void group_dots(__m512i r[MAX_NT], const __m512i *win, const act *
         }
         return;
     }
-    // The plain path (maddubs + madd), and q8_0 on VNNI in sets of up to MAX_NT_PLAIN
-    // tokens: w's sign moved onto q_x, which streams from DRAM at least as fast as the
-    // offset codes above (docs/ARCHITECTURE.md#language-model-matmuls).
+    // The plain path (maddubs + madd), and q8_0 on VNNI: w's sign moved onto q_x, which
+    // streams from DRAM at least as fast as offset codes
+    // (docs/ARCHITECTURE.md#language-model-matmuls).
     __m512i quad[MAX_NT_PLAIN][4];
     const __m512i one = _mm512_set1_epi16(1);
     if (q4) {
@@ -431,11 +463,69 @@ ALWAYS_INLINE __m512 group_scales(const __m512i *win, int q4) {
     return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
 }
 
+/* The unsigned codes of a group (windows win) in lane order for vpdpbusd: u[m] lane l =
+ * codes 4m..4m+3 of block LANE(l) (act's lane order), q4_0 nibbles 0..15 (act off: -8
+ * sum q_x), q8_0 u = w xor 0x80 = w + 128, 0..255 (act off: -128 sum q_x). Picked per
+ * quad as the plain path does, then transposed once for every token of the set. */
+ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
+    if (q4) {
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        __m512i w[4];
+        for (int j = 0; j < 4; j++) {
+            w[j] = pick(win[j], q4_code_idx[j], win[j + 1]);
+        }
+        transpose4(w); // bytes, so the nibbles can be split after it
+        for (int m = 0; m < 4; m++) {
+            u[m] = _mm512_and_si512(w[m], low4);
+            u[4 + m] = _mm512_and_si512(_mm512_srli_epi16(w[m], 4), low4);
+        }
+        return;
+    }
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    for (int h = 0; h < 2; h++) {
+        __m512i w[4];
+        for (int j = 0; j < 4; j++) {
+            w[j] = _mm512_xor_si512(pick(win[4 * j + 2 * h], q8_code_idx[h], win[4 * j + 2 * h + 1]),
+                                    bias);
+        }
+        transpose4(w);
+        for (int m = 0; m < 4; m++) {
+            u[4 * h + m] = w[m];
+        }
+    }
+}
+
+/* Whether a set of nt tokens takes group_codes (act in lane order) rather than
+ * group_dots (act in quad order). */
+#define LANE_ORDER(nt, vnni) ((vnni) && (nt) > MAX_NT_PLAIN)
+
+/* acc[t] += the 16 blocks of group g (at blk, nvalid of them) against the nt tokens of
+ * a, one fma per block into lane LANE(block). VNNI sets of more than MAX_NT_PLAIN: the
+ * codes are unpacked and transposed once (group_codes) and each token's block sums are
+ * eight vpdpbusd chained from its offset, already in lane order, so the registers hold
+ * only the codes, the accumulators and one token's chain; smaller sets (and the plain
+ * path): group_dots in quad order, which streams the weights from DRAM faster there
+ * (docs/ARCHITECTURE.md#language-model-matmuls). */
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
     load_windows(win, blk, q4, nvalid);
-    __m512i r[MAX_NT];
+    if (LANE_ORDER(nt, vnni)) {
+        const __m512 dw = group_scales(win, q4);
+        __m512i u[8];
+        group_codes(u, win, q4);
+        for (int t = 0; t < nt; t++) {
+            const int8_t *xq = a[t].q + g * GROUP * KZ_QK;
+            __m512i r = _mm512_load_si512((const void *)(a[t].off + g * GROUP));
+            for (int m = 0; m < 8; m++) {
+                r = dpbusd(r, u[m], _mm512_load_si512((const void *)(xq + 64 * m)));
+            }
+            const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(a[t].d + g * GROUP));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), s, acc[t]);
+        }
+        return;
+    }
+    __m512i r[MAX_NT_PLAIN];
     group_dots(r, win, a, g, nt, q4, vnni);
     const __m512 dw = group_scales(win, q4);
     for (int t = 0; t < nt; t++) {
@@ -515,6 +605,10 @@ CHUNK_FN(chunk_q8_5v, 5, 0, 1)
 CHUNK_FN(chunk_q8_6v, 6, 0, 1)
 CHUNK_FN(chunk_q8_7v, 7, 0, 1)
 CHUNK_FN(chunk_q8_8v, 8, 0, 1)
+CHUNK_FN(chunk_q4_5v, 5, 1, 1)
+CHUNK_FN(chunk_q4_6v, 6, 1, 1)
+CHUNK_FN(chunk_q4_7v, 7, 1, 1)
+CHUNK_FN(chunk_q4_8v, 8, 1, 1)
 
 /* --- AMX-INT8 prompt path ------------------------------------------------------
  *
@@ -573,7 +667,7 @@ static void amx_pack_tokens(amx_buf *m, const float *x, size_t ldx, size_t t0, s
         memset(m->dx[tt], 0, cn * sizeof m->dx[tt][0]);
     }
     for (size_t i = 0; i < nt; i++) {
-        quant_act(&m->a, x + (t0 + i) * ldx + c0 * KZ_QK, cn, 0);
+        quant_act(&m->a, x + (t0 + i) * ldx + c0 * KZ_QK, cn, 0, 0);
         const size_t tt = i / AMX_TILE, n = i % AMX_TILE;
         for (size_t b = 0; b < cn; b++) {
             const int8_t *q0 = m->a.q + b / 4 * 128 + b % 4 * 16;
@@ -772,7 +866,8 @@ static const chunk_fn fns[2][2][MAX_NT] = {
      {chunk_q8_1v, chunk_q8_2v, chunk_q8_3v, chunk_q8_4v, chunk_q8_5v, chunk_q8_6v, chunk_q8_7v,
       chunk_q8_8v}},
     {{chunk_q4_1, chunk_q4_2, chunk_q4_3, chunk_q4_4},
-     {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v}},
+     {chunk_q4_1v, chunk_q4_2v, chunk_q4_3v, chunk_q4_4v, chunk_q4_5v, chunk_q4_6v, chunk_q4_7v,
+      chunk_q4_8v}},
 };
 
 /* The matmul of one entry point: q4 the format, path the integer path, pf the prefetch
@@ -794,7 +889,7 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         return;
     }
     const int vnni = path != PATH_PLAIN;
-    const size_t max_nt = vnni && !q4 ? MAX_NT : MAX_NT_PLAIN;
+    const size_t max_nt = vnni ? MAX_NT : MAX_NT_PLAIN;
     const size_t per = n_tok >= MAX_NT_PLAIN ? max_nt : 2; // tokens per set (header)
     act a[MAX_NT];
     for (size_t t = 0; t < n_tok; t += per) {
@@ -803,7 +898,8 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
             for (int k = 0; k < nt; k++) {
-                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4);
+                quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4,
+                          LANE_ORDER(nt, vnni));
             }
             fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf);
         }
@@ -826,15 +922,17 @@ static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         return;
     }
     const int vnni = path != PATH_PLAIN;
-    const size_t max_nt = vnni && !q4 ? MAX_NT : MAX_NT_PLAIN;
+    const size_t max_nt = vnni ? MAX_NT : MAX_NT_PLAIN;
     const size_t tile = kz_matvec_tile_rows(nb * (q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES));
     act a[KZ_MATVEC_PASS];
     for (size_t t0 = 0; t0 < n_tok; t0 += KZ_MATVEC_PASS) {
         const size_t np = n_tok - t0 < KZ_MATVEC_PASS ? n_tok - t0 : KZ_MATVEC_PASS;
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
-            for (size_t k = 0; k < np; k++) {
-                quant_act(&a[k], x + (t0 + k) * ldx + c0 * KZ_QK, cn, q4);
+            for (size_t k = 0; k < np; k++) { // the layout of k's set (below)
+                const size_t set = k / max_nt * max_nt;
+                const size_t nt = np - set < max_nt ? np - set : max_nt;
+                quant_act(&a[k], x + (t0 + k) * ldx + c0 * KZ_QK, cn, q4, LANE_ORDER(nt, vnni));
             }
             for (size_t r0 = o0; r0 < o1; r0 += tile) {
                 const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
