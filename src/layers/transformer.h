@@ -72,6 +72,7 @@ void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, f
 typedef struct kz_qwen3_batch {
     size_t max_rows;
     float *xn, *q, *k, *v, *att, *h, *gate, *up; /* [max_rows, width of each] */
+    struct kz_qwen3_attn_rows *seqs;             /* [max_rows]: each sequence's attention rows */
 } kz_qwen3_batch;
 
 kz_status kz_qwen3_batch_init(kz_qwen3_batch *b, const kz_qwen3_stack *s, size_t max_rows);
