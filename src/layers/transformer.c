@@ -7,10 +7,11 @@
  * short sequences), each job also running its heads' q/k RMSNorm, RoPE and cache writes,
  * so nothing but the layer norms and residual adds runs on one thread between projections;
  * each head's softmax computed in a fixed order over positions 0..p, so results
- * never depend on threads. The KV cache is head-major ([layer, kv head, position,
- * head_dim]): a head reads its keys and values as two contiguous streams, where a
- * position-major cache would have it read 512 bytes of every 4 KB row
- * (docs/ARCHITECTURE.md#kv-cache-and-attention).
+ * never depend on threads. The KV cache is head-major within blocks of positions
+ * ([block, layer, kv head, position in block, head_dim]): a head reads its keys and values
+ * as contiguous streams, one per block, where a position-major cache would have it read
+ * 512 bytes of every 4 KB row (docs/ARCHITECTURE.md#kv-cache-and-attention); the blocks
+ * let a large cache live on 2 MB pages without mapping the positions not reached yet.
  *
  * kz_qwen3_forward_batch steps several independent sequences at once (continuous
  * batching): every projection runs over all their rows in one batched matrix-vector
@@ -18,12 +19,15 @@
  * sequence with the calls and row counts of kz_qwen3_forward, so each sequence gets the
  * bits of its own forward.
  */
+#define _DEFAULT_SOURCE // madvise and MADV_HUGEPAGE (glibc hides them under plain POSIX)
+
 #include "layers/transformer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "layers/attention.h"
 #include "layers/vector.h"
@@ -99,6 +103,43 @@ void kz_qwen3_free(kz_qwen3_stack *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* Positions per block of the KV cache. The cache is [block, layer, kv head, position in
+ * block, head_dim]: a head's positions are contiguous within a block (one stream per block
+ * for attention), and the cache grows a block at a time, so 2 MB pages (cache_alloc) map
+ * only the blocks in use plus one (head-major over all positions would touch every page
+ * with the prompt's first rows). */
+#define KV_BLOCK 64
+
+/* Rows (positions) the cache holds for max_pos: whole blocks. */
+static size_t kv_rows(size_t max_pos) {
+    return (max_pos + KV_BLOCK - 1) / KV_BLOCK * KV_BLOCK;
+}
+
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+
+/* Caches of at least this many bytes go on 2 MB pages (cache_alloc); smaller ones (the
+ * code predictor's, a few positions) stay in cache between steps and would only map more
+ * memory. */
+#define HUGE_CACHE_BYTES (4 * HUGE_PAGE_BYTES)
+
+/* A KV cache array; a large one on 2 MB pages where the OS gives them: every talker step
+ * reads each layer's whole cache right after the weight stream has evicted it, and the
+ * TLB with it, and on 4 KB pages a head's rows cost a page walk every eighth position (and
+ * each new page a fault). Freed with free(). */
+static float *cache_alloc(size_t bytes) {
+    if (bytes < HUGE_CACHE_BYTES) {
+        return malloc(bytes);
+    }
+    const size_t rounded = (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    float *p = aligned_alloc(HUGE_PAGE_BYTES, rounded);
+#ifdef MADV_HUGEPAGE
+    if (p) {
+        madvise(p, rounded, MADV_HUGEPAGE); // advice: 4 KB pages if refused
+    }
+#endif
+    return p;
+}
+
 kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_t max_pos,
                               size_t max_tok) {
     memset(st, 0, sizeof *st);
@@ -107,8 +148,9 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     st->max_pos = max_pos;
     st->max_tok = max_tok;
-    st->k_cache = malloc((size_t)d->n_layers * max_pos * kv * sizeof(float));
-    st->v_cache = malloc((size_t)d->n_layers * max_pos * kv * sizeof(float));
+    const size_t cache_bytes = (size_t)d->n_layers * kv_rows(max_pos) * kv * sizeof(float);
+    st->k_cache = cache_alloc(cache_bytes);
+    st->v_cache = cache_alloc(cache_bytes);
     st->xn = malloc(max_tok * hid * sizeof(float));
     st->h = malloc(max_tok * hid * sizeof(float));
     st->q = malloc(max_tok * q * sizeof(float));
@@ -143,11 +185,18 @@ void kz_qwen3_state_free(kz_qwen3_state *st) {
  * sequences) always uses the pool. */
 #define ATTENTION_INLINE_PAIRS 20
 
-/* Offset of (layer, kv head, position) in the head-major KV cache, in floats. */
-static size_t cache_slot(const kz_qwen3_dims *d, const kz_qwen3_state *st, int layer,
-                         size_t kv_head, size_t pos) {
-    return (((size_t)layer * (size_t)d->n_kv_heads + kv_head) * st->max_pos + pos) *
+/* Offset of (layer, kv head, position) in the KV cache (KV_BLOCK), in floats. */
+static size_t cache_slot(const kz_qwen3_dims *d, int layer, size_t kv_head, size_t pos) {
+    const size_t block = pos / KV_BLOCK;
+    return (((block * (size_t)d->n_layers + (size_t)layer) * (size_t)d->n_kv_heads + kv_head) *
+                KV_BLOCK +
+            pos % KV_BLOCK) *
            (size_t)d->head_dim;
+}
+
+/* Floats between a position's row and the same row of the next block. */
+static size_t cache_block_stride(const kz_qwen3_dims *d) {
+    return (size_t)d->n_layers * (size_t)d->n_kv_heads * KV_BLOCK * (size_t)d->head_dim;
 }
 
 /* One sequence's rows in the attention of a layer: queries q [n_tok, n_heads * head_dim],
@@ -176,7 +225,7 @@ static void prepare_group(const kz_qwen3_dims *d, const kz_qwen3_layer *L, const
         float *key = a->k + t * kvw + g * hd;
         k->rms_norm(key, key, L->k_norm, 1, hd, d->eps);
         kz_rope_rotate(key, 1, d->head_dim, cs);
-        const size_t slot = cache_slot(d, st, layer, g, (size_t)(st->n_pos + (int64_t)t));
+        const size_t slot = cache_slot(d, layer, g, (size_t)(st->n_pos + (int64_t)t));
         memcpy(st->k_cache + slot, key, hd * sizeof(float));
         memcpy(st->v_cache + slot, a->v + t * kvw + g * hd, hd * sizeof(float));
         float *query = a->q + t * qw + g * rep * hd;
@@ -193,13 +242,13 @@ static void attend_heads(const kz_qwen3_dims *d, const kz_kernels *k, int layer,
     const size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
     const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
     kz_qwen3_state *st = a->st;
-    const size_t slot = cache_slot(d, st, layer, g, 0);
+    const size_t slot = cache_slot(d, layer, g, 0), block_stride = cache_block_stride(d);
     for (size_t h = g * rep; h < (g + 1) * rep; h++) {
         float *sc = st->scores + h * st->max_pos;
         for (size_t t = 0; t < n_tok; t++) {
-            kz_attend_row(k, a->att + t * qw + h * hd, a->q + t * qw + h * hd,
-                          st->k_cache + slot, st->v_cache + slot, hd, 0,
-                          st->n_pos + (int64_t)t, 0, hd, sc);
+            kz_attend_row_blocks(k, a->att + t * qw + h * hd, a->q + t * qw + h * hd,
+                                 st->k_cache + slot, st->v_cache + slot, KV_BLOCK,
+                                 block_stride, st->n_pos + (int64_t)t, hd, sc);
         }
     }
 }
@@ -409,24 +458,33 @@ size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos) {
     return 2 * (size_t)d->n_layers * (size_t)d->n_kv_heads * n_pos * (size_t)d->head_dim;
 }
 
+/* Rows of the run of positions [p, n_pos) that lie in p's block. */
+static size_t rows_in_block(size_t p, size_t n_pos) {
+    return n_pos - p < KV_BLOCK - p % KV_BLOCK ? n_pos - p : KV_BLOCK - p % KV_BLOCK;
+}
+
 /* The cache's (layer, kv head) runs of positions [0, n_pos), in order, to or from
- * one packed buffer. */
-static void kv_pack(const kz_qwen3_dims *d, const kz_qwen3_state *st, const float *cache,
-                    float *out, size_t n_pos) {
-    const size_t run = n_pos * (size_t)d->head_dim;
+ * one packed buffer, a block's part of each run at a time. */
+static void kv_pack(const kz_qwen3_dims *d, const float *cache, float *out, size_t n_pos) {
+    const size_t hd = (size_t)d->head_dim;
     for (int l = 0; l < d->n_layers; l++) {
-        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++, out += run) {
-            memcpy(out, cache + cache_slot(d, st, l, g, 0), run * sizeof(float));
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
+            for (size_t p = 0, rows; p < n_pos; p += rows, out += rows * hd) {
+                rows = rows_in_block(p, n_pos);
+                memcpy(out, cache + cache_slot(d, l, g, p), rows * hd * sizeof(float));
+            }
         }
     }
 }
 
-static void kv_unpack(const kz_qwen3_dims *d, const kz_qwen3_state *st, float *cache,
-                      const float *in, size_t n_pos) {
-    const size_t run = n_pos * (size_t)d->head_dim;
+static void kv_unpack(const kz_qwen3_dims *d, float *cache, const float *in, size_t n_pos) {
+    const size_t hd = (size_t)d->head_dim;
     for (int l = 0; l < d->n_layers; l++) {
-        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++, in += run) {
-            memcpy(cache + cache_slot(d, st, l, g, 0), in, run * sizeof(float));
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
+            for (size_t p = 0, rows; p < n_pos; p += rows, in += rows * hd) {
+                rows = rows_in_block(p, n_pos);
+                memcpy(cache + cache_slot(d, l, g, p), in, rows * hd * sizeof(float));
+            }
         }
     }
 }
@@ -435,16 +493,16 @@ void kz_qwen3_kv_save(const kz_qwen3_stack *s, const kz_qwen3_state *st, size_t 
                       float *out) {
     KZ_ASSERT((int64_t)n_pos <= st->n_pos);
     const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
-    kv_pack(&s->d, st, st->k_cache, out, n_pos);
-    kv_pack(&s->d, st, st->v_cache, out + half, n_pos);
+    kv_pack(&s->d, st->k_cache, out, n_pos);
+    kv_pack(&s->d, st->v_cache, out + half, n_pos);
 }
 
 void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const float *in,
                          size_t n_pos) {
     KZ_ASSERT(st->n_pos == 0 && n_pos <= st->max_pos);
     const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
-    kv_unpack(&s->d, st, st->k_cache, in, n_pos);
-    kv_unpack(&s->d, st, st->v_cache, in + half, n_pos);
+    kv_unpack(&s->d, st->k_cache, in, n_pos);
+    kv_unpack(&s->d, st->v_cache, in + half, n_pos);
     st->n_pos = (int64_t)n_pos;
 }
 

@@ -42,8 +42,9 @@ typedef struct kz_qwen3_stack {
 
 /* Per-sequence state: KV cache for max_pos positions, scratch for max_tok rows. */
 typedef struct kz_qwen3_state {
-    float *k_cache, *v_cache; /* [n_layers, n_kv_heads, max_pos, head_dim]: each head's
-                                 positions one contiguous stream for attention */
+    float *k_cache, *v_cache; /* [blocks, n_layers, n_kv_heads, block positions, head_dim]
+                                 (transformer.c KV_BLOCK): each head's positions a
+                                 contiguous stream per block for attention */
     size_t max_pos, max_tok;
     int64_t n_pos;            /* positions filled */
     float *xn, *q, *k, *v, *att, *h, *gate, *up; /* scratch */
