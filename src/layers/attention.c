@@ -50,14 +50,28 @@ void kz_rope_rotate(float *x, int n_heads, int head_dim, const float *cs) {
     }
 }
 
-void kz_attend_row(const kz_kernels *k, float *out, const float *q, const float *keys,
-                   const float *values, size_t stride, int64_t first, int64_t last, size_t ring,
+/* Where the cache rows are: row p of a position at base + p * stride (p % ring with a
+ * ring), or, with blocks, base + (p / block_rows) * block_stride + (p % block_rows) * stride. */
+typedef struct cache_rows {
+    size_t stride, ring, block_rows, block_stride;
+} cache_rows;
+
+static const float *row_at(const float *base, const cache_rows *c, int64_t p) {
+    if (c->block_rows) {
+        const size_t b = (size_t)p / c->block_rows, i = (size_t)p % c->block_rows;
+        return base + b * c->block_stride + i * c->stride;
+    }
+    return base + (c->ring ? (size_t)(p % (int64_t)c->ring) : (size_t)p) * c->stride;
+}
+
+/* The attention row of both entry points: one computation whatever the rows' layout. */
+static void attend(const kz_kernels *k, float *out, const float *q, const float *keys,
+                   const float *values, const cache_rows *c, int64_t first, int64_t last,
                    size_t head_dim, float *scores) {
     float scale = 1.0f / sqrtf((float)head_dim);
     float max = -INFINITY, sum = 0.0f;
     for (int64_t p = first; p <= last; p++) {
-        size_t row = ring ? (size_t)(p % (int64_t)ring) : (size_t)p;
-        float sc = k->dot(q, keys + row * stride, head_dim) * scale;
+        float sc = k->dot(q, row_at(keys, c, p), head_dim) * scale;
         scores[p - first] = sc;
         max = sc > max ? sc : max;
     }
@@ -67,7 +81,21 @@ void kz_attend_row(const kz_kernels *k, float *out, const float *q, const float 
     }
     memset(out, 0, head_dim * sizeof *out);
     for (int64_t p = first; p <= last; p++) {
-        size_t row = ring ? (size_t)(p % (int64_t)ring) : (size_t)p;
-        k->axpy(out, scores[p - first] / sum, values + row * stride, head_dim);
+        k->axpy(out, scores[p - first] / sum, row_at(values, c, p), head_dim);
     }
+}
+
+void kz_attend_row(const kz_kernels *k, float *out, const float *q, const float *keys,
+                   const float *values, size_t stride, int64_t first, int64_t last, size_t ring,
+                   size_t head_dim, float *scores) {
+    const cache_rows c = {.stride = stride, .ring = ring};
+    attend(k, out, q, keys, values, &c, first, last, head_dim, scores);
+}
+
+void kz_attend_row_blocks(const kz_kernels *k, float *out, const float *q, const float *keys,
+                          const float *values, size_t block_rows, size_t block_stride,
+                          int64_t last, size_t head_dim, float *scores) {
+    const cache_rows c = {.stride = head_dim, .block_rows = block_rows,
+                          .block_stride = block_stride};
+    attend(k, out, q, keys, values, &c, 0, last, head_dim, scores);
 }

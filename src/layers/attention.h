@@ -8,7 +8,8 @@
  *   attention row: scores[p] = (q . k_p) * scale for p = first..last ascending,
  *         softmax in float, out = sum_p softmax[p] * v_p (fixed order, so results
  *         never depend on threads or chunking). Cache row of position p is
- *         p % ring (a ring buffer) or p (ring 0).
+ *         p % ring (a ring buffer) or p (ring 0), or row p % B of block p / B (the
+ *         Qwen3 stacks' cache, layers/transformer.c).
  */
 #ifndef KZ_ATTENTION_H
 #define KZ_ATTENTION_H
@@ -36,5 +37,12 @@ void kz_rope_rotate(float *x, int n_heads, int head_dim, const float *cs);
 void kz_attend_row(const kz_kernels *k, float *out, const float *q, const float *keys,
                    const float *values, size_t stride, int64_t first, int64_t last, size_t ring,
                    size_t head_dim, float *scores);
+
+/* The same over positions 0..last of a cache kept in blocks of block_rows positions: row p
+ * at keys + (p / block_rows) * block_stride + (p % block_rows) * head_dim (values alike);
+ * the bits of kz_attend_row over the same rows stored contiguously. */
+void kz_attend_row_blocks(const kz_kernels *k, float *out, const float *q, const float *keys,
+                          const float *values, size_t block_rows, size_t block_stride,
+                          int64_t last, size_t head_dim, float *scores);
 
 #endif

@@ -4,12 +4,14 @@
  * Projections run through kz_matrix_mul (weights in place, any kz_matrix dtype);
  * q/k/v and gate/up are one pool run each (kz_matrix_mul_group);
  * attention is parallel over KV heads (each with its query heads) on the pool (inline for
- * short sequences),
+ * short sequences), each job also running its heads' q/k RMSNorm, RoPE and cache writes,
+ * so nothing but the layer norms and residual adds runs on one thread between projections;
  * each head's softmax computed in a fixed order over positions 0..p, so results
- * never depend on threads. The KV cache is head-major ([layer, kv head, position,
- * head_dim]): a head reads its keys and values as two contiguous streams, where a
- * position-major cache would have it read 512 bytes of every 4 KB row
- * (docs/ARCHITECTURE.md#kv-cache-and-attention).
+ * never depend on threads. The KV cache is head-major within blocks of positions
+ * ([block, layer, kv head, position in block, head_dim]): a head reads its keys and values
+ * as contiguous streams, one per block, where a position-major cache would have it read
+ * 512 bytes of every 4 KB row (docs/ARCHITECTURE.md#kv-cache-and-attention); the blocks
+ * let a large cache live on 2 MB pages without mapping the positions not reached yet.
  *
  * kz_qwen3_forward_batch steps several independent sequences at once (continuous
  * batching): every projection runs over all their rows in one batched matrix-vector
@@ -17,12 +19,15 @@
  * sequence with the calls and row counts of kz_qwen3_forward, so each sequence gets the
  * bits of its own forward.
  */
+#define _DEFAULT_SOURCE // madvise and MADV_HUGEPAGE (glibc hides them under plain POSIX)
+
 #include "layers/transformer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "layers/attention.h"
 #include "layers/vector.h"
@@ -98,6 +103,43 @@ void kz_qwen3_free(kz_qwen3_stack *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* Positions per block of the KV cache. The cache is [block, layer, kv head, position in
+ * block, head_dim]: a head's positions are contiguous within a block (one stream per block
+ * for attention), and the cache grows a block at a time, so 2 MB pages (cache_alloc) map
+ * only the blocks in use plus one (head-major over all positions would touch every page
+ * with the prompt's first rows). */
+#define KV_BLOCK 64
+
+/* Rows (positions) the cache holds for max_pos: whole blocks. */
+static size_t kv_rows(size_t max_pos) {
+    return (max_pos + KV_BLOCK - 1) / KV_BLOCK * KV_BLOCK;
+}
+
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+
+/* Caches of at least this many bytes go on 2 MB pages (cache_alloc); smaller ones (the
+ * code predictor's, a few positions) stay in cache between steps and would only map more
+ * memory. */
+#define HUGE_CACHE_BYTES (4 * HUGE_PAGE_BYTES)
+
+/* A KV cache array; a large one on 2 MB pages where the OS gives them: every talker step
+ * reads each layer's whole cache right after the weight stream has evicted it, and the
+ * TLB with it, and on 4 KB pages a head's rows cost a page walk every eighth position (and
+ * each new page a fault). Freed with free(). */
+static float *cache_alloc(size_t bytes) {
+    if (bytes < HUGE_CACHE_BYTES) {
+        return malloc(bytes);
+    }
+    const size_t rounded = (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    float *p = aligned_alloc(HUGE_PAGE_BYTES, rounded);
+#ifdef MADV_HUGEPAGE
+    if (p) {
+        madvise(p, rounded, MADV_HUGEPAGE); // advice: 4 KB pages if refused
+    }
+#endif
+    return p;
+}
+
 kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_t max_pos,
                               size_t max_tok) {
     memset(st, 0, sizeof *st);
@@ -106,8 +148,9 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     st->max_pos = max_pos;
     st->max_tok = max_tok;
-    st->k_cache = malloc((size_t)d->n_layers * max_pos * kv * sizeof(float));
-    st->v_cache = malloc((size_t)d->n_layers * max_pos * kv * sizeof(float));
+    const size_t cache_bytes = (size_t)d->n_layers * kv_rows(max_pos) * kv * sizeof(float);
+    st->k_cache = cache_alloc(cache_bytes);
+    st->v_cache = cache_alloc(cache_bytes);
     st->xn = malloc(max_tok * hid * sizeof(float));
     st->h = malloc(max_tok * hid * sizeof(float));
     st->q = malloc(max_tok * q * sizeof(float));
@@ -142,60 +185,116 @@ void kz_qwen3_state_free(kz_qwen3_state *st) {
  * sequences) always uses the pool. */
 #define ATTENTION_INLINE_PAIRS 20
 
+/* Offset of (layer, kv head, position) in the KV cache (KV_BLOCK), in floats. */
+static size_t cache_slot(const kz_qwen3_dims *d, int layer, size_t kv_head, size_t pos) {
+    const size_t block = pos / KV_BLOCK;
+    return (((block * (size_t)d->n_layers + (size_t)layer) * (size_t)d->n_kv_heads + kv_head) *
+                KV_BLOCK +
+            pos % KV_BLOCK) *
+           (size_t)d->head_dim;
+}
+
+/* Floats between a position's row and the same row of the next block. */
+static size_t cache_block_stride(const kz_qwen3_dims *d) {
+    return (size_t)d->n_layers * (size_t)d->n_kv_heads * KV_BLOCK * (size_t)d->head_dim;
+}
+
+/* One sequence's rows in the attention of a layer: queries q [n_tok, n_heads * head_dim],
+ * keys k and values v [n_tok, n_kv_heads * head_dim] as projected, outputs att (as q). */
+typedef struct kz_qwen3_attn_rows {
+    kz_qwen3_state *st;
+    float *q, *k, *att;
+    const float *v;
+} attn_rows;
+
+/* The steps between the q/k/v projections and the softmax, for KV head g and its query
+ * heads over n_tok rows: RMSNorm and RoPE (st's next positions, angles in st->rope) of the
+ * group's keys and queries, and its keys and values into st's cache. Each is a per-head
+ * operation, so the results are those of running it over all heads at once; in the
+ * attention job they run on the pool, where the new cache lines (first-touch page faults
+ * included) and the per-head arithmetic are shared by the threads instead of holding up
+ * the others at the caller. */
+static void prepare_group(const kz_qwen3_dims *d, const kz_qwen3_layer *L, const kz_kernels *k,
+                          int layer, size_t g, const attn_rows *a, size_t n_tok) {
+    const size_t hd = (size_t)d->head_dim;
+    const size_t qw = (size_t)d->n_heads * hd, kvw = (size_t)d->n_kv_heads * hd;
+    const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
+    kz_qwen3_state *st = a->st;
+    for (size_t t = 0; t < n_tok; t++) {
+        const float *cs = st->rope + t * hd;
+        float *key = a->k + t * kvw + g * hd;
+        k->rms_norm(key, key, L->k_norm, 1, hd, d->eps);
+        kz_rope_rotate(key, 1, d->head_dim, cs);
+        const size_t slot = cache_slot(d, layer, g, (size_t)(st->n_pos + (int64_t)t));
+        memcpy(st->k_cache + slot, key, hd * sizeof(float));
+        memcpy(st->v_cache + slot, a->v + t * kvw + g * hd, hd * sizeof(float));
+        float *query = a->q + t * qw + g * rep * hd;
+        k->rms_norm(query, query, L->q_norm, rep, hd, d->eps);
+        kz_rope_rotate(query, (int)rep, d->head_dim, cs);
+    }
+}
+
+/* The query heads of KV head g over n_tok rows of one sequence, each a causal softmax over
+ * st's cache positions: the group's keys and values come from memory once and stay in cache
+ * for its other heads (the talker's cache is evicted by every step's weight stream). */
+static void attend_heads(const kz_qwen3_dims *d, const kz_kernels *k, int layer, size_t g,
+                         const attn_rows *a, size_t n_tok) {
+    const size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
+    const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
+    kz_qwen3_state *st = a->st;
+    const size_t slot = cache_slot(d, layer, g, 0), block_stride = cache_block_stride(d);
+    for (size_t h = g * rep; h < (g + 1) * rep; h++) {
+        float *sc = st->scores + h * st->max_pos;
+        for (size_t t = 0; t < n_tok; t++) {
+            kz_attend_row_blocks(k, a->att + t * qw + h * hd, a->q + t * qw + h * hd,
+                                 st->k_cache + slot, st->v_cache + slot, KV_BLOCK,
+                                 block_stride, st->n_pos + (int64_t)t, hd, sc);
+        }
+    }
+}
+
+/* KV head g of a layer's attention for one sequence: its norms, RoPE and cache rows, then
+ * its query heads' softmax. */
+static void attend_group_rows(const kz_qwen3_stack *s, const kz_kernels *k, int layer, size_t g,
+                              const attn_rows *a, size_t n_tok) {
+    prepare_group(&s->d, &s->layers[layer], k, layer, g, a, n_tok);
+    attend_heads(&s->d, k, layer, g, a, n_tok);
+}
+
 typedef struct attn_job {
     const kz_qwen3_stack *s;
-    kz_qwen3_state *st;
+    const attn_rows *rows; /* one per sequence */
     const kz_kernels *k;
     int layer;
     size_t n_tok;
 } attn_job;
 
-/* Offset of (layer, kv head, position) in the head-major KV cache, in floats. */
-static size_t cache_slot(const kz_qwen3_dims *d, const kz_qwen3_state *st, int layer,
-                         size_t kv_head, size_t pos) {
-    return (((size_t)layer * (size_t)d->n_kv_heads + kv_head) * st->max_pos + pos) *
-           (size_t)d->head_dim;
-}
-
-/* The query heads of KV head g over n_tok rows of one sequence (queries q, outputs att:
- * [n_tok, n_heads * head_dim]), each a causal softmax over st's cache positions: the
- * group's keys and values come from memory once and stay in cache for its other heads (the
- * talker's cache is evicted by every step's weight stream). */
-static void attend_heads(const kz_qwen3_dims *d, kz_qwen3_state *st, const kz_kernels *k,
-                         int layer, size_t g, const float *q, float *att, size_t n_tok) {
-    const size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
-    const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
-    const size_t slot = cache_slot(d, st, layer, g, 0);
-    for (size_t h = g * rep; h < (g + 1) * rep; h++) {
-        float *sc = st->scores + h * st->max_pos;
-        for (size_t t = 0; t < n_tok; t++) {
-            kz_attend_row(k, att + t * qw + h * hd, q + t * qw + h * hd, st->k_cache + slot,
-                          st->v_cache + slot, hd, 0, st->n_pos + (int64_t)t, 0, hd, sc);
-        }
-    }
-}
-
-static void attend_group(void *arg, size_t g, int worker) {
+/* Chunk i * n_kv_heads + g: KV head g of sequence i. */
+static void attend_group(void *arg, size_t chunk, int worker) {
     const attn_job *j = arg;
+    const size_t n_kv = (size_t)j->s->d.n_kv_heads;
     (void)worker;
-    attend_heads(&j->s->d, j->st, j->k, j->layer, g, j->st->q, j->st->att, j->n_tok);
+    attend_group_rows(j->s, j->k, j->layer, chunk % n_kv, &j->rows[chunk / n_kv], j->n_tok);
 }
 
-/* RoPE on n_tok rows of queries q and keys k ([n_tok, heads * head_dim]) at st's next
- * positions (angles in st->rope), and the keys and values v into st's cache there. */
-static void rotate_and_cache(const kz_qwen3_dims *d, kz_qwen3_state *st, int l, float *q,
-                             float *k, const float *v, size_t n_tok) {
-    const size_t hd = (size_t)d->head_dim;
-    const size_t qw = (size_t)d->n_heads * hd, kvw = (size_t)d->n_kv_heads * hd;
-    for (size_t t = 0; t < n_tok; t++) {
-        int64_t pos = st->n_pos + (int64_t)t;
-        kz_rope_rotate(q + t * qw, d->n_heads, d->head_dim, st->rope + t * hd);
-        kz_rope_rotate(k + t * kvw, d->n_kv_heads, d->head_dim, st->rope + t * hd);
-        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
-            size_t slot = cache_slot(d, st, l, g, (size_t)pos);
-            memcpy(st->k_cache + slot, k + t * kvw + g * hd, hd * sizeof(float));
-            memcpy(st->v_cache + slot, v + t * kvw + g * hd, hd * sizeof(float));
+/* The attention of n_seq sequences of n_tok rows each (rows[i]), one job per KV head and
+ * sequence on the pool, or on the calling thread when the (token, position) pairs are few
+ * (a pool dispatch would cost more than the work): the same per-head computation either
+ * way. */
+static void attend(const kz_qwen3_stack *s, kz_exec *e, int l, const attn_rows *rows,
+                   size_t n_seq, size_t n_tok) {
+    size_t pairs = 0;
+    for (size_t i = 0; i < n_seq; i++) {
+        pairs += n_tok * (size_t)(rows[i].st->n_pos + (int64_t)n_tok);
+    }
+    attn_job j = {.s = s, .rows = rows, .k = e->k, .layer = l, .n_tok = n_tok};
+    const size_t n_chunks = n_seq * (size_t)s->d.n_kv_heads;
+    if (pairs <= ATTENTION_INLINE_PAIRS) {
+        for (size_t c = 0; c < n_chunks; c++) {
+            attend_group(&j, c, 0);
         }
+    } else {
+        kz_pool_run(e->pool, n_chunks, attend_group, &j);
     }
 }
 
@@ -209,19 +308,8 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     const kz_matrix_out qkv[3] = {
         {&L->q, st->q, qw}, {&L->k, st->k, kvw}, {&L->v, st->v, kvw}};
     kz_matrix_mul_group_split(qkv, 3, e, st->xn, hid, n_tok, split);
-    e->k->rms_norm(st->q, st->q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
-    e->k->rms_norm(st->k, st->k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
-    rotate_and_cache(d, st, l, st->q, st->k, st->v, n_tok);
-    attn_job j = {.s = s, .st = st, .k = e->k, .layer = l, .n_tok = n_tok};
-    // A short sequence (the code predictor's at most 17 positions) costs less than a pool
-    // dispatch: the caller runs every head itself (the same per-head computation).
-    if (n_tok * (size_t)(st->n_pos + (int64_t)n_tok) <= ATTENTION_INLINE_PAIRS) {
-        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
-            attend_group(&j, g, 0);
-        }
-    } else {
-        kz_pool_run(e->pool, (size_t)d->n_kv_heads, attend_group, &j);
-    }
+    const attn_rows rows = {.st = st, .q = st->q, .k = st->k, .att = st->att, .v = st->v};
+    attend(s, e, l, &rows, 1, n_tok);
     const kz_matrix_out o = {&L->o, st->h, hid};
     kz_matrix_mul_group_split(&o, 1, e, st->att, qw, n_tok, split);
     for (size_t i = 0; i < n_tok * hid; i++) {
@@ -276,7 +364,9 @@ kz_status kz_qwen3_batch_init(kz_qwen3_batch *b, const kz_qwen3_stack *s, size_t
     b->v = malloc(max_rows * kv * sizeof(float));
     b->gate = malloc(max_rows * inter * sizeof(float));
     b->up = malloc(max_rows * inter * sizeof(float));
-    if (!b->xn || !b->h || !b->q || !b->att || !b->k || !b->v || !b->gate || !b->up) {
+    b->seqs = malloc((max_rows ? max_rows : 1) * sizeof *b->seqs);
+    if (!b->xn || !b->h || !b->q || !b->att || !b->k || !b->v || !b->gate || !b->up ||
+        !b->seqs) {
         kz_qwen3_batch_free(b);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
                             "out of memory for a batch of %zu rows", max_rows);
@@ -289,30 +379,12 @@ void kz_qwen3_batch_free(kz_qwen3_batch *b) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
     }
+    free(b->seqs);
     memset(b, 0, sizeof *b);
 }
 
-typedef struct attn_batch_job {
-    const kz_qwen3_stack *s;
-    kz_qwen3_state *const *st;
-    const kz_qwen3_batch *b;
-    const kz_kernels *k;
-    int layer;
-    size_t n_tok;
-} attn_batch_job;
-
-/* Chunk i * n_kv_heads + g: KV head g of sequence i, as attend_group for that sequence. */
-static void attend_batch_group(void *arg, size_t chunk, int worker) {
-    const attn_batch_job *j = arg;
-    const kz_qwen3_dims *d = &j->s->d;
-    (void)worker;
-    const size_t i = chunk / (size_t)d->n_kv_heads, g = chunk % (size_t)d->n_kv_heads;
-    const size_t rows = (size_t)d->n_heads * (size_t)d->head_dim * j->n_tok * i;
-    attend_heads(d, j->st[i], j->k, j->layer, g, j->b->q + rows, j->b->att + rows, j->n_tok);
-}
-
 /* attention() for n_seq sequences of n_tok rows each: the projections over all rows at
- * once (kz_matrix_mul_group_batch), every per-row step as attention() calls it on one
+ * once (kz_matrix_mul_group_batch), every per-row step as attention() runs it on one
  * sequence's rows, with the same row counts, so each sequence gets attention()'s bits. */
 static void attention_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, size_t n_seq,
                             kz_qwen3_batch *b, kz_exec *e, int l, float *x, size_t n_tok) {
@@ -326,23 +398,13 @@ static void attention_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, 
     }
     const kz_matrix_out qkv[3] = {{&L->q, b->q, qw}, {&L->k, b->k, kvw}, {&L->v, b->v, kvw}};
     kz_matrix_mul_group_batch(qkv, 3, e, b->xn, hid, rows);
-    size_t pairs = 0;
+    attn_rows *seqs = b->seqs;
     for (size_t i = 0; i < n_seq; i++) {
-        float *q = b->q + i * n_tok * qw, *k = b->k + i * n_tok * kvw;
-        e->k->rms_norm(q, q, L->q_norm, n_tok * (size_t)d->n_heads, hd, d->eps);
-        e->k->rms_norm(k, k, L->k_norm, n_tok * (size_t)d->n_kv_heads, hd, d->eps);
-        rotate_and_cache(d, st[i], l, q, k, b->v + i * n_tok * kvw, n_tok);
-        pairs += n_tok * (size_t)(st[i]->n_pos + (int64_t)n_tok);
+        const size_t r = i * n_tok;
+        seqs[i] = (attn_rows){.st = st[i], .q = b->q + r * qw, .k = b->k + r * kvw,
+                              .att = b->att + r * qw, .v = b->v + r * kvw};
     }
-    attn_batch_job j = {.s = s, .st = st, .b = b, .k = e->k, .layer = l, .n_tok = n_tok};
-    const size_t n_chunks = n_seq * (size_t)d->n_kv_heads;
-    if (pairs <= ATTENTION_INLINE_PAIRS) { // the same per-head work either way
-        for (size_t c = 0; c < n_chunks; c++) {
-            attend_batch_group(&j, c, 0);
-        }
-    } else {
-        kz_pool_run(e->pool, n_chunks, attend_batch_group, &j);
-    }
+    attend(s, e, l, seqs, n_seq, n_tok);
     kz_matrix_mul_batch(&L->o, e, b->h, hid, b->att, qw, rows);
     for (size_t i = 0; i < rows * hid; i++) {
         x[i] = x[i] + b->h[i];
@@ -396,24 +458,33 @@ size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos) {
     return 2 * (size_t)d->n_layers * (size_t)d->n_kv_heads * n_pos * (size_t)d->head_dim;
 }
 
+/* Rows of the run of positions [p, n_pos) that lie in p's block. */
+static size_t rows_in_block(size_t p, size_t n_pos) {
+    return n_pos - p < KV_BLOCK - p % KV_BLOCK ? n_pos - p : KV_BLOCK - p % KV_BLOCK;
+}
+
 /* The cache's (layer, kv head) runs of positions [0, n_pos), in order, to or from
- * one packed buffer. */
-static void kv_pack(const kz_qwen3_dims *d, const kz_qwen3_state *st, const float *cache,
-                    float *out, size_t n_pos) {
-    const size_t run = n_pos * (size_t)d->head_dim;
+ * one packed buffer, a block's part of each run at a time. */
+static void kv_pack(const kz_qwen3_dims *d, const float *cache, float *out, size_t n_pos) {
+    const size_t hd = (size_t)d->head_dim;
     for (int l = 0; l < d->n_layers; l++) {
-        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++, out += run) {
-            memcpy(out, cache + cache_slot(d, st, l, g, 0), run * sizeof(float));
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
+            for (size_t p = 0, rows; p < n_pos; p += rows, out += rows * hd) {
+                rows = rows_in_block(p, n_pos);
+                memcpy(out, cache + cache_slot(d, l, g, p), rows * hd * sizeof(float));
+            }
         }
     }
 }
 
-static void kv_unpack(const kz_qwen3_dims *d, const kz_qwen3_state *st, float *cache,
-                      const float *in, size_t n_pos) {
-    const size_t run = n_pos * (size_t)d->head_dim;
+static void kv_unpack(const kz_qwen3_dims *d, float *cache, const float *in, size_t n_pos) {
+    const size_t hd = (size_t)d->head_dim;
     for (int l = 0; l < d->n_layers; l++) {
-        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++, in += run) {
-            memcpy(cache + cache_slot(d, st, l, g, 0), in, run * sizeof(float));
+        for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
+            for (size_t p = 0, rows; p < n_pos; p += rows, in += rows * hd) {
+                rows = rows_in_block(p, n_pos);
+                memcpy(cache + cache_slot(d, l, g, p), in, rows * hd * sizeof(float));
+            }
         }
     }
 }
@@ -422,16 +493,16 @@ void kz_qwen3_kv_save(const kz_qwen3_stack *s, const kz_qwen3_state *st, size_t 
                       float *out) {
     KZ_ASSERT((int64_t)n_pos <= st->n_pos);
     const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
-    kv_pack(&s->d, st, st->k_cache, out, n_pos);
-    kv_pack(&s->d, st, st->v_cache, out + half, n_pos);
+    kv_pack(&s->d, st->k_cache, out, n_pos);
+    kv_pack(&s->d, st->v_cache, out + half, n_pos);
 }
 
 void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const float *in,
                          size_t n_pos) {
     KZ_ASSERT(st->n_pos == 0 && n_pos <= st->max_pos);
     const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
-    kv_unpack(&s->d, st, st->k_cache, in, n_pos);
-    kv_unpack(&s->d, st, st->v_cache, in + half, n_pos);
+    kv_unpack(&s->d, st->k_cache, in, n_pos);
+    kv_unpack(&s->d, st->v_cache, in + half, n_pos);
     st->n_pos = (int64_t)n_pos;
 }
 

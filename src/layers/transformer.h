@@ -42,8 +42,9 @@ typedef struct kz_qwen3_stack {
 
 /* Per-sequence state: KV cache for max_pos positions, scratch for max_tok rows. */
 typedef struct kz_qwen3_state {
-    float *k_cache, *v_cache; /* [n_layers, n_kv_heads, max_pos, head_dim]: each head's
-                                 positions one contiguous stream for attention */
+    float *k_cache, *v_cache; /* [blocks, n_layers, n_kv_heads, block positions, head_dim]
+                                 (transformer.c KV_BLOCK): each head's positions a
+                                 contiguous stream per block for attention */
     size_t max_pos, max_tok;
     int64_t n_pos;            /* positions filled */
     float *xn, *q, *k, *v, *att, *h, *gate, *up; /* scratch */
@@ -72,6 +73,7 @@ void kz_qwen3_forward(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, f
 typedef struct kz_qwen3_batch {
     size_t max_rows;
     float *xn, *q, *k, *v, *att, *h, *gate, *up; /* [max_rows, width of each] */
+    struct kz_qwen3_attn_rows *seqs;             /* [max_rows]: each sequence's attention rows */
 } kz_qwen3_batch;
 
 kz_status kz_qwen3_batch_init(kz_qwen3_batch *b, const kz_qwen3_stack *s, size_t max_rows);
