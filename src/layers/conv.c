@@ -366,27 +366,94 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
                                        .bias = c->bias, .mode = j->args.mode, .n_rows = n_rows};
 }
 
-void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
-                 size_t n_rows, kz_gemm_mode mode) {
-    if (n_rows == 0) {
-        return;
-    }
+/* The job of one conv call, tiled for n_threads (its bf16 input rows not yet rounded). */
+static gemm_job conv_job(const kz_conv *c, const kz_exec *e, float *y, size_t ldy,
+                         const float *x, size_t ldx, size_t n_rows, kz_gemm_mode mode,
+                         int n_threads) {
     gemm_job j = {.k = e->k,
                   .args = {.y = y, .ldy = ldy, .x = x, .ldx = ldx, .tap_stride = c->dilation,
                            .w = &c->w, .bias = c->bias, .mode = mode, .n_rows = n_rows},
                   .n_rows = n_rows,
                   .n_panels = c->wb.data ? c->wb.n_panels : c->w.n_panels};
-    if (c->wb.data) {
-        prepare_bf16(&j, c, e, x, ldx, n_rows);
-    }
-    choose_tiles(&j, kz_pool_threads(e->pool));
-    size_t n_chunks = j.n_row_blocks * ((j.n_panels + j.panel_block - 1) / j.panel_block);
-    kz_pool_run(e->pool, n_chunks, gemm_tile, &j);
+    choose_tiles(&j, n_threads);
+    return j;
+}
+
+static size_t job_tiles(const gemm_job *j) {
+    return j->n_row_blocks * ((j->n_panels + j->panel_block - 1) / j->panel_block);
+}
+
+static void count_flop(kz_exec *e, const kz_conv *c, size_t n_rows) {
     const double flop = 2.0 * (double)n_rows * (double)c->n * (double)c->k_in * (double)c->taps;
     e->flop += flop;
     if (c->wb.data) {
         e->flop_bf16 += flop;
     }
+}
+
+void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
+                 size_t n_rows, kz_gemm_mode mode) {
+    if (n_rows == 0) {
+        return;
+    }
+    gemm_job j = conv_job(c, e, y, ldy, x, ldx, n_rows, mode, kz_pool_threads(e->pool));
+    if (c->wb.data) {
+        prepare_bf16(&j, c, e, x, ldx, n_rows);
+    }
+    kz_pool_run(e->pool, job_tiles(&j), gemm_tile, &j);
+    count_flop(e, c, n_rows);
+}
+
+/* The calls of one group run as one pool job: chunk i is tile i - first[k] of call k. */
+typedef struct group_job {
+    gemm_job jobs[KZ_CONV_GROUP_MAX];
+    size_t first[KZ_CONV_GROUP_MAX + 1];
+    size_t n;
+} group_job;
+
+static void group_tile(void *arg, size_t chunk, int worker) {
+    const group_job *g = arg;
+    size_t k = 0;
+    while (chunk >= g->first[k + 1]) {
+        k++;
+    }
+    gemm_tile((void *)&g->jobs[k], chunk - g->first[k], worker);
+}
+
+void kz_conv_run_group(const kz_conv_call *calls, size_t n, kz_exec *e, size_t n_rows,
+                       kz_gemm_mode mode) {
+    KZ_ASSERT(n <= KZ_CONV_GROUP_MAX);
+    if (n_rows == 0 || n == 0) {
+        return;
+    }
+    // Each call is tiled as if it ran alone on the pool's threads: the group's chunk count
+    // is then ample, and the panel blocks stay as wide as the threads allow.
+    const int threads = kz_pool_threads(e->pool);
+    group_job g = {.n = n};
+    size_t rk = n; // the call whose input rows were rounded to bf16, if any yet
+    for (size_t k = 0; k < n; k++) {
+        const kz_conv_call *cl = &calls[k];
+        gemm_job *j = &g.jobs[k];
+        *j = conv_job(cl->c, e, cl->y, cl->ldy, cl->x, cl->ldx, n_rows, mode, threads);
+        if (cl->c->wb.data && rk == n) {
+            prepare_bf16(j, cl->c, e, cl->x, cl->ldx, n_rows);
+            rk = k;
+        } else if (cl->c->wb.data) { // the rows rounded for call rk serve this one too
+            const kz_conv *c = cl->c;
+            KZ_ASSERT(cl->x == calls[rk].x && cl->ldx == calls[rk].ldx &&
+                      c->k_in == calls[rk].c->k_in && c->history == calls[rk].c->history);
+            j->gemm_bf16 = g.jobs[rk].gemm_bf16;
+            j->args_bf16 = g.jobs[rk].args_bf16;
+            j->args_bf16.y = cl->y;
+            j->args_bf16.ldy = cl->ldy;
+            j->args_bf16.tap_stride = c->dilation;
+            j->args_bf16.w = &c->wb;
+            j->args_bf16.bias = c->bias;
+        }
+        g.first[k + 1] = g.first[k] + job_tiles(&g.jobs[k]);
+        count_flop(e, cl->c, n_rows);
+    }
+    kz_pool_run(e->pool, g.first[n], group_tile, &g);
 }
 
 /* --- streaming history -------------------------------------------------- */

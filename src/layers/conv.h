@@ -94,6 +94,24 @@ size_t kz_conv_bf16_scratch(const kz_conv *c, size_t n_rows);
 void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
                  size_t n_rows, kz_gemm_mode mode);
 
+/* One call of a group run (kz_conv_run_group). */
+typedef struct kz_conv_call {
+    const kz_conv *c;
+    float *y;
+    size_t ldy;
+    const float *x;
+    size_t ldx;
+} kz_conv_call;
+
+enum { KZ_CONV_GROUP_MAX = 16 };
+
+/* kz_conv_run of n (<= KZ_CONV_GROUP_MAX) calls over the same n_rows and mode as one pool
+ * job, without a barrier between them: the same bits as the calls one after another.
+ * The bf16 calls of a group must read the same input (x, ldx, k_in, history), rounded
+ * once for all of them; fp32 calls may read any. */
+void kz_conv_run_group(const kz_conv_call *calls, size_t n, kz_exec *e, size_t n_rows,
+                       kz_gemm_mode mode);
+
 /* Left context of one conv input between chunks. */
 typedef struct kz_conv_state {
     float *rows;     /* [n_rows, ch], owned */
