@@ -12,7 +12,9 @@
  * bf16: kz_conv_use_bf16 re-packs the panels as bf16 pairs (kernels.h); a run
  * first rounds the input rows (history included) to bf16 in e->x_bf16 (as bf16, or
  * as fp32 values for a level whose GEMM reads those: AVX2), split over the pool by
- * rows, then tiles the bf16 GEMM as below.
+ * rows, then tiles the bf16 GEMM as below. kz_conv_run_after puts an elementwise pass
+ * that makes the input rows (the codec's SnakeBeta) into the same pool job as the
+ * rounding, each row block made and rounded while it is in cache.
  * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
  * groups), one pool chunk each. Each output element is computed by exactly one
  * tile in the kernel's fixed order, so the thread count and the tiling never
@@ -333,10 +335,16 @@ typedef struct round_job {
     size_t ldy;
     const float *x;
     size_t ldx, n_cols;
+    kz_rows_fn before; /* or NULL: run first on the new rows of the block (kz_conv_run_after) */
+    void *before_arg;
+    size_t history;
 } round_job;
 
 static void round_rows(void *arg, size_t r0, size_t r1) {
     const round_job *j = arg;
+    if (j->before && r1 > j->history) { // the block's new rows, indexed after the history
+        j->before(j->before_arg, r0 > j->history ? r0 - j->history : 0, r1 - j->history);
+    }
     if (j->round_f32) {
         j->round_f32(j->yf + r0 * j->ldy, j->ldy, j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n_cols);
     } else {
@@ -345,11 +353,12 @@ static void round_rows(void *arg, size_t r0, size_t r1) {
 }
 
 /* Rounds the conv's input rows (history included) to bf16 in e->x_bf16 and points
- * the job at the bf16 GEMM. A level whose GEMM reads the rounded values as fp32
+ * the job at the bf16 GEMM; before (if set) runs on each block's new rows first, in the
+ * same pool job. A level whose GEMM reads the rounded values as fp32
  * (round_bf16_f32) gets them there instead, where the scratch holds them (twice the
  * bf16 rows' bytes; the codec's does), else the bf16 rows. */
 static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float *x, size_t ldx,
-                         size_t n_rows) {
+                         size_t n_rows, kz_rows_fn before, void *before_arg) {
     const size_t need = kz_conv_bf16_scratch(c, n_rows);
     KZ_ASSERT(e->x_bf16 && e->x_bf16_len >= need);
     const kz_kernels *k = e->k;
@@ -357,7 +366,8 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
     round_job r = {.round = k->round_bf16,
                    .round_f32 = wide ? k->round_bf16_f32 : NULL, .y = e->x_bf16,
                    .yf = (float *)(void *)e->x_bf16, .ldy = 2 * c->wb.k_pairs, .x = x,
-                   .ldx = ldx, .n_cols = c->k_in};
+                   .ldx = ldx, .n_cols = c->k_in, .before = before, .before_arg = before_arg,
+                   .history = c->history};
     kz_exec_rows(e, n_rows + c->history, 4096 / r.ldy + 1, round_rows, &r);
     j->gemm_bf16 = k->gemm_bf16;
     j->args_bf16 = (kz_gemm_bf16_args){.y = j->args.y, .ldy = j->args.ldy,
@@ -391,17 +401,24 @@ static void count_flop(kz_exec *e, const kz_conv *c, size_t n_rows) {
     }
 }
 
-void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
-                 size_t n_rows, kz_gemm_mode mode) {
+void kz_conv_run_after(const kz_conv *c, kz_exec *e, kz_rows_fn before, void *arg, float *y,
+                       size_t ldy, const float *x, size_t ldx, size_t n_rows, kz_gemm_mode mode) {
     if (n_rows == 0) {
         return;
     }
     gemm_job j = conv_job(c, e, y, ldy, x, ldx, n_rows, mode, kz_pool_threads(e->pool));
     if (c->wb.data) {
-        prepare_bf16(&j, c, e, x, ldx, n_rows);
+        prepare_bf16(&j, c, e, x, ldx, n_rows, before, arg);
+    } else if (before) {
+        kz_exec_rows(e, n_rows, 4096 / (c->k_in ? c->k_in : 1) + 1, before, arg);
     }
     kz_pool_run(e->pool, job_tiles(&j), gemm_tile, &j);
     count_flop(e, c, n_rows);
+}
+
+void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
+                 size_t n_rows, kz_gemm_mode mode) {
+    kz_conv_run_after(c, e, NULL, NULL, y, ldy, x, ldx, n_rows, mode);
 }
 
 /* The calls of one group run as one pool job: chunk i is tile i - first[k] of call k. */
@@ -436,7 +453,7 @@ void kz_conv_run_group(const kz_conv_call *calls, size_t n, kz_exec *e, size_t n
         gemm_job *j = &g.jobs[k];
         *j = conv_job(cl->c, e, cl->y, cl->ldy, cl->x, cl->ldx, n_rows, mode, threads);
         if (cl->c->wb.data && rk == n) {
-            prepare_bf16(j, cl->c, e, cl->x, cl->ldx, n_rows);
+            prepare_bf16(j, cl->c, e, cl->x, cl->ldx, n_rows, NULL, NULL);
             rk = k;
         } else if (cl->c->wb.data) { // the rows rounded for call rk serve this one too
             const kz_conv *c = cl->c;
