@@ -16,12 +16,14 @@
  * that makes the input rows (the codec's SnakeBeta) into the same pool job as the
  * rounding, each row block made and rounded while it is in cache.
  * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
- * groups), one pool chunk each. Each output element is computed by exactly one
- * tile in the kernel's fixed order, so the thread count and the tiling never
- * change the result.
+ * groups), one pool chunk each; a conv with one output column runs with rows in the
+ * vector lanes instead (column_block, the same per-element sequence). Each output
+ * element is computed by exactly one tile in the kernel's fixed order, so the thread
+ * count and the tiling never change the result.
  */
 #include "layers/conv.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,6 +378,72 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
                                        .bias = c->bias, .mode = j->args.mode, .n_rows = n_rows};
 }
 
+/* --- one output column -------------------------------------------------- */
+
+/* Convs with one output column (the codec's final conv) fill one lane of the GEMM's
+ * 16-column panels. They run with rows in the vector lanes instead: each block of
+ * COL_ROWS output rows transposes its input rows (history included) to [k_in, rows +
+ * span], then every output row runs the GEMM's fmaf chain (taps outer, channels inner,
+ * from +0) in its own lane, bias and residual adds after, so the bits are the GEMM's.
+ * Plain C: the compiler's clones vectorize the lane loop for the CPU at hand. */
+enum { COL_ROWS = 64, COL_X_FLOATS = 16384 };
+
+typedef struct column_job {
+    const kz_conv *c;
+    float *y;
+    size_t ldy;
+    const float *x;
+    size_t ldx;
+    size_t n_rows;
+    kz_gemm_mode mode;
+} column_job;
+
+static bool column_fits(const kz_conv *c) {
+    const size_t span = (c->taps - 1) * c->dilation;
+    return c->n == 1 && !c->wb.data && c->w.data && c->k_in * (COL_ROWS + span) <= COL_X_FLOATS;
+}
+
+KZ_CLONES static void column_block(const column_job *j, size_t t0, size_t t1) {
+    const kz_conv *c = j->c;
+    const size_t k_in = c->k_in, d = c->dilation, span = (c->taps - 1) * d;
+    const size_t rows = t1 - t0, w_rows = rows + span;
+    float xt[COL_X_FLOATS];
+    float acc[COL_ROWS];
+    for (size_t r = 0; r < w_rows; r++) {
+        const float *xr = j->x + (t0 + r) * j->ldx;
+        for (size_t i = 0; i < k_in; i++) {
+            xt[i * w_rows + r] = xr[i];
+        }
+    }
+    for (size_t r = 0; r < rows; r++) {
+        acc[r] = 0.0f;
+    }
+    for (size_t tap = 0; tap < c->taps; tap++) {
+        for (size_t i = 0; i < k_in; i++) {
+            const float w = c->w.data[(tap * k_in + i) * KZ_PANEL];
+            const float *xi = xt + i * w_rows + tap * d;
+            for (size_t r = 0; r < rows; r++) {
+                acc[r] = fmaf(xi[r], w, acc[r]);
+            }
+        }
+    }
+    for (size_t r = 0; r < rows; r++) {
+        float v = acc[r];
+        if (c->bias) {
+            v = v + c->bias[0];
+        }
+        float *yr = j->y + (t0 + r) * j->ldy;
+        *yr = j->mode == KZ_GEMM_ACCUMULATE ? *yr + v : v;
+    }
+}
+
+static void column_rows(void *arg, size_t chunk, int worker) {
+    const column_job *j = arg;
+    (void)worker;
+    const size_t t0 = chunk * COL_ROWS;
+    column_block(j, t0, t0 + COL_ROWS < j->n_rows ? t0 + COL_ROWS : j->n_rows);
+}
+
 /* The job of one conv call, tiled for n_threads (its bf16 input rows not yet rounded). */
 static gemm_job conv_job(const kz_conv *c, const kz_exec *e, float *y, size_t ldy,
                          const float *x, size_t ldx, size_t n_rows, kz_gemm_mode mode,
@@ -412,7 +480,13 @@ void kz_conv_run_after(const kz_conv *c, kz_exec *e, kz_rows_fn before, void *ar
     } else if (before) {
         kz_exec_rows(e, n_rows, 4096 / (c->k_in ? c->k_in : 1) + 1, before, arg);
     }
-    kz_pool_run(e->pool, job_tiles(&j), gemm_tile, &j);
+    if (column_fits(c)) {
+        column_job cj = {.c = c, .y = y, .ldy = ldy, .x = x, .ldx = ldx, .n_rows = n_rows,
+                         .mode = mode};
+        kz_pool_run(e->pool, (n_rows + COL_ROWS - 1) / COL_ROWS, column_rows, &cj);
+    } else {
+        kz_pool_run(e->pool, job_tiles(&j), gemm_tile, &j);
+    }
     count_flop(e, c, n_rows);
 }
 

@@ -12,7 +12,11 @@
  *            store and accumulate mode (y starts non-zero);
  *   after    a pass that rewrites the new rows in place (y = 2 x + 1, a stand-in for
  *            SnakeBeta); the history rows must stay as they are, so a pass that also
- *            touched them changes the output.
+ *            touched them changes the output;
+ *   column   convs with one output column (the codec's final conv: 96 channels, 7 taps;
+ *            others with dilation 3, odd channels, no bias, 1 to 130 rows) run with rows
+ *            in the vector lanes, against the scalar definition kz_gemm_ref, in store
+ *            and accumulate mode.
  */
 #include "layers/conv.h"
 #include "runtime/threadpool.h"
@@ -146,6 +150,34 @@ static void check_after(const shape *s, int bf16, kz_exec *e) {
     kz_conv_free(&c);
 }
 
+static const shape COLUMN_SHAPES[] = {
+    {96, 1, 7, 1, 130}, {37, 1, 7, 3, 64}, {5, 1, 1, 1, 1}, {96, 1, 7, 1, 7},
+};
+
+/* A one-column conv through kz_conv_run against kz_gemm_ref over the same panels. */
+static void check_column(const shape *s, int bias, kz_exec *e, kz_gemm_mode mode) {
+    const size_t hist = (s->taps - 1) * s->d, x_len = (s->rows + hist) * s->k_in;
+    kz_conv c;
+    make_conv(&c, s, 0);
+    if (!bias) {
+        free(c.bias);
+        c.bias = NULL;
+    }
+    float *x = random_rows(x_len), *y_run = random_rows(s->rows);
+    float *y_ref = test_copy_floats(y_run, s->rows);
+    const kz_gemm_args a = {.y = y_ref, .ldy = 1, .x = x, .ldx = s->k_in, .tap_stride = s->d,
+                            .w = &c.w, .bias = c.bias, .mode = mode, .n_rows = s->rows};
+    kz_gemm_ref(&a, 0, s->rows, 0, c.w.n_panels);
+    kz_conv_run(&c, e, y_run, 1, x, s->k_in, s->rows, mode);
+    CHECK_MSG(same(y_ref, y_run, s->rows),
+              "column, k_in %zu taps %zu d %zu rows %zu, bias %d, %d threads: differs from "
+              "the definition", s->k_in, s->taps, s->d, s->rows, bias, kz_pool_threads(e->pool));
+    free(x);
+    free(y_run);
+    free(y_ref);
+    kz_conv_free(&c);
+}
+
 int main(void) {
     kz_pool *pools[2];
     CHECK(kz_pool_new(1, &pools[0]) == KZ_OK);
@@ -170,6 +202,12 @@ int main(void) {
                     check_group(&SHAPES[i], bf16, &e, KZ_GEMM_STORE);
                     check_group(&SHAPES[i], bf16, &e, KZ_GEMM_ACCUMULATE);
                     check_after(&SHAPES[i], bf16, &e);
+                }
+            }
+            for (size_t i = 0; i < sizeof COLUMN_SHAPES / sizeof COLUMN_SHAPES[0]; i++) {
+                for (int bias = 0; bias < 2; bias++) {
+                    check_column(&COLUMN_SHAPES[i], bias, &e, KZ_GEMM_STORE);
+                    check_column(&COLUMN_SHAPES[i], bias, &e, KZ_GEMM_ACCUMULATE);
                 }
             }
         }
