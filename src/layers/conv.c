@@ -386,7 +386,7 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
  * span], then every output row runs the GEMM's fmaf chain (taps outer, channels inner,
  * from +0) in its own lane, bias and residual adds after, so the bits are the GEMM's.
  * Plain C: the compiler's clones vectorize the lane loop for the CPU at hand. */
-enum { COL_ROWS = 64, COL_X_FLOATS = 16384 };
+enum { COL_ROWS = 64, COL_X_FLOATS = 8192 }; // COL_X_FLOATS bounds the transposed block on the stack
 
 typedef struct column_job {
     const kz_conv *c;
