@@ -12,14 +12,18 @@
  * bf16: kz_conv_use_bf16 re-packs the panels as bf16 pairs (kernels.h); a run
  * first rounds the input rows (history included) to bf16 in e->x_bf16 (as bf16, or
  * as fp32 values for a level whose GEMM reads those: AVX2), split over the pool by
- * rows, then tiles the bf16 GEMM as below.
+ * rows, then tiles the bf16 GEMM as below. kz_conv_run_after puts an elementwise pass
+ * that makes the input rows (the codec's SnakeBeta) into the same pool job as the
+ * rounding, each row block made and rounded while it is in cache.
  * Run: the [n_rows x panels] output is cut into tiles (row blocks x panel
- * groups), one pool chunk each. Each output element is computed by exactly one
- * tile in the kernel's fixed order, so the thread count and the tiling never
- * change the result.
+ * groups), one pool chunk each; a conv with one output column runs with rows in the
+ * vector lanes instead (column_block, the same per-element sequence). Each output
+ * element is computed by exactly one tile in the kernel's fixed order, so the thread
+ * count and the tiling never change the result.
  */
 #include "layers/conv.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,10 +337,16 @@ typedef struct round_job {
     size_t ldy;
     const float *x;
     size_t ldx, n_cols;
+    kz_rows_fn before; /* or NULL: run first on the new rows of the block (kz_conv_run_after) */
+    void *before_arg;
+    size_t history;
 } round_job;
 
 static void round_rows(void *arg, size_t r0, size_t r1) {
     const round_job *j = arg;
+    if (j->before && r1 > j->history) { // the block's new rows, indexed after the history
+        j->before(j->before_arg, r0 > j->history ? r0 - j->history : 0, r1 - j->history);
+    }
     if (j->round_f32) {
         j->round_f32(j->yf + r0 * j->ldy, j->ldy, j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n_cols);
     } else {
@@ -345,11 +355,12 @@ static void round_rows(void *arg, size_t r0, size_t r1) {
 }
 
 /* Rounds the conv's input rows (history included) to bf16 in e->x_bf16 and points
- * the job at the bf16 GEMM. A level whose GEMM reads the rounded values as fp32
+ * the job at the bf16 GEMM; before (if set) runs on each block's new rows first, in the
+ * same pool job. A level whose GEMM reads the rounded values as fp32
  * (round_bf16_f32) gets them there instead, where the scratch holds them (twice the
  * bf16 rows' bytes; the codec's does), else the bf16 rows. */
 static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float *x, size_t ldx,
-                         size_t n_rows) {
+                         size_t n_rows, kz_rows_fn before, void *before_arg) {
     const size_t need = kz_conv_bf16_scratch(c, n_rows);
     KZ_ASSERT(e->x_bf16 && e->x_bf16_len >= need);
     const kz_kernels *k = e->k;
@@ -357,7 +368,8 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
     round_job r = {.round = k->round_bf16,
                    .round_f32 = wide ? k->round_bf16_f32 : NULL, .y = e->x_bf16,
                    .yf = (float *)(void *)e->x_bf16, .ldy = 2 * c->wb.k_pairs, .x = x,
-                   .ldx = ldx, .n_cols = c->k_in};
+                   .ldx = ldx, .n_cols = c->k_in, .before = before, .before_arg = before_arg,
+                   .history = c->history};
     kz_exec_rows(e, n_rows + c->history, 4096 / r.ldy + 1, round_rows, &r);
     j->gemm_bf16 = k->gemm_bf16;
     j->args_bf16 = (kz_gemm_bf16_args){.y = j->args.y, .ldy = j->args.ldy,
@@ -366,27 +378,173 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
                                        .bias = c->bias, .mode = j->args.mode, .n_rows = n_rows};
 }
 
-void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
-                 size_t n_rows, kz_gemm_mode mode) {
-    if (n_rows == 0) {
-        return;
+/* --- one output column -------------------------------------------------- */
+
+/* Convs with one output column (the codec's final conv) fill one lane of the GEMM's
+ * 16-column panels. They run with rows in the vector lanes instead: each block of
+ * COL_ROWS output rows transposes its input rows (history included) to [k_in, rows +
+ * span], then every output row runs the GEMM's fmaf chain (taps outer, channels inner,
+ * from +0) in its own lane, bias and residual adds after, so the bits are the GEMM's.
+ * Plain C: the compiler's clones vectorize the lane loop for the CPU at hand. */
+enum { COL_ROWS = 64, COL_X_FLOATS = 8192 }; // COL_X_FLOATS bounds the transposed block on the stack
+
+typedef struct column_job {
+    const kz_conv *c;
+    float *y;
+    size_t ldy;
+    const float *x;
+    size_t ldx;
+    size_t n_rows;
+    kz_gemm_mode mode;
+} column_job;
+
+static bool column_fits(const kz_conv *c) {
+    const size_t span = (c->taps - 1) * c->dilation;
+    return c->n == 1 && !c->wb.data && c->w.data && c->k_in * (COL_ROWS + span) <= COL_X_FLOATS;
+}
+
+KZ_CLONES static void column_block(const column_job *j, size_t t0, size_t t1) {
+    const kz_conv *c = j->c;
+    const size_t k_in = c->k_in, d = c->dilation, span = (c->taps - 1) * d;
+    const size_t rows = t1 - t0, w_rows = rows + span;
+    float xt[COL_X_FLOATS];
+    float acc[COL_ROWS];
+    for (size_t r = 0; r < w_rows; r++) {
+        const float *xr = j->x + (t0 + r) * j->ldx;
+        for (size_t i = 0; i < k_in; i++) {
+            xt[i * w_rows + r] = xr[i];
+        }
     }
+    for (size_t r = 0; r < rows; r++) {
+        acc[r] = 0.0f;
+    }
+    for (size_t tap = 0; tap < c->taps; tap++) {
+        for (size_t i = 0; i < k_in; i++) {
+            const float w = c->w.data[(tap * k_in + i) * KZ_PANEL];
+            const float *xi = xt + i * w_rows + tap * d;
+            for (size_t r = 0; r < rows; r++) {
+                acc[r] = fmaf(xi[r], w, acc[r]);
+            }
+        }
+    }
+    for (size_t r = 0; r < rows; r++) {
+        float v = acc[r];
+        if (c->bias) {
+            v = v + c->bias[0];
+        }
+        float *yr = j->y + (t0 + r) * j->ldy;
+        *yr = j->mode == KZ_GEMM_ACCUMULATE ? *yr + v : v;
+    }
+}
+
+static void column_rows(void *arg, size_t chunk, int worker) {
+    const column_job *j = arg;
+    (void)worker;
+    const size_t t0 = chunk * COL_ROWS;
+    column_block(j, t0, t0 + COL_ROWS < j->n_rows ? t0 + COL_ROWS : j->n_rows);
+}
+
+/* The job of one conv call, tiled for n_threads (its bf16 input rows not yet rounded). */
+static gemm_job conv_job(const kz_conv *c, const kz_exec *e, float *y, size_t ldy,
+                         const float *x, size_t ldx, size_t n_rows, kz_gemm_mode mode,
+                         int n_threads) {
     gemm_job j = {.k = e->k,
                   .args = {.y = y, .ldy = ldy, .x = x, .ldx = ldx, .tap_stride = c->dilation,
                            .w = &c->w, .bias = c->bias, .mode = mode, .n_rows = n_rows},
                   .n_rows = n_rows,
                   .n_panels = c->wb.data ? c->wb.n_panels : c->w.n_panels};
-    if (c->wb.data) {
-        prepare_bf16(&j, c, e, x, ldx, n_rows);
-    }
-    choose_tiles(&j, kz_pool_threads(e->pool));
-    size_t n_chunks = j.n_row_blocks * ((j.n_panels + j.panel_block - 1) / j.panel_block);
-    kz_pool_run(e->pool, n_chunks, gemm_tile, &j);
+    choose_tiles(&j, n_threads);
+    return j;
+}
+
+static size_t job_tiles(const gemm_job *j) {
+    return j->n_row_blocks * ((j->n_panels + j->panel_block - 1) / j->panel_block);
+}
+
+static void count_flop(kz_exec *e, const kz_conv *c, size_t n_rows) {
     const double flop = 2.0 * (double)n_rows * (double)c->n * (double)c->k_in * (double)c->taps;
     e->flop += flop;
     if (c->wb.data) {
         e->flop_bf16 += flop;
     }
+}
+
+void kz_conv_run_after(const kz_conv *c, kz_exec *e, kz_rows_fn before, void *arg, float *y,
+                       size_t ldy, const float *x, size_t ldx, size_t n_rows, kz_gemm_mode mode) {
+    if (n_rows == 0) {
+        return;
+    }
+    gemm_job j = conv_job(c, e, y, ldy, x, ldx, n_rows, mode, kz_pool_threads(e->pool));
+    if (c->wb.data) {
+        prepare_bf16(&j, c, e, x, ldx, n_rows, before, arg);
+    } else if (before) {
+        kz_exec_rows(e, n_rows, 4096 / (c->k_in ? c->k_in : 1) + 1, before, arg);
+    }
+    if (column_fits(c)) {
+        column_job cj = {.c = c, .y = y, .ldy = ldy, .x = x, .ldx = ldx, .n_rows = n_rows,
+                         .mode = mode};
+        kz_pool_run(e->pool, (n_rows + COL_ROWS - 1) / COL_ROWS, column_rows, &cj);
+    } else {
+        kz_pool_run(e->pool, job_tiles(&j), gemm_tile, &j);
+    }
+    count_flop(e, c, n_rows);
+}
+
+void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
+                 size_t n_rows, kz_gemm_mode mode) {
+    kz_conv_run_after(c, e, NULL, NULL, y, ldy, x, ldx, n_rows, mode);
+}
+
+/* The calls of one group run as one pool job: chunk i is tile i - first[k] of call k. */
+typedef struct group_job {
+    gemm_job jobs[KZ_CONV_GROUP_MAX];
+    size_t first[KZ_CONV_GROUP_MAX + 1];
+    size_t n;
+} group_job;
+
+static void group_tile(void *arg, size_t chunk, int worker) {
+    const group_job *g = arg;
+    size_t k = 0;
+    while (chunk >= g->first[k + 1]) {
+        k++;
+    }
+    gemm_tile((void *)&g->jobs[k], chunk - g->first[k], worker);
+}
+
+void kz_conv_run_group(const kz_conv_call *calls, size_t n, kz_exec *e, size_t n_rows,
+                       kz_gemm_mode mode) {
+    KZ_ASSERT(n <= KZ_CONV_GROUP_MAX);
+    if (n_rows == 0 || n == 0) {
+        return;
+    }
+    // Each call is tiled as if it ran alone on the pool's threads: the group's chunk count
+    // is then ample, and the panel blocks stay as wide as the threads allow.
+    const int threads = kz_pool_threads(e->pool);
+    group_job g = {.n = n};
+    size_t rk = n; // the call whose input rows were rounded to bf16, if any yet
+    for (size_t k = 0; k < n; k++) {
+        const kz_conv_call *cl = &calls[k];
+        gemm_job *j = &g.jobs[k];
+        *j = conv_job(cl->c, e, cl->y, cl->ldy, cl->x, cl->ldx, n_rows, mode, threads);
+        if (cl->c->wb.data && rk == n) {
+            prepare_bf16(j, cl->c, e, cl->x, cl->ldx, n_rows, NULL, NULL);
+            rk = k;
+        } else if (cl->c->wb.data) { // the rows rounded for call rk serve this one too
+            const kz_conv *c = cl->c;
+            KZ_ASSERT(cl->x == calls[rk].x && cl->ldx == calls[rk].ldx &&
+                      c->k_in == calls[rk].c->k_in && c->history == calls[rk].c->history);
+            j->gemm_bf16 = g.jobs[rk].gemm_bf16;
+            j->args_bf16 = g.jobs[rk].args_bf16;
+            j->args_bf16.y = cl->y;
+            j->args_bf16.ldy = cl->ldy;
+            j->args_bf16.tap_stride = c->dilation;
+            j->args_bf16.w = &c->wb;
+            j->args_bf16.bias = c->bias;
+        }
+        g.first[k + 1] = g.first[k] + job_tiles(&g.jobs[k]);
+        count_flop(e, cl->c, n_rows);
+    }
+    kz_pool_run(e->pool, g.first[n], group_tile, &g);
 }
 
 /* --- streaming history -------------------------------------------------- */

@@ -94,6 +94,34 @@ size_t kz_conv_bf16_scratch(const kz_conv *c, size_t n_rows);
 void kz_conv_run(const kz_conv *c, kz_exec *e, float *y, size_t ldy, const float *x, size_t ldx,
                  size_t n_rows, kz_gemm_mode mode);
 
+/* An elementwise pass over rows [r0, r1) (kz_exec_rows, kz_conv_run_after). */
+typedef void (*kz_rows_fn)(void *arg, size_t r0, size_t r1);
+
+/* kz_conv_run after before(arg, r0, r1) has made x's new rows (those after the history,
+ * numbered from 0) in place: for a bf16 conv in the pool job that rounds them, each row
+ * block made and rounded while in cache, else in a pass of its own. The same bits as
+ * the pass and kz_conv_run one after the other. */
+void kz_conv_run_after(const kz_conv *c, kz_exec *e, kz_rows_fn before, void *arg, float *y,
+                       size_t ldy, const float *x, size_t ldx, size_t n_rows, kz_gemm_mode mode);
+
+/* One call of a group run (kz_conv_run_group). */
+typedef struct kz_conv_call {
+    const kz_conv *c;
+    float *y;
+    size_t ldy;
+    const float *x;
+    size_t ldx;
+} kz_conv_call;
+
+enum { KZ_CONV_GROUP_MAX = 16 };
+
+/* kz_conv_run of n (<= KZ_CONV_GROUP_MAX) calls over the same n_rows and mode as one pool
+ * job, without a barrier between them: the same bits as the calls one after another.
+ * The bf16 calls of a group must read the same input (x, ldx, k_in, history), rounded
+ * once for all of them; fp32 calls may read any. */
+void kz_conv_run_group(const kz_conv_call *calls, size_t n, kz_exec *e, size_t n_rows,
+                       kz_gemm_mode mode);
+
 /* Left context of one conv input between chunks. */
 typedef struct kz_conv_state {
     float *rows;     /* [n_rows, ch], owned */
@@ -113,7 +141,6 @@ float *kz_conv_state_begin(const kz_conv_state *s, float *scratch);
 void kz_conv_state_end(kz_conv_state *s, const float *scratch, size_t n_new);
 
 /* Runs fn over [0, n_rows) in row blocks on the pool (for elementwise passes). */
-typedef void (*kz_rows_fn)(void *arg, size_t r0, size_t r1);
 void kz_exec_rows(kz_exec *e, size_t n_rows, size_t min_block, kz_rows_fn fn, void *arg);
 
 #endif

@@ -14,7 +14,7 @@
  *   input     V[k][tile][:] = sum_l BT[k][l] x[base + l d]       (pool over tiles, mix_rows)
  *             a partial tile of c outputs reads l < c + r - 1 and a zero row for the rest
  *             (those rows belong to the next frame, which another chunk may hold)
- *   GEMMs     M[k] = V[k] U_k                             (kz_conv_run x m + r - 1)
+ *   GEMMs     M[k] = V[k] U_k                  (kz_conv_run_group of m + r - 1: one pool job)
  *   output    y[base + i d] = sum_k AT[i][k] M[k][tile] + bias, i < count
  *                                                                (pool over tiles, mix_rows)
  * Grouped path (up to kz_wino.group tiles per group, set at load where U is small enough
@@ -446,9 +446,11 @@ void kz_wino_run(const kz_wino *w, kz_exec *e, const kz_wino_scratch *s, float *
         return;
     }
     kz_exec_rows(e, n_tiles, 8, input_rows, &j);
+    kz_conv_call calls[KZ_WINO_MAX_N];
     for (size_t k = 0; k < np; k++) {
-        kz_conv_run(&w->u[k], e, j.m + k * n_tiles * n, n, j.v + k * n_tiles * k_in, k_in, n_tiles,
-                    KZ_GEMM_STORE);
+        calls[k] = (kz_conv_call){.c = &w->u[k], .y = j.m + k * n_tiles * n, .ldy = n,
+                                  .x = j.v + k * n_tiles * k_in, .ldx = k_in};
     }
+    kz_conv_run_group(calls, np, e, n_tiles, KZ_GEMM_STORE);
     kz_exec_rows(e, n_tiles, 8, output_rows, &j);
 }

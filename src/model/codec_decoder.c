@@ -12,7 +12,9 @@
  * waits in d while those blocks and the final conv run on tails of
  * KZ_CODEC_TAIL_FRAMES frames.
  * With bf16 or winograd-bf16, x_bf16 holds the rounded input rows of the bf16
- * convs (kz_conv_run), lent to the exec for the call.
+ * convs (kz_conv_run), lent to the exec for the call. The SnakeBeta before a conv
+ * that reads its output only runs through kz_conv_run_after: in a bf16 conv's rounding
+ * job, each row block activated and rounded while in cache.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -347,12 +349,14 @@ static void decoder_block(const kz_codec_decoder *d, kz_codec_state *s, kz_exec 
     const kz_decoder_block *b = &d->blocks[i];
     size_t c_in = (size_t)b->c_in, c_out = (size_t)b->c_out, rows = n_rows * (size_t)b->rate;
     float *in = kz_conv_state_begin(&s->block_up[i], s->b);
-    snake(e, in, s->a, n_rows, c_in, &b->act);
+    snake_job up_act = {.k = e->k, .y = in, .x = s->a, .ch = c_in, .act = &b->act};
     if (b->up_wino.n_pts) {
+        snake(e, in, s->a, n_rows, c_in, &b->act);
         kz_wino_run(&b->up_wino, e, &s->wino, s->a, b->up.n, s->b, c_in, n_rows,
                     kz_block_in_rows(b));
     } else {
-        kz_conv_run(&b->up, e, s->a, b->up.n, s->b, c_in, n_rows, KZ_GEMM_STORE);
+        kz_conv_run_after(&b->up, e, snake_rows, &up_act, s->a, b->up.n, s->b, c_in, n_rows,
+                          KZ_GEMM_STORE);
     }
     kz_conv_state_end(&s->block_up[i], s->b, n_rows);
     for (int r = 0; r < KZ_CODEC_RES_UNITS; r++) {
@@ -365,8 +369,9 @@ static void decoder_block(const kz_codec_decoder *d, kz_codec_state *s, kz_exec 
             kz_conv_run(&ru->conv1, e, s->c, c_out, s->b, c_out, rows, KZ_GEMM_STORE);
         }
         kz_conv_state_end(&s->res[i][r], s->b, rows);
-        snake(e, s->c, s->c, rows, c_out, &ru->act2);
-        kz_conv_run(&ru->conv2, e, s->a, c_out, s->c, c_out, rows, KZ_GEMM_ACCUMULATE);
+        snake_job act2 = {.k = e->k, .y = s->c, .x = s->c, .ch = c_out, .act = &ru->act2};
+        kz_conv_run_after(&ru->conv2, e, snake_rows, &act2, s->a, c_out, s->c, c_out, rows,
+                          KZ_GEMM_ACCUMULATE);
     }
 }
 

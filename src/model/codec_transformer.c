@@ -10,6 +10,8 @@
  *   xn = RMSNorm(x)                        post_attention_layernorm
  *   x += mlp_scale * (SiLU(xn Wg) * xn Wu) Wd
  * Tensor names: decoder.pre_transformer.{input_proj,output_proj,norm,layers.{l}.*}.
+ * q / k / v and gate / up are one pool job each (kz_conv_run_group: xn rounded to bf16 once
+ * where they run in bf16).
  * Trap: the reference restarts positions at 0 for every decode call; a stream
  * is one call, so positions here count frames since the last reset.
  */
@@ -208,9 +210,10 @@ static void attention(const kz_codec_transformer *t, kz_codec_transformer_state 
     size_t kv = (size_t)c->num_key_value_heads * c->head_dim;
     size_t att_w = (size_t)c->num_attention_heads * c->head_dim;
     e->k->rms_norm(s->xn, s->x, L->attn_norm, n_rows, hid, c->rms_norm_eps);
-    kz_conv_run(&L->q, e, s->q, att_w, s->xn, hid, n_rows, KZ_GEMM_STORE);
-    kz_conv_run(&L->k, e, s->k, kv, s->xn, hid, n_rows, KZ_GEMM_STORE);
-    kz_conv_run(&L->v, e, s->v, kv, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    const kz_conv_call qkv[3] = {{&L->q, s->q, att_w, s->xn, hid},
+                                 {&L->k, s->k, kv, s->xn, hid},
+                                 {&L->v, s->v, kv, s->xn, hid}};
+    kz_conv_run_group(qkv, 3, e, n_rows, KZ_GEMM_STORE);
     for (size_t r = 0; r < n_rows; r++) {
         int64_t pos = s->pos + (int64_t)r;
         kz_rope_apply(s->q + r * att_w, c->num_attention_heads, c->head_dim, t->inv_freq, pos);
@@ -230,8 +233,9 @@ static void mlp(const kz_codec_transformer *t, kz_codec_transformer_state *s, kz
     const kz_codec_layer *L = &t->layers[l];
     size_t hid = (size_t)c->hidden_size, inter = (size_t)c->intermediate_size;
     e->k->rms_norm(s->xn, s->x, L->mlp_norm, n_rows, hid, c->rms_norm_eps);
-    kz_conv_run(&L->gate, e, s->gate, inter, s->xn, hid, n_rows, KZ_GEMM_STORE);
-    kz_conv_run(&L->up, e, s->up, inter, s->xn, hid, n_rows, KZ_GEMM_STORE);
+    const kz_conv_call gate_up[2] = {{&L->gate, s->gate, inter, s->xn, hid},
+                                     {&L->up, s->up, inter, s->xn, hid}};
+    kz_conv_run_group(gate_up, 2, e, n_rows, KZ_GEMM_STORE);
     e->k->swiglu(s->gate, s->gate, s->up, n_rows * inter);
     kz_conv_run(&L->down, e, s->h, hid, s->gate, inter, n_rows, KZ_GEMM_STORE);
     kz_vector_add_scaled_rows(s->x, s->h, L->mlp_scale, n_rows, hid);
