@@ -425,22 +425,27 @@ def progress_lines(e, codes):
         check(r.returncode == 0 and r.stderr == b"", f"{name} without a terminal: {r.stderr!r}")
     rc, tty = on_tty(e.synth + ["-o", "-"])
     check(rc == 0 and "synth:" not in tty, f"synth to stdout on a terminal: {tty[:200]!r}")
-    progress_with_speed(e, d)
+    progress_with_speed(e, d, codes)
     passed(f0, "progress lines on a terminal only, not with --quiet")
 
 
-def progress_with_speed(e, d):
-    """synth --speed 2: the progress line counts the audio written (about half of the
-    2 s made), which is what the file plays."""
+def progress_with_speed(e, d, codes):
+    """synth and decode --speed 2: the progress line counts the audio written (about half
+    of what was made), which is what the file plays; decode's total is the same."""
     out = os.path.join(d, "fast.s16")
-    args = e.synth[:-1] + ["25"]  # --frames 25: 2 s of audio made
-    rc, tty = on_tty(args + ["--speed", "2", "-o", out])
-    last = tty.strip().split("\r")[-1]
-    words = last.split()
-    said = float(words[1]) if rc == 0 and len(words) > 2 and words[0] == "synth:" else -1.0
-    played = os.path.getsize(out) / 2 / 24000 if rc == 0 else -2.0
-    check(abs(said - played) <= 0.051 and played < 1.5,
-          f"synth --speed 2 progress ends at {last!r}; the file plays {played:.3f} s")
+    cases = (("synth", e.synth[:-1] + ["25"]),  # --frames 25: 2 s of audio made
+             ("decode", [e.k, "decode", "-m", e.tiny, "--codes", codes]))
+    for name, args in cases:
+        rc, tty = on_tty(args + ["--speed", "2", "-o", out])
+        last = tty.strip().split("\r")[-1]
+        words = last.split()
+        said = float(words[1]) if rc == 0 and len(words) > 2 and words[0] == name + ":" else -1.0
+        played = os.path.getsize(out) / 2 / 24000 if rc == 0 else -2.0
+        check(abs(said - played) <= 0.051 and played < 1.5,
+              f"{name} --speed 2 progress ends at {last!r}; the file plays {played:.3f} s")
+        if name == "decode":
+            total = float(words[3]) if len(words) > 3 and words[2] == "/" else -1.0
+            check(abs(total - played) <= 0.051, f"decode --speed 2 total in {last!r}")
 
 
 def main():

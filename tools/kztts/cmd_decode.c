@@ -26,24 +26,26 @@ typedef struct decode_opts {
 
 typedef struct sink {
     audio_out *out;
-    size_t n_samples, total_samples;
+    double total_s; /* the audio the file will play: the codes' length over --speed */
     int32_t rate;
     progress progress;
 } sink;
 
+/* Counts the audio written, after the speed change, as the file plays it. */
 static void show_progress(sink *s, bool final) {
-    const double t = progress_elapsed(&s->progress), audio_s = (double)s->n_samples / s->rate;
+    const double t = progress_elapsed(&s->progress);
+    const double audio_s = (double)audio_out_samples(s->out) / s->rate;
     progress_show(&s->progress, final, "decode: %.1f / %.1f s of audio (%.2fx real time)",
-                  audio_s, (double)s->total_samples / s->rate, t > 0 ? audio_s / t : 0.0);
+                  audio_s, s->total_s, t > 0 ? audio_s / t : 0.0);
 }
 
 static bool write_chunk(const float *pcm, size_t n, int64_t pos_frame, bool is_last, void *user) {
     sink *s = user;
     (void)pos_frame;
     (void)is_last;
-    s->n_samples += n;
+    const bool ok = audio_out_write(s->out, pcm, n) == 0;
     show_progress(s, false);
-    return audio_out_write(s->out, pcm, n) == 0;
+    return ok;
 }
 
 static int run(const decode_opts *o) {
@@ -63,10 +65,11 @@ static int run(const decode_opts *o) {
     int rc = codes_file_read(o->codes, kz_model_num_codebooks(model),
                              kz_model_codebook_size(model), &codes, &n_frames);
     audio_out *out = NULL;
-    sink snk = {.rate = kz_model_sample_rate(model),
-                .total_samples = n_frames * (size_t)kz_model_samples_per_frame(model)};
+    const size_t total_samples = n_frames * (size_t)kz_model_samples_per_frame(model);
+    sink snk = {.rate = kz_model_sample_rate(model)};
+    snk.total_s = (double)total_samples / snk.rate / o->speed;
     if (rc == 0) {
-        out = audio_out_open(o->out, format, snk.rate, snk.total_samples, (float)o->speed);
+        out = audio_out_open(o->out, format, snk.rate, total_samples, (float)o->speed);
         rc = out ? 0 : -1;
     }
     if (rc == 0) {
@@ -80,6 +83,7 @@ static int run(const decode_opts *o) {
         dp.user = &snk;
         kz_status st = kz_decode(session, codes, n_frames, &dp);
         if (st == KZ_OK) {
+            audio_out_drain(out); // a failure is recorded in out and reported at the finish
             show_progress(&snk, true);
         }
         progress_end(&snk.progress);
