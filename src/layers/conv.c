@@ -354,13 +354,13 @@ static void round_rows(void *arg, size_t r0, size_t r1) {
     }
 }
 
-/* Rounds the conv's input rows (history included) to bf16 in e->x_bf16 and points
- * the job at the bf16 GEMM; before (if set) runs on each block's new rows first, in the
- * same pool job. A level whose GEMM reads the rounded values as fp32
- * (round_bf16_f32) gets them there instead, where the scratch holds them (twice the
- * bf16 rows' bytes; the codec's does), else the bf16 rows. */
-static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float *x, size_t ldx,
-                         size_t n_rows, kz_rows_fn before, void *before_arg) {
+/* Rounds the conv's input rows (history included) to bf16 in e->x_bf16; before (if set)
+ * runs on each block's new rows first, in the same pool job. A level whose GEMM reads the
+ * rounded values as fp32 (round_bf16_f32) gets them there instead, where the scratch holds
+ * them (twice the bf16 rows' bytes; the codec's does), else the bf16 rows. Returns whether
+ * they went out as fp32 (use_bf16's wide). */
+static bool round_bf16_input(const kz_conv *c, kz_exec *e, const float *x, size_t ldx,
+                             size_t n_rows, kz_rows_fn before, void *before_arg) {
     const size_t need = kz_conv_bf16_scratch(c, n_rows);
     KZ_ASSERT(e->x_bf16 && e->x_bf16_len >= need);
     const kz_kernels *k = e->k;
@@ -371,11 +371,17 @@ static void prepare_bf16(gemm_job *j, const kz_conv *c, kz_exec *e, const float 
                    .ldx = ldx, .n_cols = c->k_in, .before = before, .before_arg = before_arg,
                    .history = c->history};
     kz_exec_rows(e, n_rows + c->history, 4096 / r.ldy + 1, round_rows, &r);
-    j->gemm_bf16 = k->gemm_bf16;
-    j->args_bf16 = (kz_gemm_bf16_args){.y = j->args.y, .ldy = j->args.ldy,
-                                       .x = wide ? NULL : e->x_bf16, .xf = wide ? r.yf : NULL,
-                                       .ldx = r.ldy, .tap_stride = c->dilation, .w = &c->wb,
-                                       .bias = c->bias, .mode = j->args.mode, .n_rows = n_rows};
+    return wide;
+}
+
+/* Points the job at the bf16 GEMM over the rows round_bf16_input left in e->x_bf16. */
+static void use_bf16(gemm_job *j, const kz_conv *c, const kz_exec *e, bool wide) {
+    j->gemm_bf16 = e->k->gemm_bf16;
+    j->args_bf16 = (kz_gemm_bf16_args){
+        .y = j->args.y, .ldy = j->args.ldy, .x = wide ? NULL : e->x_bf16,
+        .xf = wide ? (const float *)(const void *)e->x_bf16 : NULL, .ldx = 2 * c->wb.k_pairs,
+        .tap_stride = c->dilation, .w = &c->wb, .bias = c->bias, .mode = j->args.mode,
+        .n_rows = j->n_rows};
 }
 
 /* --- one output column -------------------------------------------------- */
@@ -476,7 +482,7 @@ void kz_conv_run_after(const kz_conv *c, kz_exec *e, kz_rows_fn before, void *ar
     }
     gemm_job j = conv_job(c, e, y, ldy, x, ldx, n_rows, mode, kz_pool_threads(e->pool));
     if (c->wb.data) {
-        prepare_bf16(&j, c, e, x, ldx, n_rows, before, arg);
+        use_bf16(&j, c, e, round_bf16_input(c, e, x, ldx, n_rows, before, arg));
     } else if (before) {
         kz_exec_rows(e, n_rows, 4096 / (c->k_in ? c->k_in : 1) + 1, before, arg);
     }
@@ -522,24 +528,20 @@ void kz_conv_run_group(const kz_conv_call *calls, size_t n, kz_exec *e, size_t n
     const int threads = kz_pool_threads(e->pool);
     group_job g = {.n = n};
     size_t rk = n; // the call whose input rows were rounded to bf16, if any yet
+    bool wide = false;
     for (size_t k = 0; k < n; k++) {
         const kz_conv_call *cl = &calls[k];
         gemm_job *j = &g.jobs[k];
         *j = conv_job(cl->c, e, cl->y, cl->ldy, cl->x, cl->ldx, n_rows, mode, threads);
-        if (cl->c->wb.data && rk == n) {
-            prepare_bf16(j, cl->c, e, cl->x, cl->ldx, n_rows, NULL, NULL);
-            rk = k;
-        } else if (cl->c->wb.data) { // the rows rounded for call rk serve this one too
-            const kz_conv *c = cl->c;
+        if (cl->c->wb.data) {
+            if (rk == n) {
+                wide = round_bf16_input(cl->c, e, cl->x, cl->ldx, n_rows, NULL, NULL);
+                rk = k;
+            }
+            // The rows rounded for call rk serve this one too.
             KZ_ASSERT(cl->x == calls[rk].x && cl->ldx == calls[rk].ldx &&
-                      c->k_in == calls[rk].c->k_in && c->history == calls[rk].c->history);
-            j->gemm_bf16 = g.jobs[rk].gemm_bf16;
-            j->args_bf16 = g.jobs[rk].args_bf16;
-            j->args_bf16.y = cl->y;
-            j->args_bf16.ldy = cl->ldy;
-            j->args_bf16.tap_stride = c->dilation;
-            j->args_bf16.w = &c->wb;
-            j->args_bf16.bias = c->bias;
+                      cl->c->k_in == calls[rk].c->k_in && cl->c->history == calls[rk].c->history);
+            use_bf16(j, cl->c, e, wide);
         }
         g.first[k + 1] = g.first[k] + job_tiles(&g.jobs[k]);
         count_flop(e, cl->c, n_rows);

@@ -349,13 +349,13 @@ static void decoder_block(const kz_codec_decoder *d, kz_codec_state *s, kz_exec 
     const kz_decoder_block *b = &d->blocks[i];
     size_t c_in = (size_t)b->c_in, c_out = (size_t)b->c_out, rows = n_rows * (size_t)b->rate;
     float *in = kz_conv_state_begin(&s->block_up[i], s->b);
-    snake_job up_act = {.k = e->k, .y = in, .x = s->a, .ch = c_in, .act = &b->act};
     if (b->up_wino.n_pts) {
         snake(e, in, s->a, n_rows, c_in, &b->act);
         kz_wino_run(&b->up_wino, e, &s->wino, s->a, b->up.n, s->b, c_in, n_rows,
                     kz_block_in_rows(b));
     } else {
-        kz_conv_run_after(&b->up, e, snake_rows, &up_act, s->a, b->up.n, s->b, c_in, n_rows,
+        snake_job act = {.k = e->k, .y = in, .x = s->a, .ch = c_in, .act = &b->act};
+        kz_conv_run_after(&b->up, e, snake_rows, &act, s->a, b->up.n, s->b, c_in, n_rows,
                           KZ_GEMM_STORE);
     }
     kz_conv_state_end(&s->block_up[i], s->b, n_rows);
