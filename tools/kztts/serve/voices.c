@@ -34,7 +34,7 @@
 
 #include "json_parse.h"
 
-#define MAX_NAME 64
+#define MAX_NAME VOICES_MAX_NAME
 #define MAX_META_BYTES ((size_t)8 << 20) /* a transcript is at most 1 MiB, escaped */
 #define STALE_TEMP_SECONDS 3600
 
@@ -514,21 +514,28 @@ static int claim_name(const char *temp, const char *file, const char *name, http
     return rename(temp, file) == 0 ? 0 : io_error(e, "create", file);
 }
 
+int voices_check_new(voices *v, const char *name, http_error *e) {
+    char key[MAX_NAME + 1];
+    if (!voices_key(name, key)) {
+        char q[MAX_NAME + 4];
+        return http_error_set(e, 400, "invalid_request_error", "name", "invalid_value",
+                              "voice name '%s' is not valid: use 1-64 letters, digits, '_', '.' "
+                              "or '-', not starting with '.'", quoted(name, q));
+    }
+    return voices_exists(v, key) ? exists_error(e, key) : 0;
+}
+
 int voices_create(voices *v, const kz_voice *voice, voice_meta *meta, http_error *e) {
     if (!voices_enabled(v)) {
         return disabled(e);
     }
-    char q[MAX_NAME + 4];
+    const int checked = voices_check_new(v, meta->name, e);
+    if (checked != 0) {
+        return checked;
+    }
     char key[MAX_NAME + 1];
-    if (!voices_key(meta->name, key)) {
-        return http_error_set(e, 400, "invalid_request_error", "name", "invalid_value",
-                              "voice name '%s' is not valid: use 1-64 letters, digits, '_', '.' "
-                              "or '-', not starting with '.'", quoted(meta->name, q));
-    }
+    voices_key(meta->name, key);
     snprintf(meta->name, sizeof meta->name, "%s", key);
-    if (voices_exists(v, meta->name)) {
-        return exists_error(e, meta->name);
-    }
     meta->created_at = (int64_t)time(NULL);
     char *voice_temp = NULL, *meta_temp = NULL;
     char *file = path_of(v, "", meta->name, ".kzvoice"), *json = path_of(v, "", meta->name, ".json");

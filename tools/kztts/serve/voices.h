@@ -27,12 +27,18 @@ void voices_free(voices *v);
 
 /* Whether name is a valid voice name: 1-64 of [A-Za-z0-9_.-], not starting with '.'. */
 bool voices_name_ok(const char *name);
+enum { VOICES_MAX_NAME = 64 }; /* bytes of a valid name, without the NUL */
 
 /* Voice names are case-insensitive, as vLLM-Omni's (it lowercases them) and the preset
  * speakers: a voice is stored under its name in lower case, and every lookup, creation
  * and deletion uses that key. name in lower case into key, or false (key empty) when
  * name is not valid. */
-bool voices_key(const char *name, char key[65]);
+bool voices_key(const char *name, char key[VOICES_MAX_NAME + 1]);
+
+/* Whether a new voice may take name: 0, or the status with e: 400 not a valid name, 409
+ * a voice of that name exists in any case. voices_create checks it; an upload checks it
+ * first too, before the voice is made. */
+int voices_check_new(voices *v, const char *name, http_error *e);
 
 /* The uploaded voice called name, checked against the model, into *out (caller frees).
  * 0, or the HTTP status with e filled: 404 unknown voice, 400 made for another model,

@@ -473,7 +473,7 @@ static void get_voice(server *s, http_req *r, const char *name) {
     }
     cJSON *found = NULL;
     bool ok = true;
-    char key[65];
+    char key[VOICES_MAX_NAME + 1];
     voices_key(name, key); // empty for a bad name, which no voice has
     for (size_t i = 0; i < n; i++) {
         if (!found && strcmp(list[i].name, key) == 0) {
@@ -497,7 +497,7 @@ static void delete_voice(server *s, http_req *r, const char *name) {
         http_send_error(r, &e);
         return;
     }
-    char key[65];
+    char key[VOICES_MAX_NAME + 1];
     voices_key(name, key); // the voice's id: its name as stored
     cJSON *root = cJSON_CreateObject();
     bool ok = root && cJSON_AddStringToObject(root, "id", key) &&
@@ -541,19 +541,7 @@ static int check_upload(server *s, const upload *u, http_error *e) {
                               "consent is '%s': a voice is only made with its speaker's "
                               "consent", u->consent);
     }
-    if (!voices_name_ok(u->name)) {
-        return http_error_set(e, 400, "invalid_request_error", "name", "invalid_value",
-                              "voice name '%.64s' is not valid: use 1-64 letters, digits, '_', "
-                              "'.' or '-', not starting with '.'", u->name);
-    }
-    if (voices_exists(s->voices, u->name)) {
-        char key[65];
-        voices_key(u->name, key);
-        return http_error_set(e, 409, "invalid_request_error", "name", "voice_exists",
-                              "a voice named '%s' exists already (names are case-insensitive; "
-                              "DELETE /v1/audio/voices/%s first)", key, key);
-    }
-    return 0;
+    return voices_check_new(s->voices, u->name, e);
 }
 
 /* The voice of upload u (filled here, freed by the caller after the answer is sent,
