@@ -278,8 +278,6 @@ int audio_out_drain(audio_out *o) {
 out_file *audio_out_end(audio_out *o, bool success) {
     if (success) {
         audio_out_drain(o);
-    }
-    if (success) {
         put_pending_header(o);
     }
     if (success && o->enc && !out_file_failed(o->file) && audio_enc_finish(o->enc) != 0) {

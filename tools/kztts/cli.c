@@ -12,18 +12,22 @@
 
 #include "hub.h"
 
-void cli_report(const char *cmd, kz_status st) {
+/* "kztts CMD: <status>: <last error><hint>" on stderr. */
+static void report(const char *cmd, kz_status st, const char *hint) {
     const char *msg = kz_last_error();
-    fprintf(stderr, "kztts %s: %s%s%s\n", cmd, kz_status_str(st), msg[0] ? ": " : "", msg);
+    fprintf(stderr, "kztts %s: %s%s%s%s\n", cmd, kz_status_str(st), msg[0] ? ": " : "", msg,
+            hint);
+}
+
+void cli_report(const char *cmd, kz_status st) {
+    report(cmd, st, "");
 }
 
 void cli_report_reference(const char *cmd, kz_status st) {
-    const char *msg = kz_last_error();
     // The library states the length and the limit (kztts.h, kz_voice_params); raising
     // the limit is this command line's business.
-    const bool too_long = st == KZ_STATUS_BAD_INPUT && strstr(msg, "over the limit of");
-    fprintf(stderr, "kztts %s: %s%s%s%s\n", cmd, kz_status_str(st), msg[0] ? ": " : "", msg,
-            too_long ? " (raise it with --max-ref-seconds S, up to 600)" : "");
+    const bool too_long = st == KZ_STATUS_BAD_INPUT && strstr(kz_last_error(), "over the limit of");
+    report(cmd, st, too_long ? " (raise it with --max-ref-seconds S, up to 600)" : "");
 }
 
 const arg_choice CLI_ISA_NAMES[] = {
