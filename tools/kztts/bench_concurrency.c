@@ -8,11 +8,10 @@
  * they warm the weights' pages -> per concurrency N: a scheduler (max_batch N) and N
  * sessions attached to it (1 thread each: kz_decode's, the synthesis runs on the
  * scheduler's pool), a warm-up round of 2 frames, then --repeat rounds: N threads
- * released together once all are started, each synthesizing the fixed request of --frames frames
- * with its own seed, streaming; each stream's start, first audio callback, end and
- * samples, the scheduler's counters and times before and after, the sessions' codec
- * FLOP -> the
- * machine probes (after the runs, so that their threads and buffer compete with
+ * released together once all are started, each synthesizing the fixed request of --frames
+ * frames with its own seed, streaming; each stream's start, first audio callback, end and
+ * samples, the scheduler's counters and times before and after, the sessions' codec FLOP ->
+ * the machine probes (after the runs, so that their threads and buffer compete with
  * nothing) -> the floor per N -> bench_concurrency_report.c prints.
  */
 #include "bench_concurrency.h"
@@ -164,18 +163,6 @@ typedef struct level_run {
     int spf;                   /* samples per frame */
 } level_run;
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The value at fraction q (0..1) of v[0..n) by nearest rank; sorts v. */
-static double percentile(double *v, int n, double q) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int k = (int)(q * n + 0.999999) - 1;
-    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
-
 static kz_status open_streams(const level_run *c, kz_scheduler *sch, stream *xs, int n) {
     kz_session_params p;
     kz_session_default_params(&p);
@@ -199,10 +186,10 @@ static kz_status open_streams(const level_run *c, kz_scheduler *sch, stream *xs,
 static void summarize(const level_run *c, bench_concurrency_level *L, double *rtf, double *first,
                       double *fps, double *wall) {
     const int n_streams = L->n * (int)c->repeat;
-    L->rtf_p50 = percentile(rtf, n_streams, 0.5);
-    L->rtf_worst = percentile(rtf, n_streams, 1.0);
-    L->first_audio_p50_ms = percentile(first, n_streams, 0.5);
-    L->first_audio_p95_ms = percentile(first, n_streams, 0.95);
+    L->rtf_p50 = stats_percentile(rtf, n_streams, 0.5);
+    L->rtf_worst = stats_percentile(rtf, n_streams, 1.0);
+    L->first_audio_p50_ms = stats_percentile(first, n_streams, 0.5);
+    L->first_audio_p95_ms = stats_percentile(first, n_streams, 0.95);
     L->frames_per_s = stats_median(fps, (int)c->repeat);
     L->wall_ms = stats_median(wall, (int)c->repeat);
 }

@@ -17,6 +17,12 @@ double stats_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double stats_percentile(double *v, int n, double q) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int k = (int)(q * n + 0.999999) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
 double stats_codec_ms(const kz_timings *t) {
     return t->codec_quantizer_ms + t->codec_transformer_ms + t->codec_upsample_ms +
            t->codec_vocoder_ms;

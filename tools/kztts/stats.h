@@ -10,6 +10,9 @@
 /* The median of n (>= 1) values; sorts v in place. */
 double stats_median(double *v, int n);
 
+/* The value at fraction q (0..1) of n (>= 1) values by nearest rank; sorts v in place. */
+double stats_percentile(double *v, int n, double q);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 double stats_now_ms(void);
 
