@@ -4,7 +4,8 @@
  * Data flow, one request on its connection's thread:
  *   headers -> on_request (first call): an http_req, "req-<n>", Content-Length beyond
  *   --max-body answered 413 at once (the body is never read) -> body chunks appended
- *   (past the limit without a Content-Length: the connection is closed) -> last call:
+ *   (past the limit without a Content-Length: the rest is read and dropped, up to
+ *   another --max-body, then 413; a body longer still closes the connection) -> last call:
  *   route_dispatch, which sends one response: a buffer (http_send*) or a stream
  *   (http_send_stream: read_body pulls from stream_read as the worker writes, sent
  *   chunked) -> on_completed: the log line, metrics_request, the request freed.
@@ -54,6 +55,7 @@ struct http_req {
     const char *route;
     char *body;
     size_t n_body, cap_body;
+    size_t n_dropped;     /* body bytes read and dropped after it passed --max-body */
     header_kv *headers;   /* added to the response */
     int status;           /* 0 until a response is queued */
     stream *st;           /* the streamed body's stream (a reference), or NULL */
@@ -361,6 +363,26 @@ static bool body_append(http_req *r, const char *data, size_t n) {
     return true;
 }
 
+/* One chunk of a body. A body without a Content-Length that grows past the limit is
+ * read on and dropped, since no response can be queued in the middle of a body; the
+ * client gets its 413 at the end, unless it sends another --max-body, which closes the
+ * connection so that an endless body cannot hold it. */
+static enum MHD_Result body_chunk(http_req *r, const char *data, size_t *n) {
+    const size_t limit = r->srv->cfg->max_body;
+    if (r->n_dropped == 0 && body_append(r, data, *n)) {
+        *n = 0;
+        return MHD_YES;
+    }
+    if (*n > limit - r->n_dropped) {
+        metrics_rejected(r->srv->metrics, "body_too_large");
+        r->status = 413;
+        return MHD_NO;
+    }
+    r->n_dropped += *n;
+    *n = 0;
+    return MHD_YES;
+}
+
 static void dispatch(http_req *r) {
     MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     route_dispatch(r->srv, r);
@@ -402,15 +424,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (!body_append(r, upload_data, *upload_data_size)) {
-            // A body without a Content-Length grew past the limit: no response can be
-            // queued in the middle of a body, so the connection closes.
-            metrics_rejected(srv->metrics, "body_too_large");
-            r->status = 413;
-            return MHD_NO;
-        }
-        *upload_data_size = 0;
-        return MHD_YES;
+        return body_chunk(r, upload_data, upload_data_size);
+    }
+    if (r->n_dropped) {
+        return too_large(r);
     }
     dispatch(r);
     return MHD_YES;
