@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -106,6 +107,7 @@ def main():
     check_bench_json(a)
     check_bench_compare(a)
     check_acceptance_script(a)
+    check_ab_script(a)
     finish("test_cli_decode")
 
 
@@ -304,6 +306,37 @@ def check_acceptance_script(a):
              "--rounds", "1", "--frames", "2", "--repeat", "1"])
     check(r.returncode != 0 and b"no_such_model.gguf" in r.stderr and not r.stdout,
           f"acceptance.py with a missing model: {r.returncode} {r.stderr.decode()}")
+
+
+def check_ab_script(a):
+    """bench/ab.py with the same binary as old and new on the tiny checkpoint: the rounds
+    alternate the order, every run carries the bench JSON's metrics, the table names each
+    metric, and bad options are refused (no timing is judged)."""
+    script = os.path.join(a.source, "bench", "ab.py")
+    base = [sys.executable, script, "--old", a.kztts, "--new", a.kztts, "-m", a.tiny,
+            "--frames", "2", "--repeat", "1"]
+    r = run(base + ["--rounds", "2", "--json"])
+    try:
+        runs = json.loads(r.stdout).get("runs", [])
+    except ValueError:
+        runs = []
+    check(r.returncode == 0 and [(x["round"], x["binary"]) for x in runs]
+          == [(0, "old"), (0, "new"), (1, "new"), (1, "old")],
+          f"ab.py --json: the order of the runs: {r.returncode} {r.stderr.decode()} {runs}")
+    for x in runs:
+        m = x["metrics"]
+        check(m.get("talker ms/frame", 0) > 0 and m.get("floor RTF", 0) > 0
+              and abs(m["offline RTF / floor RTF"] - m["offline RTF"] / m["floor RTF"]) < 1e-9,
+              f"ab.py: the metrics of a run: {m}")
+    r = run(base + ["--rounds", "1"])
+    lines = r.stdout.decode().splitlines()
+    ratio = re.compile(r"^talker ms/frame .* \d+\.\d{3}$")
+    check(r.returncode == 0 and any(ratio.match(ln) for ln in lines)
+          and any(ln.startswith("DRAM probe GB/s") for ln in lines),
+          f"ab.py table: {r.returncode} {r.stdout.decode()} {r.stderr.decode()}")
+    r = run(base + ["--rounds", "0"])
+    check(r.returncode != 0 and b"--rounds" in r.stderr and not r.stdout,
+          f"ab.py --rounds 0 refused: {r.returncode} {r.stderr.decode()}")
 
 
 if __name__ == "__main__":
