@@ -8,7 +8,8 @@ audio below 300 frames; `kztts info` describes the codec; --help exits 0;
 `bench` with a list in --codec-precision, --schedule or -m compares the variants in one
 process (every one timed each round, the axis and the precision in effect named, the
 pipeline's codec and LM stages apart, bad lists refused); bench/acceptance.py reads every
-target from the bench JSON of each round and counts the rounds that met it.
+target from the bench JSON of each round and counts the rounds that met it; bench/ab.py
+alternates two binaries round by round and tables their medians.
 """
 import argparse
 import json
