@@ -2,7 +2,8 @@
  * gemm_avx2.c - AVX2 + FMA conv-GEMM, bit-identical to ref/gemm_ref.c.
  *
  * Data flow for one call, rows [t0, t1) x panels [p0, p1) (the blocking is
- * kernels/gemm_panel_drive.h, shared with the bf16 FMA kernels; the tile is this file's):
+ * kernels/gemm_panel_drive.h, shared with the bf16 FMA kernels, the accumulators' park and
+ * epilogue x86/gemm_store_avx2.h, shared with gemm_bf16_avx2.c; the tile is this file's):
  *
  *   for each row block of up to mc rows       (its x rows, all taps, stay in L2)
  *     for each 16-column panel p
@@ -56,14 +57,7 @@ enum {
 #define TILE_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 static inline __attribute__((always_inline)) void tile(const tile_job *jb, const int rows) {
     const __m256 zero = _mm256_setzero_ps();
-#define TILE_INIT(q)                                                                           \
-    __m256 lo##q = zero;                                                                       \
-    __m256 hi##q = zero;                                                                       \
-    if (rows > q && !jb->first) {                                                              \
-        lo##q = _mm256_load_ps(jb->part + q * KZ_PANEL);                                       \
-        hi##q = _mm256_load_ps(jb->part + q * KZ_PANEL + 8);                                   \
-    }
-    TILE_ROWS(TILE_INIT)
+    TILE_ROWS(GEMM_AVX2_TILE_INIT)
     const size_t ldx = jb->ldx;
     size_t r = jb->r0;
     while (r < jb->r1) {
@@ -89,26 +83,9 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
         }
         r = end;
     }
-    if (!jb->last) {
-#define TILE_PARK(q)                                                                           \
-    if (rows > q) {                                                                            \
-        _mm256_store_ps(jb->part + q * KZ_PANEL, lo##q);                                       \
-        _mm256_store_ps(jb->part + q * KZ_PANEL + 8, hi##q);                                   \
-    }
-        TILE_ROWS(TILE_PARK)
-        return;
-    }
-#define TILE_EPILOGUE(q)                                                                       \
-    if (rows > q) {                                                                            \
-        gemm_store_row_avx2(jb->y + q * jb->ldy, lo##q, hi##q, jb->width, jb->bias,           \
-                            jb->accumulate);                                                   \
-    }
-    TILE_ROWS(TILE_EPILOGUE)
+    GEMM_AVX2_TILE_FINISH()
 }
-#undef TILE_INIT
 #undef TILE_FMA
-#undef TILE_PARK
-#undef TILE_EPILOGUE
 
 static void tile_rows(const tile_job *jb, size_t rows) {
     switch (rows) {

@@ -13,7 +13,8 @@
  * (args.x: tests, other callers) each tile widens its rows per tap segment first.
  * Then the blocking of gemm_panel_drive.h (shared with NEON: row blocks, 16-column
  * panels, k blocks of up to KC pair rows, one 64-byte panel row holding a pair of
- * input channels) runs this file's micro-tile:
+ * input channels) runs this file's micro-tile (its accumulators' park and epilogue are
+ * x86/gemm_store_avx2.h, shared with gemm_avx2.c):
  *
  *         for each tile of MR = 4 rows: 8 ymm accumulators [4, 16]
  *           per pair row r = j * k_pairs + q: two ymm loads of W, each widened
@@ -81,14 +82,7 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
     _Alignas(32) float xw[MR][2 * KC];
     const __m256 zero = _mm256_setzero_ps();
     const __m256i mask = _mm256_set1_epi32((int)0xffff0000u);
-#define TILE_INIT(q)                                                                           \
-    __m256 lo##q = zero;                                                                       \
-    __m256 hi##q = zero;                                                                       \
-    if (rows > q && !jb->first) {                                                              \
-        lo##q = _mm256_load_ps(jb->part + q * KZ_PANEL);                                       \
-        hi##q = _mm256_load_ps(jb->part + q * KZ_PANEL + 8);                                   \
-    }
-    TILE_ROWS(TILE_INIT)
+    TILE_ROWS(GEMM_AVX2_TILE_INIT)
     const size_t ldx = jb->ldx;
     size_t r = jb->r0;
     while (r < jb->r1) {
@@ -125,26 +119,9 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
         }
         r = end;
     }
-    if (!jb->last) {
-#define TILE_PARK(q)                                                                           \
-    if (rows > q) {                                                                            \
-        _mm256_store_ps(jb->part + q * KZ_PANEL, lo##q);                                       \
-        _mm256_store_ps(jb->part + q * KZ_PANEL + 8, hi##q);                                   \
-    }
-        TILE_ROWS(TILE_PARK)
-        return;
-    }
-#define TILE_EPILOGUE(q)                                                                       \
-    if (rows > q) {                                                                            \
-        gemm_store_row_avx2(jb->y + q * jb->ldy, lo##q, hi##q, jb->width, jb->bias,           \
-                            jb->accumulate);                                                   \
-    }
-    TILE_ROWS(TILE_EPILOGUE)
+    GEMM_AVX2_TILE_FINISH()
 }
-#undef TILE_INIT
 #undef TILE_FMA
-#undef TILE_PARK
-#undef TILE_EPILOGUE
 
 static void tile_rows(const tile_job *jb, size_t rows) {
     switch (rows) {
