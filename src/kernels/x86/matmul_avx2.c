@@ -1,7 +1,8 @@
 /*
  * matmul_avx2.c - AVX2 + FMA language-model projections (kernels.h matmul_*).
  *
- * Per weight row and token: four 8-lane accumulators over i in steps of 32,
+ * Per weight row and token (row_dots.h, shared with matmul_avx512.c at its own width, under
+ * the token walk of row_pairs.h): four 8-lane accumulators over i in steps of 32,
  * then 8-wide steps into the first accumulator, a fixed reduction tree, and a
  * scalar tail, with a software prefetch of every line of the weight stream 8 KB ahead into
  * L2: the stream comes from DRAM, and prefetches into L2 keep more requests in flight than
@@ -9,19 +10,28 @@
  * a time so each weight vector is loaded (and, for bf16 / f16, widened) once for both; the
  * per-token sequence is the same whether a token is paired or alone. Calls with 4 or more
  * tokens (the prompt prefill) take groups of four tokens with two accumulators each, so a
- * weight vector serves four tokens; their order differs from the 1-2 token path
- * but depends only on n_tok and the token's index, never on threads or rows.
+ * weight vector serves four tokens (this file's row_dots4); their order differs from the
+ * 1-2 token path but depends only on n_tok and the token's index, never on threads or rows.
  */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
-#include "kernels/quant.h"
 
-#define PF_AHEAD 8192 /* bytes of the weight stream prefetched ahead into L2 (header) */
+/* The vector of row_dots.h. */
+typedef __m256 vec;
+enum { LANES = 8 };
+static inline __attribute__((always_inline)) vec vec_zero(void) {
+    return _mm256_setzero_ps();
+}
+static inline __attribute__((always_inline)) vec vec_loadu(const float *p) {
+    return _mm256_loadu_ps(p);
+}
+static inline __attribute__((always_inline)) vec vec_fmadd(vec a, vec b, vec c) {
+    return _mm256_fmadd_ps(a, b, c);
+}
 
-/* Weight element types (a constant after inlining). */
-enum { W_F32 = 0, W_BF16 = 1, W_F16 = 2 };
+#include "kernels/x86/row_dots.h"
 
 /* Eight weights from element i, widened to f32 (exact). */
 static inline __m256 wload(const void *w, size_t i, int kind) {
@@ -35,64 +45,12 @@ static inline __m256 wload(const void *w, size_t i, int kind) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static inline float wscalar(const void *w, size_t i, int kind) {
-    if (kind == W_F32) {
-        return ((const float *)w)[i];
-    }
-    const uint16_t h = ((const uint16_t *)w)[i];
-    return kind == W_F16 ? kz_fp16_to_f32(h) : kz_bf16_to_f32(h);
-}
-
 static inline float hsum(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
     __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
     q = _mm_add_ps(q, _mm_movehl_ps(q, q));
     q = _mm_add_ss(q, _mm_movehdup_ps(q));
     return _mm_cvtss_f32(q);
-}
-
-/* Dot products of one weight row with n_t (1 or 2) token rows. */
-static inline void row_dots(const void *wrow, const float *x0, const float *x1, size_t n_in,
-                            int n_t, int kind, float *out0, float *out1) {
-    __m256 a[2][4];
-    for (int t = 0; t < 2; t++) {
-        for (int k = 0; k < 4; k++) {
-            a[t][k] = _mm256_setzero_ps();
-        }
-    }
-    size_t i = 0;
-    const char *wb = (const char *)wrow;
-    size_t esize = kind == W_F32 ? 4 : 2;
-    for (; i + 32 <= n_in; i += 32) {
-        // One stream of weights per call: every line PF_AHEAD bytes ahead into L2 (also
-        // into the next row).
-        for (size_t b = 0; b < 32 * esize; b += 64) {
-            _mm_prefetch(wb + i * esize + b + PF_AHEAD, _MM_HINT_T1);
-        }
-        for (int k = 0; k < 4; k++) {
-            __m256 wv = wload(wrow, i + 8 * (size_t)k, kind);
-            a[0][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i + 8 * k), a[0][k]);
-            if (n_t == 2) {
-                a[1][k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i + 8 * k), a[1][k]);
-            }
-        }
-    }
-    for (; i + 8 <= n_in; i += 8) {
-        __m256 wv = wload(wrow, i, kind);
-        a[0][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i), a[0][0]);
-        if (n_t == 2) {
-            a[1][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i), a[1][0]);
-        }
-    }
-    float s0 = hsum(a[0][0], a[0][1], a[0][2], a[0][3]);
-    float s1 = hsum(a[1][0], a[1][1], a[1][2], a[1][3]);
-    for (; i < n_in; i++) {
-        float wi = wscalar(wrow, i, kind);
-        s0 = s0 + wi * x0[i];
-        s1 = s1 + wi * (n_t == 2 ? x1[i] : 0.0f);
-    }
-    *out0 = s0;
-    *out1 = s1;
 }
 
 /* Dot products of one weight row with 4 token rows (x + k * ldx). */
@@ -123,7 +81,7 @@ static inline void row_dots4(const void *wrow, const float *x, size_t ldx, size_
     }
 }
 
-#include "row_pairs.h"
+#include "kernels/x86/row_pairs.h"
 
 static void matmul(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                    size_t n_tok, size_t o0, size_t o1, int kind) {

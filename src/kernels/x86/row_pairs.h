@@ -5,8 +5,8 @@
  * matvec_*): per row tile of about KZ_MATVEC_TILE_BYTES, every pair over the tile's rows,
  * so every token gets the bits of a call of its own and the tile is read from memory once
  * for every pair.
- * Include it after the file's `static inline void row_dots(wrow, x0, x1, n_in, n_t, kind,
- * out0, out1)` and W_F32; each ISA file compiles its own copy with its own row_dots.
+ * Include it after row_dots.h (row_dots and W_F32); each ISA file compiles its own copy with
+ * its own vector width.
  */
 #ifndef KZ_ROW_PAIRS_H
 #define KZ_ROW_PAIRS_H
