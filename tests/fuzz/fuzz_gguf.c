@@ -1,7 +1,7 @@
 /*
  * fuzz_gguf.c - libFuzzer target for the GGUF reader (src/io/gguf.c).
  *
- * Dataflow: input bytes -> one private temp file (rewritten per input) -> kz_gguf_open
+ * Dataflow: input bytes -> one private temp file (temp_input.h) -> kz_gguf_open
  *   -> on failure: the message must name the file, *out must be NULL
  *   -> on success: every metadata entry found by key and read back through the typed getter of
  *      its own type (every string and array element touched), every tensor found by name and
@@ -11,39 +11,12 @@
  * Any crash, sanitizer report or abort() below is a bug in the reader.
  */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "io/gguf.h"
 #include "runtime/error.h"
-
-static char temp_path[64];
-static int temp_fd = -1;
-
-static void remove_temp(void) {
-    if (temp_fd >= 0) {
-        close(temp_fd);
-        unlink(temp_path);
-    }
-}
-
-static void write_input(const uint8_t *data, size_t size) {
-    if (temp_fd < 0) {
-        snprintf(temp_path, sizeof temp_path, "/tmp/kz_fuzz_gguf_XXXXXX");
-        temp_fd = mkstemp(temp_path);
-        if (temp_fd < 0) {
-            perror("mkstemp");
-            abort();
-        }
-        atexit(remove_temp);
-    }
-    if (ftruncate(temp_fd, 0) != 0 || pwrite(temp_fd, data, size, 0) != (ssize_t)size) {
-        perror("write");
-        abort();
-    }
-}
+#include "temp_input.h"
 
 /* Reads one scalar through the getter of its type; returns a byte of it for the checksum. */
 static uint8_t read_scalar(const kz_gguf_file *f, const kz_gguf_kv *kv) {
@@ -209,7 +182,7 @@ static void exercise(kz_gguf_file *f) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    write_input(data, size);
+    temp_input_write("gguf", data, size);
     kz_gguf_file *f = NULL;
     kz_error_clear();
     if (kz_gguf_open(temp_path, &f) != KZ_OK) {

@@ -1,7 +1,7 @@
 /*
  * fuzz_safetensors.c - libFuzzer target for the safetensors reader (src/io/safetensors.c).
  *
- * Dataflow: input bytes -> one private temp file (rewritten per input) -> kz_st_open
+ * Dataflow: input bytes -> one private temp file (temp_input.h) -> kz_st_open
  *   -> on failure: the message must name the file, *out must be NULL
  *   -> on success: every tensor found by name, fetched with its own shape, converted to float
  *      when F32/F16/BF16, its bytes read, its pages released -> kz_st_close.
@@ -10,39 +10,12 @@
  * sanitizer report or abort() below is a bug in the reader.
  */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "io/safetensors.h"
 #include "runtime/error.h"
-
-static char temp_path[64];
-static int temp_fd = -1;
-
-static void remove_temp(void) {
-    if (temp_fd >= 0) {
-        close(temp_fd);
-        unlink(temp_path);
-    }
-}
-
-static void write_input(const uint8_t *data, size_t size) {
-    if (temp_fd < 0) {
-        snprintf(temp_path, sizeof temp_path, "/tmp/kz_fuzz_st_XXXXXX");
-        temp_fd = mkstemp(temp_path);
-        if (temp_fd < 0) {
-            perror("mkstemp");
-            abort();
-        }
-        atexit(remove_temp);
-    }
-    if (ftruncate(temp_fd, 0) != 0 || pwrite(temp_fd, data, size, 0) != (ssize_t)size) {
-        perror("write");
-        abort();
-    }
-}
+#include "temp_input.h"
 
 /* Touches everything a valid file exposes. */
 static void exercise(kz_st_file *f) {
@@ -77,7 +50,7 @@ static void exercise(kz_st_file *f) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    write_input(data, size);
+    temp_input_write("st", data, size);
     kz_st_file *f = NULL;
     kz_error_clear();
     if (kz_st_open(temp_path, &f) != KZ_OK) {
