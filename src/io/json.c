@@ -232,3 +232,11 @@ const cJSON *kz_json_obj(kz_json_ctx *c, const cJSON *obj, const char *key) {
     }
     return v;
 }
+
+void kz_json_model_type(kz_json_ctx *c, const cJSON *root, const char *expected) {
+    const char *type = kz_json_str(c, root, "model_type", "");
+    if (c->status == KZ_OK && strcmp(type, expected) != 0) {
+        c->status = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: model_type is '%s', expected '%s'",
+                                 c->path, type, expected);
+    }
+}

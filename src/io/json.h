@@ -73,4 +73,8 @@ int kz_json_int_array(kz_json_ctx *c, const cJSON *obj, const char *key, int64_t
 /* Child object, NULL when missing; an error when present but not an object. */
 const cJSON *kz_json_obj(kz_json_ctx *c, const cJSON *obj, const char *key);
 
+/* The config's own check of what it describes: an error ("label: model_type is 'x',
+ * expected 'qwen3_tts'") unless root's "model_type" string is `expected`. */
+void kz_json_model_type(kz_json_ctx *c, const cJSON *root, const char *expected);
+
 #endif

@@ -1,9 +1,9 @@
 /*
  * codec_config.c - speech_tokenizer/config.json -> kz_codec_config.
  *
- * Flow: text (read from the file by kz_codec_config_load, or given by the
- * caller, e.g. from GGUF metadata) -> parse JSON (io/json.c), read the
- * top-level keys, then the nested "decoder_config" object with the official
+ * Flow: text (read from the file by kz_codec_config_load through kz_json_load, or given by
+ * the caller, e.g. from GGUF metadata) -> parse JSON (io/json.c) -> from the parsed root
+ * (one function for both ways in): check model_type, read the top-level keys, then the nested "decoder_config" object with the official
  * class defaults (codebook_dim has none: required), then check the cross-field
  * relations. num_semantic_quantizers is not read: the official decoder splits
  * its quantizers as 1 + (num_quantizers - 1) whatever the key says.
@@ -14,11 +14,9 @@
 #include "model/codec_config.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "io/json.h"
-#include "io/text_file.h"
 #include "runtime/error.h"
 
 static void read_top(kz_json_ctx *j, const cJSON *root, kz_codec_config *c) {
@@ -156,21 +154,10 @@ static kz_status check_relations(const char *label, const kz_codec_config *c) {
     return KZ_OK;
 }
 
-kz_status kz_codec_config_parse(const char *label, const char *text, size_t n_bytes,
-                                kz_codec_config *out) {
-    memset(out, 0, sizeof *out);
-    cJSON *root = NULL;
-    kz_status st = kz_json_parse(label, text, n_bytes, &root);
-    if (st != KZ_OK) {
-        return st;
-    }
+/* The config from a parsed root, which it frees; label names the text in messages. */
+static kz_status from_root(const char *label, cJSON *root, kz_codec_config *out) {
     kz_json_ctx j = {.path = label, .scope = "", .status = KZ_OK};
-    const char *type = kz_json_str(&j, root, "model_type", "");
-    if (j.status == KZ_OK && strcmp(type, "qwen3_tts_tokenizer_12hz") != 0) {
-        j.status = kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: model_type is '%s', expected 'qwen3_tts_tokenizer_12hz'",
-                                label, type);
-    }
+    kz_json_model_type(&j, root, "qwen3_tts_tokenizer_12hz");
     read_top(&j, root, out);
     const cJSON *dec = kz_json_obj(&j, root, "decoder_config");
     j.scope = "decoder_config";
@@ -183,23 +170,26 @@ kz_status kz_codec_config_parse(const char *label, const char *text, size_t n_by
         memset(out, 0, sizeof *out);
         return j.status;
     }
-    st = check_relations(label, out);
+    kz_status st = check_relations(label, out);
     if (st != KZ_OK) {
         memset(out, 0, sizeof *out);
     }
     return st;
 }
 
+kz_status kz_codec_config_parse(const char *label, const char *text, size_t n_bytes,
+                                kz_codec_config *out) {
+    memset(out, 0, sizeof *out);
+    cJSON *root = NULL;
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
+    return st == KZ_OK ? from_root(label, root, out) : st;
+}
+
 kz_status kz_codec_config_load(const char *path, kz_codec_config *out) {
     memset(out, 0, sizeof *out);
-    char *text;
-    size_t n_bytes;
-    kz_status st = kz_text_file_read(path, KZ_JSON_MAX_BYTES + 1, &text, &n_bytes);
-    if (st == KZ_OK) {
-        st = kz_codec_config_parse(path, text, n_bytes, out);
-        free(text);
-    }
-    return st;
+    cJSON *root = NULL;
+    kz_status st = kz_json_load(path, &root);
+    return st == KZ_OK ? from_root(path, root, out) : st;
 }
 
 void kz_codec_config_describe(const kz_codec_config *c, char *buf, size_t buf_size) {

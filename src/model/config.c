@@ -1,8 +1,9 @@
 /*
  * config.c - config.json of a Qwen3-TTS checkpoint -> kz_tts_config.
  *
- * Flow: text (read from the file by the *_load wrappers, or given by the
- * caller, e.g. from GGUF metadata) -> parse JSON (io/json.c); top-level ids;
+ * Flow: text (read from the file by the *_load functions through kz_json_load, or given by
+ * the caller, e.g. from GGUF metadata) -> parse JSON (io/json.c) -> from the parsed root
+ * (one function for both ways in): model_type; top-level ids;
  * talker_config with its name tables (codec_language_id, spk_id whose values
  * may be an int or a one-element list, spk_is_dialect whose values are a
  * dialect name or false); the nested code_predictor_config;
@@ -15,12 +16,10 @@
 #include "model/config.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "io/json.h"
 #include "io/regular_file.h"
-#include "io/text_file.h"
 #include "runtime/error.h"
 
 static void copy_str(char *dst, size_t n, const char *src) {
@@ -253,20 +252,10 @@ static kz_status check(const char *label, const kz_tts_config *c) {
     return st ? st : check_codec_ids(label, &c->talker);
 }
 
-kz_status kz_tts_config_parse(const char *label, const char *text, size_t n_bytes,
-                              kz_tts_config *out) {
-    memset(out, 0, sizeof *out);
-    cJSON *root = NULL;
-    kz_status st = kz_json_parse(label, text, n_bytes, &root);
-    if (st != KZ_OK) {
-        return st;
-    }
+/* The config from a parsed root, which it frees; label names the text in messages. */
+static kz_status from_root(const char *label, cJSON *root, kz_tts_config *out) {
     kz_json_ctx j = {.path = label, .scope = "", .status = KZ_OK};
-    const char *type = kz_json_str(&j, root, "model_type", "");
-    if (j.status == KZ_OK && strcmp(type, "qwen3_tts") != 0) {
-        j.status = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: model_type is '%s', expected 'qwen3_tts'",
-                                label, type);
-    }
+    kz_json_model_type(&j, root, "qwen3_tts");
     read_top(&j, root, out);
     j.scope = "talker_config";
     read_talker(&j, kz_json_obj(&j, root, "talker_config"), &out->talker);
@@ -275,23 +264,26 @@ kz_status kz_tts_config_parse(const char *label, const char *text, size_t n_byte
     out->speaker_enc_dim = (int32_t)kz_json_int(&j, spk, "enc_dim", 1024, 1, 1 << 16);
     out->speaker_sample_rate = (int32_t)kz_json_int(&j, spk, "sample_rate", 24000, 1, 384000);
     cJSON_Delete(root);
-    st = j.status ? j.status : check(label, out);
+    kz_status st = j.status ? j.status : check(label, out);
     if (st != KZ_OK) {
         memset(out, 0, sizeof *out);
     }
     return st;
 }
 
+kz_status kz_tts_config_parse(const char *label, const char *text, size_t n_bytes,
+                              kz_tts_config *out) {
+    memset(out, 0, sizeof *out);
+    cJSON *root = NULL;
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
+    return st == KZ_OK ? from_root(label, root, out) : st;
+}
+
 kz_status kz_tts_config_load(const char *path, kz_tts_config *out) {
     memset(out, 0, sizeof *out);
-    char *text;
-    size_t n_bytes;
-    kz_status st = kz_text_file_read(path, KZ_JSON_MAX_BYTES + 1, &text, &n_bytes);
-    if (st == KZ_OK) {
-        st = kz_tts_config_parse(path, text, n_bytes, out);
-        free(text);
-    }
-    return st;
+    cJSON *root = NULL;
+    kz_status st = kz_json_load(path, &root);
+    return st == KZ_OK ? from_root(path, root, out) : st;
 }
 
 void kz_tts_config_describe(const kz_tts_config *c, char *buf, size_t buf_size) {
@@ -328,17 +320,9 @@ static void generation_fallbacks(kz_generation_config *out) {
                                   .max_new_tokens = 2048};
 }
 
-kz_status kz_generation_config_parse(const char *label, const char *text, size_t n_bytes,
-                                     kz_generation_config *out) {
-    generation_fallbacks(out);
-    if (!text) {
-        return KZ_OK;
-    }
-    cJSON *root = NULL;
-    kz_status st = kz_json_parse(label, text, n_bytes, &root);
-    if (st != KZ_OK) {
-        return st;
-    }
+/* The sampling defaults over the fallbacks already in out, from a parsed root, which it
+ * frees; label names the text in messages. */
+static kz_status generation_from_root(const char *label, cJSON *root, kz_generation_config *out) {
     kz_json_ctx j = {.path = label, .scope = "", .status = KZ_OK};
     kz_generation_config *g = out;
     g->do_sample = kz_json_bool(&j, root, "do_sample", g->do_sample);
@@ -360,17 +344,23 @@ kz_status kz_generation_config_parse(const char *label, const char *text, size_t
     return j.status;
 }
 
+kz_status kz_generation_config_parse(const char *label, const char *text, size_t n_bytes,
+                                     kz_generation_config *out) {
+    generation_fallbacks(out);
+    if (!text) {
+        return KZ_OK;
+    }
+    cJSON *root = NULL;
+    kz_status st = kz_json_parse(label, text, n_bytes, &root);
+    return st == KZ_OK ? generation_from_root(label, root, out) : st;
+}
+
 kz_status kz_generation_config_load(const char *path, kz_generation_config *out) {
     generation_fallbacks(out);
     if (kz_file_absent(path)) {
         return KZ_OK;
     }
-    char *text;
-    size_t n_bytes;
-    kz_status st = kz_text_file_read(path, KZ_JSON_MAX_BYTES + 1, &text, &n_bytes);
-    if (st == KZ_OK) {
-        st = kz_generation_config_parse(path, text, n_bytes, out);
-        free(text);
-    }
-    return st;
+    cJSON *root = NULL;
+    kz_status st = kz_json_load(path, &root);
+    return st == KZ_OK ? generation_from_root(path, root, out) : st;
 }
