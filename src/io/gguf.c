@@ -90,9 +90,7 @@ typedef struct tensor_entry {
 } tensor_entry;
 
 struct kz_gguf_file {
-    char *path;                     // as given to kz_gguf_open, owned
-    const uint8_t *map;             // whole file, PROT_READ
-    size_t map_bytes;               // file size
+    kz_mapped_file file;            // path and mapping
     uint32_t version;               // 2 or 3
     uint32_t alignment;             // general.alignment or 32
     size_t data_start;              // file offset of the data section
@@ -197,12 +195,6 @@ static void format_dims(char *buf, size_t buf_bytes, int n_dims, const int64_t *
     }
 }
 
-/* ---- mapping ------------------------------------------------------------------------------ */
-
-static kz_status map_file(kz_gguf_file *f) {
-    return kz_map_open(f->path, &f->map, &f->map_bytes);
-}
-
 /* ---- blob --------------------------------------------------------------------------------- */
 
 /* Reserves n_bytes at an offset of the blob that is a multiple of `align` (1 or 8); *at receives
@@ -210,7 +202,7 @@ static kz_status map_file(kz_gguf_file *f) {
 static kz_status blob_alloc(kz_gguf_file *f, size_t n_bytes, size_t align, size_t *at) {
     size_t start = (f->blob_bytes + align - 1) & ~(align - 1);
     if (n_bytes > SIZE_MAX - start) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: metadata too large", f->path);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: metadata too large", f->file.path);
     }
     size_t need = start + n_bytes;
     if (need > f->blob_capacity) {
@@ -221,7 +213,7 @@ static kz_status blob_alloc(kz_gguf_file *f, size_t n_bytes, size_t align, size_
         uint8_t *grown = realloc(f->blob, capacity);
         if (!grown) {
             return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu bytes of metadata",
-                                f->path, capacity);
+                                f->file.path, capacity);
         }
         f->blob = grown;
         f->blob_capacity = capacity;
@@ -245,7 +237,7 @@ static kz_status blob_add_string(kz_gguf_file *f, const uint8_t *bytes, size_t n
 /* ---- cursor ------------------------------------------------------------------------------- */
 
 static size_t bytes_left(const cursor *c) {
-    return c->f->map_bytes - c->pos;
+    return c->f->file.map_bytes - c->pos;
 }
 
 static kz_status read_bytes(cursor *c, const char *field, size_t n_bytes, const uint8_t **out) {
@@ -253,9 +245,9 @@ static kz_status read_bytes(cursor *c, const char *field, size_t n_bytes, const 
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: %s: %s (%zu bytes at offset %zu) runs past the end of the file "
                             "(%zu bytes)",
-                            c->f->path, c->item, field, n_bytes, c->pos, c->f->map_bytes);
+                            c->f->file.path, c->item, field, n_bytes, c->pos, c->f->file.map_bytes);
     }
-    *out = c->f->map + c->pos;
+    *out = c->f->file.map + c->pos;
     c->pos += n_bytes;
     return KZ_OK;
 }
@@ -292,13 +284,13 @@ static kz_status read_string(cursor *c, const char *field, uint64_t max_bytes,
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: %s: %s of %" PRIu64 " bytes exceeds the limit of %" PRIu64
                             " bytes",
-                            c->f->path, c->item, field, length, max_bytes);
+                            c->f->file.path, c->item, field, length, max_bytes);
     }
     if (length > bytes_left(c)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: %s: %s of %" PRIu64 " bytes at offset %zu runs past the end of "
                             "the file (%zu bytes)",
-                            c->f->path, c->item, field, length, c->pos, c->f->map_bytes);
+                            c->f->file.path, c->item, field, length, c->pos, c->f->file.map_bytes);
     }
     *n_bytes = (size_t)length;
     return read_bytes(c, field, *n_bytes, bytes);
@@ -314,10 +306,11 @@ static kz_status read_name(cursor *c, const char *field, const char *kind, size_
         return status;
     }
     if (n_bytes == 0) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: empty %s", c->f->path, c->item, field);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: empty %s", c->f->file.path, c->item,
+                            field);
     }
     if (memchr(bytes, 0, n_bytes)) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: %s contains a NUL byte", c->f->path,
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: %s contains a NUL byte", c->f->file.path,
                             c->item, field);
     }
     int shown = n_bytes > SHOWN_NAME_BYTES ? SHOWN_NAME_BYTES : (int)n_bytes;
@@ -370,8 +363,8 @@ static kz_status read_numbers(cursor *c, kv_entry *e) {
         for (size_t i = 0; i < n_bytes; i++) {
             if (bytes[i] > 1) {
                 return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                    "%s: %s: bool value %u at index %zu is not 0 or 1", c->f->path,
-                                    c->item, bytes[i], i);
+                                    "%s: %s: bool value %u at index %zu is not 0 or 1",
+                                    c->f->file.path, c->item, bytes[i], i);
             }
         }
     }
@@ -392,11 +385,11 @@ static kz_status read_array_header(cursor *c, kv_entry *e) {
     }
     if (elem_type == KZ_GGUF_VALUE_ARRAY) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: arrays of arrays are not supported",
-                            c->f->path, c->item);
+                            c->f->file.path, c->item);
     }
     if (elem_type >= N_VALUE_TYPES) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: unknown array element type %" PRIu32,
-                            c->f->path, c->item, elem_type);
+                            c->f->file.path, c->item, elem_type);
     }
     if ((status = read_u64(c, "array length", &n_values)) != KZ_OK) {
         return status;
@@ -405,13 +398,14 @@ static kz_status read_array_header(cursor *c, kv_entry *e) {
     if (n_values > MAX_ARRAY_VALUES) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: %s: array of %" PRIu64 " %s values exceeds the limit of %d",
-                            c->f->path, c->item, n_values, elem_name, MAX_ARRAY_VALUES);
+                            c->f->file.path, c->item, n_values, elem_name, MAX_ARRAY_VALUES);
     }
     if (n_values * value_types[elem_type].n_bytes > bytes_left(c)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: %s: array of %" PRIu64 " %s values at offset %zu runs past the "
                             "end of the file (%zu bytes)",
-                            c->f->path, c->item, n_values, elem_name, c->pos, c->f->map_bytes);
+                            c->f->file.path, c->item, n_values, elem_name, c->pos,
+                            c->f->file.map_bytes);
     }
     e->kv.elem_type = (kz_gguf_value_type)elem_type;
     e->kv.n_values = (size_t)n_values;
@@ -429,8 +423,8 @@ static kz_status read_kv(cursor *c, size_t index, kv_entry *e) {
         return status;
     }
     if (type >= N_VALUE_TYPES) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: unknown value type %" PRIu32, c->f->path,
-                            c->item, type);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: unknown value type %" PRIu32,
+                            c->f->file.path, c->item, type);
     }
     e->kv.type = (kz_gguf_value_type)type;
     e->kv.elem_type = e->kv.type;
@@ -452,7 +446,7 @@ static kz_status read_dims(cursor *c, kz_gguf_tensor *t, uint64_t *dims) {
     }
     if (n_dims == 0 || n_dims > KZ_GGUF_MAX_DIMS) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: %s: has %" PRIu32 " dimensions, expected 1 to %d", c->f->path,
+                            "%s: %s: has %" PRIu32 " dimensions, expected 1 to %d", c->f->file.path,
                             c->item, n_dims, KZ_GGUF_MAX_DIMS);
     }
     size_t n_elements = 1;
@@ -464,7 +458,7 @@ static kz_status read_dims(cursor *c, kz_gguf_tensor *t, uint64_t *dims) {
         }
         if (dims[d] == 0) {
             return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: dimension %" PRIu32 " is 0",
-                                c->f->path, c->item, d);
+                                c->f->file.path, c->item, d);
         }
         if (dims[d] > (uint64_t)INT64_MAX || dims[d] > SIZE_MAX ||
             n_elements > SIZE_MAX / (size_t)dims[d] ||
@@ -472,7 +466,7 @@ static kz_status read_dims(cursor *c, kz_gguf_tensor *t, uint64_t *dims) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: %s: element count overflows at dimension %" PRIu32 " (%" PRIu64
                                 ")",
-                                c->f->path, c->item, d, dims[d]);
+                                c->f->file.path, c->item, d, dims[d]);
         }
         n_elements *= (size_t)dims[d];
     }
@@ -497,7 +491,7 @@ static kz_status read_type(cursor *c, kz_gguf_tensor *t) {
     if (!kz_gguf_tensor_type_block(type, &block_values, &block_bytes)) {
         const char *name = kz_gguf_tensor_type_name(type);
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: %s: unsupported tensor type %" PRIu32 "%s%s%s", c->f->path,
+                            "%s: %s: unsupported tensor type %" PRIu32 "%s%s%s", c->f->file.path,
                             c->item, type, name[0] == '?' ? "" : " (", name[0] == '?' ? "" : name,
                             name[0] == '?' ? "" : ")");
     }
@@ -507,12 +501,12 @@ static kz_status read_type(cursor *c, kz_gguf_tensor *t) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: %s: dimension 0 (%" PRId64 ") is not a multiple of the %s block "
                             "size %zu",
-                            c->f->path, c->item, t->ne[0], t->type_name, block_values);
+                            c->f->file.path, c->item, t->ne[0], t->type_name, block_values);
     }
     size_t n_blocks = t->n_elements / block_values;
     if (n_blocks > SIZE_MAX / block_bytes) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s: byte count of %zu %s values overflows",
-                            c->f->path, c->item, t->n_elements, t->type_name);
+                            c->f->file.path, c->item, t->n_elements, t->type_name);
     }
     t->n_bytes = n_blocks * block_bytes;
     return KZ_OK;
@@ -539,40 +533,41 @@ static kz_status read_tensor_info(cursor *c, size_t index, tensor_entry *e) {
 /* Checks magic, version and counts; allocates the entry arrays. */
 static kz_status read_header(cursor *c) {
     kz_gguf_file *f = c->f;
-    if (f->map_bytes >= 4 && memcmp(f->map, "GGUF", 4) != 0) {
+    if (f->file.map_bytes >= 4 && memcmp(f->file.map, "GGUF", 4) != 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: not a GGUF file (bad magic %02x %02x %02x %02x, expected "
                             "\"GGUF\")",
-                            f->path, f->map[0], f->map[1], f->map[2], f->map[3]);
+                            f->file.path, f->file.map[0], f->file.map[1], f->file.map[2],
+                            f->file.map[3]);
     }
-    if (f->map_bytes < HEADER_BYTES) {
+    if (f->file.map_bytes < HEADER_BYTES) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: file is %zu bytes, too small for the %d-byte GGUF header", f->path,
-                            f->map_bytes, HEADER_BYTES);
+                            "%s: file is %zu bytes, too small for the %d-byte GGUF header",
+                            f->file.path, f->file.map_bytes, HEADER_BYTES);
     }
     uint64_t n_tensors = 0;
     uint64_t n_kvs = 0;
-    memcpy(&f->version, f->map + 4, 4);
-    memcpy(&n_tensors, f->map + 8, 8);
-    memcpy(&n_kvs, f->map + 16, 8);
+    memcpy(&f->version, f->file.map + 4, 4);
+    memcpy(&n_tensors, f->file.map + 8, 8);
+    memcpy(&n_kvs, f->file.map + 16, 8);
     c->pos = HEADER_BYTES;
     if (f->version != 2 && f->version != 3) {
         bool swapped = f->version == 0x02000000u || f->version == 0x03000000u;
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: unsupported GGUF version %" PRIu32 "%s (versions 2 and 3 are "
                             "read)",
-                            f->path, f->version, swapped ? ", a big-endian file" : "");
+                            f->file.path, f->version, swapped ? ", a big-endian file" : "");
     }
     if (n_tensors > MAX_COUNT || n_kvs > MAX_COUNT) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: %s count %" PRIu64 " exceeds the limit of %d",
-                            f->path, n_tensors > MAX_COUNT ? "tensor" : "metadata",
+                            f->file.path, n_tensors > MAX_COUNT ? "tensor" : "metadata",
                             n_tensors > MAX_COUNT ? n_tensors : n_kvs, MAX_COUNT);
     }
     if (n_kvs * MIN_KV_BYTES + n_tensors * MIN_INFO_BYTES > bytes_left(c)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: %" PRIu64 " metadata entries and %" PRIu64 " tensor infos "
                             "cannot fit in the %zu bytes after the header",
-                            f->path, n_kvs, n_tensors, bytes_left(c));
+                            f->file.path, n_kvs, n_tensors, bytes_left(c));
     }
     f->n_kvs = (size_t)n_kvs;
     f->n_tensors = (size_t)n_tensors;
@@ -581,7 +576,7 @@ static kz_status read_header(cursor *c) {
     f->kv_by_key = malloc((f->n_kvs ? f->n_kvs : 1) * sizeof *f->kv_by_key);
     f->by_name = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *f->by_name);
     if (!f->kvs || !f->tensors || !f->kv_by_key || !f->by_name) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu entries", f->path,
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu entries", f->file.path,
                             f->n_kvs + f->n_tensors);
     }
     return KZ_OK;
@@ -626,7 +621,7 @@ static kz_status index_keys(kz_gguf_file *f) {
     for (size_t i = 1; i < f->n_kvs; i++) {
         if (strcmp(f->kv_by_key[i - 1]->key, f->kv_by_key[i]->key) == 0) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: metadata key '%.*s' appears more than once", f->path,
+                                "%s: metadata key '%.*s' appears more than once", f->file.path,
                                 SHOWN_NAME_BYTES, f->kv_by_key[i]->key);
         }
     }
@@ -637,14 +632,14 @@ static kz_status index_keys(kz_gguf_file *f) {
             char type[32];
             describe_type(type, sizeof type, kv->type, kv->elem_type);
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: general.alignment has type %s, expected uint32", f->path,
+                                "%s: general.alignment has type %s, expected uint32", f->file.path,
                                 type);
         }
         memcpy(&f->alignment, kv->values, sizeof f->alignment);
         if (f->alignment == 0 || (f->alignment & (f->alignment - 1)) != 0) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: general.alignment %" PRIu32 " is not a power of two", f->path,
-                                f->alignment);
+                                "%s: general.alignment %" PRIu32 " is not a power of two",
+                                f->file.path, f->alignment);
         }
     }
     return KZ_OK;
@@ -656,24 +651,24 @@ static kz_status place_data(kz_gguf_file *f, size_t infos_end) {
     // Past the end only matters when a tensor needs data: a file of metadata alone may stop
     // right after its infos.
     f->data_start = padding > SIZE_MAX - infos_end ? SIZE_MAX : infos_end + padding;
-    size_t data_bytes = f->data_start < f->map_bytes ? f->map_bytes - f->data_start : 0;
+    size_t data_bytes = f->data_start < f->file.map_bytes ? f->file.map_bytes - f->data_start : 0;
     for (size_t i = 0; i < f->n_tensors; i++) {
         kz_gguf_tensor *t = &f->tensors[i].t;
         if (t->offset % f->alignment != 0) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: tensor '%.*s': data offset %" PRIu64
                                 " is not a multiple of the alignment %" PRIu32,
-                                f->path, SHOWN_NAME_BYTES, t->name, t->offset, f->alignment);
+                                f->file.path, SHOWN_NAME_BYTES, t->name, t->offset, f->alignment);
         }
         if (t->offset > data_bytes || t->n_bytes > data_bytes - t->offset) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: tensor '%.*s': %zu bytes at data offset %" PRIu64
                                 " run past the end of the file (the data section at byte %zu "
                                 "holds %zu bytes)",
-                                f->path, SHOWN_NAME_BYTES, t->name, t->n_bytes, t->offset,
+                                f->file.path, SHOWN_NAME_BYTES, t->name, t->n_bytes, t->offset,
                                 f->data_start, data_bytes);
         }
-        t->data = f->map + f->data_start + t->offset;
+        t->data = f->file.map + f->data_start + t->offset;
     }
     return KZ_OK;
 }
@@ -704,13 +699,13 @@ static kz_status index_tensors(kz_gguf_file *f) {
         if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: tensor '%.*s' appears more than once (duplicate name)",
-                                f->path, SHOWN_NAME_BYTES, f->by_name[i]->name);
+                                f->file.path, SHOWN_NAME_BYTES, f->by_name[i]->name);
         }
     }
     span *spans = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *spans);
     if (!spans) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the overlap check",
-                            f->path);
+                            f->file.path);
     }
     for (size_t i = 0; i < f->n_tensors; i++) {
         const kz_gguf_tensor *t = &f->tensors[i].t;
@@ -727,7 +722,7 @@ static kz_status index_tensors(kz_gguf_file *f) {
             status = kz_error_set(KZ_STATUS_BAD_MODEL,
                                   "%s: tensors '%.*s' (bytes [%" PRIu64 ", %" PRIu64 ")) and "
                                   "'%.*s' (bytes [%" PRIu64 ", %" PRIu64 ")) overlap",
-                                  f->path, SHOWN_NAME_BYTES, f->tensors[last->index].t.name,
+                                  f->file.path, SHOWN_NAME_BYTES, f->tensors[last->index].t.name,
                                   last->begin, last->end, SHOWN_NAME_BYTES,
                                   f->tensors[s->index].t.name, s->begin, s->end);
         }
@@ -769,14 +764,10 @@ kz_status kz_gguf_open(const char *path, kz_gguf_file **out) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_gguf_open: path is NULL");
     }
     kz_gguf_file *f = calloc(1, sizeof *f);
-    char *path_copy = malloc(strlen(path) + 1);
-    if (!f || !path_copy) {
-        free(f);
-        free(path_copy);
+    if (!f) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", path);
     }
-    f->path = strcpy(path_copy, path);
-    kz_status status = map_file(f);
+    kz_status status = kz_mapped_file_open(&f->file, path);
     if (status == KZ_OK) {
         status = parse(f);
     }
@@ -792,18 +783,17 @@ void kz_gguf_close(kz_gguf_file *f) {
     if (!f) {
         return;
     }
-    kz_map_close(f->map, f->map_bytes);
+    kz_mapped_file_close(&f->file);
     free(f->kvs);
     free(f->kv_by_key);
     free(f->tensors);
     free(f->by_name);
     free(f->blob);
-    free(f->path);
     free(f);
 }
 
 const char *kz_gguf_path(const kz_gguf_file *f) {
-    return f ? f->path : "(null)";
+    return f ? f->file.path : "(null)";
 }
 
 uint32_t kz_gguf_version(const kz_gguf_file *f) {
@@ -1020,7 +1010,7 @@ void kz_gguf_release(const kz_gguf_file *f, const kz_gguf_tensor *t) {
     if (!f || !t || t->n_bytes == 0) {
         return;
     }
-    KZ_ASSERT((uintptr_t)t->data >= (uintptr_t)f->map &&
-              (uintptr_t)t->data + t->n_bytes <= (uintptr_t)f->map + f->map_bytes);
+    KZ_ASSERT((uintptr_t)t->data >= (uintptr_t)f->file.map &&
+              (uintptr_t)t->data + t->n_bytes <= (uintptr_t)f->file.map + f->file.map_bytes);
     kz_map_release_range(t->data, t->n_bytes);
 }

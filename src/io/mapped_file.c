@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -157,4 +158,18 @@ void kz_map_prefetch_range(const void *data, size_t n_bytes) {
     }
     uintptr_t page = (uintptr_t)page_bytes, begin = (uintptr_t)data / page * page;
     (void)posix_madvise((void *)begin, (uintptr_t)data + n_bytes - begin, POSIX_MADV_WILLNEED);
+}
+
+kz_status kz_mapped_file_open(kz_mapped_file *m, const char *path) {
+    m->path = malloc(strlen(path) + 1);
+    if (!m->path) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", path);
+    }
+    strcpy(m->path, path);
+    return kz_map_open(m->path, &m->map, &m->map_bytes);
+}
+
+void kz_mapped_file_close(kz_mapped_file *m) {
+    kz_map_close(m->map, m->map_bytes);
+    free(m->path);
 }

@@ -59,9 +59,7 @@ enum {
 #define MAX_EXACT_INTEGER 9007199254740992.0 // 2^53: larger doubles skip integers
 
 struct kz_st_file {
-    char *path;                   // as given to kz_st_open, owned
-    const uint8_t *map;           // whole file, PROT_READ
-    size_t map_bytes;             // file size
+    kz_mapped_file file;          // path and mapping
     const uint8_t *data;          // data area: map + 8 + header length
     size_t data_bytes;            // file size - 8 - header length
     cJSON *json;                  // parsed header, owns names and metadata strings
@@ -134,12 +132,12 @@ static void format_number(char *buf, size_t buf_bytes, const cJSON *item) {
 
 /* ---- mapping ----------------------------------------------------------- */
 
-static kz_status map_file(kz_st_file *f) {
-    kz_status st = kz_map_open(f->path, &f->map, &f->map_bytes);
-    if (st == KZ_OK && f->map_bytes < HEADER_LENGTH_BYTES) {
+static kz_status map_file(kz_st_file *f, const char *path) {
+    kz_status st = kz_mapped_file_open(&f->file, path);
+    if (st == KZ_OK && f->file.map_bytes < HEADER_LENGTH_BYTES) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: file is %zu bytes, shorter than the 8-byte header length",
-                            f->path, f->map_bytes);
+                            f->file.path, f->file.map_bytes);
     }
     return st;
 }
@@ -149,17 +147,17 @@ static kz_status map_file(kz_st_file *f) {
 static kz_status parse_dtype(const kz_st_file *f, const char *name, const cJSON *item,
                              kz_st_tensor *t, size_t *elem_bytes) {
     if (!item) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': missing \"dtype\"", f->path,
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': missing \"dtype\"", f->file.path,
                             name);
     }
     if (!cJSON_IsString(item)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': \"dtype\" is not a string",
-                            f->path, name);
+                            f->file.path, name);
     }
     const dtype_info *info = find_dtype(item->valuestring);
     if (!info) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': unknown dtype \"%.32s\"",
-                            f->path, name, item->valuestring);
+                            f->file.path, name, item->valuestring);
     }
     t->dtype = info->dtype;
     t->dtype_name = info->name;
@@ -170,18 +168,18 @@ static kz_status parse_dtype(const kz_st_file *f, const char *name, const cJSON 
 static kz_status parse_shape(const kz_st_file *f, const char *name, const cJSON *item,
                              kz_st_tensor *t) {
     if (!item) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': missing \"shape\"", f->path,
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': missing \"shape\"", f->file.path,
                             name);
     }
     if (!cJSON_IsArray(item)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': \"shape\" is not an array",
-                            f->path, name);
+                            f->file.path, name);
     }
     int n_dims = cJSON_GetArraySize(item);
     if (n_dims > KZ_ST_MAX_DIMS) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: tensor '%s': shape has %d dimensions, more than %d", f->path, name,
-                            n_dims, KZ_ST_MAX_DIMS);
+                            "%s: tensor '%s': shape has %d dimensions, more than %d", f->file.path,
+                            name, n_dims, KZ_ST_MAX_DIMS);
     }
     size_t n_elements = 1;
     int d = 0;
@@ -192,15 +190,15 @@ static kz_status parse_shape(const kz_st_file *f, const char *name, const cJSON 
             char number[40];
             format_number(number, sizeof number, dim);
             return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': shape dimension %d %s%s",
-                                f->path, name, d, wrong, number);
+                                f->file.path, name, d, wrong, number);
         }
         t->shape[d] = (int64_t)value;
         if (value > SIZE_MAX || (value != 0 && n_elements > SIZE_MAX / (size_t)value)) {
             char text[256];
             kz_tensor_format_shape(text, sizeof text, d + 1, t->shape);
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: tensor '%s': element count of shape %s... overflows", f->path,
-                                name, text);
+                                "%s: tensor '%s': element count of shape %s... overflows",
+                                f->file.path, name, text);
         }
         n_elements *= (size_t)value;
     }
@@ -213,12 +211,12 @@ static kz_status parse_shape(const kz_st_file *f, const char *name, const cJSON 
 static kz_status parse_offsets(const kz_st_file *f, const char *name, const cJSON *item, span *s) {
     if (!item) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': missing \"data_offsets\"",
-                            f->path, name);
+                            f->file.path, name);
     }
     if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tensor '%s': \"data_offsets\" is not an array of two integers",
-                            f->path, name);
+                            f->file.path, name);
     }
     uint64_t offsets[2] = {0, 0};
     const cJSON *value = item->child;
@@ -228,7 +226,7 @@ static kz_status parse_offsets(const kz_st_file *f, const char *name, const cJSO
             char number[40];
             format_number(number, sizeof number, value);
             return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': data_offsets[%d] %s%s",
-                                f->path, name, i, wrong, number);
+                                f->file.path, name, i, wrong, number);
         }
     }
     s->begin = offsets[0];
@@ -237,13 +235,13 @@ static kz_status parse_offsets(const kz_st_file *f, const char *name, const cJSO
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                             "] begin is after end",
-                            f->path, name, s->begin, s->end);
+                            f->file.path, name, s->begin, s->end);
     }
     if (s->end > f->data_bytes) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tensor '%s': data_offsets end %" PRIu64
                             " is past the end of the data area (%zu bytes)",
-                            f->path, name, s->end, f->data_bytes);
+                            f->file.path, name, s->end, f->data_bytes);
     }
     return KZ_OK;
 }
@@ -252,12 +250,12 @@ static kz_status check_name(const kz_st_file *f, const char *name) {
     size_t n_bytes = strlen(name);
     if (n_bytes == 0) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: header has a tensor with an empty name",
-                            f->path);
+                            f->file.path);
     }
     if (n_bytes > MAX_NAME_BYTES) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: tensor name of %zu bytes is longer than %d ('%.48s...')", f->path,
-                            n_bytes, MAX_NAME_BYTES, name);
+                            "%s: tensor name of %zu bytes is longer than %d ('%.48s...')",
+                            f->file.path, n_bytes, MAX_NAME_BYTES, name);
     }
     return KZ_OK;
 }
@@ -271,8 +269,8 @@ static kz_status entry_fields(const kz_st_file *f, const char *name, const cJSON
             if (item->string && strcmp(item->string, keys[k]) == 0) {
                 if (fields[k]) {
                     return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                        "%s: tensor '%s': \"%s\" appears more than once", f->path,
-                                        name, keys[k]);
+                                        "%s: tensor '%s': \"%s\" appears more than once",
+                                        f->file.path, name, keys[k]);
                 }
                 fields[k] = item;
             }
@@ -290,7 +288,7 @@ static kz_status parse_entry(const kz_st_file *f, const cJSON *entry, kz_st_tens
     }
     if (!cJSON_IsObject(entry)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: tensor '%s': entry is not a JSON object",
-                            f->path, name);
+                            f->file.path, name);
     }
     const cJSON *fields[3] = {NULL, NULL, NULL};
     size_t elem_bytes = 0;
@@ -306,15 +304,15 @@ static kz_status parse_entry(const kz_st_file *f, const cJSON *entry, kz_st_tens
     if (t->n_elements > SIZE_MAX / elem_bytes) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tensor '%s': byte count of dtype %s and shape %s overflows",
-                            f->path, name, t->dtype_name, text);
+                            f->file.path, name, t->dtype_name, text);
     }
     t->n_bytes = t->n_elements * elem_bytes;
     if (s->end - s->begin != t->n_bytes) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
                             " bytes, but dtype %s and shape %s need %zu",
-                            f->path, name, s->begin, s->end, s->end - s->begin, t->dtype_name, text,
-                            t->n_bytes);
+                            f->file.path, name, s->begin, s->end, s->end - s->begin, t->dtype_name,
+                            text, t->n_bytes);
     }
     t->data = f->data + s->begin;
     return KZ_OK;
@@ -323,16 +321,16 @@ static kz_status parse_entry(const kz_st_file *f, const cJSON *entry, kz_st_tens
 static kz_status parse_metadata(kz_st_file *f, const cJSON *item) {
     if (f->metadata) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: \"__metadata__\" appears more than once",
-                            f->path);
+                            f->file.path);
     }
     if (!cJSON_IsObject(item)) {
         return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: \"__metadata__\" is not a JSON object",
-                            f->path);
+                            f->file.path);
     }
     for (const cJSON *value = item->child; value; value = value->next) {
         if (!cJSON_IsString(value)) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: \"__metadata__\" value '%.64s' is not a string", f->path,
+                                "%s: \"__metadata__\" value '%.64s' is not a string", f->file.path,
                                 value->string ? value->string : "");
         }
     }
@@ -352,7 +350,8 @@ static int compare_by_name(const void *a, const void *b) {
 static kz_status index_names(kz_st_file *f) {
     f->by_name = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *f->by_name);
     if (!f->by_name) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the tensor index", f->path);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for the tensor index",
+                            f->file.path);
     }
     for (size_t i = 0; i < f->n_tensors; i++) {
         f->by_name[i] = &f->tensors[i];
@@ -365,7 +364,7 @@ static kz_status index_names(kz_st_file *f) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: tensor '%s' appears more than once in the header (duplicate "
                                 "name)",
-                                f->path, f->by_name[i]->name);
+                                f->file.path, f->by_name[i]->name);
         }
     }
     return KZ_OK;
@@ -398,7 +397,7 @@ static kz_status check_overlaps(const kz_st_file *f, span *spans) {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
                                 "%s: tensors '%s' (bytes [%" PRIu64 ", %" PRIu64 ")) and '%s' "
                                 "(bytes [%" PRIu64 ", %" PRIu64 ")) overlap",
-                                f->path, f->tensors[last->index].name, last->begin, last->end,
+                                f->file.path, f->tensors[last->index].name, last->begin, last->end,
                                 f->tensors[s->index].name, s->begin, s->end);
         }
         if (!last || s->end > last->end) {
@@ -416,12 +415,13 @@ static kz_status parse_entries(kz_st_file *f) {
     if (!f->tensors || !spans) {
         free(spans);
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for %zu header entries",
-                            f->path, n_items);
+                            f->file.path, n_items);
     }
     kz_status status = KZ_OK;
     for (const cJSON *item = f->json->child; item && status == KZ_OK; item = item->next) {
         if (!item->string) {
-            status = kz_error_set(KZ_STATUS_BAD_MODEL, "%s: header entry without a name", f->path);
+            status =
+                kz_error_set(KZ_STATUS_BAD_MODEL, "%s: header entry without a name", f->file.path);
         } else if (strcmp(item->string, "__metadata__") == 0) {
             status = parse_metadata(f, item);
         } else {
@@ -444,31 +444,31 @@ static kz_status parse_entries(kz_st_file *f) {
 static kz_status parse_header(kz_st_file *f) {
     uint64_t header_bytes = 0;
     for (int i = 0; i < HEADER_LENGTH_BYTES; i++) {
-        header_bytes |= (uint64_t)f->map[i] << (8 * i);
+        header_bytes |= (uint64_t)f->file.map[i] << (8 * i);
     }
-    size_t after_length = f->map_bytes - HEADER_LENGTH_BYTES;
+    size_t after_length = f->file.map_bytes - HEADER_LENGTH_BYTES;
     if (header_bytes == 0) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: header length is 0", f->path);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: header length is 0", f->file.path);
     }
     if (header_bytes > MAX_HEADER_BYTES) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
-                            "%s: header length %" PRIu64 " exceeds the limit of %d bytes", f->path,
-                            header_bytes, MAX_HEADER_BYTES);
+                            "%s: header length %" PRIu64 " exceeds the limit of %d bytes",
+                            f->file.path, header_bytes, MAX_HEADER_BYTES);
     }
     if (header_bytes > after_length) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: header length %" PRIu64
                             " runs past the end of the file (%zu bytes follow the length)",
-                            f->path, header_bytes, after_length);
+                            f->file.path, header_bytes, after_length);
     }
     size_t text_bytes = (size_t)header_bytes;
     // A NUL-terminated private copy: cJSON never reads beyond it, whatever the input.
     char *text = malloc(text_bytes + 1);
     if (!text) {
-        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for a %zu-byte header", f->path,
-                            text_bytes);
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory for a %zu-byte header",
+                            f->file.path, text_bytes);
     }
-    memcpy(text, f->map + HEADER_LENGTH_BYTES, text_bytes);
+    memcpy(text, f->file.map + HEADER_LENGTH_BYTES, text_bytes);
     text[text_bytes] = '\0';
     const char *stop = text;
     bool out_of_memory;
@@ -477,25 +477,25 @@ static kz_status parse_header(kz_st_file *f) {
     free(text);
     if (!f->json && out_of_memory) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory parsing the header",
-                            f->path);
+                            f->file.path);
     }
     if (!f->json) {
         return kz_error_set(KZ_STATUS_BAD_MODEL,
                             "%s: header is not valid JSON (parse error near byte %zu of %zu)",
-                            f->path, stop_offset, text_bytes);
+                            f->file.path, stop_offset, text_bytes);
     }
     if (!cJSON_IsObject(f->json)) {
-        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: header is not a JSON object", f->path);
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: header is not a JSON object", f->file.path);
     }
-    const uint8_t *rest = f->map + HEADER_LENGTH_BYTES;
+    const uint8_t *rest = f->file.map + HEADER_LENGTH_BYTES;
     for (size_t i = stop_offset; i < text_bytes; i++) {
         if (rest[i] != ' ' && rest[i] != '\t' && rest[i] != '\n' && rest[i] != '\r') {
             return kz_error_set(KZ_STATUS_BAD_MODEL,
-                                "%s: header has data after the JSON object at byte %zu", f->path,
-                                i);
+                                "%s: header has data after the JSON object at byte %zu",
+                                f->file.path, i);
         }
     }
-    f->data = f->map + HEADER_LENGTH_BYTES + text_bytes;
+    f->data = f->file.map + HEADER_LENGTH_BYTES + text_bytes;
     f->data_bytes = after_length - text_bytes;
     return parse_entries(f);
 }
@@ -511,14 +511,10 @@ kz_status kz_st_open(const char *path, kz_st_file **out) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_st_open: path is NULL");
     }
     kz_st_file *f = calloc(1, sizeof *f);
-    char *path_copy = malloc(strlen(path) + 1);
-    if (!f || !path_copy) {
-        free(f);
-        free(path_copy);
+    if (!f) {
         return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: no memory", path);
     }
-    f->path = strcpy(path_copy, path);
-    kz_status status = map_file(f);
+    kz_status status = map_file(f, path);
     if (status == KZ_OK) {
         status = parse_header(f);
     }
@@ -534,11 +530,10 @@ void kz_st_close(kz_st_file *f) {
     if (!f) {
         return;
     }
-    kz_map_close(f->map, f->map_bytes);
+    kz_mapped_file_close(&f->file);
     cJSON_Delete(f->json);
     free(f->tensors);
     free(f->by_name);
-    free(f->path);
     free(f);
 }
 
@@ -573,7 +568,7 @@ const kz_st_tensor *kz_st_at(const kz_st_file *f, size_t index) {
 }
 
 const char *kz_st_path(const kz_st_file *f) {
-    return f ? f->path : "(null)";
+    return f ? f->file.path : "(null)";
 }
 
 const char *kz_st_metadata(const kz_st_file *f, const char *key) {
@@ -592,7 +587,7 @@ void kz_st_release(const kz_st_file *f, const kz_st_tensor *t) {
     if (!f || !t || t->n_bytes == 0) {
         return;
     }
-    KZ_ASSERT((uintptr_t)t->data >= (uintptr_t)f->map &&
-              (uintptr_t)t->data + t->n_bytes <= (uintptr_t)f->map + f->map_bytes);
+    KZ_ASSERT((uintptr_t)t->data >= (uintptr_t)f->file.map &&
+              (uintptr_t)t->data + t->n_bytes <= (uintptr_t)f->file.map + f->file.map_bytes);
     kz_map_release_range(t->data, t->n_bytes);
 }

@@ -3,10 +3,11 @@
  *
  * Flow: text (read from the file by kz_codec_config_load through kz_json_load, or given by
  * the caller, e.g. from GGUF metadata) -> parse JSON (io/json.c) -> from the parsed root
- * (one function for both ways in): check model_type, read the top-level keys, then the nested "decoder_config" object with the official
- * class defaults (codebook_dim has none: required), then check the cross-field
- * relations. num_semantic_quantizers is not read: the official decoder splits
- * its quantizers as 1 + (num_quantizers - 1) whatever the key says.
+ * (one function for both ways in): check model_type, read the top-level keys, then the
+ * nested "decoder_config" object with the official class defaults (codebook_dim has none:
+ * required), then check the cross-field relations. num_semantic_quantizers is not read:
+ * the official decoder splits its quantizers as 1 + (num_quantizers - 1) whatever the key
+ * says.
  * "encoder_config" (a MimiConfig) is read with MimiConfig's defaults; its relations
  * are checked by the encoder's load, so a codec whose encoder is never run is not
  * refused for it.

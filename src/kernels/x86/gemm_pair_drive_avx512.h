@@ -35,23 +35,23 @@
 #define PANEL_ROW_BYTES (KZ_PANEL * sizeof(float))
 
 typedef struct tile_job {
-    const void *x;      // x row of the tile's first output row: fp32, or bf16 pairs
-    size_t ldx;         // x row stride in elements
-    size_t tap_step;    // tap_stride * ldx
-    size_t tap_rows;    // panel rows per tap: input channels, or bf16 channel pairs
-    const void *panel;  // first panel of the pair, taps * tap_rows rows of PANEL_ROW_BYTES
-    size_t panel_step;  // bytes from one panel to the next
-    size_t r0;          // k block: panel rows [r0, r1)
+    const void *x;     // x row of the tile's first output row: fp32, or bf16 pairs
+    size_t ldx;        // x row stride in elements
+    size_t tap_step;   // tap_stride * ldx
+    size_t tap_rows;   // panel rows per tap: input channels, or bf16 channel pairs
+    const void *panel; // first panel of the pair, taps * tap_rows rows of PANEL_ROW_BYTES
+    size_t panel_step; // bytes from one panel to the next
+    size_t r0;         // k block: panel rows [r0, r1)
     size_t r1;
-    float *part;        // [MR, 32] partial sums carried between k blocks
-    int first;          // r0 == 0: start from zero
-    int last;           // r1 == taps * tap_rows: run the epilogue
-    float *y;           // y row of the tile's first row, at the first panel's first column
-    size_t ldy;         // y row stride
-    const float *bias;  // bias at the first panel's first column, or NULL
-    int accumulate;     // KZ_GEMM_ACCUMULATE
-    __mmask16 mask0;    // valid columns of the first panel
-    __mmask16 mask1;    // valid columns of the second panel
+    float *part;       // [MR, 32] partial sums carried between k blocks
+    int first;         // r0 == 0: start from zero
+    int last;          // r1 == taps * tap_rows: run the epilogue
+    float *y;          // y row of the tile's first row, at the first panel's first column
+    size_t ldy;        // y row stride
+    const float *bias; // bias at the first panel's first column, or NULL
+    int accumulate;    // KZ_GEMM_ACCUMULATE
+    __mmask16 mask0;   // valid columns of the first panel
+    __mmask16 mask1;   // valid columns of the second panel
 } tile_job;
 
 _Static_assert(MC_MAX % MR == 0, "row blocks of whole tiles must fit part[]");
