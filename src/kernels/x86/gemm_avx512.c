@@ -59,7 +59,7 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
         const size_t end = (j + 1) * jb->tap_rows < jb->r1 ? (j + 1) * jb->tap_rows : jb->r1;
         const float *xp = (const float *)jb->x + j * jb->tap_step + i;
         const float *wa = (const float *)jb->panel + r * KZ_PANEL;
-        const float *wb = np > 1 ? second_panel(jb, wa) : wa;
+        const float *wb = np > 1 ? wa + jb->panel_step : wa;
         const size_t count = end - r;
         for (size_t k = 0; k < count; k++) {
             // The first tile of a k block streams the panels from DRAM (or L3) into L2.
@@ -88,5 +88,5 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
 void kz_gemm_avx512(const kz_gemm_args *a, size_t t0, size_t t1, size_t p0, size_t p1) {
     const kz_packed *w = a->w;
     KZ_ASSERT(a->ldy >= w->n && a->ldx >= w->k_in);
-    PAIR_DRIVE(a, w, w->k_in, (w->k_in ? w->k_in : 1) * sizeof(float), t0, t1, p0, p1);
+    PAIR_DRIVE(a, w, w->k_in, KZ_PANEL, (w->k_in ? w->k_in : 1) * sizeof(float), t0, t1, p0, p1);
 }

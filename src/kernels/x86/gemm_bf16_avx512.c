@@ -61,7 +61,7 @@ static inline __attribute__((always_inline)) void tile(const tile_job *jb, const
         const size_t end = (j + 1) * jb->tap_rows < jb->r1 ? (j + 1) * jb->tap_rows : jb->r1;
         const uint16_t *xp = (const uint16_t *)jb->x + j * jb->tap_step + 2 * q0;
         const uint16_t *wa = (const uint16_t *)jb->panel + r * KZ_PANEL * 2;
-        const uint16_t *wb = np > 1 ? second_panel(jb, wa) : wa;
+        const uint16_t *wb = np > 1 ? wa + jb->panel_step : wa;
         const size_t count = end - r;
         for (size_t k = 0; k < count; k++) {
             _mm_prefetch((const char *)(wa + (k + PREFETCH_ROWS) * KZ_PANEL * 2), _MM_HINT_T1);
@@ -93,8 +93,8 @@ void kz_gemm_bf16_avx512(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_
                          size_t p1) {
     const kz_packed_bf16 *w = a->w;
     KZ_ASSERT(a->ldy >= w->n && a->ldx >= 2 * w->k_pairs && a->ldx % 2 == 0);
-    PAIR_DRIVE(a, w, w->k_pairs, (w->k_pairs ? 2 * w->k_pairs : 1) * sizeof(uint16_t), t0, t1, p0,
-               p1);
+    PAIR_DRIVE(a, w, w->k_pairs, KZ_PANEL * 2,
+               (w->k_pairs ? 2 * w->k_pairs : 1) * sizeof(uint16_t), t0, t1, p0, p1);
 }
 
 void kz_round_bf16_avx512(uint16_t *y, size_t ldy, const float *x, size_t ldx, size_t n_rows,

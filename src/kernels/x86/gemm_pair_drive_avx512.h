@@ -31,16 +31,13 @@
 #include "kernels/kernels.h"
 #include "runtime/error.h"
 
-/* Bytes of one panel row in either format. */
-#define PANEL_ROW_BYTES (KZ_PANEL * sizeof(float))
-
 typedef struct tile_job {
     const void *x;     // x row of the tile's first output row: fp32, or bf16 pairs
     size_t ldx;        // x row stride in elements
     size_t tap_step;   // tap_stride * ldx
     size_t tap_rows;   // panel rows per tap: input channels, or bf16 channel pairs
-    const void *panel; // first panel of the pair, taps * tap_rows rows of PANEL_ROW_BYTES
-    size_t panel_step; // bytes from one panel to the next
+    const void *panel; // first panel of the pair: taps * tap_rows panel rows of 64 bytes
+    size_t panel_step; // elements (of w->data) from one panel to the next
     size_t r0;         // k block: panel rows [r0, r1)
     size_t r1;
     float *part;       // [MR, 32] partial sums carried between k blocks
@@ -60,12 +57,6 @@ _Static_assert(MC_MAX % MR == 0, "row blocks of whole tiles must fit part[]");
  * inlining, over the k block of jb. */
 static inline __attribute__((always_inline)) void tile(const tile_job *jb, const int rows,
                                                        const int np);
-
-/* The same panel row of the pair's second panel, for a pointer w into the first. */
-static inline __attribute__((always_inline)) const void *second_panel(const tile_job *jb,
-                                                                      const void *w) {
-    return (const unsigned char *)w + jb->panel_step;
-}
 
 /* Epilogue for 16 columns of one row: r = acc (+ bias) (y + r), masked store. */
 static inline __attribute__((always_inline)) void store16(const tile_job *jb, float *yr,
@@ -146,12 +137,13 @@ static __mmask16 panel_mask(size_t n, size_t p) {
 }
 
 /* The body of kz_gemm_avx512 and kz_gemm_bf16_avx512, rows [t0, t1) x panels [p0, p1): `a`
- * is either GEMM's arguments, `w` its packed weights, `rows_per_tap` w's panel rows per tap and
- * `x_row_bytes` the bytes of one row's x values (for the row blocking). A macro rather
- * than a function of a struct of both argument types: it reads the arguments through `a`
- * as the loops go, which the tiles' vector stores may alias, while the fields of a local
- * struct would be held in the general registers that the inlined tiles need. */
-#define PAIR_DRIVE(a, w, rows_per_tap, x_row_bytes, t0, t1, p0, p1)                            \
+ * is either GEMM's arguments, `w` its packed weights, `rows_per_tap` w's panel rows per tap,
+ * `row_elems` the elements of w->data in one panel row and `x_row_bytes` the bytes of one
+ * row's x values (for the row blocking). A macro rather than a function of a struct of both
+ * argument types: it reads the arguments through `a` as the loops go, which the tiles'
+ * vector stores may alias, while the fields of a local struct would be held in the general
+ * registers that the inlined tiles need. */
+#define PAIR_DRIVE(a, w, rows_per_tap, row_elems, x_row_bytes, t0, t1, p0, p1)                 \
     do {                                                                                       \
         KZ_ASSERT(t0 <= t1 && t1 <= (a)->n_rows && p0 <= p1 && p1 <= (w)->n_panels);           \
         const size_t k_rows = (w)->taps * (rows_per_tap);                                      \
@@ -163,7 +155,7 @@ static __mmask16 panel_mask(size_t n, size_t p) {
             .ldx = (a)->ldx,                                                                   \
             .tap_step = (a)->tap_stride * (a)->ldx,                                            \
             .tap_rows = (rows_per_tap),                                                        \
-            .panel_step = k_rows * PANEL_ROW_BYTES,                                            \
+            .panel_step = k_rows * (row_elems),                                                \
             .ldy = (a)->ldy,                                                                   \
             .accumulate = (a)->mode == KZ_GEMM_ACCUMULATE,                                     \
         };                                                                                     \
@@ -172,7 +164,7 @@ static __mmask16 panel_mask(size_t n, size_t p) {
             for (size_t p = p0; p < p1; p += NP) {                                             \
                 const int np = p1 - p >= NP ? NP : 1;                                          \
                 const size_t o0 = p * KZ_PANEL;                                                \
-                jb.panel = (const unsigned char *)(w)->data + p * k_rows * PANEL_ROW_BYTES;    \
+                jb.panel = (w)->data + p * k_rows * (row_elems);                               \
                 jb.bias = (a)->bias ? (a)->bias + o0 : NULL;                                   \
                 jb.mask0 = panel_mask((w)->n, p);                                              \
                 jb.mask1 = np > 1 ? panel_mask((w)->n, p + 1) : 0;                             \
