@@ -32,8 +32,7 @@
  * never by the thread count or the block split, so results do not depend on threads.
  * kz_matrix_mul_group_split uses that to run two token ranges as one call when it
  * gives the bits of two (same path, and the GEMM or the quantized matmuls); else each
- * block runs both ranges, each on its own path, while the block's weights are cached;
- * kz_matrix_mul_rows runs any row range on the calling thread inside another pool job.
+ * block runs both ranges, each on its own path, while the block's weights are cached.
  *
  * Across runs: a call may name the pool run after it (kz_matrix_next: the matrix and
  * the rows per worker its blocks start at); a thread whose block is among the run's last
@@ -308,7 +307,8 @@ static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, cons
         j.block[i] = block_rows(m->rows, n_threads, blocks_per_thread(e->k, m->dtype, n_tok,
                                                                       force_gemm, batch));
         j.first[i + 1] = j.first[i] + (m->rows + j.block[i] - 1) / j.block[i];
-        kz_matrix_count(m, e, n_tok);
+        e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
+        e->bytes += (double)m->rows * (double)m->row_bytes;
     }
     kz_pool_run(e->pool, j.first[n_outs], mul_rows, &j);
 }
@@ -341,18 +341,6 @@ void kz_matrix_prefetch_next(const kz_matrix_next *next, int worker) {
     for (size_t b = 0; b < n; b += 64) {
         __builtin_prefetch(p + b, 0, 2);
     }
-}
-
-void kz_matrix_count(const kz_matrix *m, kz_exec *e, size_t n_tok) {
-    e->flop += 2.0 * (double)m->rows * (double)m->cols * (double)n_tok;
-    e->bytes += (double)m->rows * (double)m->row_bytes;
-}
-
-void kz_matrix_mul_rows(const kz_matrix_out *o, const kz_exec *e, const float *x, size_t ldx,
-                        size_t n_tok, size_t o0, size_t o1) {
-    KZ_ASSERT(o0 <= o1 && o1 <= o->m->rows);
-    const mul_job j = {.k = e->k, .ldx = ldx, .n_tok = n_tok, .reused = e->weights_reused};
-    run_block(&j, o, x, n_tok, o0, o1);
 }
 
 void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,

@@ -92,17 +92,6 @@ void kz_matrix_mul_group_batch(const kz_matrix_out *outs, size_t n_outs, kz_exec
 void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                         size_t ldx, size_t n_tok);
 
-/* Rows [o0, o1) of o's kz_matrix_mul for tokens x[n_tok], on the calling thread, with
- * the bits kz_matrix_mul gives them (each output's sum is fixed by the shapes, never by
- * the block split): for pool jobs that run a matrix's rows next to other work (the
- * decode step's q/k/v with their attention, transformer.c). It counts nothing in e;
- * kz_matrix_count does that once per matrix. */
-void kz_matrix_mul_rows(const kz_matrix_out *o, const kz_exec *e, const float *x, size_t ldx,
-                        size_t n_tok, size_t o0, size_t o1);
-
-/* Adds one kz_matrix_mul of m over n_tok tokens to e's FLOP and weight-byte counts. */
-void kz_matrix_count(const kz_matrix *m, kz_exec *e, size_t n_tok);
-
 /* Maps the matrix's pages now (kz_map_populate_range) for weights that every step
  * reads in full, so that the first synthesis takes no page faults on them. Not for
  * embeddings, which are read a few rows at a time. */

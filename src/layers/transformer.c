@@ -6,11 +6,9 @@
  * attention is parallel over KV heads (each with its query heads) on the pool (inline for
  * short sequences), each job also running its heads' q/k RMSNorm, RoPE and cache writes,
  * so nothing but the layer norms and residual adds runs on one thread between projections.
- * A decode step whose attention takes the pool runs q/k/v and attention as one pool run,
- * a KV head's projection rows and then its attention per job (project_attend_group), and
- * every pool run of a layer names the next one's first weights (kz_matrix_next), which
+ * Every pool run of a layer names the next one's first weights (kz_matrix_next), which
  * each thread prefetches when it has no work left in its run: the weight stream goes on
- * through the barrier and the norms, four runs a layer;
+ * through the barrier and the norms instead of restarting cold;
  * each head's softmax computed in a fixed order over positions 0..p, so results
  * never depend on threads. The KV cache is head-major within blocks of positions
  * ([block, layer, kv head, position in block, head_dim]): a head reads its keys and values
@@ -29,7 +27,6 @@
 #include "layers/transformer.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,14 +270,19 @@ typedef struct attn_job {
     const kz_kernels *k;
     int layer;
     size_t n_tok;
+    size_t n_chunks, n_threads;
+    const kz_matrix_next *next; /* the o projection's start, or NULL */
 } attn_job;
 
-/* Chunk i * n_kv_heads + g: KV head g of sequence i. */
+/* Chunk i * n_kv_heads + g: KV head g of sequence i; a thread whose chunk is among the
+ * last prefetches the o projection's first weights (kz_matrix_prefetch_next). */
 static void attend_group(void *arg, size_t chunk, int worker) {
     const attn_job *j = arg;
     const size_t n_kv = (size_t)j->s->d.n_kv_heads;
-    (void)worker;
     attend_group_rows(j->s, j->k, j->layer, chunk % n_kv, &j->rows[chunk / n_kv], j->n_tok);
+    if (chunk + j->n_threads >= j->n_chunks) {
+        kz_matrix_prefetch_next(j->next, worker);
+    }
 }
 
 /* The attention of n_seq sequences of n_tok rows each (rows[i]), one job per KV head and
@@ -288,74 +290,31 @@ static void attend_group(void *arg, size_t chunk, int worker) {
  * (a pool dispatch would cost more than the work): the same per-head computation either
  * way. */
 static void attend(const kz_qwen3_stack *s, kz_exec *e, int l, const attn_rows *rows,
-                   size_t n_seq, size_t n_tok) {
+                   size_t n_seq, size_t n_tok, const kz_matrix_next *next) {
     size_t pairs = 0;
     for (size_t i = 0; i < n_seq; i++) {
         pairs += n_tok * (size_t)(rows[i].st->n_pos + (int64_t)n_tok);
     }
-    attn_job j = {.s = s, .rows = rows, .k = e->k, .layer = l, .n_tok = n_tok};
     const size_t n_chunks = n_seq * (size_t)s->d.n_kv_heads;
+    attn_job j = {.s = s, .rows = rows, .k = e->k, .layer = l, .n_tok = n_tok,
+                  .n_chunks = n_chunks, .n_threads = (size_t)kz_pool_threads(e->pool)};
     if (pairs <= ATTENTION_INLINE_PAIRS) {
         for (size_t c = 0; c < n_chunks; c++) {
             attend_group(&j, c, 0);
         }
     } else {
+        j.next = next;
         kz_pool_run(e->pool, n_chunks, attend_group, &j);
     }
 }
 
-/* The decode step's q/k/v projections and attention as one pool run (attention() says
- * when): chunk g computes the q/k/v rows of KV head g (its query heads' rows of q, its
- * row block of k and v) and then that head's attention, attend_group_rows, on the same
- * thread. Each output row gets the bits of the projection over all rows
- * (kz_matrix_mul_rows), so the results are those of the projection, a barrier, then the
- * attention; but one thread's softmax runs while the other streams weights, where
- * the separate attention run left DRAM idle, and the layer has one barrier less. */
-typedef struct qkv_attn_job {
-    attn_job a;
-    const kz_exec *e;
-    const kz_matrix_out *qkv; /* q, k, v */
-    const kz_matrix_next *next; /* the o projection's start */
-    size_t n_threads;
-} qkv_attn_job;
-
-static void project_attend_group(void *arg, size_t g, int worker) {
-    const qkv_attn_job *j = arg;
-    const kz_qwen3_dims *d = &j->a.s->d;
-    const size_t hd = (size_t)d->head_dim, hid = (size_t)d->hidden;
-    const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
-    const kz_qwen3_state *st = j->a.rows->st;
-    kz_matrix_mul_rows(&j->qkv[0], j->e, st->xn, hid, j->a.n_tok, g * rep * hd,
-                       (g + 1) * rep * hd);
-    kz_matrix_mul_rows(&j->qkv[1], j->e, st->xn, hid, j->a.n_tok, g * hd, (g + 1) * hd);
-    kz_matrix_mul_rows(&j->qkv[2], j->e, st->xn, hid, j->a.n_tok, g * hd, (g + 1) * hd);
-    attend_group_rows(j->a.s, j->a.k, j->a.layer, g, j->a.rows, j->a.n_tok);
-    if (g + j->n_threads >= (size_t)d->n_kv_heads) { // no group left after this one
-        kz_matrix_prefetch_next(j->next, worker);
-    }
-}
-
-/* Whether attention() runs the q/k/v projections and the attention of n_tok rows (split
- * as kz_qwen3_forward's) as one pool run: decode steps (one row, no split) whose attention
- * takes the pool anyway (attend). */
-static bool fuse_qkv_attention(const kz_qwen3_state *st, size_t n_tok, size_t split) {
-    return n_tok == 1 && split == 0 &&
-           (size_t)(st->n_pos + 1) > ATTENTION_INLINE_PAIRS;
-}
-
-/* Where layer l's first pool run (the q/k/v projections, with the attention when
- * fused) starts reading weights (kz_matrix_next); none past the last layer. */
-static kz_matrix_next qkv_next(const kz_qwen3_stack *s, const kz_qwen3_state *st,
-                               const kz_exec *e, int l, size_t n_tok, size_t split) {
+/* Where layer l's first pool run, its q/k/v projections, starts reading weights
+ * (kz_matrix_next); none past the last layer. */
+static kz_matrix_next qkv_next(const kz_qwen3_stack *s, const kz_exec *e, int l, size_t n_tok) {
     if (l >= s->d.n_layers) {
         return (kz_matrix_next){0};
     }
-    const kz_qwen3_layer *L = &s->layers[l];
-    if (fuse_qkv_attention(st, n_tok, split)) { // worker w: KV head w's query rows
-        return (kz_matrix_next){&L->q, (size_t)(s->d.n_heads / s->d.n_kv_heads) *
-                                           (size_t)s->d.head_dim};
-    }
-    const kz_matrix_out q = {&L->q, NULL, 0};
+    const kz_matrix_out q = {&s->layers[l].q, NULL, 0};
     return kz_matrix_next_group(&q, e, n_tok);
 }
 
@@ -373,19 +332,8 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     const kz_matrix_out gate_up[2] = {{&L->gate, NULL, 0}, {&L->up, NULL, 0}};
     const kz_matrix_next o_next = kz_matrix_next_group(&o, e, n_tok);
     const kz_matrix_next mlp_next = kz_matrix_next_group(gate_up, e, n_tok);
-    if (fuse_qkv_attention(st, n_tok, split)) {
-        for (size_t i = 0; i < 3; i++) {
-            kz_matrix_count(qkv[i].m, e, n_tok);
-        }
-        const qkv_attn_job j = {
-            .a = {.s = s, .rows = &rows, .k = e->k, .layer = l, .n_tok = n_tok},
-            .e = e, .qkv = qkv, .next = &o_next,
-            .n_threads = (size_t)kz_pool_threads(e->pool)};
-        kz_pool_run(e->pool, (size_t)d->n_kv_heads, project_attend_group, (void *)&j);
-    } else {
-        kz_matrix_mul_group_split(qkv, 3, e, st->xn, hid, n_tok, split, NULL);
-        attend(s, e, l, &rows, 1, n_tok);
-    }
+    kz_matrix_mul_group_split(qkv, 3, e, st->xn, hid, n_tok, split, NULL);
+    attend(s, e, l, &rows, 1, n_tok, &o_next);
     kz_matrix_mul_group_split(&o, 1, e, st->att, qw, n_tok, split, &mlp_next);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
@@ -401,7 +349,7 @@ static void mlp(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, 
     const kz_matrix_out gate_up[2] = {{&L->gate, st->gate, inter}, {&L->up, st->up, inter}};
     const kz_matrix_out down = {&L->down, st->h, hid};
     const kz_matrix_next down_next = kz_matrix_next_group(&down, e, n_tok);
-    const kz_matrix_next layer_next = qkv_next(s, st, e, l + 1, n_tok, split);
+    const kz_matrix_next layer_next = qkv_next(s, e, l + 1, n_tok);
     kz_matrix_mul_group_split(gate_up, 2, e, st->xn, hid, n_tok, split, &down_next);
     e->k->swiglu(st->gate, st->gate, st->up, n_tok * inter);
     kz_matrix_mul_group_split(&down, 1, e, st->gate, inter, n_tok, split, &layer_next);
@@ -481,7 +429,7 @@ static void attention_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, 
         seqs[i] = (attn_rows){.st = st[i], .q = b->q + r * qw, .k = b->k + r * kvw,
                               .att = b->att + r * qw, .v = b->v + r * kvw};
     }
-    attend(s, e, l, seqs, n_seq, n_tok);
+    attend(s, e, l, seqs, n_seq, n_tok, NULL);
     kz_matrix_mul_batch(&L->o, e, b->h, hid, b->att, qw, rows);
     for (size_t i = 0; i < rows * hid; i++) {
         x[i] = x[i] + b->h[i];

@@ -9,9 +9,8 @@
  *   - 8 requests, each with its own talker state, prefilled alone with a different number
  *     of prompt rows (1, 4, ..., 22: staggered positions; prompts of 4 or more rows take the
  *     prefill's GEMM path; the steps alone of the longer ones attend over more positions
- *     than the attention runs inline for, so they take the decode step's fused q/k/v and
- *     attention run, layers/transformer.c, and the shorter ones the separate runs, one of
- *     them crossing over), twice: one copy steps alone (kz_talker_forward, one row), the
+ *     than the attention runs inline for, so they run it on the pool, and one request
+ *     crosses over), twice: one copy steps alone (kz_talker_forward, one row), the
  *     other in batches (kz_talker_step_batch) of B = 1, 2, 3 and 8 requests, one B per
  *     frame, the requests in another order each frame and a late joiner (request 7 sits
  *     out the first frames); hidden state and logits must match bit for bit every frame;

@@ -31,10 +31,8 @@
  *     every split of the 22 tokens equals a group call for each part, on 1..4
  *     threads (each part's count picks its path: 1-3 tokens the matmuls, 4 or more
  *     the GEMM or the int8 matmuls);
- *   - kz_matrix_mul_rows over row ranges (ragged ones too) gives kz_matrix_mul's bits
- *     and counts nothing, and a call naming the next run (kz_matrix_next, on 1..4
- *     threads: the workers past the next matrix's rows prefetch nothing) gives the bits
- *     of one without;
+ *   - a call naming the next run (kz_matrix_next, on 1..4 threads: the workers past
+ *     the next matrix's rows prefetch nothing) gives kz_matrix_mul's bits;
  *   - the exec's flop and byte counters;
  *   - an exec with weights_reused (the code predictor's) runs the table's _reused
  *     quantized matmuls for decode steps, with the bits of the others (a table whose
@@ -311,34 +309,21 @@ static void check_split(kz_pool *const *pools, const kz_kernels *k, const kz_mat
     free(got);
 }
 
-/* kz_matrix_mul_rows over consecutive row ranges (some not multiples of 16) gives the
- * bits of kz_matrix_mul for a decode step and a prompt, and counts nothing; a group call
- * naming a next run (kz_matrix_next, prefetches only) gives the bits of one without. */
-static void check_rows(kz_pool *const *pools, const kz_kernels *k, const kz_matrix *m,
+/* A group call naming a next run (kz_matrix_next: prefetches only) gives the bits of
+ * kz_matrix_mul on every thread count, for a decode step and a prompt. */
+static void check_next(kz_pool *const *pools, const kz_kernels *k, const kz_matrix *m,
                        const kz_matrix *other, const float *x, size_t ldx) {
-    static const size_t cuts[] = {0, 5, 16, 17, 32};
     static const size_t toks[] = {1, 2, N_TOK};
     float *all = malloc(N_TOK * m->rows * sizeof(float));
     float *got = malloc(N_TOK * m->rows * sizeof(float));
     for (size_t t = 0; t < sizeof toks / sizeof toks[0]; t++) {
         kz_exec e = {.k = k, .pool = pools[1]};
         kz_matrix_mul(m, &e, all, m->rows, x, ldx, toks[t]);
-        kz_exec er = {.k = k, .pool = pools[1]};
-        for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
-            const size_t o1 = c + 1 < sizeof cuts / sizeof cuts[0] ? cuts[c + 1] : m->rows;
-            const kz_matrix_out o = {m, got, m->rows};
-            kz_matrix_mul_rows(&o, &er, x, ldx, toks[t], cuts[c], o1);
-        }
-        CHECK_MSG(memcmp(all, got, toks[t] * m->rows * sizeof(float)) == 0,
-                  "%s %s: kz_matrix_mul_rows on %zu tokens differs from kz_matrix_mul",
-                  k->name, dtype_name(m->dtype), toks[t]);
-        CHECK_MSG(er.flop == 0.0 && er.bytes == 0.0, "%s: kz_matrix_mul_rows counted work",
-                  k->name);
         const kz_matrix_out o = {m, got, m->rows};
         const kz_matrix_out next_outs = {other, NULL, 0};
-        const kz_matrix_next next = kz_matrix_next_group(&next_outs, &e, toks[t]);
         for (int p = 0; p < MAX_THREADS; p++) {
             kz_exec ep = {.k = k, .pool = pools[p]};
+            const kz_matrix_next next = kz_matrix_next_group(&next_outs, &ep, toks[t]);
             memset(got, 0, N_TOK * m->rows * sizeof(float));
             kz_matrix_mul_group_split(&o, 1, &ep, x, ldx, toks[t], 0, &next);
             CHECK_MSG(memcmp(all, got, toks[t] * m->rows * sizeof(float)) == 0,
@@ -444,7 +429,7 @@ int main(void) {
             check_group(pools, k, &a.m, &b.m, x, ldx);
             for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
                 stored sd = store(w, rows, cols, dtypes[d]);
-                check_rows(pools, k, &sd.m, &b.m, x, ldx);
+                check_next(pools, k, &sd.m, &b.m, x, ldx);
                 free(sd.data);
             }
             for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
