@@ -33,11 +33,6 @@
  * kz_matrix_mul_group_split uses that to run two token ranges as one call when it
  * gives the bits of two (same path, and the GEMM or the quantized matmuls); else each
  * block runs both ranges, each on its own path, while the block's weights are cached.
- *
- * Across runs: a call may name the pool run after it (kz_matrix_next: the matrix and
- * the rows per worker its blocks start at); a thread whose block is among the run's last
- * prefetches the first NEXT_PREFETCH_BYTES of the block it will likely take next, so
- * DRAM stays busy while it waits at the barrier (kz_matrix_prefetch_next).
  */
 #include "layers/matrix.h"
 
@@ -101,8 +96,6 @@ typedef struct mul_job {
     bool force_gemm; /* kz_matrix_mul_gemm */
     bool batch;      /* kz_matrix_mul_batch: the batched matrix-vector products */
     bool reused;     /* kz_exec.weights_reused */
-    size_t n_threads;
-    const kz_matrix_next *next; /* the next pool run's weights (kz_matrix_prefetch_next) */
 } mul_job;
 
 /* The table's matmul for o's dtype on rows [o0, o1); reused picks the quantized ones'
@@ -245,8 +238,9 @@ static void run_block(const mul_job *j, const kz_matrix_out *o, const float *x, 
     }
 }
 
-/* The block of chunk `chunk` of j. */
-static void mul_chunk(const mul_job *j, size_t chunk) {
+static void mul_rows(void *arg, size_t chunk, int worker) {
+    const mul_job *j = arg;
+    (void)worker;
     size_t i = 0;
     while (chunk >= j->first[i + 1]) {
         i++;
@@ -262,16 +256,6 @@ static void mul_chunk(const mul_job *j, size_t chunk) {
     run_block(j, o, j->x, j->split, o0, o1);
     const kz_matrix_out rest = {.m = o->m, .y = o->y + j->split * o->ldy, .ldy = o->ldy};
     run_block(j, &rest, j->x + j->split * j->ldx, j->n_tok - j->split, o0, o1);
-}
-
-static void mul_rows(void *arg, size_t chunk, int worker) {
-    const mul_job *j = arg;
-    if (j->next && chunk + j->n_threads >= j->first[j->n_outs]) { // no chunk left after this
-        mul_chunk(j, chunk);
-        kz_matrix_prefetch_next(j->next, worker);
-    } else {
-        mul_chunk(j, chunk);
-    }
 }
 
 /* Blocks per thread for one matrix of dtype in a call of n_tok tokens (the constants). */
@@ -294,13 +278,11 @@ static size_t block_rows(size_t rows, size_t n_threads, size_t per_thread) {
 }
 
 static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
-                      size_t ldx, size_t n_tok, size_t split, bool force_gemm, bool batch,
-                      const kz_matrix_next *next) {
+                      size_t ldx, size_t n_tok, size_t split, bool force_gemm, bool batch) {
     KZ_ASSERT(n_outs >= 1 && n_outs <= KZ_MATRIX_MAX_GROUP && split < n_tok);
     size_t n_threads = (size_t)kz_pool_threads(e->pool);
     mul_job j = {.outs = outs, .n_outs = n_outs, .k = e->k, .x = x, .ldx = ldx, .n_tok = n_tok,
-                 .split = split, .force_gemm = force_gemm, .batch = batch,
-                 .n_threads = n_threads, .next = next && next->m ? next : NULL};
+                 .split = split, .force_gemm = force_gemm, .batch = batch};
     j.reused = e->weights_reused;
     for (size_t i = 0; i < n_outs; i++) {
         const kz_matrix *m = outs[i].m;
@@ -313,39 +295,9 @@ static void mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, cons
     kz_pool_run(e->pool, j.first[n_outs], mul_rows, &j);
 }
 
-/* Weight bytes kz_matrix_prefetch_next requests per thread: about what a thread streams
- * while it waits at a barrier and the caller runs the norms before the next run
- * (docs/ARCHITECTURE.md#language-model-matmuls). */
-#define NEXT_PREFETCH_BYTES (32 * 1024)
-
-kz_matrix_next kz_matrix_next_group(const kz_matrix_out *outs, const kz_exec *e, size_t n_tok) {
-    const kz_matrix *m = outs[0].m;
-    const size_t n_threads = (size_t)kz_pool_threads(e->pool);
-    return (kz_matrix_next){
-        .m = m, .rows = block_rows(m->rows, n_threads,
-                                   blocks_per_thread(e->k, m->dtype, n_tok, false, false))};
-}
-
-void kz_matrix_prefetch_next(const kz_matrix_next *next, int worker) {
-    if (!next || !next->m) {
-        return;
-    }
-    const kz_matrix *m = next->m;
-    const size_t row = (size_t)worker * next->rows;
-    if (row >= m->rows) {
-        return;
-    }
-    const size_t left = (m->rows - row) * m->row_bytes;
-    const char *p = (const char *)m->data + row * m->row_bytes;
-    const size_t n = left < NEXT_PREFETCH_BYTES ? left : NEXT_PREFETCH_BYTES;
-    for (size_t b = 0; b < n; b += 64) {
-        __builtin_prefetch(p + b, 0, 2);
-    }
-}
-
 void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
                          size_t ldx, size_t n_tok) {
-    mul_group(outs, n_outs, e, x, ldx, n_tok, 0, false, false, NULL);
+    mul_group(outs, n_outs, e, x, ldx, n_tok, 0, false, false);
 }
 
 /* Whether every token of a call of n_tok gets the bits it would get in a call of
@@ -361,8 +313,7 @@ static bool same_bits(const kz_kernels *k, kz_dtype dtype, size_t n_tok, size_t 
 }
 
 void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
-                               const float *x, size_t ldx, size_t n_tok, size_t split,
-                               const kz_matrix_next *next) {
+                               const float *x, size_t ldx, size_t n_tok, size_t split) {
     KZ_ASSERT(split < n_tok && n_outs <= KZ_MATRIX_MAX_GROUP);
     bool one_call = true; // split 0: no second range to match
     for (size_t i = 0; i < n_outs && split; i++) {
@@ -370,34 +321,34 @@ void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec
         one_call = one_call && same_bits(e->k, dt, n_tok, split) &&
                    same_bits(e->k, dt, n_tok, n_tok - split);
     }
-    mul_group(outs, n_outs, e, x, ldx, n_tok, one_call ? 0 : split, false, false, next);
+    mul_group(outs, n_outs, e, x, ldx, n_tok, one_call ? 0 : split, false, false);
 }
 
 void kz_matrix_mul(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                    size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    mul_group(&o, 1, e, x, ldx, n_tok, 0, false, false, NULL);
+    mul_group(&o, 1, e, x, ldx, n_tok, 0, false, false);
 }
 
 void kz_matrix_mul_batch(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                          size_t ldx, size_t n_rows) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
     if (n_rows > 0) {
-        mul_group(&o, 1, e, x, ldx, n_rows, 0, false, true, NULL);
+        mul_group(&o, 1, e, x, ldx, n_rows, 0, false, true);
     }
 }
 
 void kz_matrix_mul_group_batch(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
                                const float *x, size_t ldx, size_t n_rows) {
     if (n_rows > 0) {
-        mul_group(outs, n_outs, e, x, ldx, n_rows, 0, false, true, NULL);
+        mul_group(outs, n_outs, e, x, ldx, n_rows, 0, false, true);
     }
 }
 
 void kz_matrix_mul_gemm(const kz_matrix *m, kz_exec *e, float *y, size_t ldy, const float *x,
                         size_t ldx, size_t n_tok) {
     kz_matrix_out o = {.m = m, .y = y, .ldy = ldy};
-    mul_group(&o, 1, e, x, ldx, n_tok, 0, true, false, NULL);
+    mul_group(&o, 1, e, x, ldx, n_tok, 0, true, false);
 }
 
 void kz_matrix_populate(const kz_matrix *m) {

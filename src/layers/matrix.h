@@ -46,34 +46,14 @@ typedef struct kz_matrix_out {
 void kz_matrix_mul_group(const kz_matrix_out *outs, size_t n_outs, kz_exec *e, const float *x,
                          size_t ldx, size_t n_tok);
 
-/* Where the pool run after a kz_matrix_mul starts reading weights, per thread: pool
- * worker w (kz_pool_fn's worker) most likely takes the run's chunk w first (the caller,
- * worker 0, claims chunk 0 as it publishes the run), which starts at row w * rows of m.
- * A hint: a wrong guess wastes a prefetch, never changes a result. m NULL: none. */
-typedef struct kz_matrix_next {
-    const kz_matrix *m;
-    size_t rows;
-} kz_matrix_next;
-
-/* The kz_matrix_next of a kz_matrix_mul_group(_split) call over outs on n_tok tokens. */
-kz_matrix_next kz_matrix_next_group(const kz_matrix_out *outs, const kz_exec *e, size_t n_tok);
-
-/* Prefetches the first weight bytes worker will read in the run `next` describes
- * (nothing when next or next->m is NULL): called by a thread that has no work left in
- * its pool run, so the DRAM stream goes on through the barrier (and the norms after it)
- * instead of restarting cold. */
-void kz_matrix_prefetch_next(const kz_matrix_next *next, int worker);
-
 /* kz_matrix_mul_group with the tokens split at `split` (0 < split < n_tok): the same
  * bits as a call over tokens [0, split) and then one over [split, n_tok) (each call's
  * token count picks its kernel path), with the weights read once: all tokens in one
  * pass when the paths and their sums agree for the three counts, else each block of
  * weight rows runs the two token ranges back to back while it is in cache. split 0
- * means no split: kz_matrix_mul_group. next (may be NULL): the pool run after this one;
- * each thread's last block ends with kz_matrix_prefetch_next. */
+ * means no split: kz_matrix_mul_group. */
 void kz_matrix_mul_group_split(const kz_matrix_out *outs, size_t n_outs, kz_exec *e,
-                               const float *x, size_t ldx, size_t n_tok, size_t split,
-                               const kz_matrix_next *next);
+                               const float *x, size_t ldx, size_t n_tok, size_t split);
 
 /* Decode steps of n_rows independent requests (continuous batching), one row of x each:
  * the y of kz_matrix_mul, every row bit for bit what kz_matrix_mul gives for that row

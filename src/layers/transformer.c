@@ -5,10 +5,7 @@
  * q/k/v and gate/up are one pool run each (kz_matrix_mul_group);
  * attention is parallel over KV heads (each with its query heads) on the pool (inline for
  * short sequences), each job also running its heads' q/k RMSNorm, RoPE and cache writes,
- * so nothing but the layer norms and residual adds runs on one thread between projections.
- * Every pool run of a layer names the next one's first weights (kz_matrix_next), which
- * each thread prefetches when it has no work left in its run: the weight stream goes on
- * through the barrier and the norms instead of restarting cold;
+ * so nothing but the layer norms and residual adds runs on one thread between projections;
  * each head's softmax computed in a fixed order over positions 0..p, so results
  * never depend on threads. The KV cache is head-major within blocks of positions
  * ([block, layer, kv head, position in block, head_dim]): a head reads its keys and values
@@ -270,19 +267,14 @@ typedef struct attn_job {
     const kz_kernels *k;
     int layer;
     size_t n_tok;
-    size_t n_chunks, n_threads;
-    const kz_matrix_next *next; /* the o projection's start, or NULL */
 } attn_job;
 
-/* Chunk i * n_kv_heads + g: KV head g of sequence i; a thread whose chunk is among the
- * last prefetches the o projection's first weights (kz_matrix_prefetch_next). */
+/* Chunk i * n_kv_heads + g: KV head g of sequence i. */
 static void attend_group(void *arg, size_t chunk, int worker) {
     const attn_job *j = arg;
     const size_t n_kv = (size_t)j->s->d.n_kv_heads;
+    (void)worker;
     attend_group_rows(j->s, j->k, j->layer, chunk % n_kv, &j->rows[chunk / n_kv], j->n_tok);
-    if (chunk + j->n_threads >= j->n_chunks) {
-        kz_matrix_prefetch_next(j->next, worker);
-    }
 }
 
 /* The attention of n_seq sequences of n_tok rows each (rows[i]), one job per KV head and
@@ -290,32 +282,20 @@ static void attend_group(void *arg, size_t chunk, int worker) {
  * (a pool dispatch would cost more than the work): the same per-head computation either
  * way. */
 static void attend(const kz_qwen3_stack *s, kz_exec *e, int l, const attn_rows *rows,
-                   size_t n_seq, size_t n_tok, const kz_matrix_next *next) {
+                   size_t n_seq, size_t n_tok) {
     size_t pairs = 0;
     for (size_t i = 0; i < n_seq; i++) {
         pairs += n_tok * (size_t)(rows[i].st->n_pos + (int64_t)n_tok);
     }
+    attn_job j = {.s = s, .rows = rows, .k = e->k, .layer = l, .n_tok = n_tok};
     const size_t n_chunks = n_seq * (size_t)s->d.n_kv_heads;
-    attn_job j = {.s = s, .rows = rows, .k = e->k, .layer = l, .n_tok = n_tok,
-                  .n_chunks = n_chunks, .n_threads = (size_t)kz_pool_threads(e->pool)};
     if (pairs <= ATTENTION_INLINE_PAIRS) {
         for (size_t c = 0; c < n_chunks; c++) {
             attend_group(&j, c, 0);
         }
     } else {
-        j.next = next;
         kz_pool_run(e->pool, n_chunks, attend_group, &j);
     }
-}
-
-/* Where layer l's first pool run, its q/k/v projections, starts reading weights
- * (kz_matrix_next); none past the last layer. */
-static kz_matrix_next qkv_next(const kz_qwen3_stack *s, const kz_exec *e, int l, size_t n_tok) {
-    if (l >= s->d.n_layers) {
-        return (kz_matrix_next){0};
-    }
-    const kz_matrix_out q = {&s->layers[l].q, NULL, 0};
-    return kz_matrix_next_group(&q, e, n_tok);
 }
 
 static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, float *x,
@@ -327,14 +307,11 @@ static void attention(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, i
     e->k->rms_norm(st->xn, x, L->attn_norm, n_tok, hid, d->eps);
     const kz_matrix_out qkv[3] = {
         {&L->q, st->q, qw}, {&L->k, st->k, kvw}, {&L->v, st->v, kvw}};
+    kz_matrix_mul_group_split(qkv, 3, e, st->xn, hid, n_tok, split);
     const attn_rows rows = {.st = st, .q = st->q, .k = st->k, .att = st->att, .v = st->v};
+    attend(s, e, l, &rows, 1, n_tok);
     const kz_matrix_out o = {&L->o, st->h, hid};
-    const kz_matrix_out gate_up[2] = {{&L->gate, NULL, 0}, {&L->up, NULL, 0}};
-    const kz_matrix_next o_next = kz_matrix_next_group(&o, e, n_tok);
-    const kz_matrix_next mlp_next = kz_matrix_next_group(gate_up, e, n_tok);
-    kz_matrix_mul_group_split(qkv, 3, e, st->xn, hid, n_tok, split, NULL);
-    attend(s, e, l, &rows, 1, n_tok, &o_next);
-    kz_matrix_mul_group_split(&o, 1, e, st->att, qw, n_tok, split, &mlp_next);
+    kz_matrix_mul_group_split(&o, 1, e, st->att, qw, n_tok, split);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
     }
@@ -347,12 +324,10 @@ static void mlp(const kz_qwen3_stack *s, kz_qwen3_state *st, kz_exec *e, int l, 
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     e->k->rms_norm(st->xn, x, L->mlp_norm, n_tok, hid, d->eps);
     const kz_matrix_out gate_up[2] = {{&L->gate, st->gate, inter}, {&L->up, st->up, inter}};
-    const kz_matrix_out down = {&L->down, st->h, hid};
-    const kz_matrix_next down_next = kz_matrix_next_group(&down, e, n_tok);
-    const kz_matrix_next layer_next = qkv_next(s, e, l + 1, n_tok);
-    kz_matrix_mul_group_split(gate_up, 2, e, st->xn, hid, n_tok, split, &down_next);
+    kz_matrix_mul_group_split(gate_up, 2, e, st->xn, hid, n_tok, split);
     e->k->swiglu(st->gate, st->gate, st->up, n_tok * inter);
-    kz_matrix_mul_group_split(&down, 1, e, st->gate, inter, n_tok, split, &layer_next);
+    const kz_matrix_out down = {&L->down, st->h, hid};
+    kz_matrix_mul_group_split(&down, 1, e, st->gate, inter, n_tok, split);
     for (size_t i = 0; i < n_tok * hid; i++) {
         x[i] = x[i] + st->h[i];
     }
@@ -429,7 +404,7 @@ static void attention_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, 
         seqs[i] = (attn_rows){.st = st[i], .q = b->q + r * qw, .k = b->k + r * kvw,
                               .att = b->att + r * qw, .v = b->v + r * kvw};
     }
-    attend(s, e, l, seqs, n_seq, n_tok, NULL);
+    attend(s, e, l, seqs, n_seq, n_tok);
     kz_matrix_mul_batch(&L->o, e, b->h, hid, b->att, qw, rows);
     for (size_t i = 0; i < rows * hid; i++) {
         x[i] = x[i] + b->h[i];

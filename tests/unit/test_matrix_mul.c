@@ -31,8 +31,6 @@
  *     every split of the 22 tokens equals a group call for each part, on 1..4
  *     threads (each part's count picks its path: 1-3 tokens the matmuls, 4 or more
  *     the GEMM or the int8 matmuls);
- *   - a call naming the next run (kz_matrix_next, on 1..4 threads: the workers past
- *     the next matrix's rows prefetch nothing) gives kz_matrix_mul's bits;
  *   - the exec's flop and byte counters;
  *   - an exec with weights_reused (the code predictor's) runs the table's _reused
  *     quantized matmuls for decode steps, with the bits of the others (a table whose
@@ -40,7 +38,6 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -299,39 +296,13 @@ static void check_split(kz_pool *const *pools, const kz_kernels *k, const kz_mat
         for (int p = 0; p < MAX_THREADS; p++) {
             kz_exec ep = {.k = k, .pool = pools[p]};
             const kz_matrix_out outs[2] = {{a, got, a->rows}, {b, got + N_TOK * a->rows, b->rows}};
-            kz_matrix_mul_group_split(outs, 2, &ep, x, ldx, N_TOK, split, NULL);
+            kz_matrix_mul_group_split(outs, 2, &ep, x, ldx, N_TOK, split);
             bad += memcmp(sep, got, n * sizeof(float)) != 0;
         }
     }
     CHECK_MSG(bad == 0, "%s %s + %s: %d splits x thread counts differ from two calls", k->name,
               dtype_name(a->dtype), dtype_name(b->dtype), bad);
     free(sep);
-    free(got);
-}
-
-/* A group call naming a next run (kz_matrix_next: prefetches only) gives the bits of
- * kz_matrix_mul on every thread count, for a decode step and a prompt. */
-static void check_next(kz_pool *const *pools, const kz_kernels *k, const kz_matrix *m,
-                       const kz_matrix *other, const float *x, size_t ldx) {
-    static const size_t toks[] = {1, 2, N_TOK};
-    float *all = malloc(N_TOK * m->rows * sizeof(float));
-    float *got = malloc(N_TOK * m->rows * sizeof(float));
-    for (size_t t = 0; t < sizeof toks / sizeof toks[0]; t++) {
-        kz_exec e = {.k = k, .pool = pools[1]};
-        kz_matrix_mul(m, &e, all, m->rows, x, ldx, toks[t]);
-        const kz_matrix_out o = {m, got, m->rows};
-        const kz_matrix_out next_outs = {other, NULL, 0};
-        for (int p = 0; p < MAX_THREADS; p++) {
-            kz_exec ep = {.k = k, .pool = pools[p]};
-            const kz_matrix_next next = kz_matrix_next_group(&next_outs, &ep, toks[t]);
-            memset(got, 0, N_TOK * m->rows * sizeof(float));
-            kz_matrix_mul_group_split(&o, 1, &ep, x, ldx, toks[t], 0, &next);
-            CHECK_MSG(memcmp(all, got, toks[t] * m->rows * sizeof(float)) == 0,
-                      "%s %s: a call naming the next run differs on %d threads", k->name,
-                      dtype_name(m->dtype), p + 1);
-        }
-    }
-    free(all);
     free(got);
 }
 
@@ -427,11 +398,6 @@ int main(void) {
             stored a = store(w, rows, cols, KZ_DTYPE_Q8_0);
             stored b = store(w, rows - 5, cols, KZ_DTYPE_BF16);
             check_group(pools, k, &a.m, &b.m, x, ldx);
-            for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
-                stored sd = store(w, rows, cols, dtypes[d]);
-                check_next(pools, k, &sd.m, &b.m, x, ldx);
-                free(sd.data);
-            }
             for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
                 stored sd = store(w, rows - 3, cols, dtypes[d]);
                 check_split(pools, k, &sd.m, &sd.m, x, ldx);
