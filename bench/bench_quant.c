@@ -46,7 +46,7 @@
  *   each SIMD level's highest sub-level the CPU runs. --mb megabytes per shape and
  *   format; --quick shortens timing; --prefill runs only the prefill table; --prefetch
  *   runs the tables with that prefetch policy of the x86 quantized matvecs
- *   (kernels.h kz_quant_prefetch; default: the probe's choice, L2 on Intel; l2reuse: L2
+ *   (kernels.h kz_quant_prefetch; default: the probe's choice, L2 on Intel and Zen 4; l2reuse: L2
  *   with the distances for weights read again from the last-level cache, the
  *   matmul_q*_reused entry points).
  */
