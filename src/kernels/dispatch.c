@@ -13,8 +13,8 @@
  *     tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux). The sub-levels are
  *     kz_kernels_avx2, and kz_kernels_avx512 with, in turn, the VNNI quantized matmuls
  *     (avx512-vnni), the vdpbf16ps bf16 conv-GEMM (avx512-bf16) and the AMX ones
- *     (avx512-amx). On Intel CPUs (CPUID leaf 0) and AMD Zen 4 (family 25 with
- *     AVX-512, leaf 1) every x86 table gets the KZ_QPF_L2 prefetch policy, and on Intel
+ *     (avx512-amx). On Intel CPUs (CPUID leaf 0) every x86 table gets the KZ_QPF_L2
+ *     prefetch policy, on AMD Zen 4 (family 25 with AVX-512, leaf 1) KZ_QPF_L2_FAR, and on Intel
  *     the avx512-bf16 one no gain for its bf16 GEMM (vdpbf16ps is slower than the fp32
  *     FMAs there: docs/ARCHITECTURE.md#kernel-selection).
  *   aarch64 (KZ_HAVE_ARM): Advanced SIMD is baseline, so the best level is always
@@ -205,7 +205,7 @@ static void x86_detect(x86_cpu *cpu) {
 
 /* The x86 sub-levels cpu runs (kernels.h kz_isa), each on top of the one before. */
 static void x86_tables(const x86_cpu *cpu) {
-    const kz_quant_prefetch pf = cpu->intel || cpu->zen4 ? KZ_QPF_L2 : KZ_QPF_L1;
+    const kz_quant_prefetch pf = cpu->intel ? KZ_QPF_L2 : cpu->zen4 ? KZ_QPF_L2_FAR : KZ_QPF_L1;
     if (!cpu->avx2) {
         return;
     }
