@@ -9,11 +9,12 @@
  *   QPF_MODE_STREAM (KZ_QPF_L2): one into L2 QPF_L2 bytes ahead and one into L1 QPF_NEAR
  *                            bytes ahead: weights streamed from DRAM (the talker);
  *   QPF_MODE_STREAM_FAR (KZ_QPF_L2_FAR): the same into L2 QPF_L2_FAR ahead (Zen 4);
- *   QPF_MODE_REUSE (KZ_QPF_L2, the _reused entry points): into L2 QPF_L2_REUSE and into L1
- *                            QPF_NEAR_REUSE ahead: weights read again while the last-level
- *                            cache still holds them (the code predictor's, 15 times a frame).
- * Both kernels and both formats use the same KZ_QPF_L2 distances, set for the talker's
- * and the code predictor's streams (docs/ARCHITECTURE.md#kernel-selection). The mode is a
+ *   QPF_MODE_REUSE (KZ_QPF_L2 and KZ_QPF_L2_FAR, the _reused entry points): into L2
+ *                            QPF_L2_REUSE and into L1 QPF_NEAR_REUSE ahead: weights read
+ *                            again while the last-level cache still holds them (the code
+ *                            predictor's, 15 times a frame).
+ * Both kernels and both formats use the same distances under each policy, set for the
+ * talker's and the code predictor's streams (docs/ARCHITECTURE.md#kernel-selection). The mode is a
  * constant of each entry point (QPF_MODE below), so the kernel table alone says which
  * prefetches run. Prefetches never change results.
  */
