@@ -47,9 +47,8 @@
  *   format; --quick shortens timing; --prefill runs only the prefill table; --prefetch
  *   runs the tables with that prefetch policy of the x86 quantized matvecs
  *   (kernels.h kz_quant_prefetch; default: the probe's choice, L2 on Intel, L2 further
- *   ahead (l2far) on Zen 4; l2reuse: L2
- *   with the distances for weights read again from the last-level cache, the
- *   matmul_q*_reused entry points).
+ *   ahead (l2far) on Zen 4; l2reuse: L2 with the distances for weights read again from
+ *   the last-level cache, the matmul_q*_reused entry points).
  */
 #include "kernels/kernels.h"
 #include "kernels/quant.h"

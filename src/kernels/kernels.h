@@ -238,7 +238,7 @@ typedef void (*kz_matmul_fn)(float *y, size_t ldy, const float *x, size_t ldx, c
 typedef enum kz_quant_prefetch {
     KZ_QPF_L1 = 0,
     KZ_QPF_L2 = 1,
-    KZ_QPF_L2_FAR = 2, /* KZ_QPF_L2 with the streamed weights' L2 prefetch twice as far ahead */
+    KZ_QPF_L2_FAR = 2, /* KZ_QPF_L2 with the streamed weights' L2 prefetch further ahead */
     KZ_QPF_COUNT = 3
 } kz_quant_prefetch;
 
