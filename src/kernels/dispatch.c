@@ -14,9 +14,9 @@
  *     kz_kernels_avx2, and kz_kernels_avx512 with, in turn, the VNNI quantized matmuls
  *     (avx512-vnni), the vdpbf16ps bf16 conv-GEMM (avx512-bf16) and the AMX ones
  *     (avx512-amx). On Intel CPUs (CPUID leaf 0) every x86 table gets the KZ_QPF_L2
- *     prefetch policy, on AMD Zen 4 (family 25 with AVX-512, leaf 1) KZ_QPF_L2_FAR, and on Intel
- *     the avx512-bf16 one no gain for its bf16 GEMM (vdpbf16ps is slower than the fp32
- *     FMAs there: docs/ARCHITECTURE.md#kernel-selection).
+ *     prefetch policy, on AMD Zen 4 (family 25 with AVX-512, leaf 1) KZ_QPF_L2_FAR, and
+ *     on Intel the avx512-bf16 one no gain for its bf16 GEMM (vdpbf16ps is slower than
+ *     the fp32 FMAs there: docs/ARCHITECTURE.md#kernel-selection).
  *   aarch64 (KZ_HAVE_ARM): Advanced SIMD is baseline, so the best level is always
  *     NEON; the Linux hwcaps fill the feature string and add the sub-levels
  *     neon-dotprod (HWCAP_ASIMDDP) and neon-i8mm (HWCAP2_I8MM) to kz_kernels_neon.

@@ -14,9 +14,9 @@
  *                            again while the last-level cache still holds them (the code
  *                            predictor's, 15 times a frame).
  * Both kernels and both formats use the same distances under each policy, set for the
- * talker's and the code predictor's streams (docs/ARCHITECTURE.md#kernel-selection). The mode is a
- * constant of each entry point (QPF_MODE below), so the kernel table alone says which
- * prefetches run. Prefetches never change results.
+ * talker's and the code predictor's streams (docs/ARCHITECTURE.md#kernel-selection). The
+ * mode is a constant of each entry point (QPF_MODE below), so the kernel table alone says
+ * which prefetches run. Prefetches never change results.
  */
 #ifndef KZ_QUANT_PREFETCH_H
 #define KZ_QUANT_PREFETCH_H
