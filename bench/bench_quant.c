@@ -35,7 +35,7 @@
  * pass 100 % of it; the codes' shares above 100 % say the probe is the weaker reader.
  *
  * Usage: bench_quant [SUB-LEVEL ...] [--mb N] [--quick] [--threads N] [--prefill]
- *                    [--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]
+ *                    [--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2far|l2reuse]
  *   SUB-LEVEL: the kernel tables to run, by sub-level name (kernels.h kz_isa: scalar,
  *   avx2, avx512, avx512-vnni, avx512-bf16, avx512-amx, neon, neon-dotprod, neon-i8mm),
  *   exactly that one: `avx512` is the plain integer path (maddubs) on a VNNI CPU,
@@ -46,9 +46,9 @@
  *   each SIMD level's highest sub-level the CPU runs. --mb megabytes per shape and
  *   format; --quick shortens timing; --prefill runs only the prefill table; --prefetch
  *   runs the tables with that prefetch policy of the x86 quantized matvecs
- *   (kernels.h kz_quant_prefetch; default: the probe's choice, L2 on Intel; l2reuse: L2
- *   with the distances for weights read again from the last-level cache, the
- *   matmul_q*_reused entry points).
+ *   (kernels.h kz_quant_prefetch; default: the probe's choice, L2 on Intel, L2 further
+ *   ahead (l2far) on Zen 4; l2reuse: L2 with the distances for weights read again from
+ *   the last-level cache, the matmul_q*_reused entry points).
  */
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -430,7 +430,7 @@ int main(int argc, char **argv) {
             prefill_mb = atof(argv[++i]);
         } else if (strcmp(argv[i], "--prefetch") == 0 && i + 1 < argc &&
                    (strcmp(argv[i + 1], "l1") == 0 || strcmp(argv[i + 1], "l2") == 0 ||
-                    strcmp(argv[i + 1], "l2reuse") == 0)) {
+                    strcmp(argv[i + 1], "l2far") == 0 || strcmp(argv[i + 1], "l2reuse") == 0)) {
             prefetch = argv[++i];
         } else if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc) {
             mb = atof(argv[++i]);
@@ -439,7 +439,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: %s [SUB-LEVEL ...] [--mb N] [--quick] [--threads N] [--prefill] "
-                    "[--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2reuse]\n"
+                    "[--tokens N] [--prefill-mb N] [--prefetch l1|l2|l2far|l2reuse]\n"
                     "  SUB-LEVEL: a kernel sub-level of this build (kernels.h kz_isa)\n",
                     argv[0]);
             return 2;
@@ -467,7 +467,9 @@ int main(int argc, char **argv) {
     for (size_t t = 0; t < n_tables; t++) {
         kz_kernels k = *tables[t]; // a copy: --prefetch changes its entry points
         if (prefetch) {
-            kz_kernels_set_prefetch(&k, strcmp(prefetch, "l1") == 0 ? KZ_QPF_L1 : KZ_QPF_L2);
+            kz_kernels_set_prefetch(&k, strcmp(prefetch, "l1") == 0      ? KZ_QPF_L1
+                                        : strcmp(prefetch, "l2far") == 0 ? KZ_QPF_L2_FAR
+                                                                         : KZ_QPF_L2);
             if (strcmp(prefetch, "l2reuse") == 0) { // the entry points for reused weights
                 k.matmul_q8_0 = k.matmul_q8_0_reused;
                 k.matmul_q4_0 = k.matmul_q4_0_reused;
@@ -475,7 +477,9 @@ int main(int argc, char **argv) {
         }
         const int reuse = prefetch && strcmp(prefetch, "l2reuse") == 0;
         printf("\n[%s] quantized matvecs prefetch into %s%s\n", k.name,
-               k.prefetch == KZ_QPF_L2 ? "L2" : "L1",
+               k.prefetch == KZ_QPF_L1   ? "L1"
+               : k.prefetch == KZ_QPF_L2 ? "L2"
+                                         : "L2, further ahead",
                reuse ? ", at the distances for reused weights" : "");
         bench_table(&k, pool, mb, prefill_mb, n_tok, prefill_only, peak_gbs);
     }

@@ -13,9 +13,10 @@
  *     tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, Linux). The sub-levels are
  *     kz_kernels_avx2, and kz_kernels_avx512 with, in turn, the VNNI quantized matmuls
  *     (avx512-vnni), the vdpbf16ps bf16 conv-GEMM (avx512-bf16) and the AMX ones
- *     (avx512-amx). On Intel CPUs (CPUID leaf 0) every x86 table gets the
- *     KZ_QPF_L2 prefetch policy, and the avx512-bf16 one no gain for its bf16 GEMM
- *     (vdpbf16ps is slower than the fp32 FMAs there: docs/ARCHITECTURE.md#kernel-selection).
+ *     (avx512-amx). On Intel CPUs (CPUID leaf 0) every x86 table gets the KZ_QPF_L2
+ *     prefetch policy, on AMD Zen 4 (family 25 with AVX-512, leaf 1) KZ_QPF_L2_FAR, and
+ *     on Intel the avx512-bf16 one no gain for its bf16 GEMM (vdpbf16ps is slower than
+ *     the fp32 FMAs there: docs/ARCHITECTURE.md#kernel-selection).
  *   aarch64 (KZ_HAVE_ARM): Advanced SIMD is baseline, so the best level is always
  *     NEON; the Linux hwcaps fill the feature string and add the sub-levels
  *     neon-dotprod (HWCAP_ASIMDDP) and neon-i8mm (HWCAP2_I8MM) to kz_kernels_neon.
@@ -89,6 +90,7 @@ typedef struct x86_cpu {
     int avx512;          /* the avx512 level: F/DQ/BW/VL, ZMM and opmask state saved */
     int vnni, bf16, amx; /* AVX512_VNNI, AVX512_BF16, AMX (INT8 + BF16, tiles granted) */
     int intel;           /* CPUID vendor GenuineIntel */
+    int zen4;            /* AuthenticAMD, family 25 (Zen 3 and Zen 4), with AVX-512 (Zen 4) */
 } x86_cpu;
 
 /* XCR0: which register state the OS saves on a context switch. Only valid
@@ -112,8 +114,8 @@ static int amx_permitted(void) {
 #endif
 }
 
-/* Whether CPUID leaf 0 names the vendor "GenuineIntel" (EBX, EDX, ECX). */
-static int cpu_is_intel(void) {
+/* Whether CPUID leaf 0 names the vendor `name` ("GenuineIntel": EBX, EDX, ECX). */
+static int cpu_vendor_is(const char *name) {
     unsigned a;
     unsigned b;
     unsigned c;
@@ -122,7 +124,14 @@ static int cpu_is_intel(void) {
         return 0;
     }
     const unsigned vendor[3] = {b, d, c};
-    return memcmp(vendor, "GenuineIntel", 12) == 0;
+    return memcmp(vendor, name, 12) == 0;
+}
+
+/* The family of CPUID leaf 1's EAX: the base family, plus the extended one when the base
+ * is 15 (AMD's Zen 3 and Zen 4 are 25, Zen 5 26). */
+static unsigned cpu_family(unsigned eax) {
+    const unsigned base = (eax >> 8) & 0xf;
+    return base == 0xf ? base + ((eax >> 20) & 0xff) : base;
 }
 
 /* CPUID and XCR0 into *cpu and the feature string. */
@@ -131,7 +140,7 @@ static void x86_detect(x86_cpu *cpu) {
     unsigned b;
     unsigned c;
     unsigned d;
-    cpu->intel = cpu_is_intel();
+    cpu->intel = cpu_vendor_is("GenuineIntel");
     if (cpu->intel) {
         features_add("intel");
     }
@@ -139,6 +148,7 @@ static void x86_detect(x86_cpu *cpu) {
         features_add("(no cpuid)");
         return;
     }
+    const unsigned family_eax = a;
     const int sse42 = (c >> 20) & 1;
     const int fma = (c >> 12) & 1;
     const int osxsave = (c >> 27) & 1;
@@ -184,6 +194,10 @@ static void x86_detect(x86_cpu *cpu) {
     }
     cpu->avx2 = avx && avx2 && fma && f16c && os_ymm;
     cpu->avx512 = cpu->avx2 && avx512f && avx512dq && avx512bw && avx512vl && os_zmm;
+    cpu->zen4 = cpu_vendor_is("AuthenticAMD") && cpu_family(family_eax) == 25 && avx512f;
+    if (cpu->zen4) {
+        features_add("zen4");
+    }
     cpu->vnni = avx512vnni;
     cpu->bf16 = avx512bf16;
     cpu->amx = amx;
@@ -191,7 +205,7 @@ static void x86_detect(x86_cpu *cpu) {
 
 /* The x86 sub-levels cpu runs (kernels.h kz_isa), each on top of the one before. */
 static void x86_tables(const x86_cpu *cpu) {
-    const kz_quant_prefetch pf = cpu->intel ? KZ_QPF_L2 : KZ_QPF_L1;
+    const kz_quant_prefetch pf = cpu->intel ? KZ_QPF_L2 : cpu->zen4 ? KZ_QPF_L2_FAR : KZ_QPF_L1;
     if (!cpu->avx2) {
         return;
     }

@@ -230,11 +230,17 @@ typedef void (*kz_matmul_fn)(float *y, size_t ldy, const float *x, size_t ldx, c
  * weight stream, per 64 bytes (x86/quant_prefetch.h): KZ_QPF_L1, one prefetch into L1 at
  * each kernel's own distance; KZ_QPF_L2, one into L2 further ahead and one from there into
  * L1, at other distances for weights read again while the last-level cache holds them
- * (kz_kernels.matmul_q8_0_reused). The probe picks KZ_QPF_L2 on Intel CPUs, where L1
- * prefetches alone leave the streamed weights short of requests in flight, and KZ_QPF_L1
- * elsewhere, where L2 hints are slower (docs/ARCHITECTURE.md#kernel-selection).
+ * (kz_kernels.matmul_q8_0_reused); KZ_QPF_L2_FAR, the same with the streamed weights' L2
+ * prefetch further ahead. The probe picks KZ_QPF_L2 on Intel CPUs and KZ_QPF_L2_FAR on AMD
+ * Zen 4, where L1 prefetches alone leave the streamed weights short of requests in flight,
+ * and KZ_QPF_L1 elsewhere, where L2 hints are slower (docs/ARCHITECTURE.md#kernel-selection).
  * Results are the same bits under either; other kernels ignore it. */
-typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1, KZ_QPF_COUNT = 2 } kz_quant_prefetch;
+typedef enum kz_quant_prefetch {
+    KZ_QPF_L1 = 0,
+    KZ_QPF_L2 = 1,
+    KZ_QPF_L2_FAR = 2, /* KZ_QPF_L2 with the streamed weights' L2 prefetch further ahead */
+    KZ_QPF_COUNT = 3
+} kz_quant_prefetch;
 
 /* The quantized matmuls of one sub-level under every prefetch policy, [policy][reused]
  * (reused 1: weights read again while the last-level cache holds them), and its batched

@@ -216,7 +216,7 @@ static kz_status build_description(kz_model *m) {
              "cpu: %s\nkernels: %s\nkernel sub-level: %s%s\ncodec precision: %s%s\n"
              "load: %.0f ms",
              kz_cpu_features(), kz_isa_name(k->isa), k->name,
-             k->prefetch == KZ_QPF_L2 ? " (prefetch into L2)" : "", precision, note, m->load_ms);
+             k->prefetch != KZ_QPF_L1 ? " (prefetch into L2)" : "", precision, note, m->load_ms);
     return KZ_OK;
 }
 

@@ -7,8 +7,10 @@
  * folder), at every kernel level cap this CPU runs (scalar, avx2, avx512 / neon), on a pool
  * of 2 threads. Per model and level:
  *   - 8 requests, each with its own talker state, prefilled alone with a different number
- *     of prompt rows (1 to 8: staggered positions; prompts of 4 or more rows take the
- *     prefill's GEMM path), twice: one copy steps alone (kz_talker_forward, one row), the
+ *     of prompt rows (1, 4, ..., 22: staggered positions; prompts of 4 or more rows take the
+ *     prefill's GEMM path; the steps alone of the longer ones attend over more positions
+ *     than the attention runs inline for, so they run it on the pool, and one request
+ *     crosses over), twice: one copy steps alone (kz_talker_forward, one row), the
  *     other in batches (kz_talker_step_batch) of B = 1, 2, 3 and 8 requests, one B per
  *     frame, the requests in another order each frame and a late joiner (request 7 sits
  *     out the first frames); hidden state and logits must match bit for bit every frame;
@@ -31,6 +33,8 @@
 #define N_REQ 8
 #define N_FRAMES 6
 #define MAX_POS 64
+#define PROMPT_ROWS(r) (3 * (r) + 1) /* request r's prompt rows */
+#define MAX_PROMPT PROMPT_ROWS(N_REQ - 1)
 
 /* The picker's state of one request: greedy, or seeded sampling by its own RNG. */
 typedef struct picker {
@@ -71,9 +75,9 @@ static int same_floats(const float *a, const float *b, size_t n) {
     return memcmp(a, b, n * sizeof(float)) == 0;
 }
 
-/* Prefills request r's two talker states alike with r + 1 codec-embedding rows. */
+/* Prefills request r's two talker states alike with PROMPT_ROWS(r) codec-embedding rows. */
 static void prefill(const kz_talker *t, request *q, kz_exec *e, size_t r, float *rows) {
-    const size_t D = (size_t)t->cfg.hidden_size, n = r + 1;
+    const size_t D = (size_t)t->cfg.hidden_size, n = PROMPT_ROWS(r);
     float *copy = rows + n * D;
     for (size_t i = 0; i < n; i++) {
         kz_talker_codec_vector(t, (int32_t)((r * 37 + i * 11) % (size_t)t->cfg.vocab_size),
@@ -177,15 +181,15 @@ static void run_model(const char *path, kz_isa_cap cap, const char *what) {
     const size_t D = (size_t)t->cfg.hidden_size;
     const size_t cp_logits = (size_t)m->cp.n_steps * (size_t)m->cp.cfg.vocab_size;
     request *req = calloc(N_REQ, sizeof *req);
-    float *rows = malloc(2 * (N_REQ + 1) * D * sizeof(float));
+    float *rows = malloc(2 * MAX_PROMPT * D * sizeof(float));
     kz_talker_batch tb;
     kz_code_predictor_batch cb;
     int ok = kz_talker_batch_init(&tb, t, N_REQ) == KZ_OK &&
              kz_code_predictor_batch_init(&cb, &m->cp, N_REQ) == KZ_OK;
     for (size_t r = 0; ok && r < N_REQ; r++) {
         request *q = &req[r];
-        ok = kz_talker_state_init(&q->ta, t, MAX_POS, N_REQ) == KZ_OK &&
-             kz_talker_state_init(&q->tb, t, MAX_POS, N_REQ) == KZ_OK &&
+        ok = kz_talker_state_init(&q->ta, t, MAX_POS, MAX_PROMPT) == KZ_OK &&
+             kz_talker_state_init(&q->tb, t, MAX_POS, MAX_PROMPT) == KZ_OK &&
              kz_code_predictor_state_init(&q->ca, &m->cp) == KZ_OK &&
              kz_code_predictor_state_init(&q->cb, &m->cp) == KZ_OK;
         q->pa = q->pb = (picker){.greedy = r % 2 == 0, .rng = 0x5eed0000ull + r};

@@ -133,7 +133,10 @@ static void test_sublevels(void) {
                   names[i]);
         CHECK_MSG(complete(k), "table %s lacks a kernel", names[i]);
         printf("sub-level %-12s: runs here, tested (prefetch %s, bf16 gemm %s)\n", k->name,
-               k->prefetch == KZ_QPF_L2 ? "L2" : "L1", k->gemm_bf16_name);
+               k->prefetch == KZ_QPF_L1   ? "L1"
+               : k->prefetch == KZ_QPF_L2 ? "L2"
+                                          : "L2 far",
+               k->gemm_bf16_name);
         highest[isa] = k;
         if (isa != KZ_ISA_SCALAR && n_simd_levels < TEST_MAX_LEVELS) {
             simd_levels[n_simd_levels++] = k;

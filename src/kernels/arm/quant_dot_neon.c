@@ -38,10 +38,14 @@ static void q4_sdot_batch(float *y, size_t ldy, const float *x, size_t ldx, cons
 }
 
 const kz_quant_fns kz_quant_neon_dotprod = {
-    .q8_0_batch = {{q8_sdot_batch, q8_sdot_batch}, {q8_sdot_batch, q8_sdot_batch}},
-    .q4_0_batch = {{q4_sdot_batch, q4_sdot_batch}, {q4_sdot_batch, q4_sdot_batch}},
-    .q8_0 = {{q8_sdot, q8_sdot}, {q8_sdot, q8_sdot}},
-    .q4_0 = {{q4_sdot, q4_sdot}, {q4_sdot, q4_sdot}},
+    .q8_0_batch = {{q8_sdot_batch, q8_sdot_batch},
+                   {q8_sdot_batch, q8_sdot_batch},
+                   {q8_sdot_batch, q8_sdot_batch}},
+    .q4_0_batch = {{q4_sdot_batch, q4_sdot_batch},
+                   {q4_sdot_batch, q4_sdot_batch},
+                   {q4_sdot_batch, q4_sdot_batch}},
+    .q8_0 = {{q8_sdot, q8_sdot}, {q8_sdot, q8_sdot}, {q8_sdot, q8_sdot}},
+    .q4_0 = {{q4_sdot, q4_sdot}, {q4_sdot, q4_sdot}, {q4_sdot, q4_sdot}},
 };
 
 #if defined(__clang__)

@@ -234,10 +234,10 @@ static void q4_mmla(float *y, size_t ldy, const float *x, size_t ldx, const void
  * quantizes up to GROUP_PAIRS token pairs once and then runs the rows, so a batch of up to
  * eight rows reads each weight row pair once, by SMMLA, with the SDOT bits. */
 const kz_quant_fns kz_quant_neon_i8mm = {
-    .q8_0_batch = {{q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}},
-    .q4_0_batch = {{q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}},
-    .q8_0 = {{q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}},
-    .q4_0 = {{q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}},
+    .q8_0_batch = {{q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}},
+    .q4_0_batch = {{q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}},
+    .q8_0 = {{q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}, {q8_mmla, q8_mmla}},
+    .q4_0 = {{q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}, {q4_mmla, q4_mmla}},
 };
 
 #if defined(__clang__)

@@ -41,10 +41,12 @@ static void q4_batch(float *y, size_t ldy, const float *x, size_t ldx, const voi
 }
 
 const kz_quant_fns kz_quant_neon = {
-    .q8_0_batch = {{q8_batch, q8_batch}, {q8_batch, q8_batch}},
-    .q4_0_batch = {{q4_batch, q4_batch}, {q4_batch, q4_batch}},
+    .q8_0_batch = {{q8_batch, q8_batch}, {q8_batch, q8_batch}, {q8_batch, q8_batch}},
+    .q4_0_batch = {{q4_batch, q4_batch}, {q4_batch, q4_batch}, {q4_batch, q4_batch}},
     .q8_0 = {{kz_matmul_q8_0_neon, kz_matmul_q8_0_neon},
+             {kz_matmul_q8_0_neon, kz_matmul_q8_0_neon},
              {kz_matmul_q8_0_neon, kz_matmul_q8_0_neon}},
     .q4_0 = {{kz_matmul_q4_0_neon, kz_matmul_q4_0_neon},
+             {kz_matmul_q4_0_neon, kz_matmul_q4_0_neon},
              {kz_matmul_q4_0_neon, kz_matmul_q4_0_neon}},
 };

@@ -265,7 +265,7 @@ void kz_matvec_q4_0_ref(float *y, size_t ldy, const float *x, size_t ldx, const 
 }
 
 /* The definitions do not prefetch: every policy's slot holds them. */
-#define REF_SLOTS(f) {{f, f}, {f, f}}
+#define REF_SLOTS(f) {{f, f}, {f, f}, {f, f}}
 const kz_quant_fns kz_quant_ref = {
     .q8_0 = REF_SLOTS(kz_matmul_q8_0_ref),
     .q4_0 = REF_SLOTS(kz_matmul_q4_0_ref),

@@ -342,12 +342,20 @@ static void q8_stream(QPF_PARAMS) {
     quant_walk(QPF_ARGS, 0, QPF_MODE_STREAM);
 }
 
+static void q8_far(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 0, QPF_MODE_STREAM_FAR);
+}
+
 static void q8_reuse(QPF_PARAMS) {
     quant_walk(QPF_ARGS, 0, QPF_MODE_REUSE);
 }
 
 static void q4_stream(QPF_PARAMS) {
     quant_walk(QPF_ARGS, 1, QPF_MODE_STREAM);
+}
+
+static void q4_far(QPF_PARAMS) {
+    quant_walk(QPF_ARGS, 1, QPF_MODE_STREAM_FAR);
 }
 
 static void q4_reuse(QPF_PARAMS) {
@@ -360,15 +368,17 @@ static void q4_reuse(QPF_PARAMS) {
     }
 BATCH(q8_batch_l1, 0, QPF_MODE_L1)
 BATCH(q8_batch_stream, 0, QPF_MODE_STREAM)
+BATCH(q8_batch_far, 0, QPF_MODE_STREAM_FAR)
 BATCH(q8_batch_reuse, 0, QPF_MODE_REUSE)
 BATCH(q4_batch_l1, 1, QPF_MODE_L1)
 BATCH(q4_batch_stream, 1, QPF_MODE_STREAM)
+BATCH(q4_batch_far, 1, QPF_MODE_STREAM_FAR)
 BATCH(q4_batch_reuse, 1, QPF_MODE_REUSE)
 #undef BATCH
 
 const kz_quant_fns kz_quant_avx2 = {
-    .q8_0 = QPF_SLOTS(kz_matmul_q8_0_avx2, q8_stream, q8_reuse),
-    .q4_0 = QPF_SLOTS(kz_matmul_q4_0_avx2, q4_stream, q4_reuse),
-    .q8_0_batch = QPF_SLOTS(q8_batch_l1, q8_batch_stream, q8_batch_reuse),
-    .q4_0_batch = QPF_SLOTS(q4_batch_l1, q4_batch_stream, q4_batch_reuse),
+    .q8_0 = QPF_SLOTS(kz_matmul_q8_0_avx2, q8_stream, q8_far, q8_reuse),
+    .q4_0 = QPF_SLOTS(kz_matmul_q4_0_avx2, q4_stream, q4_far, q4_reuse),
+    .q8_0_batch = QPF_SLOTS(q8_batch_l1, q8_batch_stream, q8_batch_far, q8_batch_reuse),
+    .q4_0_batch = QPF_SLOTS(q4_batch_l1, q4_batch_stream, q4_batch_far, q4_batch_reuse),
 };

@@ -987,25 +987,40 @@ ENTRY(q8_vnni_batch_reuse, matvec_q, 0, PATH_VNNI, QPF_MODE_REUSE)
 ENTRY(q4_vnni_batch_l1, matvec_q, 1, PATH_VNNI, QPF_MODE_L1)
 ENTRY(q4_vnni_batch_stream, matvec_q, 1, PATH_VNNI, QPF_MODE_STREAM)
 ENTRY(q4_vnni_batch_reuse, matvec_q, 1, PATH_VNNI, QPF_MODE_REUSE)
+ENTRY(q8_plain_far, matmul_q, 0, PATH_PLAIN, QPF_MODE_STREAM_FAR)
+ENTRY(q4_plain_far, matmul_q, 1, PATH_PLAIN, QPF_MODE_STREAM_FAR)
+ENTRY(q8_vnni_far, matmul_q, 0, PATH_VNNI, QPF_MODE_STREAM_FAR)
+ENTRY(q4_vnni_far, matmul_q, 1, PATH_VNNI, QPF_MODE_STREAM_FAR)
+ENTRY(q8_amx_far, matmul_q, 0, PATH_AMX, QPF_MODE_STREAM_FAR)
+ENTRY(q8_plain_batch_far, matvec_q, 0, PATH_PLAIN, QPF_MODE_STREAM_FAR)
+ENTRY(q4_plain_batch_far, matvec_q, 1, PATH_PLAIN, QPF_MODE_STREAM_FAR)
+ENTRY(q8_vnni_batch_far, matvec_q, 0, PATH_VNNI, QPF_MODE_STREAM_FAR)
+ENTRY(q4_vnni_batch_far, matvec_q, 1, PATH_VNNI, QPF_MODE_STREAM_FAR)
 #undef ENTRY
 
 const kz_quant_fns kz_quant_avx512 = {
-    .q8_0 = QPF_SLOTS(kz_matmul_q8_0_avx512, q8_plain_stream, q8_plain_reuse),
-    .q4_0 = QPF_SLOTS(kz_matmul_q4_0_avx512, q4_plain_stream, q4_plain_reuse),
-    .q8_0_batch = QPF_SLOTS(q8_plain_batch_l1, q8_plain_batch_stream, q8_plain_batch_reuse),
-    .q4_0_batch = QPF_SLOTS(q4_plain_batch_l1, q4_plain_batch_stream, q4_plain_batch_reuse),
+    .q8_0 = QPF_SLOTS(kz_matmul_q8_0_avx512, q8_plain_stream, q8_plain_far, q8_plain_reuse),
+    .q4_0 = QPF_SLOTS(kz_matmul_q4_0_avx512, q4_plain_stream, q4_plain_far, q4_plain_reuse),
+    .q8_0_batch = QPF_SLOTS(q8_plain_batch_l1, q8_plain_batch_stream, q8_plain_batch_far,
+                            q8_plain_batch_reuse),
+    .q4_0_batch = QPF_SLOTS(q4_plain_batch_l1, q4_plain_batch_stream, q4_plain_batch_far,
+                            q4_plain_batch_reuse),
 };
 const kz_quant_fns kz_quant_avx512_vnni = {
-    .q8_0 = QPF_SLOTS(q8_vnni_l1, q8_vnni_stream, q8_vnni_reuse),
-    .q4_0 = QPF_SLOTS(q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse),
-    .q8_0_batch = QPF_SLOTS(q8_vnni_batch_l1, q8_vnni_batch_stream, q8_vnni_batch_reuse),
-    .q4_0_batch = QPF_SLOTS(q4_vnni_batch_l1, q4_vnni_batch_stream, q4_vnni_batch_reuse),
+    .q8_0 = QPF_SLOTS(q8_vnni_l1, q8_vnni_stream, q8_vnni_far, q8_vnni_reuse),
+    .q4_0 = QPF_SLOTS(q4_vnni_l1, q4_vnni_stream, q4_vnni_far, q4_vnni_reuse),
+    .q8_0_batch =
+        QPF_SLOTS(q8_vnni_batch_l1, q8_vnni_batch_stream, q8_vnni_batch_far, q8_vnni_batch_reuse),
+    .q4_0_batch =
+        QPF_SLOTS(q4_vnni_batch_l1, q4_vnni_batch_stream, q4_vnni_batch_far, q4_vnni_batch_reuse),
 };
 /* q4_0 keeps the VNNI kernels (section "AMX-INT8 prompt path"); the batched products are
  * the VNNI ones (matvec_q). */
 const kz_quant_fns kz_quant_avx512_amx = {
-    .q8_0 = QPF_SLOTS(q8_amx_l1, q8_amx_stream, q8_amx_reuse),
-    .q4_0 = QPF_SLOTS(q4_vnni_l1, q4_vnni_stream, q4_vnni_reuse),
-    .q8_0_batch = QPF_SLOTS(q8_vnni_batch_l1, q8_vnni_batch_stream, q8_vnni_batch_reuse),
-    .q4_0_batch = QPF_SLOTS(q4_vnni_batch_l1, q4_vnni_batch_stream, q4_vnni_batch_reuse),
+    .q8_0 = QPF_SLOTS(q8_amx_l1, q8_amx_stream, q8_amx_far, q8_amx_reuse),
+    .q4_0 = QPF_SLOTS(q4_vnni_l1, q4_vnni_stream, q4_vnni_far, q4_vnni_reuse),
+    .q8_0_batch =
+        QPF_SLOTS(q8_vnni_batch_l1, q8_vnni_batch_stream, q8_vnni_batch_far, q8_vnni_batch_reuse),
+    .q4_0_batch =
+        QPF_SLOTS(q4_vnni_batch_l1, q4_vnni_batch_stream, q4_vnni_batch_far, q4_vnni_batch_reuse),
 };
