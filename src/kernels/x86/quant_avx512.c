@@ -43,7 +43,8 @@
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
  * prefetch per 64 bytes (the best distance and density for the DRAM stream under the L1
  * policy: docs/ARCHITECTURE.md#language-model-matmuls), or under the KZ_QPF_L2 policy into
- * L2 and from there into L1 (quant_prefetch.h).
+ * L2 and from there into L1 (quant_prefetch.h); the batched products' lane-order sets
+ * take the second way under either policy (set_prefetch).
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
  * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
@@ -502,10 +503,12 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
 /* acc[t] += the 16 blocks of group g (at blk, nvalid of them) against the nt tokens of
  * a, one fma per block into lane LANE(block). VNNI sets of more than MAX_NT_PLAIN: the
  * codes are unpacked and transposed once (group_codes) and each token's block sums are
- * eight vpdpbusd chained from its offset, already in lane order, so the registers hold
- * only the codes, the accumulators and one token's chain; smaller sets (and the plain
- * path): group_dots in quad order, which streams the weights from DRAM faster there
- * (docs/ARCHITECTURE.md#language-model-matmuls). */
+ * eight vpdpbusd chained from its offset, already in lane order; the chains advance
+ * together (one code vector against every token, then the next), so up to eight
+ * independent vpdpbusd are in flight rather than one token's dependent chain, and the
+ * registers hold the eight codes, the chains and the accumulators; smaller sets (and
+ * the plain path): group_dots in quad order, which streams the weights from DRAM faster
+ * there (docs/ARCHITECTURE.md#language-model-matmuls). */
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
@@ -514,14 +517,19 @@ ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act 
         const __m512 dw = group_scales(win, q4);
         __m512i u[8];
         group_codes(u, win, q4);
+        __m512i r[MAX_NT];
         for (int t = 0; t < nt; t++) {
-            const int8_t *xq = a[t].q + g * GROUP * KZ_QK;
-            __m512i r = _mm512_load_si512((const void *)(a[t].off + g * GROUP));
-            for (int m = 0; m < 8; m++) {
-                r = dpbusd(r, u[m], _mm512_load_si512((const void *)(xq + 64 * m)));
+            r[t] = _mm512_load_si512((const void *)(a[t].off + g * GROUP));
+        }
+        for (int m = 0; m < 8; m++) {
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xq = a[t].q + g * GROUP * KZ_QK + 64 * m;
+                r[t] = dpbusd(r[t], u[m], _mm512_load_si512((const void *)xq));
             }
+        }
+        for (int t = 0; t < nt; t++) {
             const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(a[t].d + g * GROUP));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), s, acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r[t]), s, acc[t]);
         }
         return;
     }
@@ -906,6 +914,15 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
     }
 }
 
+/* The prefetch mode of a batched set: the entry point's, except that KZ_QPF_L1's single
+ * L1 prefetch becomes QPF_MODE_STREAM's pair (into L2 far ahead, from there into L1) for
+ * lane-order sets. Their kernels spend several times longer per weight byte than the
+ * decode step's, and with L1 prefetches alone they waited on DRAM on the Zen 4 where the
+ * probe picks KZ_QPF_L1 (docs/ARCHITECTURE.md#language-model-matmuls). */
+static inline int set_prefetch(int pf, size_t nt, int vnni) {
+    return pf == QPF_MODE_L1 && LANE_ORDER(nt, vnni) ? QPF_MODE_STREAM : pf;
+}
+
 /* The batched matrix-vector product of one entry point (kernels.h matvec_q8_0): every
  * token of a pass quantized once per chunk, then per row tile of about
  * KZ_MATVEC_TILE_BYTES the pass's tokens in sets of the path's largest size, each set's
@@ -939,7 +956,7 @@ static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
                 for (size_t t = 0; t < np; t += max_nt) {
                     const size_t nt = np - t < max_nt ? np - t : max_nt;
                     fns[q4][vnni][nt - 1](y + (t0 + t) * ldy, ldy, (const uint8_t *)w, nb, c0,
-                                          cn, r0, r1, a + t, c0 != 0, pf);
+                                          cn, r0, r1, a + t, c0 != 0, set_prefetch(pf, nt, vnni));
                 }
             }
         }
