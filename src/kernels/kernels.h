@@ -233,7 +233,7 @@ typedef void (*kz_matmul_fn)(float *y, size_t ldy, const float *x, size_t ldx, c
  * (kz_kernels.matmul_q8_0_reused). The probe picks KZ_QPF_L2 on Intel CPUs, where L1
  * prefetches alone leave the streamed weights short of requests in flight, and KZ_QPF_L1
  * elsewhere, where L2 hints are slower (docs/ARCHITECTURE.md#kernel-selection); the
- * batched products' sets of more than four tokens on AVX-512 VNNI prefetch the KZ_QPF_L2
+ * batched products' sets of four or more tokens on AVX-512 VNNI prefetch the KZ_QPF_L2
  * way under either (x86/quant_avx512.c set_prefetch). Results are the same bits under
  * either; other kernels ignore it. */
 typedef enum kz_quant_prefetch { KZ_QPF_L1 = 0, KZ_QPF_L2 = 1, KZ_QPF_COUNT = 2 } kz_quant_prefetch;

@@ -13,14 +13,14 @@
  * 82 KB of stack:
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
- *            or, for VNNI sets of 5 to 8 tokens, in lane order: dword m (codes
+ *            or, for VNNI sets of 4 to 8 tokens, in lane order: dword m (codes
  *            4m..4m+3) of block LANE(l) of a group at 64 m + 4 l (the quads' 4 x 4
  *            dword transpose per 128-bit section);
  *            d_x per block in lane order (below); -8 (q4_0) or -128 (q8_0) sum q_x
  *   per weight row o, per group of 16 blocks (the last one may be partial):
  *     unaligned 64-byte windows of the row --vpermt2w--> per block quad:
  *     q8_0: codes 0..15 of the 4 blocks (wl), codes 16..31 (wh), int8
- *           sets of up to 4 tokens: the sign of w moves onto q_x (masked subtract
+ *           sets in quad order: the sign of w moves onto q_x (masked subtract
  *             from zero), |w| (0..128) as u8 (w + 128 could saturate a maddubs pair)
  *             VNNI:  vpdpbusd(|wl|, +-q_x 0..15), vpdpbusd(|wh|, +-q_x 16..31), chained
  *             plain: maddubs, madd(1) for each half, add
@@ -30,7 +30,7 @@
  *       --> 4 x 4 int32 (block 4j + k in 128-bit section k)
  *     four quads --unpacks, adds--> 16 int32, block 4m + k in lane 4k + m (LANE):
  *       the exact sum_i c_i q_x,i (+ the offset's -8 sum q_x for q4_0)
- *     VNNI sets of 5 to 8 tokens instead (group_codes): the four quads' codes, u8
+ *     VNNI sets of 4 to 8 tokens instead (group_codes): the four quads' codes, u8
  *       (q8_0 u = w xor 0x80 = w + 128, q4_0 the nibbles), --the same dword
  *       transpose--> eight vectors in lane order, once for the set; per token eight
  *       vpdpbusd against its lane-order q_x, chained from its -128 (-8) sum q_x:
@@ -86,7 +86,8 @@
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
 #define MAX_NT 8         /* tokens in a set (prefill): they share each group's unpacking */
-#define MAX_NT_PLAIN 4   /* ... on the plain path, and the largest set in quad order */
+#define MAX_NT_PLAIN 4   /* ... on the plain path, all of them in quad order */
+#define MIN_LANE_NT 4    /* the smallest VNNI set in lane order (LANE_ORDER) */
 #define GROUP 16         /* blocks per fold: one float lane each */
 #define PREFETCH_Q8 4096 /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
 #define PREFETCH_Q4 8192
@@ -359,7 +360,8 @@ ALWAYS_INLINE __m512i pick(__m512i lo, const uint16_t *idx, __m512i hi) {
 
 /* Integer dot products of the 16 blocks of group g (windows win) with nt (1
  * to MAX_NT_PLAIN) tokens (act in quad order), folded and offset: r[t] lane LANE(k) =
- * exact sum_i c_i q_i of block k. Larger sets take group_codes instead. */
+ * exact sum_i c_i q_i of block k. VNNI sets of MIN_LANE_NT or more take group_codes
+ * instead. */
 ALWAYS_INLINE void group_dots(__m512i r[MAX_NT_PLAIN], const __m512i *win, const act *a, size_t g,
                               int nt, int q4, int vnni) {
     if (vnni && q4) {
@@ -498,10 +500,10 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
 
 /* Whether a set of nt tokens takes group_codes (act in lane order) rather than
  * group_dots (act in quad order). */
-#define LANE_ORDER(nt, vnni) ((vnni) && (nt) > MAX_NT_PLAIN)
+#define LANE_ORDER(nt, vnni) ((vnni) && (nt) >= MIN_LANE_NT)
 
 /* acc[t] += the 16 blocks of group g (at blk, nvalid of them) against the nt tokens of
- * a, one fma per block into lane LANE(block). VNNI sets of more than MAX_NT_PLAIN: the
+ * a, one fma per block into lane LANE(block). VNNI sets of MIN_LANE_NT or more: the
  * codes are unpacked and transposed once (group_codes) and each token's block sums are
  * eight vpdpbusd chained from its offset, already in lane order; the chains advance
  * together (one code vector against every token, then the next), so up to eight
