@@ -506,11 +506,11 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
  * a, one fma per block into lane LANE(block). VNNI sets of MIN_LANE_NT or more: the
  * codes are unpacked and transposed once (group_codes) and each token's block sums are
  * eight vpdpbusd chained from its offset, already in lane order; the chains advance
- * together (one code vector against every token, then the next), so up to eight
- * independent vpdpbusd are in flight rather than one token's dependent chain, and the
- * registers hold the eight codes, the chains and the accumulators; smaller sets (and
- * the plain path): group_dots in quad order, which streams the weights from DRAM faster
- * there (docs/ARCHITECTURE.md#language-model-matmuls). */
+ * together (one code vector against every token, then the next), so the set's
+ * independent vpdpbusd issue back to back rather than one token's dependent chain after
+ * another, and the registers hold the eight codes, the chains and the accumulators;
+ * smaller sets (and the plain path): group_dots in quad order, which streams the weights
+ * from DRAM faster there (docs/ARCHITECTURE.md#language-model-matmuls). */
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
@@ -919,8 +919,8 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
 /* The prefetch mode of a batched set: the entry point's, except that KZ_QPF_L1's single
  * L1 prefetch becomes QPF_MODE_STREAM's pair (into L2 far ahead, from there into L1) for
  * lane-order sets. Their kernels spend several times longer per weight byte than the
- * decode step's, and with L1 prefetches alone they waited on DRAM on the Zen 4 where the
- * probe picks KZ_QPF_L1 (docs/ARCHITECTURE.md#language-model-matmuls). */
+ * decode step's, and with L1 prefetches alone they streamed from DRAM slower on the Zen 4,
+ * where the probe picks KZ_QPF_L1 (docs/ARCHITECTURE.md#language-model-matmuls). */
 static inline int set_prefetch(int pf, size_t nt, int vnni) {
     return pf == QPF_MODE_L1 && LANE_ORDER(nt, vnni) ? QPF_MODE_STREAM : pf;
 }
