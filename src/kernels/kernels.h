@@ -233,8 +233,10 @@ typedef void (*kz_matmul_fn)(float *y, size_t ldy, const float *x, size_t ldx, c
  * (kz_kernels.matmul_q8_0_reused); KZ_QPF_L2_FAR, the same with the streamed weights' L2
  * prefetch further ahead. The probe picks KZ_QPF_L2 on Intel CPUs and KZ_QPF_L2_FAR on AMD
  * Zen 4, where L1 prefetches alone leave the streamed weights short of requests in flight,
- * and KZ_QPF_L1 elsewhere, where L2 hints are slower (docs/ARCHITECTURE.md#kernel-selection).
- * Results are the same bits under either; other kernels ignore it. */
+ * and KZ_QPF_L1 elsewhere, where L2 hints are slower (docs/ARCHITECTURE.md#kernel-selection);
+ * the batched products' sets of four or more tokens on AVX-512 VNNI prefetch the KZ_QPF_L2
+ * way under any of them (x86/quant_avx512.c set_prefetch). Results are the same bits under
+ * each; other kernels ignore it. */
 typedef enum kz_quant_prefetch {
     KZ_QPF_L1 = 0,
     KZ_QPF_L2 = 1,

@@ -7,11 +7,11 @@
  * on its batch. For every sub-level this CPU runs (scalar included: the definitions),
  * every dtype (BF16, F16, F32, Q8_0, Q4_0), both prefetch policies and the _reused
  * entry points, input widths with ragged tails (float: any width; quantized: multiples of
- * 32, a partial 16-block group, and past one 256-block activation chunk), B = 1..20 (past
- * one KZ_MATVEC_PASS), output rows split over two calls at a random row, a row tile
- * boundary inside the split, an all-zero token (zero activation scales) and large-magnitude
- * tokens. The matmuls themselves are held to the scalar definitions by test_matmul.c and
- * test_quant.c.
+ * 32, a partial 16-block group after full ones, past one 256-block activation chunk),
+ * B = 1..20 (past one KZ_MATVEC_PASS), output rows split over two calls at a random row, a
+ * row tile boundary inside the split, an all-zero token (zero activation scales) and
+ * large-magnitude tokens. The matmuls themselves are held to the scalar definitions by
+ * test_matmul.c and test_quant.c.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -128,13 +128,16 @@ static void check_shape(const kz_kernels *k, uint64_t *rng, int kind, int reused
 
 static void check_level(const kz_kernels *k, uint64_t *rng) {
     static const size_t float_in[] = {1, 7, 16, 37, 64, 100, 1024};
-    static const size_t quant_in[] = {0, 32, 96, 512, 544, 1024, 8192 + 96};
+    // 3232: 101 blocks, six full groups and a partial one in one chunk
+    static const size_t quant_in[] = {0, 32, 96, 512, 544, 1024, 3232, 8192 + 96};
     static const size_t rows_of[] = {1, 5, 33};
     for (int kind = 0; kind < N_KINDS; kind++) {
         const int quant = kind == W_Q8 || kind == W_Q4;
         const size_t *ins = quant ? quant_in : float_in;
+        const size_t n_ins = quant ? sizeof quant_in / sizeof *quant_in
+                                   : sizeof float_in / sizeof *float_in;
         for (int reused = 0; reused <= quant; reused++) {
-            for (size_t i = 0; i < 7; i++) {
+            for (size_t i = 0; i < n_ins; i++) {
                 for (size_t r = 0; r < 3; r++) {
                     // big inputs with few rows only (the scalar level is slow)
                     if (ins[i] > 1024 && rows_of[r] > 5) {

@@ -13,14 +13,14 @@
  * 82 KB of stack:
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
- *            or, for VNNI sets of 5 to 8 tokens, in lane order: dword m (codes
+ *            or, for VNNI sets of 4 to 8 tokens, in lane order: dword m (codes
  *            4m..4m+3) of block LANE(l) of a group at 64 m + 4 l (the quads' 4 x 4
  *            dword transpose per 128-bit section);
  *            d_x per block in lane order (below); -8 (q4_0) or -128 (q8_0) sum q_x
  *   per weight row o, per group of 16 blocks (the last one may be partial):
  *     unaligned 64-byte windows of the row --vpermt2w--> per block quad:
  *     q8_0: codes 0..15 of the 4 blocks (wl), codes 16..31 (wh), int8
- *           sets of up to 4 tokens: the sign of w moves onto q_x (masked subtract
+ *           sets in quad order: the sign of w moves onto q_x (masked subtract
  *             from zero), |w| (0..128) as u8 (w + 128 could saturate a maddubs pair)
  *             VNNI:  vpdpbusd(|wl|, +-q_x 0..15), vpdpbusd(|wh|, +-q_x 16..31), chained
  *             plain: maddubs, madd(1) for each half, add
@@ -30,7 +30,7 @@
  *       --> 4 x 4 int32 (block 4j + k in 128-bit section k)
  *     four quads --unpacks, adds--> 16 int32, block 4m + k in lane 4k + m (LANE):
  *       the exact sum_i c_i q_x,i (+ the offset's -8 sum q_x for q4_0)
- *     VNNI sets of 5 to 8 tokens instead (group_codes): the four quads' codes, u8
+ *     VNNI sets of 4 to 8 tokens instead (group_codes): the four quads' codes, u8
  *       (q8_0 u = w xor 0x80 = w + 128, q4_0 the nibbles), --the same dword
  *       transpose--> eight vectors in lane order, once for the set; per token eight
  *       vpdpbusd against its lane-order q_x, chained from its -128 (-8) sum q_x:
@@ -43,7 +43,9 @@
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
  * prefetch per 64 bytes (the best distance and density for the DRAM stream under the L1
  * policy: docs/ARCHITECTURE.md#language-model-matmuls), or under the KZ_QPF_L2 policy into
- * L2 and from there into L1 (quant_prefetch.h).
+ * L2 and from there into L1 (quant_prefetch.h; KZ_QPF_L2_FAR the same, further ahead);
+ * the batched products' lane-order sets take KZ_QPF_L2's way under every policy
+ * (set_prefetch).
  *
  * Exactness: every block's integer sum is exact in every path (|w| <= 128,
  * |q_x| <= 127: a maddubs pair is at most 32512, no saturation; vpdpbusd sums
@@ -85,7 +87,8 @@
 
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
 #define MAX_NT 8         /* tokens in a set (prefill): they share each group's unpacking */
-#define MAX_NT_PLAIN 4   /* ... on the plain path, and the largest set in quad order */
+#define MAX_NT_PLAIN 4   /* ... on the plain path, all of them in quad order */
+#define MIN_LANE_NT 4    /* the smallest VNNI set in lane order (LANE_ORDER) */
 #define GROUP 16         /* blocks per fold: one float lane each */
 #define PREFETCH_Q8 4096 /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
 #define PREFETCH_Q4 8192
@@ -358,7 +361,8 @@ ALWAYS_INLINE __m512i pick(__m512i lo, const uint16_t *idx, __m512i hi) {
 
 /* Integer dot products of the 16 blocks of group g (windows win) with nt (1
  * to MAX_NT_PLAIN) tokens (act in quad order), folded and offset: r[t] lane LANE(k) =
- * exact sum_i c_i q_i of block k. Larger sets take group_codes instead. */
+ * exact sum_i c_i q_i of block k. VNNI sets of MIN_LANE_NT or more take group_codes
+ * instead. */
 ALWAYS_INLINE void group_dots(__m512i r[MAX_NT_PLAIN], const __m512i *win, const act *a, size_t g,
                               int nt, int q4, int vnni) {
     if (vnni && q4) {
@@ -497,15 +501,17 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
 
 /* Whether a set of nt tokens takes group_codes (act in lane order) rather than
  * group_dots (act in quad order). */
-#define LANE_ORDER(nt, vnni) ((vnni) && (nt) > MAX_NT_PLAIN)
+#define LANE_ORDER(nt, vnni) ((vnni) && (nt) >= MIN_LANE_NT)
 
 /* acc[t] += the 16 blocks of group g (at blk, nvalid of them) against the nt tokens of
- * a, one fma per block into lane LANE(block). VNNI sets of more than MAX_NT_PLAIN: the
+ * a, one fma per block into lane LANE(block). VNNI sets of MIN_LANE_NT or more: the
  * codes are unpacked and transposed once (group_codes) and each token's block sums are
- * eight vpdpbusd chained from its offset, already in lane order, so the registers hold
- * only the codes, the accumulators and one token's chain; smaller sets (and the plain
- * path): group_dots in quad order, which streams the weights from DRAM faster there
- * (docs/ARCHITECTURE.md#language-model-matmuls). */
+ * eight vpdpbusd chained from its offset, already in lane order; the chains advance
+ * together (one code vector against every token, then the next), so the set's
+ * independent vpdpbusd issue back to back rather than one token's dependent chain after
+ * another, and the registers hold the eight codes, the chains and the accumulators;
+ * smaller sets (and the plain path): group_dots in quad order, which streams the weights
+ * from DRAM faster there (docs/ARCHITECTURE.md#language-model-matmuls). */
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
@@ -514,14 +520,19 @@ ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act 
         const __m512 dw = group_scales(win, q4);
         __m512i u[8];
         group_codes(u, win, q4);
+        __m512i r[MAX_NT];
         for (int t = 0; t < nt; t++) {
-            const int8_t *xq = a[t].q + g * GROUP * KZ_QK;
-            __m512i r = _mm512_load_si512((const void *)(a[t].off + g * GROUP));
-            for (int m = 0; m < 8; m++) {
-                r = dpbusd(r, u[m], _mm512_load_si512((const void *)(xq + 64 * m)));
+            r[t] = _mm512_load_si512((const void *)(a[t].off + g * GROUP));
+        }
+        for (int m = 0; m < 8; m++) {
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xq = a[t].q + g * GROUP * KZ_QK + 64 * m;
+                r[t] = dpbusd(r[t], u[m], _mm512_load_si512((const void *)xq));
             }
+        }
+        for (int t = 0; t < nt; t++) {
             const __m512 s = _mm512_mul_ps(dw, _mm512_load_ps(a[t].d + g * GROUP));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), s, acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r[t]), s, acc[t]);
         }
         return;
     }
@@ -906,6 +917,16 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
     }
 }
 
+/* The prefetch mode of a batched set: the entry point's, except that lane-order sets
+ * stream with QPF_MODE_STREAM's pair (into L2 ahead, from there into L1) under every
+ * policy but the reused weights'. Their kernels spend several times longer per weight byte
+ * than the decode step's: with L1 prefetches alone they streamed from DRAM slower on the
+ * Zen 4, and QPF_MODE_STREAM_FAR's longer distance, which the decode step gains from there,
+ * was slower for them (docs/ARCHITECTURE.md#language-model-matmuls). */
+static inline int set_prefetch(int pf, size_t nt, int vnni) {
+    return pf != QPF_MODE_REUSE && LANE_ORDER(nt, vnni) ? QPF_MODE_STREAM : pf;
+}
+
 /* The batched matrix-vector product of one entry point (kernels.h matvec_q8_0): every
  * token of a pass quantized once per chunk, then per row tile of about
  * KZ_MATVEC_TILE_BYTES the pass's tokens in sets of the path's largest size, each set's
@@ -939,7 +960,7 @@ static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
                 for (size_t t = 0; t < np; t += max_nt) {
                     const size_t nt = np - t < max_nt ? np - t : max_nt;
                     fns[q4][vnni][nt - 1](y + (t0 + t) * ldy, ldy, (const uint8_t *)w, nb, c0,
-                                          cn, r0, r1, a + t, c0 != 0, pf);
+                                          cn, r0, r1, a + t, c0 != 0, set_prefetch(pf, nt, vnni));
                 }
             }
         }
