@@ -340,11 +340,8 @@ static enum MHD_Result too_large(http_req *r) {
     return http_send_error(r, &e) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* Appends a body chunk; false when it would pass the limit or memory ran out. */
+/* Appends a body chunk; false when memory ran out. */
 static bool body_append(http_req *r, const char *data, size_t n) {
-    if (n > r->srv->cfg->max_body - r->n_body) {
-        return false;
-    }
     if (r->n_body + n + 1 > r->cap_body) {
         size_t cap = r->cap_body ? r->cap_body : 4096;
         while (cap < r->n_body + n + 1) {
@@ -369,16 +366,18 @@ static bool body_append(http_req *r, const char *data, size_t n) {
  * connection so that an endless body cannot hold it. */
 static enum MHD_Result body_chunk(http_req *r, const char *data, size_t *n) {
     const size_t limit = r->srv->cfg->max_body;
-    if (r->n_dropped == 0 && body_append(r, data, *n)) {
-        *n = 0;
-        return MHD_YES;
-    }
-    if (*n > limit - r->n_dropped) {
+    if (r->n_dropped == 0 && *n <= limit - r->n_body) {
+        if (!body_append(r, data, *n)) { // no memory for a body within the limit
+            r->status = 500;
+            return MHD_NO;
+        }
+    } else if (*n <= limit - r->n_dropped) {
+        r->n_dropped += *n;
+    } else {
         metrics_rejected(r->srv->metrics, "body_too_large");
         r->status = 413;
         return MHD_NO;
     }
-    r->n_dropped += *n;
     *n = 0;
     return MHD_YES;
 }
