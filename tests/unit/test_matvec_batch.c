@@ -5,7 +5,7 @@
  * The contract under test: a batch of B independent rows gives every row exactly the bits
  * the level's matmul gives that row alone (n_tok 1), so a request's results never depend
  * on its batch. For every sub-level this CPU runs (scalar included: the definitions),
- * every dtype (BF16, F16, F32, Q8_0, Q4_0), both prefetch policies and the _reused
+ * every dtype (BF16, F16, F32, Q8_0, Q4_0), every prefetch policy and the _reused
  * entry points, input widths with ragged tails (float: any width; quantized: multiples of
  * 32, a partial 16-block group after full ones, past one 256-block activation chunk),
  * B = 1..20 (past one KZ_MATVEC_PASS), output rows split over two calls at a random row, a

@@ -645,7 +645,7 @@ static void test_sublevel_paths(void) {
     }
 }
 
-/* Every table's quantized matmuls under both prefetch policies (kernels.h
+/* Every table's quantized matmuls under every prefetch policy (kernels.h
  * kz_quant_prefetch: other prefetches, a mode carried through the x86 kernels' calls),
  * for streamed and reused weights, give the bits of the table's own, one to 47 tokens;
  * and each table's entry points are its quant set's for its policy. */
