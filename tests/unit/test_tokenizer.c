@@ -937,6 +937,36 @@ static void test_stored_tables(const kz_tokenizer *from_dir) {
         kz_tokenizer_free(t);
     }
     table_copy_free(&c);
+    // Sparse ids (far more ids than tokens, as in the test models' vocabularies): the hash
+    // tables are sized by the tokens, and the tables still load.
+    size_t n_vocab = 0, n_merges = 0;
+    char *vocab = read_exact(main_dir, "vocab.json", &n_vocab);
+    char *merges = read_exact(main_dir, "merges.txt", &n_merges);
+    char *sparse = malloc(n_vocab + 32);
+    kz_bpe *built = NULL, *mapped = NULL;
+    if (vocab && merges && sparse) {
+        size_t end = n_vocab;
+        while (end > 0 && vocab[end - 1] != '}') {
+            end--;
+        }
+        int n = snprintf(sparse, n_vocab + 32, "%.*s, \"zz\": 100000}", (int)end - 1, vocab);
+        CHECK_EQ_INT(kz_bpe_load_text("v", sparse, (size_t)n, "m", merges, n_merges, &built),
+                     KZ_OK);
+    }
+    if (built) {
+        kz_bpe_tables sparse_tables;
+        kz_bpe_tables_of(built, &sparse_tables);
+        CHECK_MSG(kz_bpe_from_tables("sparse", &sparse_tables, &mapped) == KZ_OK, "%s",
+                  kz_error_get());
+        CHECK(mapped && kz_bpe_n_ids(mapped) == 100001 &&
+              kz_bpe_find(mapped, (const uint8_t *)"zz", 2) == 100000 &&
+              kz_bpe_find(mapped, (const uint8_t *)"hello", 5) == ID_HELLO);
+    }
+    kz_bpe_free(mapped);
+    kz_bpe_free(built);
+    free(sparse);
+    free(vocab);
+    free(merges);
     check_bad_tables(&src, &good, token_past_blob, "a token's bytes lie outside the blob");
     check_bad_tables(&src, &good, unused_id_with_bytes, "outside the blob");
     check_bad_tables(&src, &good, slot_past_ids, "a vocabulary slot names no token");
@@ -945,7 +975,7 @@ static void test_stored_tables(const kz_tokenizer *from_dir) {
     check_bad_tables(&src, &good, merges_full, "the merge table has no empty slot");
     check_bad_tables(&src, &good, result_no_token, "a merge's result is no token");
     check_bad_tables(&src, &good, byte_wrong_token, "a byte's token is missing");
-    check_bad_tables(&src, &good, slots_not_pow2, "not powers of two");
+    check_bad_tables(&src, &good, slots_not_pow2, "hash tables are not powers of two");
     free(config);
 }
 
