@@ -10,6 +10,7 @@
  * Weights stay in the mapping: quantized and bf16 matrices are used in place,
  * the codec's pre-packed panels too, so loading does no weight conversion.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,11 +69,17 @@ static kz_status load_codec(kz_model *m) {
     return st == KZ_OK ? kz_model_bind_codec(m, NULL) : st;
 }
 
-/* The tensor `name` when it has `type` and n elements (n 0: any count), else NULL. */
+/* The tensor `name` when it has `type`, n elements (n 0: any count) and data aligned for
+ * its elements (a file's alignment may be smaller), else NULL. */
 static const kz_gguf_tensor *table(const kz_gguf_file *g, const char *name,
                                    kz_gguf_tensor_type type, size_t n) {
     const kz_gguf_tensor *t = kz_gguf_find(g, name);
-    return t && t->type == type && (n == 0 || t->n_elements == n) ? t : NULL;
+    size_t elem_bytes = 0;
+    return t && t->type == type && (n == 0 || t->n_elements == n) &&
+                   kz_gguf_tensor_type_block(type, NULL, &elem_bytes) &&
+                   (uintptr_t)t->data % elem_bytes == 0
+               ? t
+               : NULL;
 }
 
 /* *out: the stored BPE tables (gguf_layout.h tokenizer.bpe.*) when the file has them under
