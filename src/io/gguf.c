@@ -156,6 +156,8 @@ static const struct {
     {KZ_GGUF_TENSOR_F32, 1, 4},        {KZ_GGUF_TENSOR_F16, 1, 2},
     {KZ_GGUF_TENSOR_BF16, 1, 2},       {KZ_GGUF_TENSOR_Q8_0, 32, 2 + 32}, // f16 scale, int8 q[32]
     {KZ_GGUF_TENSOR_Q4_0, 32, 2 + 16},                                    // f16 scale, 32 nibbles
+    {KZ_GGUF_TENSOR_I8, 1, 1},         {KZ_GGUF_TENSOR_I32, 1, 4},
+    {KZ_GGUF_TENSOR_I64, 1, 8},
 };
 
 bool kz_gguf_tensor_type_block(uint32_t type, size_t *block_values, size_t *block_bytes) {

@@ -3,7 +3,8 @@
  * writer.
  *
  * One GGUF file carries typed metadata (configs, tokenizer vocabulary, generation defaults) and
- * tensors (F32, F16, BF16, Q8_0, Q4_0) so a quantized checkpoint is a single file.
+ * tensors (F32, F16, BF16, Q8_0, Q4_0; I8, I32 and I64 for integer tables such as the
+ * tokenizer's) so a quantized checkpoint is a single file.
  *
  * Reader: kz_gguf_open() maps the file read-only and validates all of it before returning:
  * magic, version (2 or 3), counts against limits and the file size, every string inside the
@@ -64,6 +65,9 @@ typedef enum kz_gguf_tensor_type {
     KZ_GGUF_TENSOR_F16 = 1,
     KZ_GGUF_TENSOR_Q4_0 = 2,
     KZ_GGUF_TENSOR_Q8_0 = 8,
+    KZ_GGUF_TENSOR_I8 = 24,
+    KZ_GGUF_TENSOR_I32 = 26,
+    KZ_GGUF_TENSOR_I64 = 27,
     KZ_GGUF_TENSOR_BF16 = 30,
 } kz_gguf_tensor_type;
 
@@ -83,7 +87,7 @@ typedef struct kz_gguf_kv {
 typedef struct kz_gguf_tensor {
     const char *name;                /* NUL-terminated, owned by the file object */
     kz_gguf_tensor_type type;        /* ggml type id */
-    const char *type_name;           /* "F32", "F16", "Q4_0", "Q8_0", "BF16" */
+    const char *type_name;           /* "F32", "F16", "Q4_0", "Q8_0", "BF16", "I8", ... */
     int n_dims;                      /* 1 to KZ_GGUF_MAX_DIMS */
     int64_t ne[KZ_GGUF_MAX_DIMS];    /* as stored, ggml order: ne[0] innermost; 1 past n_dims */
     int64_t shape[KZ_GGUF_MAX_DIMS]; /* row-major: shape[i] = ne[n_dims - 1 - i]; 1 past n_dims */

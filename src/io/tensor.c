@@ -109,6 +109,14 @@ kz_status kz_tensor_to_f32(const kz_tensor *t, float *dst) {
                         t->dtype_name ? t->dtype_name : "?");
 }
 
+kz_status kz_tensor_row_to_f32(const kz_tensor *t, size_t row, size_t n, float *dst) {
+    kz_tensor r = *t;
+    r.data = (const uint8_t *)t->data + row * kz_dtype_row_bytes(t->dtype, n);
+    r.n_elements = n;
+    r.n_bytes = kz_dtype_row_bytes(t->dtype, n);
+    return kz_tensor_to_f32(&r, dst);
+}
+
 /* ---- finite check --------------------------------------------------------------------------- */
 
 /* Whether any of n little-endian 16-bit words at p, stride bytes apart, has its exponent field

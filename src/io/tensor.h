@@ -56,6 +56,11 @@ kz_status kz_tensor_check(const kz_tensor *t, const char *where, const char *nam
  * [t->n_elements]. Returns KZ_STATUS_BAD_MODEL for other dtypes. */
 kz_status kz_tensor_to_f32(const kz_tensor *t, float *dst);
 
+/* Copies row `row` of t seen as rows of n elements (n a multiple of 32 for Q8_0 / Q4_0;
+ * the row inside t: the caller checked the shape) to float32 dst[n], the values
+ * kz_tensor_to_f32 gives for those elements. */
+kz_status kz_tensor_row_to_f32(const kz_tensor *t, size_t row, size_t n, float *dst);
+
 /* KZ_STATUS_BAD_MODEL naming where, the tensor (its name after prefix, as the file has it)
  * and the first element (block for Q8_0 / Q4_0) when a value (an fp16 block scale) is NaN or
  * Inf; KZ_OK otherwise and for KZ_DTYPE_OTHER. Reads every value (scale) of the tensor. */

@@ -74,6 +74,9 @@ static bool gguf_dtype(kz_gguf_tensor_type type, kz_dtype *out) {
     case KZ_GGUF_TENSOR_BF16: *out = KZ_DTYPE_BF16; return true;
     case KZ_GGUF_TENSOR_Q8_0: *out = KZ_DTYPE_Q8_0; return true;
     case KZ_GGUF_TENSOR_Q4_0: *out = KZ_DTYPE_Q4_0; return true;
+    case KZ_GGUF_TENSOR_I8:
+    case KZ_GGUF_TENSOR_I32:
+    case KZ_GGUF_TENSOR_I64: break; // integer tables (the tokenizer's), no weights
     }
     return false;
 }

@@ -284,20 +284,31 @@ static void snake(kz_exec *e, float *y, const float *x, size_t n_rows, size_t ch
 
 /* --- stages ------------------------------------------------------------------ */
 
+/* dst[dim] = table_q[code]: the stored sum's row / the code's clamped usage (the load
+ * checked that the sums' dtype converts). */
+static void codebook_row(const kz_codec_decoder *d, size_t q, int32_t code, size_t dim,
+                         float *dst) {
+    (void)kz_tensor_row_to_f32(d->codebook_sums[q], (size_t)code, dim, dst);
+    const float u = d->codebook_usage[q * (size_t)d->cfg.codebook_size + (size_t)code];
+    for (size_t i = 0; i < dim; i++) {
+        dst[i] = dst[i] / u;
+    }
+}
+
 /* z[T, codebook_dim] = W_first * table_0[c0] + W_rest * sum_q table_q[c_q]. */
 static void quantizer(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e,
                       const int32_t *codes, size_t n_frames, float *z) {
     const kz_codec_config *c = &d->cfg;
     size_t dim = (size_t)c->codebook_dim / 2, nq = (size_t)c->num_quantizers;
-    size_t table = (size_t)c->codebook_size * dim;
-    float *sem = s->c, *rest = s->c + n_frames * dim;
+    float *sem = s->c, *rest = s->c + n_frames * dim, *row = rest + n_frames * dim;
+    KZ_ASSERT((2 * n_frames + 1) * dim <= s->scratch_floats);
     for (size_t t = 0; t < n_frames; t++) {
         const int32_t *f = codes + t * nq;
-        memcpy(sem + t * dim, d->codebooks + (size_t)f[0] * dim, dim * sizeof(float));
+        codebook_row(d, 0, f[0], dim, sem + t * dim);
         float *r = rest + t * dim;
-        memcpy(r, d->codebooks + table + (size_t)f[1] * dim, dim * sizeof(float));
+        codebook_row(d, 1, f[1], dim, r);
         for (size_t q = 2; q < nq; q++) {
-            const float *row = d->codebooks + q * table + (size_t)f[q] * dim;
+            codebook_row(d, q, f[q], dim, row);
             for (size_t i = 0; i < dim; i++) {
                 r[i] = r[i] + row[i];
             }

@@ -91,7 +91,11 @@ typedef struct kz_convnext {
 
 typedef struct kz_codec_decoder {
     kz_codec_config cfg;
-    float *codebooks;            /* [num_quantizers, codebook_size, codebook_dim / 2] */
+    const kz_tensor **codebook_sums; /* [num_quantizers] the stored embedding sums, each
+                                    [codebook_size, codebook_dim / 2], read in place: a
+                                    code's row is its sum / its usage, computed when a
+                                    frame looks it up (a frame reads one row of each) */
+    float *codebook_usage;       /* [num_quantizers, codebook_size] max(cluster_usage, 1e-5) */
     kz_conv proj_first;          /* rvq_first.output_proj, 1x1 no bias */
     kz_conv proj_rest;           /* rvq_rest.output_proj */
     kz_conv pre_conv;            /* causal k3, codebook_dim -> latent */

@@ -3,8 +3,9 @@
  * speech_tokenizer/model.safetensors into kz_codec_decoder.
  *
  * Flow: RVQ codebooks (embedding_sum / max(cluster_usage, 1e-5), as the
- * reference's EuclideanCodebook.decode; the stored sums' mapped pages are released
- * once divided: 32 MB of the 0.6B codec) and output projections; pre_conv; the
+ * reference's EuclideanCodebook.decode: the stored sums stay in the mapping and a
+ * frame's rows are divided as it looks them up, so the load neither converts nor
+ * holds the 32 MB of the 0.6B codec's tables) and output projections; pre_conv; the
  * pre-transformer (codec_transformer.c); the upsample stages; the decoder
  * convs and blocks. Every tensor is shape-checked against the config; conv
  * weights are packed for the GEMM kernel and their mapped pages released.
@@ -58,39 +59,39 @@ static kz_status load_snake(kz_codec_decoder *d, const kz_weights *f, const char
     return st;
 }
 
+/* The codebooks: each quantizer's stored embedding sums, bound in place (their rows are
+ * divided when a frame looks them up, kz_codec_codebook_row), and its usages clamped as
+ * the reference's EuclideanCodebook.decode clamps them. Row 0 of each is converted once
+ * here, so a dtype that cannot be read is refused at load. */
 static kz_status load_quantizer(kz_codec_decoder *d, const kz_weights *f) {
     const kz_codec_config *c = &d->cfg;
     size_t dim = (size_t)c->codebook_dim / 2, size = (size_t)c->codebook_size;
-    d->codebooks = malloc((size_t)c->num_quantizers * size * dim * sizeof(float));
-    float *usage = malloc(size * sizeof(float));
-    kz_status st = d->codebooks && usage ? KZ_OK
-                                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
-                                                        "out of memory for the codec's codebooks");
+    size_t nq = (size_t)c->num_quantizers;
+    d->codebook_sums = calloc(nq, sizeof *d->codebook_sums);
+    d->codebook_usage = malloc(nq * size * sizeof(float));
+    float *row = malloc(dim * sizeof(float));
+    kz_status st = d->codebook_sums && d->codebook_usage && row
+                       ? KZ_OK
+                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                                      "out of memory for the codec's codebooks");
     char name[160];
-    for (int q = 0; q < c->num_quantizers && st == KZ_OK; q++) {
+    for (size_t q = 0; q < nq && st == KZ_OK; q++) {
         const char *base = q == 0 ? "rvq_first" : "rvq_rest";
-        int layer = q == 0 ? 0 : q - 1;
-        float *table = d->codebooks + (size_t)q * size * dim;
+        int layer = q == 0 ? 0 : (int)q - 1;
         int64_t shape[2] = {(int64_t)size, (int64_t)dim};
-        const kz_tensor *t;
         snprintf(name, sizeof name, "decoder.quantizer.%s.vq.layers.%d._codebook.embedding_sum",
                  base, layer);
-        st = kz_weights_get(f, name, 2, shape, &t);
-        st = st == KZ_OK ? kz_tensor_to_f32(t, table) : st;
-        if (st == KZ_OK) { // read once: only the divided copy is used from here on
-            kz_map_release_range(t->data, t->n_bytes);
-        }
+        st = kz_weights_get(f, name, 2, shape, &d->codebook_sums[q]);
         snprintf(name, sizeof name, "decoder.quantizer.%s.vq.layers.%d._codebook.cluster_usage",
                  base, layer);
+        float *usage = d->codebook_usage + q * size;
         st = st == KZ_OK ? kz_vector_load(f, name, size, usage) : st;
         for (size_t r = 0; st == KZ_OK && r < size; r++) {
-            float u = usage[r] < 1e-5f ? 1e-5f : usage[r];
-            for (size_t i = 0; i < dim; i++) {
-                table[r * dim + i] = table[r * dim + i] / u;
-            }
+            usage[r] = usage[r] < 1e-5f ? 1e-5f : usage[r];
         }
+        st = st == KZ_OK ? kz_tensor_row_to_f32(d->codebook_sums[q], 0, dim, row) : st;
     }
-    free(usage);
+    free(row);
     int64_t out = c->codebook_dim, in = (int64_t)dim;
     if (st == KZ_OK) {
         st = kz_conv_load_linear(&d->proj_first, f, "decoder.quantizer.rvq_first.output_proj.weight",
@@ -379,7 +380,8 @@ void kz_codec_decoder_free(kz_codec_decoder *d) {
             kz_conv_free(&d->blocks[i].res[r].conv2);
         }
     }
-    free(d->codebooks);
+    free(d->codebook_sums);
+    free(d->codebook_usage);
     free(d->store);
     memset(d, 0, sizeof *d);
 }

@@ -16,6 +16,8 @@
  *   kztts.tokenizer.vocab.json      vocab.json                (optional, all three
  *   kztts.tokenizer.merges.txt      merges.txt                 or none)
  *   kztts.tokenizer.config.json     tokenizer_config.json
+ *   kztts.tokenizer.bpe_tables      uint32 KZ_BPE_TABLES_VERSION (text/bpe.h) when the
+ *                                   tokenizer.bpe.* tensors below are present
  *   kztts.codec.forms               optional: the codec precision ("bf16", "winograd" or
  *                                   "winograd-bf16") whose converted weights the file
  *                                   stores (`kztts quantize --codec-forms`)
@@ -35,10 +37,17 @@
  *                   that precision converts those convs to at load, used in place
  *                   instead (layers/conv_convert.h: BF16 [n_panels, taps * k_pairs, 16,
  *                   2]; F32 [m + r - 1, n_panels, k_in, 16])
+ *   tokenizer.bpe.*  with a tokenizer: the BPE model's tables as the tokenizer files
+ *                   build them (text/bpe.h kz_bpe_tables), used in place so that a load
+ *                   builds nothing from vocab.json and merges.txt: blob I8 [n_blob],
+ *                   token_offsets and token_lengths I32 [n_ids], vocab_slots I32
+ *                   [n_vocab_slots, 2], merge_slots I64 [n_merge_slots], merge_results
+ *                   I32 [n_merges], byte_ids I32 [256]. A reader that finds them
+ *                   malformed, or under another tables version, builds from the texts.
  * Data order: the model.* tensors in the order a frame reads them (quantize.c
  * key_of): embeddings and the text projection, the talker's layers 0.. (norm, q, k,
  * v, q/k norms, o, norm, gate, up, down), its norm and codec head, then the code
- * predictor's layers, norm and heads 0..14 as one contiguous range; then codec.*.
+ * predictor's layers, norm and heads 0..14 as one contiguous range; then codec.*, then tokenizer.*.
  * Readers find tensors by name, so the order is a speed matter only.
  * The configs are stored as the original JSON text so one parser serves both
  * model kinds and nothing is lost; the tensors keep the checkpoint's names, so
@@ -64,6 +73,15 @@
  * skips its own scan of the file (model.c check_finite); synthesis still refuses
  * non-finite logits and audio, which is what a file altered afterwards would produce. */
 #define KZ_GGUF_KEY_WEIGHTS_CHECKED "kztts.weights_checked"
+
+#define KZ_GGUF_KEY_BPE_TABLES "kztts.tokenizer.bpe_tables"
+#define KZ_GGUF_BPE_BLOB "tokenizer.bpe.blob"
+#define KZ_GGUF_BPE_TOKEN_OFFSETS "tokenizer.bpe.token_offsets"
+#define KZ_GGUF_BPE_TOKEN_LENGTHS "tokenizer.bpe.token_lengths"
+#define KZ_GGUF_BPE_VOCAB_SLOTS "tokenizer.bpe.vocab_slots"
+#define KZ_GGUF_BPE_MERGE_SLOTS "tokenizer.bpe.merge_slots"
+#define KZ_GGUF_BPE_MERGE_RESULTS "tokenizer.bpe.merge_results"
+#define KZ_GGUF_BPE_BYTE_IDS "tokenizer.bpe.byte_ids"
 
 #define KZ_GGUF_PREFIX_MODEL "model."
 #define KZ_GGUF_PREFIX_CODEC "codec."

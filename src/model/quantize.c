@@ -5,7 +5,8 @@
  *   DIR --kz_model_open_with (validates everything, packs the codec and reports
  *         each packed weight)--> model [--codec forms: switched to P, panels kept]
  *       --type: stored type per talker / code-predictor tensor--> GGUF writer
- *       --configs, tokenizer files as text, tensors converted one at a time--> OUT.gguf
+ *       --configs, tokenizer files as text, tensors converted one at a time, the
+ *         tokenizer's built BPE tables (used in place by a load)--> OUT.gguf
  *       (the writer's progress callback -> params.progress, which may cancel)
  * Every value the file stores is checked finite as it is written (check_written), and the
  * file says so (KZ_GGUF_KEY_WEIGHTS_CHECKED), so its loads need no scan.
@@ -50,6 +51,7 @@
 #include "model/model.h"
 #include "runtime/error.h"
 #include "runtime/threadpool.h"
+#include "text/tokenizer.h"
 
 /* The name stored in the file's recipe key (and shown by `kztts info`). */
 static const char *type_name(kz_quantize_type t) {
@@ -519,6 +521,40 @@ static kz_status add_codec_tensors(job *j, kz_gguf_writer *w) {
     return st;
 }
 
+/* The tokenizer's BPE tables as tensors (gguf_layout.h tokenizer.bpe.*), borrowed from the
+ * loaded model, and the key that marks them, so that a load uses them in place. */
+static kz_status add_tokenizer_tables(const job *j, kz_gguf_writer *w) {
+    kz_bpe_tables t;
+    kz_bpe_tables_of(kz_tokenizer_bpe(j->m->tokenizer), &t);
+    const struct {
+        const char *name;
+        kz_gguf_tensor_type type;
+        int n_dims;
+        int64_t shape[2];
+        const void *data;
+    } tensors[] = {
+        {KZ_GGUF_BPE_BLOB, KZ_GGUF_TENSOR_I8, 1, {(int64_t)t.n_blob}, t.blob},
+        {KZ_GGUF_BPE_TOKEN_OFFSETS, KZ_GGUF_TENSOR_I32, 1, {(int64_t)t.n_ids}, t.tok_off},
+        {KZ_GGUF_BPE_TOKEN_LENGTHS, KZ_GGUF_TENSOR_I32, 1, {(int64_t)t.n_ids}, t.tok_len},
+        {KZ_GGUF_BPE_VOCAB_SLOTS, KZ_GGUF_TENSOR_I32, 2, {(int64_t)t.n_vocab_slots, 2},
+         t.vocab_slots},
+        {KZ_GGUF_BPE_MERGE_SLOTS, KZ_GGUF_TENSOR_I64, 1, {(int64_t)t.n_merge_slots},
+         t.merge_slots},
+        {KZ_GGUF_BPE_MERGE_RESULTS, KZ_GGUF_TENSOR_I32, 1, {(int64_t)t.n_merges},
+         t.merge_result},
+        {KZ_GGUF_BPE_BYTE_IDS, KZ_GGUF_TENSOR_I32, 1, {256}, t.byte_id},
+    };
+    if (t.n_merges == 0) { // nothing to store (a tensor has at least one element)
+        return KZ_OK;
+    }
+    kz_status st = kz_gguf_writer_add_u32(w, KZ_GGUF_KEY_BPE_TABLES, KZ_BPE_TABLES_VERSION);
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0] && st == KZ_OK; i++) {
+        st = kz_gguf_writer_add_tensor(w, tensors[i].name, tensors[i].type, tensors[i].n_dims,
+                                       tensors[i].shape, tensors[i].data);
+    }
+    return st;
+}
+
 /* Adds file dir/name as string metadata `key`; absent optional files are skipped. */
 static kz_status add_text_file(kz_gguf_writer *w, const char *dir, const char *name,
                                const char *key, bool required) {
@@ -606,6 +642,7 @@ static kz_status convert(job *j, const char *src, const char *out_path) {
     st = st == KZ_OK ? add_metadata(j, w, src) : st;
     st = st == KZ_OK && j->m->has_tts ? add_model_tensors(j, w) : st;
     st = st == KZ_OK ? add_codec_tensors(j, w) : st;
+    st = st == KZ_OK && j->m->tokenizer ? add_tokenizer_tables(j, w) : st;
     st = st == KZ_OK ? kz_gguf_writer_write(w, out_path) : st;
     kz_gguf_writer_free(w);
     return st;

@@ -61,6 +61,7 @@ typedef struct vocab_slot {
 
 struct kz_bpe {
     uint8_t *blob;           // raw bytes of every token, concatenated
+    size_t n_blob;           // bytes of blob in use
     uint32_t *tok_off;       // [n_ids] offset into blob, UINT32_MAX for an unused id
     uint32_t *tok_len;       // [n_ids] length in bytes
     size_t n_ids;            // largest id + 1
@@ -69,8 +70,12 @@ struct kz_bpe {
     uint64_t *merges; // [merge_mask + 1] packed (left, right, rank) slots
     size_t merge_mask;
     int32_t *merge_result; // [number of merge lines] id of the concatenation, by rank
+    size_t n_merges;       // ranks given out (merge_result's entries in use)
     int32_t byte_id[256];  // id of the one-byte token of each byte value
+    bool borrowed;         // the arrays are a stored file's (kz_bpe_from_tables): not freed
 };
+
+_Static_assert(sizeof(vocab_slot) == 2 * sizeof(uint32_t), "vocab_slot is two 32-bit words");
 
 /* ---- GPT-2 byte <-> unicode map ----------------------------------------- */
 
@@ -233,6 +238,10 @@ void kz_bpe_free(kz_bpe *bpe) {
     if (!bpe) {
         return;
     }
+    if (bpe->borrowed) {
+        free(bpe);
+        return;
+    }
     free(bpe->blob);
     free(bpe->tok_off);
     free(bpe->tok_len);
@@ -319,6 +328,7 @@ static kz_status vocab_parse(kz_bpe *bpe, const char *label, const char *text, s
             const kz_vocab_entry *e = &v.entries[i];
             st = vocab_insert(bpe, label, v.strings + e->off, e->len, e->id, &blob_used);
         }
+        bpe->n_blob = blob_used;
     }
     kz_vocab_json_free(&v);
     for (int b = 0; b < 256 && st == KZ_OK; b++) {
@@ -422,6 +432,7 @@ static kz_status merges_parse(kz_bpe *bpe, const char *label, const char *text, 
         }
         line = end + 1;
     }
+    bpe->n_merges = rank;
     free(scratch);
     return st;
 }
@@ -463,6 +474,117 @@ kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **
     free(merges);
     return st;
 }
+/* ---- stored tables ------------------------------------------------------ */
+
+void kz_bpe_tables_of(const kz_bpe *bpe, kz_bpe_tables *t) {
+    *t = (kz_bpe_tables){.blob = bpe->blob,
+                         .n_blob = bpe->n_blob,
+                         .tok_off = bpe->tok_off,
+                         .tok_len = bpe->tok_len,
+                         .n_ids = bpe->n_ids,
+                         .vocab_slots = (const uint32_t *)bpe->vocab_slots,
+                         .n_vocab_slots = bpe->vocab_mask + 1,
+                         .merge_slots = bpe->merges,
+                         .n_merge_slots = bpe->merge_mask + 1,
+                         .merge_result = bpe->merge_result,
+                         .n_merges = bpe->n_merges,
+                         .byte_id = bpe->byte_id};
+}
+
+/* Whether id names a token of t (an offset inside the blob). */
+static bool table_id_ok(const kz_bpe_tables *t, int64_t id) {
+    return id >= 0 && (uint64_t)id < t->n_ids && t->tok_off[id] != UINT32_MAX;
+}
+
+/* Sizes, and every token's bytes inside the blob (unused ids empty). */
+static const char *check_tokens(const kz_bpe_tables *t) {
+    if (t->n_ids == 0 || t->n_ids > ID_LIMIT || t->n_blob == 0 || t->n_blob >= UINT32_MAX ||
+        t->n_merges == 0 || t->n_merges > RANK_LIMIT) {
+        return "table sizes out of range";
+    }
+    if (t->n_vocab_slots < 16 || (t->n_vocab_slots & (t->n_vocab_slots - 1)) ||
+        t->n_merge_slots < 16 || (t->n_merge_slots & (t->n_merge_slots - 1))) {
+        return "hash tables are not powers of two";
+    }
+    for (size_t id = 0; id < t->n_ids; id++) {
+        uint32_t off = t->tok_off[id], len = t->tok_len[id];
+        if (off == UINT32_MAX ? len != 0 : len == 0 || off > t->n_blob || len > t->n_blob - off) {
+            return "a token's bytes lie outside the blob";
+        }
+    }
+    for (int b = 0; b < 256; b++) {
+        int32_t id = t->byte_id[b];
+        if (!table_id_ok(t, id) || t->tok_len[id] != 1 || t->blob[t->tok_off[id]] != b) {
+            return "a byte's token is missing";
+        }
+    }
+    return NULL;
+}
+
+/* Every hash slot empty or naming known tokens and ranks, at least one slot empty in each
+ * table (a probe for a missing key ends there), every merge's result a token. */
+static const char *check_slots(const kz_bpe_tables *t) {
+    size_t empty = 0;
+    for (size_t i = 0; i < t->n_vocab_slots; i++) {
+        int32_t id = (int32_t)t->vocab_slots[2 * i];
+        empty += id < 0;
+        if (id < -1 || (id >= 0 && !table_id_ok(t, id))) {
+            return "a vocabulary slot names no token";
+        }
+    }
+    if (empty == 0) {
+        return "the vocabulary table has no empty slot";
+    }
+    empty = 0;
+    for (size_t i = 0; i < t->n_merge_slots; i++) {
+        uint64_t slot = t->merge_slots[i];
+        empty += slot == EMPTY_SLOT;
+        if (slot != EMPTY_SLOT &&
+            (!table_id_ok(t, (int64_t)(slot >> 43)) ||
+             !table_id_ok(t, (int64_t)(slot >> 22 & ID_LIMIT)) || (slot & RANK_MASK) >= t->n_merges)) {
+            return "a merge slot names no token or rank";
+        }
+    }
+    if (empty == 0) {
+        return "the merge table has no empty slot";
+    }
+    for (size_t r = 0; r < t->n_merges; r++) {
+        if (!table_id_ok(t, t->merge_result[r])) {
+            return "a merge's result is no token";
+        }
+    }
+    return NULL;
+}
+
+kz_status kz_bpe_from_tables(const char *label, const kz_bpe_tables *t, kz_bpe **out) {
+    *out = NULL;
+    const char *bad = check_tokens(t);
+    bad = bad ? bad : check_slots(t);
+    if (bad) {
+        return kz_error_set(KZ_STATUS_BAD_MODEL, "%s: stored tokenizer tables: %s", label, bad);
+    }
+    kz_bpe *bpe = calloc(1, sizeof *bpe);
+    if (!bpe) {
+        return kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);
+    }
+    // The arrays are only read: the casts drop the const of a borrowed, read-only mapping.
+    *bpe = (kz_bpe){.blob = (uint8_t *)t->blob,
+                    .n_blob = t->n_blob,
+                    .tok_off = (uint32_t *)t->tok_off,
+                    .tok_len = (uint32_t *)t->tok_len,
+                    .n_ids = t->n_ids,
+                    .vocab_slots = (vocab_slot *)t->vocab_slots,
+                    .vocab_mask = t->n_vocab_slots - 1,
+                    .merges = (uint64_t *)t->merge_slots,
+                    .merge_mask = t->n_merge_slots - 1,
+                    .merge_result = (int32_t *)t->merge_result,
+                    .n_merges = t->n_merges,
+                    .borrowed = true};
+    memcpy(bpe->byte_id, t->byte_id, sizeof bpe->byte_id);
+    *out = bpe;
+    return KZ_OK;
+}
+
 const uint8_t *kz_bpe_token_bytes(const kz_bpe *bpe, int32_t id, size_t *n_bytes) {
     if (id < 0 || (size_t)id >= bpe->n_ids || bpe->tok_off[id] == UINT32_MAX) {
         *n_bytes = 0;

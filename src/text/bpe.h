@@ -19,6 +19,7 @@
 #ifndef KZ_BPE_H
 #define KZ_BPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,42 @@ kz_status kz_bpe_load_text(const char *vocab_label, const char *vocab_json, size
  * its label; a file that cannot be read is KZ_STATUS_IO. */
 kz_status kz_bpe_load(const char *vocab_path, const char *merges_path, kz_bpe **out);
 void kz_bpe_free(kz_bpe *bpe);
+
+/* The built model's arrays, which a GGUF stores (model/gguf_layout.h) so that a load
+ * uses them in place instead of building them from vocab.json and merges.txt again:
+ *   blob [n_blob]                 raw bytes of every token, concatenated
+ *   tok_off, tok_len [n_ids]      each id's bytes in blob (UINT32_MAX, 0: unused id)
+ *   vocab_slots [n_vocab_slots][2] open-addressing map bytes -> id: (id or -1, tag)
+ *   merge_slots [n_merge_slots]   open-addressing map of packed (left, right, rank)
+ *   merge_result [n_merges]       id of each merge's concatenation, by rank
+ *   byte_id [256]                 id of each byte value's one-byte token
+ * Both maps hash with bpe.c's functions, so the tables are only valid for readers that
+ * hash alike: a GGUF marks them with KZ_BPE_TABLES_VERSION. */
+#define KZ_BPE_TABLES_VERSION 1u
+typedef struct kz_bpe_tables {
+    const uint8_t *blob;
+    size_t n_blob;
+    const uint32_t *tok_off, *tok_len;
+    size_t n_ids;
+    const uint32_t *vocab_slots;
+    size_t n_vocab_slots;
+    const uint64_t *merge_slots;
+    size_t n_merge_slots;
+    const int32_t *merge_result;
+    size_t n_merges;
+    const int32_t *byte_id;
+} kz_bpe_tables;
+
+/* *t: bpe's arrays (borrowed from bpe). */
+void kz_bpe_tables_of(const kz_bpe *bpe, kz_bpe_tables *t);
+
+/* A model over stored tables, used in place (borrowed: they must outlive the model).
+ * Everything a lookup follows is checked first (sizes, every token's bytes inside the
+ * blob, every slot's ids and ranks, an empty slot in each map, the byte tokens), so a
+ * damaged file gives KZ_STATUS_BAD_MODEL naming label, never a read outside the
+ * tables; tables that are well-formed but not those of the file's vocabulary give
+ * other ids, as altered weights give other audio. */
+kz_status kz_bpe_from_tables(const char *label, const kz_bpe_tables *t, kz_bpe **out);
 
 /* Word cache for one encode call: maps a piece's bytes to its ids. Not shared
  * between threads (the model stays immutable). NULL on allocation failure,

@@ -2,7 +2,8 @@
  * tokenizer.c - the Qwen2 text tokenizer: files -> model, text -> ids.
  *
  * Load (the files' text, read from dir or given in memory, e.g. GGUF metadata):
- *        vocab.json + merges.txt                -> kz_bpe (bpe.c)
+ *        vocab.json + merges.txt                -> kz_bpe (bpe.c), or the tables a
+ *                                                  GGUF stores, used in place
  *        tokenizer_config.json
  *          "added_tokens_decoder": {"151644": {"content": "<|im_start|>", ...}}
  *                                               -> added tokens, longest first
@@ -248,8 +249,10 @@ kz_status kz_tokenizer_load_text(const kz_tokenizer_text *src, kz_tokenizer **ou
                        : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
                                       "%s: out of memory loading the tokenizer", src->label);
     if (st == KZ_OK) {
-        st = kz_bpe_load_text(labels[VOCAB], src->vocab_json, src->vocab_bytes, labels[MERGES],
-                              src->merges_txt, src->merges_bytes, &t->bpe);
+        st = src->bpe_tables
+                 ? kz_bpe_from_tables(src->label, src->bpe_tables, &t->bpe)
+                 : kz_bpe_load_text(labels[VOCAB], src->vocab_json, src->vocab_bytes,
+                                    labels[MERGES], src->merges_txt, src->merges_bytes, &t->bpe);
     }
     if (st == KZ_OK) {
         st = load_rest(t, labels[CONFIG], src->config_json, src->config_bytes);
@@ -287,6 +290,10 @@ kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out) {
 }
 
 /* ---- lookups ------------------------------------------------------------ */
+
+const kz_bpe *kz_tokenizer_bpe(const kz_tokenizer *t) {
+    return t->bpe;
+}
 
 int32_t kz_tokenizer_find(const kz_tokenizer *t, const char *token) {
     if (!t || !token) {

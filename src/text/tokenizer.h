@@ -15,6 +15,7 @@
 
 #include "io/utf8.h"
 #include "kztts.h"
+#include "text/bpe.h"
 
 typedef struct kz_tokenizer kz_tokenizer;
 
@@ -33,6 +34,10 @@ typedef struct kz_tokenizer_text {
     size_t merges_bytes;
     const char *config_json; /* tokenizer_config.json, config_bytes long (at most 16 MB) */
     size_t config_bytes;
+    /* Optional: the BPE model's tables as built from vocab_json and merges_txt (a GGUF
+     * stores them), used in place and outliving the tokenizer, instead of building them
+     * again; the texts are then not parsed. NULL: built from the texts. */
+    const kz_bpe_tables *bpe_tables;
 } kz_tokenizer_text;
 
 /* Builds a tokenizer from vocab.json, merges.txt and the added tokens of
@@ -48,6 +53,9 @@ kz_status kz_tokenizer_load_text(const kz_tokenizer_text *src, kz_tokenizer **ou
  * a file that cannot be read is KZ_STATUS_IO. */
 kz_status kz_tokenizer_load(const char *dir, kz_tokenizer **out);
 void kz_tokenizer_free(kz_tokenizer *t);
+
+/* The tokenizer's BPE model (borrowed), whose tables kztts quantize stores. */
+const kz_bpe *kz_tokenizer_bpe(const kz_tokenizer *t);
 
 /* Encodes n_bytes of UTF-8 text. *ids is malloc'ed (caller frees), *n_ids its
  * length. Invalid UTF-8 returns KZ_STATUS_BAD_INPUT naming the byte offset. */

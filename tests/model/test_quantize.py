@@ -6,7 +6,8 @@ same model) and the codec-only GGUF decodes like its directory; a checkpoint dir
 with F16 safetensors speaks like the f16 GGUF; f16, q8_0 and q4_0
 models are deterministic across thread counts and runs; their logits stay within
 a bound of the f32 model (`kztts quality`), f16 closer than q8_0 closer than q4_0; the
-tokenizer and configs come from the file; bad options exit 2 (-o - too: no GGUF goes to
+tokenizer and configs come from the file (its stored BPE tables give the directory's ids
+on the whole text corpus); bad options exit 2 (-o - too: no GGUF goes to
 stdout, nor to a file named "-"); a missing source, a GGUF source, an unwritable output,
 a truncated file, a foreign architecture and a missing tensor each give exit 1, one
 clear line and no crash or partial file;
@@ -115,6 +116,17 @@ def test_exact(a, models):
         g = run([a.kztts] + cmd + ["-m", models["q8_0"]] + (["Hello world <|im_start|>"] if cmd == ["tokenize"] else []))
         check(d.returncode == 0 and g.returncode == 0 and d.stdout == g.stdout,
               f"{cmd[0]} from GGUF differs: {g.stdout!r} vs {d.stdout!r} {g.stderr!r}")
+    # The tokenizer's stored BPE tables (used in place of vocab.json and merges.txt) give
+    # the directory's ids on the whole multilingual corpus.
+    tables = [n for n in gguf_tensor_offsets(models["q8_0"]) if n.startswith("tokenizer.bpe.")]
+    check(len(tables) == 7, f"stored tokenizer tables: {tables}")
+    corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "text", "corpus.txt")
+    with open(corpus, "rb") as f:
+        text = f.read()
+    d = run([a.kztts, "tokenize", "-m", a.tiny, "-"], input=text)
+    g = run([a.kztts, "tokenize", "-m", models["q8_0"], "-"], input=text)
+    check(d.returncode == 0 and len(d.stdout) > 10000 and g.stdout == d.stdout,
+          f"corpus ids from the GGUF's tables differ: {g.stderr!r}")
     info = run([a.kztts, "info", "-m", models["q8_0"]])
     check(info.returncode == 0 and b"Q8_0" in info.stdout and b"recipe q8_0" in info.stdout,
           f"info: {info.stdout!r}")

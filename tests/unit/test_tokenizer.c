@@ -17,7 +17,8 @@
  * NFC quick check against utf8proc on whole strings of tricky characters;
  * strict UTF-8 validation with byte offsets; lookups; malformed files; and
  * loading from text in memory (kz_tokenizer_load_text: the same ids as from
- * the directory, and messages naming "label:file" for broken texts).
+ * the directory, and messages naming "label:file" for broken texts); and over
+ * the BPE model's stored tables (the same ids; each kind of damage refused).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -782,6 +783,202 @@ static void test_load_text(const kz_tokenizer *from_dir) {
     free(config);
 }
 
+/* Writable copies of a model's stored tables (kz_bpe_tables), to damage one at a time. */
+typedef struct table_copy {
+    kz_bpe_tables t;
+    uint8_t *blob;
+    uint32_t *tok_off, *tok_len, *vocab_slots;
+    uint64_t *merge_slots;
+    int32_t *merge_result, byte_id[256];
+} table_copy;
+
+static void *dup_bytes(const void *src, size_t n_bytes) {
+    void *p = malloc(n_bytes);
+    if (p) {
+        memcpy(p, src, n_bytes);
+    }
+    return p;
+}
+
+static void table_copy_init(table_copy *c, const kz_bpe_tables *src) {
+    c->t = *src;
+    c->blob = dup_bytes(src->blob, src->n_blob);
+    c->tok_off = dup_bytes(src->tok_off, src->n_ids * sizeof(uint32_t));
+    c->tok_len = dup_bytes(src->tok_len, src->n_ids * sizeof(uint32_t));
+    c->vocab_slots = dup_bytes(src->vocab_slots, src->n_vocab_slots * 2 * sizeof(uint32_t));
+    c->merge_slots = dup_bytes(src->merge_slots, src->n_merge_slots * sizeof(uint64_t));
+    c->merge_result = dup_bytes(src->merge_result, src->n_merges * sizeof(int32_t));
+    memcpy(c->byte_id, src->byte_id, sizeof c->byte_id);
+    c->t.blob = c->blob;
+    c->t.tok_off = c->tok_off;
+    c->t.tok_len = c->tok_len;
+    c->t.vocab_slots = c->vocab_slots;
+    c->t.merge_slots = c->merge_slots;
+    c->t.merge_result = c->merge_result;
+    c->t.byte_id = c->byte_id;
+}
+
+static void table_copy_free(table_copy *c) {
+    void *arrays[] = {c->blob,        c->tok_off,     c->tok_len,
+                      c->vocab_slots, c->merge_slots, c->merge_result};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        free(arrays[i]);
+    }
+}
+
+/* text n times over, NUL-terminated (NULL without memory). */
+static char *repeat(const char *text, size_t n) {
+    size_t len = strlen(text);
+    char *p = malloc(len * n + 1);
+    for (size_t i = 0; p && i < n; i++) {
+        memcpy(p + i * len, text, len);
+    }
+    if (p) {
+        p[len * n] = '\0';
+    }
+    return p;
+}
+
+/* One defect in a copy of good's tables: the load refuses it, naming the label and it. */
+static void check_bad_tables(const kz_tokenizer_text *src, const kz_bpe_tables *good,
+                             void (*damage)(table_copy *), const char *needle) {
+    table_copy c;
+    table_copy_init(&c, good);
+    damage(&c);
+    kz_tokenizer_text bad = *src;
+    bad.bpe_tables = &c.t;
+    check_text_error(&bad, KZ_STATUS_BAD_MODEL, "model.gguf: stored tokenizer tables: ");
+    CHECK_STR_CONTAINS(kz_error_get(), needle);
+    table_copy_free(&c);
+}
+
+static void token_past_blob(table_copy *c) {
+    c->tok_off['a'] = (uint32_t)c->t.n_blob;
+}
+static void unused_id_with_bytes(table_copy *c) {
+    for (size_t id = 0; id < c->t.n_ids; id++) {
+        if (c->tok_off[id] == UINT32_MAX) {
+            c->tok_len[id] = 1;
+            return;
+        }
+    }
+    c->tok_len['a'] = 0; // no unused id: an empty used token instead
+}
+static void slot_past_ids(table_copy *c) {
+    for (size_t i = 0; i < c->t.n_vocab_slots; i++) {
+        if ((int32_t)c->vocab_slots[2 * i] >= 0) {
+            c->vocab_slots[2 * i] = (uint32_t)c->t.n_ids;
+            return;
+        }
+    }
+}
+static void vocab_full(table_copy *c) {
+    for (size_t i = 0; i < c->t.n_vocab_slots; i++) {
+        if ((int32_t)c->vocab_slots[2 * i] < 0) {
+            c->vocab_slots[2 * i] = 'a';
+        }
+    }
+}
+static void merge_past_ranks(table_copy *c) {
+    for (size_t i = 0; i < c->t.n_merge_slots; i++) {
+        if (c->merge_slots[i] != UINT64_MAX) {
+            c->merge_slots[i] = (c->merge_slots[i] & ~(uint64_t)0x3FFFFF) | c->t.n_merges;
+            return;
+        }
+    }
+}
+static void merges_full(table_copy *c) {
+    for (size_t i = 0; i < c->t.n_merge_slots; i++) {
+        if (c->merge_slots[i] == UINT64_MAX) {
+            c->merge_slots[i] = (uint64_t)'a' << 43 | (uint64_t)'b' << 22;
+        }
+    }
+}
+static void result_no_token(table_copy *c) {
+    c->merge_result[0] = -1;
+}
+static void byte_wrong_token(table_copy *c) {
+    c->byte_id['a'] = c->byte_id['b'];
+}
+static void slots_not_pow2(table_copy *c) {
+    c->t.n_vocab_slots -= 1;
+}
+
+/* The BPE model's tables (what a GGUF stores, kz_bpe_tables) used in place: the ids of
+ * the model built from the texts, whose texts are then not even read; each kind of
+ * damage to the tables refused with a message, never a read outside them. */
+static void test_stored_tables(const kz_tokenizer *from_dir) {
+    kz_tokenizer_text src = {.label = "model.gguf"};
+    char *config = read_exact(main_dir, "tokenizer_config.json", &src.config_bytes);
+    src.vocab_json = "{}"; // not parsed when the tables are given
+    src.vocab_bytes = 2;
+    src.merges_txt = "";
+    src.config_json = config;
+    kz_bpe_tables good;
+    kz_bpe_tables_of(kz_tokenizer_bpe(from_dir), &good);
+    CHECK(good.n_ids == kz_bpe_n_ids(kz_tokenizer_bpe(from_dir)) && good.n_merges > 0 &&
+          good.n_blob > 256);
+    table_copy c;
+    table_copy_init(&c, &good);
+    src.bpe_tables = &c.t;
+    kz_tokenizer *t = NULL;
+    CHECK_MSG(kz_tokenizer_load_text(&src, &t) == KZ_OK, "tables: %s", kz_error_get());
+    if (t) {
+        CHECK_EQ_INT(kz_tokenizer_size(t), kz_tokenizer_size(from_dir));
+        check_same_ids(t, from_dir, "hello<|im_end|>hello");
+        check_same_ids(t, from_dir, "<|im_start|>a wow iPhone, I'll say e\xcc\x81<x><y>");
+        check_same_ids(t, from_dir, "abcaaaaa  <S>  b\n\n<e\xcc\x81> aaaaaaaaaaaaaaaaaaaaaaaaabc");
+        char *long_text = repeat("abc aaaa hello ", 400); // the word cache's length
+        if (long_text) {
+            check_same_ids(t, from_dir, long_text);
+        }
+        free(long_text);
+        CHECK_EQ_INT(kz_tokenizer_find(t, "hello"), kz_tokenizer_find(from_dir, "hello"));
+        kz_tokenizer_free(t);
+    }
+    table_copy_free(&c);
+    // Sparse ids (far more ids than tokens, as in the test models' vocabularies): the hash
+    // tables are sized by the tokens, and the tables still load.
+    size_t n_vocab = 0, n_merges = 0;
+    char *vocab = read_exact(main_dir, "vocab.json", &n_vocab);
+    char *merges = read_exact(main_dir, "merges.txt", &n_merges);
+    char *sparse = malloc(n_vocab + 32);
+    kz_bpe *built = NULL, *mapped = NULL;
+    if (vocab && merges && sparse) {
+        size_t end = n_vocab;
+        while (end > 0 && vocab[end - 1] != '}') {
+            end--;
+        }
+        int n = snprintf(sparse, n_vocab + 32, "%.*s, \"zz\": 100000}", (int)end - 1, vocab);
+        CHECK_EQ_INT(kz_bpe_load_text("v", sparse, (size_t)n, "m", merges, n_merges, &built),
+                     KZ_OK);
+    }
+    if (built) {
+        kz_bpe_tables sparse_tables;
+        kz_bpe_tables_of(built, &sparse_tables);
+        CHECK_MSG(kz_bpe_from_tables("sparse", &sparse_tables, &mapped) == KZ_OK, "%s",
+                  kz_error_get());
+        CHECK(mapped && kz_bpe_n_ids(mapped) == 100001 &&
+              kz_bpe_find(mapped, (const uint8_t *)"zz", 2) == 100000 &&
+              kz_bpe_find(mapped, (const uint8_t *)"hello", 5) == ID_HELLO);
+    }
+    kz_bpe_free(mapped);
+    kz_bpe_free(built);
+    free(sparse);
+    free(vocab);
+    free(merges);
+    check_bad_tables(&src, &good, token_past_blob, "a token's bytes lie outside the blob");
+    check_bad_tables(&src, &good, unused_id_with_bytes, "outside the blob");
+    check_bad_tables(&src, &good, slot_past_ids, "a vocabulary slot names no token");
+    check_bad_tables(&src, &good, vocab_full, "the vocabulary table has no empty slot");
+    check_bad_tables(&src, &good, merge_past_ranks, "a merge slot names no token or rank");
+    check_bad_tables(&src, &good, merges_full, "the merge table has no empty slot");
+    check_bad_tables(&src, &good, result_no_token, "a merge's result is no token");
+    check_bad_tables(&src, &good, byte_wrong_token, "a byte's token is missing");
+    check_bad_tables(&src, &good, slots_not_pow2, "hash tables are not powers of two");
+    free(config);
+}
+
 static void test_byte_map(void) {
     bool seen[0x200] = {false};
     int ok = 1;
@@ -817,6 +1014,7 @@ int main(void) {
         test_lookups(t);
         test_cache(t);
         test_load_text(t);
+        test_stored_tables(t);
         kz_tokenizer_free(t);
     }
     test_pretokenizer();
