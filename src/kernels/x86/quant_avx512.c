@@ -554,9 +554,47 @@ ALWAYS_INLINE float hsum(__m512 s) {
     return _mm_cvtss_f32(q);
 }
 
+/* Groups of a row segment and rows of a row tile in the segmented walk (chunk_rows). */
+#define SEG_GROUPS 4
+#define SEG_ROWS 16
+
+/* Row o's groups [g0, g1) of a chunk (at row, gbytes each) into acc; the tail group
+ * (tail blocks past the last full one) too when tail > 0. */
+ALWAYS_INLINE void row_groups(__m512 acc[MAX_NT], const uint8_t *row, size_t gbytes, size_t g0,
+                              size_t g1, int tail, const act *a, int pf, int nt, int q4,
+                              int vnni) {
+    for (size_t g = g0; g < g1; g++) {
+        const uint8_t *blk = row + g * gbytes;
+        // Consecutive rows are contiguous: within a chunk, the prefetches run into
+        // the next rows.
+        quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, pf);
+        group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
+    }
+    if (tail) {
+        group_step(acc, row + g1 * gbytes, a, g1, nt, q4, vnni, tail);
+    }
+}
+
+/* y[t * ldy + o] = the sum of acc[t]'s lanes, or y + it when accumulate. */
+ALWAYS_INLINE void row_store(float *y, size_t ldy, size_t o, const __m512 acc[MAX_NT],
+                             int accumulate, int nt) {
+    for (int t = 0; t < nt; t++) {
+        float *yp = y + (size_t)t * ldy + o;
+        const float v = hsum(acc[t]);
+        *yp = accumulate ? *yp + v : v;
+    }
+}
+
 /* Rows [o0, o1) of one chunk (cn blocks from block c0 of each row) against
  * the nt tokens of a: y[t * ldy + o] = the dot product, or y + it when
- * accumulate (a later chunk). pf: the weight stream's prefetch mode (quant_prefetch.h). */
+ * accumulate (a later chunk). pf: the weight stream's prefetch mode (quant_prefetch.h).
+ * Lane-order sets of rows longer than SEG_GROUPS groups run segmented: per tile of
+ * SEG_ROWS rows, every row's first SEG_GROUPS groups, then every row's next ones, the
+ * accumulators kept on the stack in between, so that the part of the set's activations a
+ * segment reads (up to eight tokens' codes, scales and offsets) stays in L1 across the
+ * tile's rows; a whole row's would not for the MLP's down projection, and the kernel would
+ * read them from L2 for every row. Each accumulator lane takes the same fma in the same
+ * order either way: the same bits. */
 ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0,
                               size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int pf,
                               int nt, int q4, int vnni) {
@@ -564,26 +602,38 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
     const size_t gbytes = GROUP * bsize;
     const size_t full = cn / GROUP;
     const int tail = (int)(cn % GROUP);
-    for (size_t o = o0; o < o1; o++) {
-        const uint8_t *row = w + (o * nb + c0) * bsize;
-        __m512 acc[MAX_NT];
-        for (int t = 0; t < MAX_NT; t++) {
-            acc[t] = _mm512_setzero_ps();
+    if (!LANE_ORDER(nt, vnni) || full <= SEG_GROUPS) {
+        for (size_t o = o0; o < o1; o++) {
+            __m512 acc[MAX_NT];
+            for (int t = 0; t < MAX_NT; t++) {
+                acc[t] = _mm512_setzero_ps();
+            }
+            row_groups(acc, w + (o * nb + c0) * bsize, gbytes, 0, full, tail, a, pf, nt, q4,
+                       vnni);
+            row_store(y, ldy, o, acc, accumulate, nt);
         }
-        for (size_t g = 0; g < full; g++) {
-            const uint8_t *blk = row + g * gbytes;
-            // Consecutive rows are contiguous: within a chunk, the prefetches run into
-            // the next rows.
-            quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, pf);
-            group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
-        }
-        if (tail) {
-            group_step(acc, row + full * gbytes, a, full, nt, q4, vnni, tail);
-        }
-        for (int t = 0; t < nt; t++) {
-            float *yp = y + (size_t)t * ldy + o;
-            const float v = hsum(acc[t]);
-            *yp = accumulate ? *yp + v : v;
+        return;
+    }
+    __m512 kept[SEG_ROWS][MAX_NT];
+    for (size_t r0 = o0; r0 < o1; r0 += SEG_ROWS) {
+        const size_t r1 = o1 - r0 < SEG_ROWS ? o1 : r0 + SEG_ROWS;
+        for (size_t g0 = 0; g0 < full; g0 += SEG_GROUPS) {
+            const size_t g1 = full - g0 < SEG_GROUPS ? full : g0 + SEG_GROUPS;
+            for (size_t o = r0; o < r1; o++) {
+                __m512 acc[MAX_NT];
+                for (int t = 0; t < MAX_NT; t++) {
+                    acc[t] = g0 ? kept[o - r0][t] : _mm512_setzero_ps();
+                }
+                row_groups(acc, w + (o * nb + c0) * bsize, gbytes, g0, g1, g1 == full ? tail : 0,
+                           a, pf, nt, q4, vnni);
+                if (g1 == full) {
+                    row_store(y, ldy, o, acc, accumulate, nt);
+                } else {
+                    for (int t = 0; t < nt; t++) {
+                        kept[o - r0][t] = acc[t];
+                    }
+                }
+            }
         }
     }
 }
