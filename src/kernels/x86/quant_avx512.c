@@ -40,6 +40,10 @@
  *          vcvtph2ps
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
+ *   (q4_0 prompts' lane-order sets of SEG_MIN_NT or more tokens over rows of more than
+ *   SEG_GROUPS groups: the rows in tiles of SEG_ROWS, each tile's rows a segment of
+ *   SEG_GROUPS groups at a time, the accumulators kept between segments, so a segment's
+ *   activations stay in L1: chunk_rows)
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
  * prefetch per 64 bytes (the best distance and density for the DRAM stream under the L1
  * policy: docs/ARCHITECTURE.md#language-model-matmuls), or under the KZ_QPF_L2 policy into
@@ -554,9 +558,11 @@ ALWAYS_INLINE float hsum(__m512 s) {
     return _mm_cvtss_f32(q);
 }
 
-/* Groups of a row segment and rows of a row tile in the segmented walk (chunk_rows). */
+/* Groups of a row segment and rows of a row tile in the segmented walk (chunk_rows), and
+ * the smallest set that takes it. */
 #define SEG_GROUPS 4
 #define SEG_ROWS 16
+#define SEG_MIN_NT 5
 
 /* Row o's groups [g0, g1) of a chunk (at row, gbytes each) into acc; the tail group
  * (tail blocks past the last full one) too when tail > 0. */
@@ -588,21 +594,26 @@ ALWAYS_INLINE void row_store(float *y, size_t ldy, size_t o, const __m512 acc[MA
 /* Rows [o0, o1) of one chunk (cn blocks from block c0 of each row) against
  * the nt tokens of a: y[t * ldy + o] = the dot product, or y + it when
  * accumulate (a later chunk). pf: the weight stream's prefetch mode (quant_prefetch.h).
- * Lane-order sets of rows longer than SEG_GROUPS groups run segmented: per tile of
+ * With seg (matmul_q's prompts), q4_0 lane-order sets of SEG_MIN_NT or more tokens over
+ * rows longer than SEG_GROUPS groups run segmented: per tile of
  * SEG_ROWS rows, every row's first SEG_GROUPS groups, then every row's next ones, the
  * accumulators kept on the stack in between, so that the part of the set's activations a
  * segment reads (up to eight tokens' codes, scales and offsets) stays in L1 across the
  * tile's rows; a whole row's would not for the MLP's down projection, and the kernel would
  * read them from L2 for every row. Each accumulator lane takes the same fma in the same
- * order either way: the same bits. */
+ * order either way: the same bits. The batched products (matvec_q) walk whole rows: their
+ * row tiles are a few rows, streamed from DRAM, and segments there streamed four-token
+ * sets slower (the weight prefetches run along whole rows), as they did four-token prompt
+ * sets, whose activations take half the L1, and q8_0 prompt sets of five to eight, whose
+ * rows are twice as long. */
 ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0,
                               size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int pf,
-                              int nt, int q4, int vnni) {
+                              int seg, int nt, int q4, int vnni) {
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
     const size_t gbytes = GROUP * bsize;
     const size_t full = cn / GROUP;
     const int tail = (int)(cn % GROUP);
-    if (!LANE_ORDER(nt, vnni) || full <= SEG_GROUPS) {
+    if (!seg || !q4 || !LANE_ORDER(nt, vnni) || nt < SEG_MIN_NT || full <= SEG_GROUPS) {
         for (size_t o = o0; o < o1; o++) {
             __m512 acc[MAX_NT];
             for (int t = 0; t < MAX_NT; t++) {
@@ -639,12 +650,12 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
 }
 
 typedef void (*chunk_fn)(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,
-                         size_t o0, size_t o1, const act *a, int accumulate, int pf);
+                         size_t o0, size_t o1, const act *a, int accumulate, int pf, int seg);
 
 #define CHUNK_FN(name, nt, q4, vnni)                                                               \
     static void name(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,      \
-                     size_t o0, size_t o1, const act *a, int accumulate, int pf) {                 \
-        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, pf, nt, q4, vnni);                \
+                     size_t o0, size_t o1, const act *a, int accumulate, int pf, int seg) {        \
+        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, pf, seg, nt, q4, vnni);           \
     }
 CHUNK_FN(chunk_q8_1, 1, 0, 0)
 CHUNK_FN(chunk_q8_2, 2, 0, 0)
@@ -962,7 +973,7 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
                 quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4,
                           LANE_ORDER(nt, vnni));
             }
-            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf);
+            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf, 1);
         }
     }
 }
@@ -1010,7 +1021,8 @@ static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
                 for (size_t t = 0; t < np; t += max_nt) {
                     const size_t nt = np - t < max_nt ? np - t : max_nt;
                     fns[q4][vnni][nt - 1](y + (t0 + t) * ldy, ldy, (const uint8_t *)w, nb, c0,
-                                          cn, r0, r1, a + t, c0 != 0, set_prefetch(pf, nt, vnni));
+                                          cn, r0, r1, a + t, c0 != 0, set_prefetch(pf, nt, vnni),
+                                          0);
                 }
             }
         }
