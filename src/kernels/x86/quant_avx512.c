@@ -632,8 +632,8 @@ ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb,
             const size_t g1 = full - g0 < SEG_GROUPS ? full : g0 + SEG_GROUPS;
             for (size_t o = r0; o < r1; o++) {
                 __m512 acc[MAX_NT];
-                for (int t = 0; t < MAX_NT; t++) {
-                    acc[t] = g0 ? kept[o - r0][t] : _mm512_setzero_ps();
+                for (int t = 0; t < MAX_NT; t++) { // only the set's nt are kept and used
+                    acc[t] = g0 && t < nt ? kept[o - r0][t] : _mm512_setzero_ps();
                 }
                 row_groups(acc, w + (o * nb + c0) * bsize, gbytes, g0, g1, g1 == full ? tail : 0,
                            a, pf, nt, q4, vnni);
