@@ -32,6 +32,7 @@ def stage(name, field):
 
 # (label, reader of one bench JSON); a reader that finds nothing gives None (shown as "-").
 METRICS = [
+    ("prefill ms", lambda j: j["prefill_ms"]),
     ("talker ms/frame", stage("talker", "ms_per_frame")),
     ("talker % of floor", stage("talker", "pct_of_floor")),
     ("code predictor ms/frame", stage("code predictor", "ms_per_frame")),
@@ -43,6 +44,7 @@ METRICS = [
     ("underruns", lambda j: j["streaming"]["underruns"]),
     ("streaming RTF", lambda j: j["streaming"]["rtf"]),
     ("offline RTF", lambda j: j["offline"]["rtf"]),
+    ("offline other ms/frame", lambda j: j["offline_stages"]["other_ms_per_frame"]),
     ("floor RTF", lambda j: j["floor_rtf"]),
     ("offline RTF / floor RTF", lambda j: j["offline"]["rtf"] / j["floor_rtf"]),
     ("first audio ms", lambda j: j["first_audio_non_streaming_layout_ms"]),

@@ -246,6 +246,17 @@ def check_bench_json(a):
           f"bench --json: the codec per frame streamed ({codec} in the stage row) and in the "
           f"offline pass: {j['streaming'].get('codec_ms_per_frame')}, "
           f"{j['offline'].get('codec_ms_per_frame')}")
+    # The offline runs by stage: their parts add up to the runs' wall time per frame (what
+    # no stage covers is the last part), within the rounding of JSON's 6 digits.
+    off = j.get("offline_stages", {})
+    parts = [off.get(f"{k}_ms_per_frame") for k in ("prefill", "talker", "code_predictor",
+                                                     "sampling", "codec", "other")]
+    check(off.get("runs") == 2 and None not in parts and all(p >= 0 for p in parts[:5])
+          and abs(sum(parts) - j["offline"]["ms_per_frame"])
+          <= 2e-6 * (sum(abs(p) for p in parts) + j["offline"]["ms_per_frame"])
+          and parts[4] == j["offline"].get("codec_ms_per_frame") and parts[1] > 0,
+          f"bench --json: offline_stages, --repeat runs whose parts add up to the offline "
+          f"ms/frame: {off}, {j['offline']}")
     keys = [f"first_audio_{layout}_layout{c}_ms" for layout in ("non_streaming", "streaming")
             for c in ("", "_cached")]
     check(j.get("first_audio_layout_runs") == 2 and all((j.get(k) or 0) > 0 for k in keys),

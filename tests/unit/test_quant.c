@@ -8,7 +8,8 @@
  *    zero through fp16-subnormal scales to saturated ones, against the bounds
  *    of quant.h -> every ISA level's matmul against the scalar definition on
  *    random shapes (rows 1..70, n_in 32..3072 and 8224 (two activation chunks,
- *    odd tail), 1..5 tokens, strided and misaligned x / y / w), quantized and
+ *    odd tail), 1..5 tokens, strided and misaligned x / y / w) and prompt shapes (up
+ *    to 41 tokens; rows of up to 6144 inputs, segmented by AVX-512 VNNI q4_0), quantized and
  *    raw random codes -> bit-identical results for any split of rows or tokens
  *    -> the sub-levels of one level (AVX-512: plain, VNNI, AMX; NEON: baseline,
  *    SDOT, SMMLA) give the same bits where their quantized matmuls differ, and so
@@ -550,7 +551,11 @@ static void test_matmul(void) {
             check_matmul(k, l, q4, 33, 8224, 17, 1);
             check_matmul(k, l, q4, 40, 3072, 41, 0); // many sets of tokens
             check_matmul(k, l, q4, 21, 1024, 28, 1); // a set of 16 and one of 12
-            n_cases += 6;
+            // rows of more than four groups with a partial last one, in a 16-row tile and
+            // three more (AVX-512 VNNI: q4_0 prompt sets of five or more walk them in segments)
+            check_matmul(k, l, q4, 19, 2720, 6, 0);
+            check_matmul(k, l, q4, 35, 6144, 8, 1);
+            n_cases += 8;
         }
         if (k->isa == KZ_ISA_SCALAR) {
             printf("level %s: %d cases\n", k->name, n_cases);

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *const bench_offline_part_names[BENCH_OFFLINE_PARTS] = {
+    "prefill", "talker", "code predictor", "sampling", "codec", "other"};
+
 static const char *unit_name(bench_unit u) {
     return u == BENCH_UNIT_GBS ? "GB/s" : u == BENCH_UNIT_GFLOPS ? "GFLOP/s" : "";
 }
@@ -121,8 +124,14 @@ static void text_runs(const bench_result *r) {
            "waiting per run); %.1f chunks per run\n",
            st->first_audio_ms, st->underruns, st->stall_ms, st->chunks);
     printf("offline             %8.2f ms/frame  real-time factor %.3f, first audio %.0f ms "
-           "(all frames, then one decode)\n",
-           off->ms_per_frame, off->ms_per_frame / r->frame_ms, off->first_audio_ms);
+           "(all frames, then one decode; mean of %d run%s)\n",
+           off->ms_per_frame, off->ms_per_frame / r->frame_ms, off->first_audio_ms,
+           r->offline_runs, plural(r->offline_runs));
+    printf("  by stage, ms/frame:");
+    for (int k = 0; k < BENCH_OFFLINE_PARTS; k++) {
+        printf("%s %s %.2f", k ? "," : "", bench_offline_part_names[k], r->offline_stage_ms[k]);
+    }
+    printf(" (other: the wall time outside the stages)\n");
     printf("  codec decoder %.2f ms/frame in the one pass (streaming: %.2f in %.1f chunks "
            "per run)\n",
            off->codec_ms_per_frame, st->codec_ms_per_frame, st->chunks);
@@ -278,6 +287,19 @@ static void json_playback(json_out *j, const char *key, const bench_playback *p,
     json_close(j, '}');
 }
 
+/* "offline_stages": {"runs": N, "prefill_ms_per_frame": .., ..., "other_ms_per_frame": ..}. */
+static void json_offline_stages(json_out *j, const bench_result *r) {
+    static const char *const keys[BENCH_OFFLINE_PARTS] = {
+        "prefill_ms_per_frame", "talker_ms_per_frame", "code_predictor_ms_per_frame",
+        "sampling_ms_per_frame", "codec_ms_per_frame", "other_ms_per_frame"};
+    json_open(j, "offline_stages", '{');
+    json_num(j, "runs", r->offline_runs, true);
+    for (int k = 0; k < BENCH_OFFLINE_PARTS; k++) {
+        json_num(j, keys[k], r->offline_stage_ms[k], true);
+    }
+    json_close(j, '}');
+}
+
 static void json_voice(json_out *j, const bench_voice *v) {
     json_open(j, "voice", '{');
     json_str(j, "kind", v->kind);
@@ -336,6 +358,7 @@ void bench_print_json(const bench_result *r) {
     json_playback(&j, r->decoder_only ? "decode" : "streaming", &r->streaming, r->frame_ms);
     if (!r->decoder_only) {
         json_playback(&j, "offline", &r->offline, r->frame_ms);
+        json_offline_stages(&j, r);
         const double(*fa)[2] = r->first_audio_layout_ms;
         json_num(&j, "first_audio_non_streaming_layout_ms", fa[0][0], true);
         json_num(&j, "first_audio_streaming_layout_ms", fa[1][0], true);

@@ -54,6 +54,12 @@ typedef struct bench_playback {
                                   (streaming: small chunks; offline: one pass), 0 = none */
 } bench_playback;
 
+/* Where an offline run's wall time went, in bench_result.offline_stage_ms. */
+enum { BENCH_OFFLINE_PREFILL, BENCH_OFFLINE_TALKER, BENCH_OFFLINE_CODE_PREDICTOR,
+       BENCH_OFFLINE_SAMPLING, BENCH_OFFLINE_CODEC, BENCH_OFFLINE_OTHER, BENCH_OFFLINE_PARTS };
+
+extern const char *const bench_offline_part_names[BENCH_OFFLINE_PARTS];
+
 typedef struct bench_result {
     bool decoder_only;
     const char *kernels;  /* kernel level of the model, e.g. "avx2" */
@@ -75,7 +81,13 @@ typedef struct bench_result {
     bench_stage stages[8];
     int n_stages;
     bench_playback streaming;     /* decoder-only: the timed kz_decode runs */
-    bench_playback offline;       /* full pipeline: all frames, then one decode */
+    bench_playback offline;       /* full pipeline: all frames, then one decode (the mean of
+                                     offline_runs runs) */
+    int offline_runs;
+    /* The offline runs' wall time per frame by stage (BENCH_OFFLINE_* order): prefill,
+     * talker steps, code predictor, sampling, codec, and the rest of the wall time (setup,
+     * per-frame work between the stages, hand-offs between the LM and codec threads). */
+    double offline_stage_ms[6];
     double first_audio_layout_ms[2][2]; /* full pipeline: [non-streaming, streaming text
                                            layout][whole prompt, voice prefix cached], the
                                            median of first_audio_layout_runs runs */

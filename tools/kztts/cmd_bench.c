@@ -18,8 +18,8 @@
  * text (about a 10-word sentence) with the model's first speaker: prefill, talker,
  * code predictor, sampling and codec; then the real-time factor and time to first
  * audio of streaming runs (pipelined, first chunk 1 frame) with the underruns a
- * real-time player would see, of an offline run (all frames, then one decode), and the
- * time to first audio of both text layouts.
+ * real-time player would see, of offline runs (all frames, then one decode; their time
+ * by stage), and the time to first audio of both text layouts.
  * A Base model speaks with a cloned voice (bench_voice.c): --voice FILE loaded, or
  * --ref-audio made `repeat` times first, its making timed per stage against the floor
  * (the encoders' FLOP at the FMA peak of the threads that made it).
@@ -282,7 +282,8 @@ static void full_stages(bench_result *r, const kz_timings *t, int n_runs) {
 }
 
 static void full_runs(bench_result *r, const playback *stream, int n_stream,
-                      const playback *offline, double layout_ms[2][2][64], int n_layout) {
+                      const playback *offline /* [n_stream] */, double layout_ms[2][2][64],
+                      int n_layout) {
     const double frames = (double)r->frames;
     bench_playback *p = &r->streaming;
     *p = (bench_playback){0};
@@ -293,8 +294,11 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
         p->stall_ms += stream[i].stall_ms / n_stream;
         p->chunks += (double)stream[i].chunks / n_stream;
     }
-    r->offline = (bench_playback){.ms_per_frame = offline->wall_ms / frames,
-                                  .first_audio_ms = offline->first_ms, .underruns = -1};
+    r->offline = (bench_playback){.underruns = -1};
+    for (int i = 0; i < n_stream; i++) {
+        r->offline.ms_per_frame += offline[i].wall_ms / frames / n_stream;
+        r->offline.first_audio_ms += offline[i].first_ms / n_stream;
+    }
     for (int l = 0; l < 2; l++) {
         for (int c = 0; c < 2; c++) {
             r->first_audio_layout_ms[l][c] = stats_median(layout_ms[l][c], n_layout);
@@ -303,8 +307,63 @@ static void full_runs(bench_result *r, const playback *stream, int n_stream,
     r->first_audio_layout_runs = n_layout;
 }
 
-/* Streaming runs (timed stages), one offline run, then `repeat` runs of 2 frames per text
- * layout, the layouts alternating: a single run reads whatever the shared host did in those
+/* The offline runs' time per frame by stage, from their timings t and wall times, and
+ * what of the wall time no stage accounts for. */
+static void offline_stages(bench_result *r, const kz_timings *t, const playback *runs, int n) {
+    const double f = (double)t->frames;
+    double wall = 0;
+    for (int i = 0; i < n; i++) {
+        wall += runs[i].wall_ms;
+    }
+    double *ms = r->offline_stage_ms;
+    ms[BENCH_OFFLINE_PREFILL] = t->prefill_ms / f;
+    ms[BENCH_OFFLINE_TALKER] = t->talker_ms / f;
+    ms[BENCH_OFFLINE_CODE_PREDICTOR] = t->code_predictor_ms / f;
+    ms[BENCH_OFFLINE_SAMPLING] = t->sampling_ms / f;
+    ms[BENCH_OFFLINE_CODEC] = stats_codec_ms(t) / f;
+    ms[BENCH_OFFLINE_OTHER] = wall / f;
+    for (int k = 0; k < BENCH_OFFLINE_OTHER; k++) {
+        ms[BENCH_OFFLINE_OTHER] -= ms[k];
+    }
+    r->offline_runs = n;
+    r->offline.codec_ms_per_frame = ms[BENCH_OFFLINE_CODEC];
+}
+
+/* acc += the session's timings since its last reset. */
+static void timings_add(const kz_session *s, kz_timings *acc) {
+    kz_timings t;
+    kz_session_timings(s, &t);
+    acc->codec_quantizer_ms += t.codec_quantizer_ms;
+    acc->codec_transformer_ms += t.codec_transformer_ms;
+    acc->codec_upsample_ms += t.codec_upsample_ms;
+    acc->codec_vocoder_ms += t.codec_vocoder_ms;
+    acc->codec_flop += t.codec_flop;
+    acc->codec_flop_bf16 += t.codec_flop_bf16;
+    acc->codec_frames += t.codec_frames;
+    acc->prefill_ms += t.prefill_ms;
+    acc->talker_ms += t.talker_ms;
+    acc->code_predictor_ms += t.code_predictor_ms;
+    acc->sampling_ms += t.sampling_ms;
+    acc->frames += t.frames;
+    acc->prompt_tokens += t.prompt_tokens;
+    acc->prompt_tokens_cached += t.prompt_tokens_cached;
+    acc->talker_bytes += t.talker_bytes;
+    acc->code_predictor_bytes += t.code_predictor_bytes;
+}
+
+/* One run of request q with its whole prompt computed, its timings added to *acc. */
+static kz_status timed_run(const kz_model *m, kz_session *s, const kz_request *q, playback *p,
+                           kz_timings *acc) {
+    kz_session_clear_prompt_cache(s);
+    kz_session_reset_timings(s);
+    kz_status st = timed(m, s, q, p);
+    timings_add(s, acc);
+    return st;
+}
+
+/* `repeat` streaming runs (timed stages) and `repeat` offline runs alternated, so that both
+ * see the same minutes of a shared host, then `repeat` runs of 2 frames per text layout,
+ * the layouts alternating: a single run reads whatever the shared host did in those
  * 150 ms (docs/PERF.md: a kernel thread takes one core for 5-20 ms every 0.5 s), the median
  * does not. */
 static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session *s,
@@ -316,23 +375,17 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
         r.speaker = NULL;
         r.voice = voice;
     }
-    playback runs[64], offline, layout;
+    playback runs[64], offline[64], layout;
     double layout_ms[2][2][64];
     int n = o->repeat < 64 ? (int)o->repeat : 64;
     res->runs = n;
-    kz_session_reset_timings(s);
-    for (int i = 0; i < n && st == KZ_OK; i++) {
-        kz_session_clear_prompt_cache(s); // every run computes its whole prompt
-        st = timed(m, s, &r, &runs[i]);
-    }
-    kz_timings t, t_off;
-    kz_session_timings(s, &t);
     kz_request off = r;
     off.first_chunk_frames = off.chunk_frames = (int32_t)(o->frames < 1024 ? o->frames : 1024);
-    kz_session_clear_prompt_cache(s);
-    kz_session_reset_timings(s);
-    st = st ? st : timed(m, s, &off, &offline);
-    kz_session_timings(s, &t_off); // before the layout runs add to them
+    kz_timings t = {0}, t_off = {0};
+    for (int i = 0; i < n && st == KZ_OK; i++) {
+        st = timed_run(m, s, &r, &runs[i], &t);
+        st = st == KZ_OK ? timed_run(m, s, &off, &offline[i], &t_off) : st;
+    }
     kz_request quick = r;
     quick.frames = 2;
     for (int i = 0; i < n && st == KZ_OK; i++) {
@@ -349,9 +402,9 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
         res->peak_rss_mb = peak_rss_mb();
         measure_machine(o, res);
         full_stages(res, &t, n);
-        full_runs(res, runs, n, &offline, layout_ms, n);
+        full_runs(res, runs, n, offline, layout_ms, n);
+        offline_stages(res, &t_off, offline, n);
         res->streaming.codec_ms_per_frame = stats_codec_ms(&t) / (double)t.frames;
-        res->offline.codec_ms_per_frame = stats_codec_ms(&t_off) / (double)t_off.frames;
     }
     kz_ids_free(text_ids);
     return st;

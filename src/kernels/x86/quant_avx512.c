@@ -40,6 +40,10 @@
  *          vcvtph2ps
  *     acc = fma(float(int32 x 16), d_w * d_x, acc)
  *   y[t, o] = hsum(acc)   (+ the previous chunks' sum)
+ *   (q4_0 prompts' lane-order sets of SEG_MIN_NT or more tokens over rows of more than
+ *   SEG_GROUPS groups: the rows in tiles of SEG_ROWS, each tile's rows a segment of
+ *   SEG_GROUPS groups at a time, the accumulators kept between segments, so a segment's
+ *   activations stay in L1: chunk_rows)
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
  * prefetch per 64 bytes (the best distance and density for the DRAM stream under the L1
  * policy: docs/ARCHITECTURE.md#language-model-matmuls), or under the KZ_QPF_L2 policy into
@@ -554,47 +558,104 @@ ALWAYS_INLINE float hsum(__m512 s) {
     return _mm_cvtss_f32(q);
 }
 
+/* Groups of a row segment and rows of a row tile in the segmented walk (chunk_rows), and
+ * the smallest set that takes it. */
+#define SEG_GROUPS 4
+#define SEG_ROWS 16
+#define SEG_MIN_NT 5
+
+/* Row o's groups [g0, g1) of a chunk (at row, gbytes each) into acc; the tail group
+ * (tail blocks past the last full one) too when tail > 0. */
+ALWAYS_INLINE void row_groups(__m512 acc[MAX_NT], const uint8_t *row, size_t gbytes, size_t g0,
+                              size_t g1, int tail, const act *a, int pf, int nt, int q4,
+                              int vnni) {
+    for (size_t g = g0; g < g1; g++) {
+        const uint8_t *blk = row + g * gbytes;
+        // Consecutive rows are contiguous: within a chunk, the prefetches run into
+        // the next rows.
+        quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, pf);
+        group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
+    }
+    if (tail) {
+        group_step(acc, row + g1 * gbytes, a, g1, nt, q4, vnni, tail);
+    }
+}
+
+/* y[t * ldy + o] = the sum of acc[t]'s lanes, or y + it when accumulate. */
+ALWAYS_INLINE void row_store(float *y, size_t ldy, size_t o, const __m512 acc[MAX_NT],
+                             int accumulate, int nt) {
+    for (int t = 0; t < nt; t++) {
+        float *yp = y + (size_t)t * ldy + o;
+        const float v = hsum(acc[t]);
+        *yp = accumulate ? *yp + v : v;
+    }
+}
+
 /* Rows [o0, o1) of one chunk (cn blocks from block c0 of each row) against
  * the nt tokens of a: y[t * ldy + o] = the dot product, or y + it when
- * accumulate (a later chunk). pf: the weight stream's prefetch mode (quant_prefetch.h). */
+ * accumulate (a later chunk). pf: the weight stream's prefetch mode (quant_prefetch.h).
+ * With seg (matmul_q's prompts), q4_0 lane-order sets of SEG_MIN_NT or more tokens over
+ * rows longer than SEG_GROUPS groups run segmented: per tile of
+ * SEG_ROWS rows, every row's first SEG_GROUPS groups, then every row's next ones, the
+ * accumulators kept on the stack in between, so that the part of the set's activations a
+ * segment reads (up to eight tokens' codes, scales and offsets) stays in L1 across the
+ * tile's rows; a whole row's would not for the MLP's down projection, and the kernel would
+ * read them from L2 for every row. Each accumulator lane takes the same fma in the same
+ * order either way: the same bits. The batched products (matvec_q) walk whole rows: their
+ * row tiles are a few rows, streamed from DRAM, and segments there streamed four-token
+ * sets slower (the weight prefetches run along whole rows), as they did four-token prompt
+ * sets, whose activations take half the L1, and q8_0 prompt sets of five to eight, whose
+ * rows are twice as long. */
 ALWAYS_INLINE void chunk_rows(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0,
                               size_t cn, size_t o0, size_t o1, const act *a, int accumulate, int pf,
-                              int nt, int q4, int vnni) {
+                              int seg, int nt, int q4, int vnni) {
     const size_t bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
     const size_t gbytes = GROUP * bsize;
     const size_t full = cn / GROUP;
     const int tail = (int)(cn % GROUP);
-    for (size_t o = o0; o < o1; o++) {
-        const uint8_t *row = w + (o * nb + c0) * bsize;
-        __m512 acc[MAX_NT];
-        for (int t = 0; t < MAX_NT; t++) {
-            acc[t] = _mm512_setzero_ps();
+    if (!seg || !q4 || !LANE_ORDER(nt, vnni) || nt < SEG_MIN_NT || full <= SEG_GROUPS) {
+        for (size_t o = o0; o < o1; o++) {
+            __m512 acc[MAX_NT];
+            for (int t = 0; t < MAX_NT; t++) {
+                acc[t] = _mm512_setzero_ps();
+            }
+            row_groups(acc, w + (o * nb + c0) * bsize, gbytes, 0, full, tail, a, pf, nt, q4,
+                       vnni);
+            row_store(y, ldy, o, acc, accumulate, nt);
         }
-        for (size_t g = 0; g < full; g++) {
-            const uint8_t *blk = row + g * gbytes;
-            // Consecutive rows are contiguous: within a chunk, the prefetches run into
-            // the next rows.
-            quant_prefetch(blk, gbytes, q4 ? PREFETCH_Q4 : PREFETCH_Q8, pf);
-            group_step(acc, blk, a, g, nt, q4, vnni, GROUP);
-        }
-        if (tail) {
-            group_step(acc, row + full * gbytes, a, full, nt, q4, vnni, tail);
-        }
-        for (int t = 0; t < nt; t++) {
-            float *yp = y + (size_t)t * ldy + o;
-            const float v = hsum(acc[t]);
-            *yp = accumulate ? *yp + v : v;
+        return;
+    }
+    __m512 kept[SEG_ROWS][MAX_NT];
+    for (size_t r0 = o0; r0 < o1; r0 += SEG_ROWS) {
+        const size_t r1 = o1 - r0 < SEG_ROWS ? o1 : r0 + SEG_ROWS;
+        for (size_t g0 = 0; g0 < full; g0 += SEG_GROUPS) {
+            const size_t g1 = full - g0 < SEG_GROUPS ? full : g0 + SEG_GROUPS;
+            for (size_t o = r0; o < r1; o++) {
+                __m512 acc[MAX_NT];
+                for (int t = 0; t < MAX_NT; t++) { // only the set's nt are kept and used
+                    acc[t] = g0 && t < nt ? kept[o - r0][t] : _mm512_setzero_ps();
+                }
+                row_groups(acc, w + (o * nb + c0) * bsize, gbytes, g0, g1, g1 == full ? tail : 0,
+                           a, pf, nt, q4, vnni);
+                if (g1 == full) {
+                    row_store(y, ldy, o, acc, accumulate, nt);
+                } else {
+                    for (int t = 0; t < nt; t++) {
+                        kept[o - r0][t] = acc[t];
+                    }
+                }
+            }
         }
     }
 }
 
 typedef void (*chunk_fn)(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,
-                         size_t o0, size_t o1, const act *a, int accumulate, int pf);
+                         size_t o0, size_t o1, const act *a, int accumulate, int pf, int seg);
 
 #define CHUNK_FN(name, nt, q4, vnni)                                                               \
     static void name(float *y, size_t ldy, const uint8_t *w, size_t nb, size_t c0, size_t cn,      \
-                     size_t o0, size_t o1, const act *a, int accumulate, int pf) {                 \
-        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, pf, nt, q4, vnni);                \
+                     size_t o0, size_t o1, const act *a, int accumulate, int pf, int seg) {        \
+        chunk_rows(y, ldy, w, nb, c0, cn, o0, o1, a, accumulate, pf, seg, nt, q4, vnni);           \
     }
 CHUNK_FN(chunk_q8_1, 1, 0, 0)
 CHUNK_FN(chunk_q8_2, 2, 0, 0)
@@ -912,7 +973,7 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
                 quant_act(&a[k], x + (t + (size_t)k) * ldx + c0 * KZ_QK, cn, q4,
                           LANE_ORDER(nt, vnni));
             }
-            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf);
+            fn(y + t * ldy, ldy, (const uint8_t *)w, nb, c0, cn, o0, o1, a, c0 != 0, pf, 1);
         }
     }
 }
@@ -960,7 +1021,8 @@ static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
                 for (size_t t = 0; t < np; t += max_nt) {
                     const size_t nt = np - t < max_nt ? np - t : max_nt;
                     fns[q4][vnni][nt - 1](y + (t0 + t) * ldy, ldy, (const uint8_t *)w, nb, c0,
-                                          cn, r0, r1, a + t, c0 != 0, set_prefetch(pf, nt, vnni));
+                                          cn, r0, r1, a + t, c0 != 0, set_prefetch(pf, nt, vnni),
+                                          0);
                 }
             }
         }
