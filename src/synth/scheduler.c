@@ -10,6 +10,15 @@
  * prefill delays the running ones by one prefill at most and the running ones delay a
  * prefill by one round at most. The members wait on one condition variable; the thread
  * waits on another.
+ *
+ * Side by side: with two threads or more the pool is also split in two parts. The short
+ * jobs of a gap, and then up to two prompt jobs, run in two lanes (each lane's jobs one
+ * after the other on its part: kz_pool_run over two chunks, the lane's part set as the
+ * thread's job pool) when their sizes split evenly enough between the lanes that the
+ * longer lane beats the whole pool running them all (balanced); else one by one on the
+ * whole pool. Kinds do not mix in a run: a prefill beside one codec chunk would leave a
+ * part idle for most of the prefill. So the running streams wait for at most one prefill
+ * on half the threads per gap.
  */
 #include "synth/scheduler.h"
 
@@ -24,10 +33,23 @@
 
 #define MAX_BATCH_LIMIT 64
 #define DEFAULT_MAX_BATCH 8
+#define LANES 2
+#define RUN_MAX 64 /* jobs of one run; more wait for the next gap */
+/* A codec chunk's cost in frames beyond its own: each call streams the weights of the
+ * stages that run once per call (docs/ARCHITECTURE.md, audio chunks). */
+#define CALL_COST 2
+/* Side by side only when the longer lane holds at most this share of the run's cost: a
+ * prefill or a codec chunk on half the threads takes more than half the whole pool's
+ * time (docs/ARCHITECTURE.md, continuous batching). */
+#define BALANCED_SHARE 0.7
+
+/* The part of the pool the current thread's side-by-side job computes with, or NULL. */
+static _Thread_local kz_pool *job_pool;
 
 struct kz_scheduler {
     const kz_model *m;
     kz_pool *pool;
+    kz_pool *part[LANES]; /* the pool's threads in two parts (NULL with one thread) */
     kz_exec lm, cp;
     size_t max_batch, D;
     kz_talker_batch tb;
@@ -46,6 +68,7 @@ struct kz_scheduler {
     pthread_cond_t work;  /* to the thread: a request changed state */
     pthread_cond_t done;  /* to the requests: work done, a place free, a cancel */
     kz_sched_req *members, *line, *jobs; /* lists in arrival order */
+    kz_sched_req *run[RUN_MAX];           /* the thread's: the jobs of one run */
     size_t n_members, n_line;
     bool stop;
     int attached;
@@ -164,20 +187,109 @@ static void run_round(kz_scheduler *s) {
     pthread_cond_broadcast(&s->done);
 }
 
-/* Runs the first waiting job. Called and returns with the lock held. */
-static void run_job(kz_scheduler *s) {
-    kz_sched_req *r = s->jobs;
-    s->jobs = r->next_job;
-    r->next_job = NULL;
-    pthread_mutex_unlock(&s->lock);
-    const double t0 = now_ms();
-    r->job(r->job_arg);
-    const double dt = now_ms() - t0;
+/* Takes the first waiting job of `kind` off the list, or NULL. Lock held. */
+static kz_sched_req *take_job(kz_scheduler *s, kz_sched_job kind) {
+    for (kz_sched_req **p = &s->jobs; *p; p = &(*p)->next_job) {
+        if ((*p)->job_kind == kind) {
+            kz_sched_req *r = *p;
+            *p = r->next_job;
+            r->next_job = NULL;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static size_t cost_of(const kz_sched_req *r) {
+    return r->job_kind == KZ_SCHED_SHORT ? r->job_cost + CALL_COST : r->job_cost + 1;
+}
+
+/* Marks r done and wakes its thread. Takes the lock. */
+static void finish_job(kz_scheduler *s, kz_sched_req *r) {
     pthread_mutex_lock(&s->lock);
     s->prefills += r->job_kind == KZ_SCHED_PROMPT;
-    *(r->job_kind == KZ_SCHED_PROMPT ? &s->prompt_ms : &s->short_ms) += dt;
     finish(r);
     pthread_cond_broadcast(&s->done);
+    pthread_mutex_unlock(&s->lock);
+}
+
+typedef struct lanes {
+    kz_scheduler *s;
+    kz_sched_req *lane[LANES]; /* each lane's jobs, through next_run */
+} lanes;
+
+/* Lane `lane`'s jobs, one after the other, on part `lane` of the pool. */
+static void lane_main(void *arg, size_t lane, int worker) {
+    (void)worker;
+    lanes *l = arg;
+    job_pool = l->s->part[lane];
+    for (kz_sched_req *r = l->lane[lane], *next; r; r = next) {
+        next = r->next_run;
+        r->job(r->job_arg);
+        finish_job(l->s, r);
+    }
+    job_pool = NULL;
+}
+
+/* Runs the n jobs of `run` (one kind), side by side if their costs split into two lanes
+ * with the longer one at most BALANCED_SHARE of the whole (largest first, each to the
+ * lane with less so far), else one by one on the whole pool. Called and returns with the
+ * lock held; releases it meanwhile. */
+static void run_jobs(kz_scheduler *s, kz_sched_req **run, size_t n) {
+    lanes l = {.s = s};
+    size_t load[LANES] = {0, 0}, total = 0;
+    for (size_t i = 1; i < n; i++) { // largest cost first (a few jobs: insertion sort)
+        for (size_t j = i; j > 0 && cost_of(run[j]) > cost_of(run[j - 1]); j--) {
+            kz_sched_req *t = run[j];
+            run[j] = run[j - 1];
+            run[j - 1] = t;
+        }
+    }
+    kz_sched_req **tail[LANES] = {&l.lane[0], &l.lane[1]};
+    for (size_t i = 0; i < n; i++) {
+        const size_t k = load[1] < load[0];
+        load[k] += cost_of(run[i]);
+        total += cost_of(run[i]);
+        run[i]->next_run = NULL;
+        *tail[k] = run[i];
+        tail[k] = &run[i]->next_run;
+    }
+    const size_t longer = load[0] > load[1] ? load[0] : load[1];
+    const bool side = s->part[0] && n > 1 && (double)longer <= BALANCED_SHARE * (double)total;
+    const kz_sched_job kind = run[0]->job_kind;
+    pthread_mutex_unlock(&s->lock);
+    const double t0 = now_ms();
+    if (side) {
+        kz_pool_run(s->pool, LANES, lane_main, &l);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            run[i]->job(run[i]->job_arg);
+            finish_job(s, run[i]);
+        }
+    }
+    const double dt = now_ms() - t0;
+    pthread_mutex_lock(&s->lock);
+    *(kind == KZ_SCHED_PROMPT ? &s->prompt_ms : &s->short_ms) += dt;
+}
+
+/* The jobs of a gap between two rounds: every short one waiting, then prompt ones, one per
+ * lane (one without parts). Called and returns with the lock held. */
+static void run_gap(kz_scheduler *s) {
+    size_t n = 0;
+    for (kz_sched_req *r; n < RUN_MAX && (r = take_job(s, KZ_SCHED_SHORT));) {
+        s->run[n++] = r;
+    }
+    if (n) {
+        run_jobs(s, s->run, n);
+    }
+    const size_t prompts = s->part[0] ? LANES : 1;
+    n = 0;
+    for (kz_sched_req *r; n < prompts && (r = take_job(s, KZ_SCHED_PROMPT));) {
+        s->run[n++] = r;
+    }
+    if (n) {
+        run_jobs(s, s->run, n);
+    }
 }
 
 static void *thread_main(void *arg) {
@@ -189,10 +301,8 @@ static void *thread_main(void *arg) {
             run_round(s);
             ran = true;
         }
-        bool prompt_ran = false;
-        while (s->jobs && !(prompt_ran && s->jobs->job_kind == KZ_SCHED_PROMPT)) {
-            prompt_ran = prompt_ran || s->jobs->job_kind == KZ_SCHED_PROMPT;
-            run_job(s);
+        if (s->jobs) {
+            run_gap(s);
             ran = true;
         }
         if (!ran) {
@@ -312,7 +422,7 @@ void kz_sched_wake(kz_scheduler *s) {
 }
 
 kz_pool *kz_sched_pool(kz_scheduler *s) {
-    return s->pool;
+    return job_pool ? job_pool : s->pool;
 }
 
 const kz_model *kz_sched_model(const kz_scheduler *s) {
@@ -365,6 +475,12 @@ static void free_scratch(kz_scheduler *s) {
     }
 }
 
+static void free_pools(kz_scheduler *s) {
+    kz_pool_free(s->pool);
+    kz_pool_free(s->part[0]);
+    kz_pool_free(s->part[1]);
+}
+
 static kz_status check_params(const kz_model *model, const kz_scheduler_params *p) {
     if (!model->has_tts) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
@@ -403,7 +519,12 @@ kz_status kz_scheduler_new(const kz_model *model, const kz_scheduler_params *par
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->done, NULL);
-    st = kz_pool_new(p.n_threads > 0 ? p.n_threads : kz_pool_default_threads(), &s->pool);
+    const int threads = p.n_threads > 0 ? p.n_threads : kz_pool_default_threads();
+    st = kz_pool_new(threads, &s->pool);
+    if (threads > 1) {
+        st = st == KZ_OK ? kz_pool_new((threads + 1) / 2, &s->part[0]) : st;
+        st = st == KZ_OK ? kz_pool_new(threads / 2, &s->part[1]) : st;
+    }
     st = st == KZ_OK ? alloc_scratch(s) : st;
     if (st == KZ_OK) {
         s->lm = (kz_exec){.k = model->kernels, .pool = s->pool};
@@ -414,7 +535,7 @@ kz_status kz_scheduler_new(const kz_model *model, const kz_scheduler_params *par
     }
     if (st != KZ_OK) {
         free_scratch(s);
-        kz_pool_free(s->pool);
+        free_pools(s);
         free(s);
         return st;
     }
@@ -438,7 +559,7 @@ void kz_scheduler_free(kz_scheduler *s) {
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
     free_scratch(s);
-    kz_pool_free(s->pool);
+    free_pools(s);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->done);

@@ -250,7 +250,8 @@ static kz_status prefill_alone(void *arg) {
 
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
-    kz_status st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_PROMPT, prefill_alone, y);
+    y->req.job_cost = kz_prompt_rows(&y->spec, &y->m->talker);
+    kz_status st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_PROMPT, &y->s->lm, prefill_alone, y);
     y->s->stats.prefill_ms += now_ms() - t0;
     return st;
 }
@@ -337,7 +338,9 @@ static kz_status streamed_text_vector(synth *y, size_t next, const float **out) 
     }
     if (next < y->feed.n_ids) {
         y->feed_next = next;
-        st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_SHORT, text_vector_alone, y);
+        y->req.job_cost = 0;
+        st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_SHORT, &y->s->lm,
+                                text_vector_alone, y);
         *out = y->tvec;
     } else {
         *out = next == y->feed.n_ids ? y->prompt.eos : y->prompt.pad;
@@ -616,7 +619,8 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
         codec_take_turn(y);
         y->decode_n = n;
         y->decode_lead = lead;
-        kz_session_lm_call(y->s, &y->codec_req, KZ_SCHED_SHORT, decode_alone, y);
+        y->codec_req.job_cost = n;
+        kz_session_lm_call(y->s, &y->codec_req, KZ_SCHED_SHORT, NULL, decode_alone, y);
         codec_end_turn(y);
         y->s->codec_frames += (int64_t)n;
     }
