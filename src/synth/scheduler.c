@@ -4,12 +4,13 @@
  * protocol).
  *
  * Thread loop: under the lock, if a round is due (some member waits to predict or to step
- * and none is busy) it gathers those members (run_round says which), computes their batch
- * without the lock, marks them done and busy again; then it runs the jobs waiting: every
- * short one (codec chunks) and at most one prompt job (a prefill), so a new request's
- * prefill delays the running ones by one prefill at most and the running ones delay a
- * prefill by one round at most. The members wait on one condition variable; the thread
- * waits on another.
+ * and none is busy; round_due has the exception of requests that arrive together) it
+ * gathers those members (run_round says which), computes their batch without the lock,
+ * marks them done and busy again; then it runs the jobs waiting: every short one (codec
+ * chunks) and at most one prompt job (a prefill) per lane, so a new request's prefill
+ * delays the running ones by one prefill at most and the running ones delay a prefill by
+ * one round at most. The members wait on one condition variable; the thread waits on
+ * another.
  *
  * Side by side: with two threads or more the pool is also split in two parts. The short
  * jobs of a gap, and then up to two prompt jobs, run in two lanes (each lane's jobs one
@@ -41,7 +42,7 @@
 /* Side by side only when the longer lane holds at most this share of the run's cost: a
  * prefill or a codec chunk on half the threads takes more than half the whole pool's
  * time (docs/ARCHITECTURE.md, continuous batching). */
-#define BALANCED_SHARE 0.7
+#define BALANCED_SHARE 0.6
 
 /* The part of the pool the current thread's side-by-side job computes with, or NULL. */
 static _Thread_local kz_pool *job_pool;
@@ -110,15 +111,23 @@ static void list_remove(kz_sched_req **head, kz_sched_req *r) {
 
 /* --- the thread -------------------------------------------------------------------- */
 
+/* A round is due once no member is busy and some wait for one, unless every member that
+ * waits is at its first frame while another member's prefill waits: then the prefills of
+ * requests that arrived together all run before the first round, which serves them all at
+ * once (their first audio needs every prefill and a round either way, and one round reads
+ * the weights once where a round per prefill would read them again for each). */
 static bool round_due(const kz_scheduler *s) {
-    bool waiting = false;
+    bool waiting = false, first = true, prompt = false;
     for (const kz_sched_req *r = s->members; r; r = r->next) {
         if (r->state == KZ_SCHED_BUSY) {
             return false;
         }
-        waiting = waiting || r->state == KZ_SCHED_PREDICT || r->state == KZ_SCHED_STEP;
+        const bool waits = r->state == KZ_SCHED_PREDICT || r->state == KZ_SCHED_STEP;
+        waiting = waiting || waits;
+        first = first && !(waits && r->rounds > 0);
+        prompt = prompt || (r->state == KZ_SCHED_JOB && r->job_kind == KZ_SCHED_PROMPT);
     }
-    return waiting;
+    return waiting && !(first && prompt);
 }
 
 static void predict_batch(kz_scheduler *s, size_t n) {
@@ -180,6 +189,7 @@ static void run_round(kz_scheduler *s) {
     pthread_mutex_lock(&s->lock);
     s->batch_ms += dt;
     for (size_t i = 0; i < n; i++) {
+        s->reqs[i]->rounds++;
         finish(s->reqs[i]);
     }
     s->steps += stepping ? 0 : 1;
@@ -398,6 +408,7 @@ bool kz_sched_join(kz_scheduler *s, kz_sched_req *r, const atomic_bool *cancel) 
     const bool in = !atomic_load(cancel);
     if (in) {
         r->state = KZ_SCHED_BUSY;
+        r->rounds = 0;
         append(&s->members, r, false);
         s->n_members++;
     }

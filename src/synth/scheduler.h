@@ -60,6 +60,7 @@ typedef struct kz_sched_req {
     struct kz_sched_req *next_job; /* jobs waiting, in arrival order */
     kz_sched_state state;
     bool done;                 /* the scheduler finished what the request waits for */
+    int64_t rounds;            /* rounds it was in since it joined */
     void (*job)(void *arg);
     void *job_arg;
     kz_sched_job job_kind;
