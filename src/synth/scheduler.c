@@ -282,9 +282,9 @@ static void run_jobs(kz_scheduler *s, kz_sched_req **run, size_t n) {
     *(kind == KZ_SCHED_PROMPT ? &s->prompt_ms : &s->short_ms) += dt;
 }
 
-/* The jobs of a gap between two rounds: every short one waiting, then prompt ones, one per
- * lane (one without parts). Called and returns with the lock held. */
-static void run_gap(kz_scheduler *s) {
+/* The jobs of a gap between two rounds: every short one waiting, then (if `prompts`)
+ * prompt ones, one per lane (one without parts). Called and returns with the lock held. */
+static void run_gap(kz_scheduler *s, bool prompts) {
     size_t n = 0;
     for (kz_sched_req *r; n < RUN_MAX && (r = take_job(s, KZ_SCHED_SHORT));) {
         s->run[n++] = r;
@@ -292,9 +292,9 @@ static void run_gap(kz_scheduler *s) {
     if (n) {
         run_jobs(s, s->run, n);
     }
-    const size_t prompts = s->part[0] ? LANES : 1;
+    const size_t max_prompts = !prompts ? 0 : s->part[0] ? LANES : 1;
     n = 0;
-    for (kz_sched_req *r; n < prompts && (r = take_job(s, KZ_SCHED_PROMPT));) {
+    for (kz_sched_req *r; n < max_prompts && (r = take_job(s, KZ_SCHED_PROMPT));) {
         s->run[n++] = r;
     }
     if (n) {
@@ -302,17 +302,30 @@ static void run_gap(kz_scheduler *s) {
     }
 }
 
+/* Whether a stream's first codec chunk waits. Lock held. */
+static bool first_chunk_waits(const kz_scheduler *s) {
+    for (const kz_sched_req *r = s->jobs; r; r = r->next_job) {
+        if (r->job_first) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void *thread_main(void *arg) {
     kz_scheduler *s = arg;
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
         bool ran = false;
-        if (round_due(s)) {
+        // A stream's first audio waits for nothing else: its chunk (with every short job)
+        // goes before the round, and no prefill joins them.
+        const bool first = first_chunk_waits(s);
+        if (!first && round_due(s)) {
             run_round(s);
             ran = true;
         }
         if (s->jobs) {
-            run_gap(s);
+            run_gap(s, !first);
             ran = true;
         }
         if (!ran) {
@@ -334,6 +347,11 @@ static void submit(kz_scheduler *s, kz_sched_req *r, kz_sched_state state) {
         append(&s->jobs, r, true);
     }
     pthread_cond_signal(&s->work);
+    if (state == KZ_SCHED_JOB && r->on_queued) {
+        pthread_mutex_unlock(&s->lock); // it may take the caller's locks
+        r->on_queued(r->queued_arg);
+        pthread_mutex_lock(&s->lock);
+    }
     while (!r->done) {
         pthread_cond_wait(&s->done, &s->lock);
     }

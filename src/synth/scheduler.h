@@ -13,6 +13,8 @@
  *   step(talker input row)           -------->         waiting to step, else code
  *                                                      predictor batch of every member
  *   <-------- done, the member is busy again           waiting to predict
+ *                                               a stream's first codec chunk before any
+ *                                               round (its LM thread steps once it waits)
  *   outside(true) around waits on the codec or on streamed text
  *   leave
  *
@@ -67,6 +69,10 @@ typedef struct kz_sched_req {
     size_t job_cost;           /* its size, to balance side-by-side jobs: a prompt's rows,
                                   a codec chunk's frames (0: negligible) */
     struct kz_sched_req *next_run; /* the jobs of one part in a side-by-side run */
+    bool job_first;            /* a stream's first codec chunk: runs before the next round */
+    void (*on_queued)(void *arg); /* if set, called once the job waits in the line (from the
+                                     submitting thread, no lock held) */
+    void *queued_arg;
     kz_code_predictor_state *cps; /* predict */
     const float *h, *e0;
     kz_pick_fn pick;
