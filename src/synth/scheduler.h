@@ -7,8 +7,8 @@
  *
  *   request LM threads                         scheduler thread (its pool)
  *   join (FIFO, at most max_batch members)
- *   run_alone(prefill)               -------->  between two rounds: one prefill and
- *   (codec thread) run_alone(chunk)  -------->  every short job (codec chunk, text)
+ *   run_alone(prefill)               -------->  between two rounds: every short job
+ *   (codec thread) run_alone(chunk)  -------->  (codec chunk, text), a prefill per part
  *   predict(h, c0 embedding, picker) -------->  round: talker batch of every member
  *   step(talker input row)           -------->         waiting to step, else code
  *                                                      predictor batch of every member
@@ -25,7 +25,8 @@
  * twice from twice the threads, and a job's bits do not depend on its thread count.
  * A round starts once no member is busy (each is waiting for the scheduler or outside), so
  * members step in lock-step while they run, and one that waits elsewhere does not hold the
- * others. The batched kernels give each request the bits it gets alone (talker.h,
+ * others; members at their first frame wait for the prefills of the others that arrived
+ * with them, so that one round serves them all. The batched kernels give each request the bits it gets alone (talker.h,
  * code_predictor.h), and the prefill runs alone with the session's own chunking, so the
  * codes never depend on the batch.
  */
