@@ -26,9 +26,9 @@
  * A round starts once no member is busy (each is waiting for the scheduler or outside), so
  * members step in lock-step while they run, and one that waits elsewhere does not hold the
  * others; members at their first frame wait for the prefills of the others that arrived
- * with them, so that one round serves them all. The batched kernels give each request the bits it gets alone (talker.h,
- * code_predictor.h), and the prefill runs alone with the session's own chunking, so the
- * codes never depend on the batch.
+ * with them, so that one round serves them all. The batched kernels give each request the
+ * bits it gets alone (talker.h, code_predictor.h), and a prefill runs with the session's own
+ * chunking (on the whole pool or a part), so the codes never depend on the batch.
  */
 #ifndef KZ_SCHEDULER_H
 #define KZ_SCHEDULER_H

@@ -221,8 +221,8 @@ static void run_batched(const kz_model *m, int B, bool together, const result *r
         if (i < N_REQ) {
             CHECK_MSG(out[i].st == KZ_OK && same(&out[i], &ref[i]),
                       "B=%d%s request %d: status %d (%s), %lld frames, %zu samples; alone "
-                      "%lld frames, %zu samples", B, together ? " together" : "", i, (int)out[i].st, out[i].error,
-                      (long long)out[i].n_frames, out[i].n_samples,
+                      "%lld frames, %zu samples", B, together ? " together" : "", i,
+                      (int)out[i].st, out[i].error, (long long)out[i].n_frames, out[i].n_samples,
                       (long long)ref[i].n_frames, ref[i].n_samples);
         } else {
             CHECK_MSG(out[i].st == KZ_STATUS_CANCELLED, "B=%d cancelled request: status %d", B,
