@@ -243,8 +243,8 @@ static void lane_main(void *arg, size_t lane, int worker) {
 
 /* Runs the n jobs of `run` (one kind), side by side if their costs split into two lanes
  * with the longer one at most BALANCED_SHARE of the whole (largest first, each to the
- * lane with less so far), else one by one on the whole pool. Called and returns with the
- * lock held; releases it meanwhile. */
+ * lane with less so far), else one by one on the whole pool; either way the smaller jobs
+ * first. Called and returns with the lock held; releases it meanwhile. */
 static void run_jobs(kz_scheduler *s, kz_sched_req **run, size_t n) {
     lanes l = {.s = s};
     size_t load[LANES] = {0, 0}, total = 0;
@@ -255,14 +255,12 @@ static void run_jobs(kz_scheduler *s, kz_sched_req **run, size_t n) {
             run[j - 1] = t;
         }
     }
-    kz_sched_req **tail[LANES] = {&l.lane[0], &l.lane[1]};
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) { // each lane's list ends up smallest first
         const size_t k = load[1] < load[0];
         load[k] += cost_of(run[i]);
         total += cost_of(run[i]);
-        run[i]->next_run = NULL;
-        *tail[k] = run[i];
-        tail[k] = &run[i]->next_run;
+        run[i]->next_run = l.lane[k];
+        l.lane[k] = run[i];
     }
     const size_t longer = load[0] > load[1] ? load[0] : load[1];
     const bool side = s->part[0] && n > 1 && (double)longer <= BALANCED_SHARE * (double)total;
@@ -272,7 +270,7 @@ static void run_jobs(kz_scheduler *s, kz_sched_req **run, size_t n) {
     if (side) {
         kz_pool_run(s->pool, LANES, lane_main, &l);
     } else {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = n; i-- > 0;) { // smallest first: a first one-frame chunk waits least
             run[i]->job(run[i]->job_arg);
             finish_job(s, run[i]);
         }
