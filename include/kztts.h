@@ -539,7 +539,9 @@ KZ_API kz_status kz_synthesize_all(kz_session *session, const kz_request *r, kz_
  * and one pool: the language-model stage (talker and code predictor, the part bound by
  * memory traffic) steps the requests in progress together, each weight matrix read once
  * per frame for the whole batch; between two batched frames run the codec chunks that
- * streams wait for and at most one new request's prompt prefill. Requests join and leave
+ * streams wait for and at most one new request's prompt prefill on each half of the pool
+ * (jobs that wait together run side by side on the halves when their sizes balance; a
+ * stream's first chunk runs before the next batched frame). Requests join and leave
  * at frame boundaries; a cancelled request leaves at its next frame. Each session keeps
  * its own KV cache, codec state, sampler and random state, and its callbacks run on the
  * thread that called kz_synthesize, so a request's codes and audio are bit for bit those

@@ -69,6 +69,6 @@ static kz_status prepare_alone(void *arg) {
 
 kz_status kz_prefill_prepare(kz_session *s, const kz_prompt_spec *spec) {
     prepare_call c = {.s = s, .spec = spec};
-    kz_sched_req r = {0};
-    return kz_session_lm_call(s, &r, KZ_SCHED_PROMPT, prepare_alone, &c);
+    kz_sched_req r = {.job_cost = kz_prompt_rows(spec, &s->model->talker)};
+    return kz_session_lm_call(s, &r, KZ_SCHED_PROMPT, &s->lm, prepare_alone, &c);
 }

@@ -4,12 +4,22 @@
  * protocol).
  *
  * Thread loop: under the lock, if a round is due (some member waits to predict or to step
- * and none is busy) it gathers those members (run_round says which), computes their batch
- * without the lock, marks them done and busy again; then it runs the jobs waiting: every
- * short one (codec chunks) and at most one prompt job (a prefill), so a new request's
- * prefill delays the running ones by one prefill at most and the running ones delay a
- * prefill by one round at most. The members wait on one condition variable; the thread
- * waits on another.
+ * and none is busy; round_due has the exception of requests that arrive together) it
+ * gathers those members (run_round says which), computes their batch without the lock,
+ * marks them done and busy again; then it runs the jobs waiting: every short one (codec
+ * chunks) and at most one prompt job (a prefill) per lane, so a new request's prefill
+ * delays the running ones by one prefill at most and the running ones delay a prefill by
+ * one round at most. The members wait on one condition variable; the thread waits on
+ * another.
+ *
+ * Side by side: with two threads or more the pool is also split in two parts. The short
+ * jobs of a gap, and then up to two prompt jobs, run in two lanes (each lane's jobs one
+ * after the other on its part: kz_pool_run over two chunks, the lane's part set as the
+ * thread's job pool) when their sizes split evenly enough between the lanes that the
+ * longer lane beats the whole pool running them all (balanced); else one by one on the
+ * whole pool. Kinds do not mix in a run: a prefill beside one codec chunk would leave a
+ * part idle for most of the prefill. So the running streams wait for at most one prefill
+ * on half the threads per gap.
  */
 #include "synth/scheduler.h"
 
@@ -24,10 +34,23 @@
 
 #define MAX_BATCH_LIMIT 64
 #define DEFAULT_MAX_BATCH 8
+#define LANES 2
+#define RUN_MAX 64 /* jobs of one run; more wait for the next gap */
+/* A codec chunk's cost in frames beyond its own: each call streams the weights of the
+ * stages that run once per call (docs/ARCHITECTURE.md, audio chunks). */
+#define CALL_COST 2
+/* Side by side only when the longer lane holds at most this share of the run's cost: a
+ * prefill or a codec chunk on half the threads takes more than half the whole pool's
+ * time (docs/ARCHITECTURE.md, continuous batching). */
+#define BALANCED_SHARE 0.6
+
+/* The part of the pool the current thread's side-by-side job computes with, or NULL. */
+static _Thread_local kz_pool *job_pool;
 
 struct kz_scheduler {
     const kz_model *m;
     kz_pool *pool;
+    kz_pool *part[LANES]; /* the pool's threads in two parts (NULL with one thread) */
     kz_exec lm, cp;
     size_t max_batch, D;
     kz_talker_batch tb;
@@ -46,6 +69,7 @@ struct kz_scheduler {
     pthread_cond_t work;  /* to the thread: a request changed state */
     pthread_cond_t done;  /* to the requests: work done, a place free, a cancel */
     kz_sched_req *members, *line, *jobs; /* lists in arrival order */
+    kz_sched_req *run[RUN_MAX];           /* the thread's: the jobs of one run */
     size_t n_members, n_line;
     bool stop;
     int attached;
@@ -87,15 +111,23 @@ static void list_remove(kz_sched_req **head, kz_sched_req *r) {
 
 /* --- the thread -------------------------------------------------------------------- */
 
+/* A round is due once no member is busy and some wait for one, unless every member that
+ * waits is at its first frame while another member's prefill waits: then the prefills of
+ * requests that arrived together all run before the first round, which serves them all at
+ * once (their first audio needs every prefill and a round either way, and one round reads
+ * the weights once where a round per prefill would read them again for each). */
 static bool round_due(const kz_scheduler *s) {
-    bool waiting = false;
+    bool waiting = false, first = true, prompt = false;
     for (const kz_sched_req *r = s->members; r; r = r->next) {
         if (r->state == KZ_SCHED_BUSY) {
             return false;
         }
-        waiting = waiting || r->state == KZ_SCHED_PREDICT || r->state == KZ_SCHED_STEP;
+        const bool waits = r->state == KZ_SCHED_PREDICT || r->state == KZ_SCHED_STEP;
+        waiting = waiting || waits;
+        first = first && !(waits && r->rounds > 0);
+        prompt = prompt || (r->state == KZ_SCHED_JOB && r->job_kind == KZ_SCHED_PROMPT);
     }
-    return waiting;
+    return waiting && !(first && prompt);
 }
 
 static void predict_batch(kz_scheduler *s, size_t n) {
@@ -157,6 +189,7 @@ static void run_round(kz_scheduler *s) {
     pthread_mutex_lock(&s->lock);
     s->batch_ms += dt;
     for (size_t i = 0; i < n; i++) {
+        s->reqs[i]->rounds++;
         finish(s->reqs[i]);
     }
     s->steps += stepping ? 0 : 1;
@@ -164,20 +197,117 @@ static void run_round(kz_scheduler *s) {
     pthread_cond_broadcast(&s->done);
 }
 
-/* Runs the first waiting job. Called and returns with the lock held. */
-static void run_job(kz_scheduler *s) {
-    kz_sched_req *r = s->jobs;
-    s->jobs = r->next_job;
-    r->next_job = NULL;
-    pthread_mutex_unlock(&s->lock);
-    const double t0 = now_ms();
-    r->job(r->job_arg);
-    const double dt = now_ms() - t0;
+/* Takes the first waiting job of `kind` off the list, or NULL. Lock held. */
+static kz_sched_req *take_job(kz_scheduler *s, kz_sched_job kind) {
+    for (kz_sched_req **p = &s->jobs; *p; p = &(*p)->next_job) {
+        if ((*p)->job_kind == kind) {
+            kz_sched_req *r = *p;
+            *p = r->next_job;
+            r->next_job = NULL;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static size_t cost_of(const kz_sched_req *r) {
+    return r->job_kind == KZ_SCHED_SHORT ? r->job_cost + CALL_COST : r->job_cost + 1;
+}
+
+/* Marks r done and wakes its thread. Takes the lock. */
+static void finish_job(kz_scheduler *s, kz_sched_req *r) {
     pthread_mutex_lock(&s->lock);
     s->prefills += r->job_kind == KZ_SCHED_PROMPT;
-    *(r->job_kind == KZ_SCHED_PROMPT ? &s->prompt_ms : &s->short_ms) += dt;
     finish(r);
     pthread_cond_broadcast(&s->done);
+    pthread_mutex_unlock(&s->lock);
+}
+
+typedef struct lanes {
+    kz_scheduler *s;
+    kz_sched_req *lane[LANES]; /* each lane's jobs, through next_run */
+} lanes;
+
+/* Lane `lane`'s jobs, one after the other, on part `lane` of the pool. */
+static void lane_main(void *arg, size_t lane, int worker) {
+    (void)worker;
+    lanes *l = arg;
+    job_pool = l->s->part[lane];
+    for (kz_sched_req *r = l->lane[lane], *next; r; r = next) {
+        next = r->next_run;
+        r->job(r->job_arg);
+        finish_job(l->s, r);
+    }
+    job_pool = NULL;
+}
+
+/* Runs the n jobs of `run` (one kind), side by side if their costs split into two lanes
+ * with the longer one at most BALANCED_SHARE of the whole (largest first, each to the
+ * lane with less so far), else one by one on the whole pool; either way the smaller jobs
+ * first. Called and returns with the lock held; releases it meanwhile. */
+static void run_jobs(kz_scheduler *s, kz_sched_req **run, size_t n) {
+    lanes l = {.s = s};
+    size_t load[LANES] = {0, 0}, total = 0;
+    for (size_t i = 1; i < n; i++) { // largest cost first (a few jobs: insertion sort)
+        for (size_t j = i; j > 0 && cost_of(run[j]) > cost_of(run[j - 1]); j--) {
+            kz_sched_req *t = run[j];
+            run[j] = run[j - 1];
+            run[j - 1] = t;
+        }
+    }
+    for (size_t i = 0; i < n; i++) { // each lane's list ends up smallest first
+        const size_t k = load[1] < load[0];
+        load[k] += cost_of(run[i]);
+        total += cost_of(run[i]);
+        run[i]->next_run = l.lane[k];
+        l.lane[k] = run[i];
+    }
+    const size_t longer = load[0] > load[1] ? load[0] : load[1];
+    const bool side = s->part[0] && n > 1 && (double)longer <= BALANCED_SHARE * (double)total;
+    const kz_sched_job kind = run[0]->job_kind;
+    pthread_mutex_unlock(&s->lock);
+    const double t0 = now_ms();
+    if (side) {
+        kz_pool_run(s->pool, LANES, lane_main, &l);
+    } else {
+        for (size_t i = n; i-- > 0;) { // smallest first: a first one-frame chunk waits least
+            run[i]->job(run[i]->job_arg);
+            finish_job(s, run[i]);
+        }
+    }
+    const double dt = now_ms() - t0;
+    pthread_mutex_lock(&s->lock);
+    *(kind == KZ_SCHED_PROMPT ? &s->prompt_ms : &s->short_ms) += dt;
+}
+
+/* The jobs of a gap between two rounds: every short one waiting, then (if `prompts`)
+ * prompt ones, one per lane (one without parts). Called and returns with the lock held. */
+static void run_gap(kz_scheduler *s, bool prompts) {
+    size_t n = 0;
+    for (kz_sched_req *r; n < RUN_MAX && (r = take_job(s, KZ_SCHED_SHORT));) {
+        s->run[n++] = r;
+    }
+    if (n) {
+        run_jobs(s, s->run, n);
+    }
+    const size_t max_prompts = !prompts ? 0 : s->part[0] ? LANES : 1;
+    n = 0;
+    for (kz_sched_req *r; n < max_prompts && (r = take_job(s, KZ_SCHED_PROMPT));) {
+        s->run[n++] = r;
+    }
+    if (n) {
+        run_jobs(s, s->run, n);
+    }
+}
+
+/* Whether a stream's first codec chunk waits. Lock held. */
+static bool first_chunk_waits(const kz_scheduler *s) {
+    for (const kz_sched_req *r = s->jobs; r; r = r->next_job) {
+        if (r->job_first) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static void *thread_main(void *arg) {
@@ -185,14 +315,15 @@ static void *thread_main(void *arg) {
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
         bool ran = false;
-        if (round_due(s)) {
+        // A stream's first audio waits for nothing else: its chunk (with every short job)
+        // goes before the round, and no prefill joins them.
+        const bool first = first_chunk_waits(s);
+        if (!first && round_due(s)) {
             run_round(s);
             ran = true;
         }
-        bool prompt_ran = false;
-        while (s->jobs && !(prompt_ran && s->jobs->job_kind == KZ_SCHED_PROMPT)) {
-            prompt_ran = prompt_ran || s->jobs->job_kind == KZ_SCHED_PROMPT;
-            run_job(s);
+        if (s->jobs) {
+            run_gap(s, !first);
             ran = true;
         }
         if (!ran) {
@@ -214,6 +345,11 @@ static void submit(kz_scheduler *s, kz_sched_req *r, kz_sched_state state) {
         append(&s->jobs, r, true);
     }
     pthread_cond_signal(&s->work);
+    if (state == KZ_SCHED_JOB && r->on_queued) {
+        pthread_mutex_unlock(&s->lock); // it may take the caller's locks
+        r->on_queued(r->queued_arg);
+        pthread_mutex_lock(&s->lock);
+    }
     while (!r->done) {
         pthread_cond_wait(&s->done, &s->lock);
     }
@@ -288,6 +424,7 @@ bool kz_sched_join(kz_scheduler *s, kz_sched_req *r, const atomic_bool *cancel) 
     const bool in = !atomic_load(cancel);
     if (in) {
         r->state = KZ_SCHED_BUSY;
+        r->rounds = 0;
         append(&s->members, r, false);
         s->n_members++;
     }
@@ -312,7 +449,7 @@ void kz_sched_wake(kz_scheduler *s) {
 }
 
 kz_pool *kz_sched_pool(kz_scheduler *s) {
-    return s->pool;
+    return job_pool ? job_pool : s->pool;
 }
 
 const kz_model *kz_sched_model(const kz_scheduler *s) {
@@ -365,6 +502,12 @@ static void free_scratch(kz_scheduler *s) {
     }
 }
 
+static void free_pools(kz_scheduler *s) {
+    kz_pool_free(s->pool);
+    kz_pool_free(s->part[0]);
+    kz_pool_free(s->part[1]);
+}
+
 static kz_status check_params(const kz_model *model, const kz_scheduler_params *p) {
     if (!model->has_tts) {
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
@@ -403,7 +546,12 @@ kz_status kz_scheduler_new(const kz_model *model, const kz_scheduler_params *par
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->done, NULL);
-    st = kz_pool_new(p.n_threads > 0 ? p.n_threads : kz_pool_default_threads(), &s->pool);
+    const int threads = p.n_threads > 0 ? p.n_threads : kz_pool_default_threads();
+    st = kz_pool_new(threads, &s->pool);
+    if (threads > 1) {
+        st = st == KZ_OK ? kz_pool_new((threads + 1) / 2, &s->part[0]) : st;
+        st = st == KZ_OK ? kz_pool_new(threads / 2, &s->part[1]) : st;
+    }
     st = st == KZ_OK ? alloc_scratch(s) : st;
     if (st == KZ_OK) {
         s->lm = (kz_exec){.k = model->kernels, .pool = s->pool};
@@ -414,7 +562,7 @@ kz_status kz_scheduler_new(const kz_model *model, const kz_scheduler_params *par
     }
     if (st != KZ_OK) {
         free_scratch(s);
-        kz_pool_free(s->pool);
+        free_pools(s);
         free(s);
         return st;
     }
@@ -438,7 +586,7 @@ void kz_scheduler_free(kz_scheduler *s) {
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
     free_scratch(s);
-    kz_pool_free(s->pool);
+    free_pools(s);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->done);

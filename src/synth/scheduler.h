@@ -7,22 +7,28 @@
  *
  *   request LM threads                         scheduler thread (its pool)
  *   join (FIFO, at most max_batch members)
- *   run_alone(prefill)               -------->  between two rounds: one prefill and
- *   (codec thread) run_alone(chunk)  -------->  every short job (codec chunk, text)
+ *   run_alone(prefill)               -------->  between two rounds: every short job
+ *   (codec thread) run_alone(chunk)  -------->  (codec chunk, text), a prefill per part
  *   predict(h, c0 embedding, picker) -------->  round: talker batch of every member
  *   step(talker input row)           -------->         waiting to step, else code
  *                                                      predictor batch of every member
  *   <-------- done, the member is busy again           waiting to predict
+ *                                               a stream's first codec chunk before any
+ *                                               round (its LM thread steps once it waits)
  *   outside(true) around waits on the codec or on streamed text
  *   leave
  *
  * The codec's chunks run there too, so the one pool does all the compute of every
- * stream (the stages take turns, as a session alone does by default).
+ * stream (the stages take turns, as a session alone does by default). Jobs of one kind that
+ * wait together (two prefills, several codec chunks) may run side by side, each on its half
+ * of the pool's threads (a part, kz_sched_pool): a prefill or a codec chunk gains less than
+ * twice from twice the threads, and a job's bits do not depend on its thread count.
  * A round starts once no member is busy (each is waiting for the scheduler or outside), so
  * members step in lock-step while they run, and one that waits elsewhere does not hold the
- * others. The batched kernels give each request the bits it gets alone (talker.h,
- * code_predictor.h), and the prefill runs alone with the session's own chunking, so the
- * codes never depend on the batch.
+ * others; members at their first frame wait for the prefills of the others that arrived
+ * with them, so that one round serves them all. The batched kernels give each request the
+ * bits it gets alone (talker.h, code_predictor.h), and a prefill runs with the session's own
+ * chunking (on the whole pool or a part), so the codes never depend on the batch.
  */
 #ifndef KZ_SCHEDULER_H
 #define KZ_SCHEDULER_H
@@ -57,9 +63,17 @@ typedef struct kz_sched_req {
     struct kz_sched_req *next_job; /* jobs waiting, in arrival order */
     kz_sched_state state;
     bool done;                 /* the scheduler finished what the request waits for */
+    int64_t rounds;            /* rounds it was in since it joined */
     void (*job)(void *arg);
     void *job_arg;
     kz_sched_job job_kind;
+    size_t job_cost;           /* its size, to balance side-by-side jobs: a prompt's rows,
+                                  a codec chunk's frames (0: negligible) */
+    struct kz_sched_req *next_run; /* the jobs of one part in a side-by-side run */
+    bool job_first;            /* a stream's first codec chunk: runs before the next round */
+    void (*on_queued)(void *arg); /* if set, called once the job waits in the line (from the
+                                     submitting thread, no lock held) */
+    void *queued_arg;
     kz_code_predictor_state *cps; /* predict */
     const float *h, *e0;
     kz_pick_fn pick;
@@ -70,8 +84,10 @@ typedef struct kz_sched_req {
     const float *x;
 } kz_sched_req;
 
-/* The pool the scheduler's thread computes with (sessions point their LM exec at it: it is
- * used only from jobs, which run on that thread). */
+/* The pool a job computes with: the scheduler's whole pool, or the part of it the job runs
+ * on when it runs side by side with another (asked from the job's thread). Sessions point
+ * their LM exec at the whole pool and move it to this one for each job
+ * (kz_session_lm_call). */
 kz_pool *kz_sched_pool(kz_scheduler *s);
 const kz_model *kz_sched_model(const kz_scheduler *s);
 
@@ -86,8 +102,10 @@ void kz_sched_leave(kz_scheduler *s, kz_sched_req *r);
 /* Wakes requests waiting in kz_sched_join to look at their cancel flag. */
 void kz_sched_wake(kz_scheduler *s);
 
-/* Runs fn(arg) on the scheduler's thread between two rounds and returns after it. r may be
- * a member or, for work outside a synthesis (kz_session_prepare), a fresh request. */
+/* Runs fn(arg) on the scheduler's thread between two rounds and returns after it; fn
+ * computes with kz_sched_pool's pool and touches nothing another request's job may touch
+ * (it may run side by side with one). r may be a member or, for work outside a synthesis
+ * (kz_session_prepare), a fresh request; r->job_cost its size, 0 if never set. */
 void kz_sched_run_alone(kz_scheduler *s, kz_sched_req *r, kz_sched_job kind, void (*fn)(void *),
                         void *arg);
 

@@ -83,9 +83,32 @@ void kz_session_destroy(kz_session *s) {
     free(s);
 }
 
-kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind,
+typedef struct lm_call {
+    kz_exec *exec;
+    kz_scheduler *sched;
+    kz_status (*fn)(void *);
+    void *arg;
+} lm_call;
+
+/* On the scheduler's thread: fn with c->exec on the pool the scheduler gives this job (a
+ * part of its pool when the job runs side by side with another). */
+static kz_status lm_call_job(void *arg) {
+    lm_call *c = arg;
+    kz_pool *whole = c->exec ? c->exec->pool : NULL;
+    if (c->exec) {
+        c->exec->pool = kz_sched_pool(c->sched);
+    }
+    kz_status st = c->fn(c->arg);
+    if (c->exec) {
+        c->exec->pool = whole;
+    }
+    return st;
+}
+
+kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind, kz_exec *exec,
                              kz_status (*fn)(void *), void *arg) {
-    return s->sched ? kz_sched_call(s->sched, r, kind, fn, arg) : fn(arg);
+    lm_call c = {.exec = exec, .sched = s->sched, .fn = fn, .arg = arg};
+    return s->sched ? kz_sched_call(s->sched, r, kind, lm_call_job, &c) : fn(arg);
 }
 
 void kz_session_timings(const kz_session *s, kz_timings *out) {

@@ -72,10 +72,11 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
                             kz_session **out);
 void kz_session_destroy(kz_session *s);
 
-/* fn(arg), which computes with s->lm or s->cp (or with the scheduler's pool): directly, or
- * with a scheduler on its thread between two batches (r: a place there that nothing else
- * uses meanwhile, or a fresh one). */
-kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind,
+/* fn(arg), which computes with exec (s->lm) or with kz_sched_pool's pool: directly, or with
+ * a scheduler on its thread between two batches (r: a place there that nothing else uses
+ * meanwhile, or a fresh one; r->job_cost its size), with exec, if not NULL, moved to the
+ * pool kz_sched_pool gives the job meanwhile. */
+kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind, kz_exec *exec,
                              kz_status (*fn)(void *), void *arg);
 
 /* KZ_OK, or KZ_STATUS_BAD_MODEL naming the frame, when the n samples of pcm (lead samples

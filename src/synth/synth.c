@@ -72,6 +72,7 @@ typedef struct frame_queue {
     bool lm_turn;           /* turns: the LM stage computes */
     bool codec_turn;        /* turns: the codec stage computes */
     bool codec_next;        /* turns: the codec popped frames and takes the turn next */
+    bool first_queued;      /* scheduler: the codec's first chunk waits there (or ran) */
     pthread_mutex_t lock;
     pthread_cond_t changed; /* signalled on push, pop, end and cancel */
 } frame_queue;
@@ -250,7 +251,8 @@ static kz_status prefill_alone(void *arg) {
 
 static kz_status prefill(synth *y) {
     double t0 = now_ms();
-    kz_status st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_PROMPT, prefill_alone, y);
+    y->req.job_cost = kz_prompt_rows(&y->spec, &y->m->talker);
+    kz_status st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_PROMPT, &y->s->lm, prefill_alone, y);
     y->s->stats.prefill_ms += now_ms() - t0;
     return st;
 }
@@ -337,7 +339,9 @@ static kz_status streamed_text_vector(synth *y, size_t next, const float **out) 
     }
     if (next < y->feed.n_ids) {
         y->feed_next = next;
-        st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_SHORT, text_vector_alone, y);
+        y->req.job_cost = 0;
+        st = kz_session_lm_call(y->s, &y->req, KZ_SCHED_SHORT, &y->s->lm,
+                                text_vector_alone, y);
         *out = y->tvec;
     } else {
         *out = next == y->feed.n_ids ? y->prompt.eos : y->prompt.pad;
@@ -375,8 +379,9 @@ static kz_status feedback(synth *y) {
     return KZ_OK;
 }
 
-/* Appends y->frame to the queue, waiting while it is full; false if cancelled. */
-static bool push_frame(synth *y) {
+/* Appends y->frame to the queue, waiting while it is full; false if cancelled. *completes:
+ * the frame completes the chunk the codec waits for, its first one. */
+static bool push_frame(synth *y, bool *completes) {
     frame_queue *q = &y->q;
     pthread_mutex_lock(&q->lock);
     // The scheduler's batches go on without it meanwhile. Its lock is taken under the
@@ -396,10 +401,35 @@ static bool push_frame(synth *y) {
         size_t slot = (q->head + q->count) % q->capacity;
         memcpy(q->codes + slot * y->groups, y->frame, y->groups * sizeof(int32_t));
         q->count++;
+        *completes = !q->first_queued && q->want > 0 && q->count >= q->want;
         pthread_cond_broadcast(&q->changed);
     }
     pthread_mutex_unlock(&q->lock);
     return ok;
+}
+
+/* With a scheduler, after the frame that completes the codec's first chunk: waits until
+ * that chunk waits at the scheduler, where it goes before the next round, so the first
+ * audio does not wait for this frame's talker step (nor for the other members' next
+ * round). Outside the scheduler meanwhile, as for any wait on the codec. */
+static void await_first_chunk(synth *y) {
+    frame_queue *q = &y->q;
+    pthread_mutex_lock(&q->lock);
+    outside(y, true);
+    while (!q->first_queued && !atomic_load(&y->cancel)) {
+        pthread_cond_wait(&q->changed, &q->lock);
+    }
+    outside(y, false);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* on_queued of the codec's first chunk (scheduler.h). */
+static void first_chunk_queued(void *arg) {
+    frame_queue *q = arg;
+    pthread_mutex_lock(&q->lock);
+    q->first_queued = true;
+    pthread_cond_broadcast(&q->changed);
+    pthread_mutex_unlock(&q->lock);
 }
 
 /* Turns: the LM stage waits until the codec neither computes nor has the frames it
@@ -456,8 +486,12 @@ static bool frame_step(synth *y, int32_t c0) {
     }
     y->s->stats.code_predictor_ms += now_ms() - t0 - y->cp_sampling_ms;
     lm_end_turn(y);
-    if (!push_frame(y)) {
+    bool completes = false;
+    if (!push_frame(y, &completes)) {
         return false;
+    }
+    if (completes && y->s->sched) {
+        await_first_chunk(y);
     }
     y->lm_status = feedback(y);
     if (y->lm_status != KZ_OK) {
@@ -616,7 +650,11 @@ static kz_status decode_chunk(synth *y, size_t n, bool last) {
         codec_take_turn(y);
         y->decode_n = n;
         y->decode_lead = lead;
-        kz_session_lm_call(y->s, &y->codec_req, KZ_SCHED_SHORT, decode_alone, y);
+        y->codec_req.job_cost = n;
+        y->codec_req.job_first = y->n_decoded == 0;
+        y->codec_req.on_queued = y->n_decoded == 0 ? first_chunk_queued : NULL;
+        y->codec_req.queued_arg = &y->q;
+        kz_session_lm_call(y->s, &y->codec_req, KZ_SCHED_SHORT, NULL, decode_alone, y);
         codec_end_turn(y);
         y->s->codec_frames += (int64_t)n;
     }

@@ -13,6 +13,10 @@
  *     joiners, and with B < 8 a line waiting for places); each must give the reference
  *     codes and audio. At B = 3 one more request cancels from its audio callback after a
  *     few frames: it returns KZ_STATUS_CANCELLED and the others are unaffected.
+ *   - then through a scheduler of max_batch B = 8 and 4 with the 8 clients released
+ *     together once their sessions exist (simultaneous arrivals: prefills side by side on
+ *     halves of the pool, all prefills before the first round, the first codec chunks
+ *     before the next round; at B = 4 half of them wait in line), same checks;
  *   - the scheduler's counters: frames >= the frames delivered, steps <= frames (== at
  *     B = 1, where every round holds one request), nothing active or waiting at the end.
  * Bad parameters and a scheduler of another model are refused with clear errors; freeing a
@@ -132,18 +136,23 @@ typedef struct client {
     const kz_model *m;
     kz_scheduler *sch;
     int index, delay_ms;
+    pthread_barrier_t *start; /* released together (then no delay), or NULL */
     result *r;
 } client;
 
 static void *client_main(void *arg) {
     client *c = arg;
-    nanosleep(&(struct timespec){.tv_nsec = (long)c->delay_ms * 1000000L}, NULL);
     kz_session_params p;
     kz_session_default_params(&p);
     p.n_threads = 1;
     p.scheduler = c->sch;
     kz_session *s = NULL;
     c->r->st = kz_session_new(c->m, &p, &s);
+    if (c->start) {
+        pthread_barrier_wait(c->start);
+    } else {
+        nanosleep(&(struct timespec){.tv_nsec = (long)c->delay_ms * 1000000L}, NULL);
+    }
     if (c->r->st == KZ_OK) {
         synth(s, c->m, c->index, c->r);
     } else {
@@ -175,8 +184,10 @@ static void run_alone(const kz_model *m, result *ref) {
     kz_session_free(s);
 }
 
-/* The 8 requests (and at B = 3 a cancelling ninth) through a scheduler of max_batch B. */
-static void run_batched(const kz_model *m, int B, const result *ref, result *out) {
+/* The 8 requests (and at B = 3 a cancelling ninth) through a scheduler of max_batch B,
+ * staggered or released together. */
+static void run_batched(const kz_model *m, int B, bool together, const result *ref,
+                        result *out) {
     kz_scheduler_params sp;
     kz_scheduler_default_params(&sp);
     sp.n_threads = 2;
@@ -189,12 +200,19 @@ static void run_batched(const kz_model *m, int B, const result *ref, result *out
     const int n = B == 3 ? N_REQ + 1 : N_REQ;
     client c[N_REQ + 1];
     pthread_t th[N_REQ + 1];
+    pthread_barrier_t start;
+    CHECK(pthread_barrier_init(&start, NULL, (unsigned)n) == 0);
     for (int i = 0; i < n; i++) {
         reset(&out[i]);
         const int index = i < N_REQ ? i : 1; // the ninth: request 1 again, cancelled
         out[i].cancel_after = i < N_REQ ? 0 : 4;
-        c[i] = (client){.m = m, .sch = sch, .index = index, .delay_ms = (i * 2) % 15, .r = &out[i]};
-        CHECK(pthread_create(&th[i], NULL, client_main, &c[i]) == 0);
+        c[i] = (client){.m = m, .sch = sch, .index = index, .delay_ms = (i * 2) % 15,
+                        .start = together ? &start : NULL, .r = &out[i]};
+        if (pthread_create(&th[i], NULL, client_main, &c[i]) != 0) {
+            // the barrier would wait for it forever: nothing can be checked
+            fprintf(stderr, "test_scheduler: cannot start client thread %d\n", i);
+            exit(1);
+        }
     }
     int64_t delivered = 0;
     for (int i = 0; i < n; i++) {
@@ -202,9 +220,9 @@ static void run_batched(const kz_model *m, int B, const result *ref, result *out
         delivered += out[i].n_frames;
         if (i < N_REQ) {
             CHECK_MSG(out[i].st == KZ_OK && same(&out[i], &ref[i]),
-                      "B=%d request %d: status %d (%s), %lld frames, %zu samples; alone %lld "
-                      "frames, %zu samples", B, i, (int)out[i].st, out[i].error,
-                      (long long)out[i].n_frames, out[i].n_samples,
+                      "B=%d%s request %d: status %d (%s), %lld frames, %zu samples; alone "
+                      "%lld frames, %zu samples", B, together ? " together" : "", i,
+                      (int)out[i].st, out[i].error, (long long)out[i].n_frames, out[i].n_samples,
                       (long long)ref[i].n_frames, ref[i].n_samples);
         } else {
             CHECK_MSG(out[i].st == KZ_STATUS_CANCELLED, "B=%d cancelled request: status %d", B,
@@ -226,6 +244,7 @@ static void run_batched(const kz_model *m, int B, const result *ref, result *out
     CHECK(st.prefills >= n);
 
     kz_scheduler_free(sch);
+    pthread_barrier_destroy(&start);
 }
 
 static void check_refusals(const char *path, const kz_model *m) {
@@ -280,8 +299,10 @@ static void run_model(const char *path) {
     run_alone(m, ref);
     const int batches[] = {1, 2, 3, 8};
     for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
-        run_batched(m, batches[b], ref, out);
+        run_batched(m, batches[b], false, ref, out);
     }
+    run_batched(m, 8, true, ref, out);
+    run_batched(m, 4, true, ref, out);
     check_refusals(path, m);
     for (int i = 0; i < N_REQ + 1; i++) {
         free(out[i].audio);
