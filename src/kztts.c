@@ -870,6 +870,15 @@ kz_status kz_experimental_machine_read_gbs(int32_t n_threads, double *gbs) {
     return st;
 }
 
+kz_status kz_experimental_machine_core_rt_ns(double *ns) {
+    kz_error_clear();
+    if (!ns) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_experimental_machine_core_rt_ns: ns is NULL");
+    }
+    *ns = kz_machine_core_rt_ns();
+    return KZ_OK;
+}
+
 kz_status kz_experimental_machine_fma_gflops(const char *loop, int32_t n_threads, double *gflops,
                                              const char **loop_run) {
     kz_error_clear();

@@ -6,7 +6,9 @@
  * NULL, and the log callback receives messages. No model files needed (the zeroed
  * request synthesizing is tests/unit/api_c11.c on the tiny checkpoint).
  */
+#define _DEFAULT_SOURCE // sysconf's _SC_NPROCESSORS_ONLN
 #include <string.h>
+#include <unistd.h>
 
 #include "kztts.h"
 #include "test.h"
@@ -145,6 +147,11 @@ static void test_experimental_null(void) {
     CHECK(kz_experimental_machine_fma_gflops("f32", -1, &v, &loop) == KZ_STATUS_INVALID_ARGUMENT);
     CHECK(kz_experimental_machine_fma_gflops("no-such-loop", 1, &v, &loop) == KZ_OK);
     CHECK(v > 0 && loop && strstr(loop, "portable"));
+    CHECK(kz_experimental_machine_core_rt_ns(NULL) == KZ_STATUS_INVALID_ARGUMENT);
+    v = -1;
+    CHECK(kz_experimental_machine_core_rt_ns(&v) == KZ_OK);
+    // With two CPUs a round trip is tens to hundreds of ns; never a second (0 on one CPU).
+    CHECK(sysconf(_SC_NPROCESSORS_ONLN) < 2 ? v >= 0 && v < 1e9 : v > 0 && v < 1e9);
 }
 
 /* Every public function with every pointer argument NULL: a status (with a message) or

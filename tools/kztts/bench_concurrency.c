@@ -331,6 +331,9 @@ static void probe_machine(const bench_concurrency_opts *o, bench_concurrency_res
                                            &r->bf16_loop) != KZ_OK) {
         r->bf16_gflops = 0;
     }
+    if (r->threads < 2 || kz_experimental_machine_core_rt_ns(&r->core_rt_ns) != KZ_OK) {
+        r->core_rt_ns = 0;
+    }
 }
 
 /* Level L's floor (bench_concurrency.h); all 0 when a limit is unknown. */

@@ -85,6 +85,7 @@ typedef struct bench_concurrency_result {
     int threads;              /* the scheduler's pool, as resolved */
     double frame_ms;          /* audio per frame */
     double read_gbs, fma_gflops, bf16_gflops; /* 0 bf16 = not used */
+    double core_rt_ns; /* cache-line round trip between two threads; 0 = not measured */
     bool read_given, fma_given; /* from --peak-gbs / --peak-gflops */
     const char *fma_loop, *bf16_loop;
     double lm_bytes_per_frame; /* W */

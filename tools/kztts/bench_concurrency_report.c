@@ -34,6 +34,9 @@ static void text_header(const bench_concurrency_result *r) {
     if (r->bf16_gflops > 0) {
         printf(", bf16 peak %.1f GFLOP/s (%s)", r->bf16_gflops, r->bf16_loop);
     }
+    if (r->core_rt_ns > 0) {
+        printf(", core round trip %.0f ns", r->core_rt_ns);
+    }
     printf("\nlanguage model: %.1f MB of weights per frame: %.2f ms per batched step to read, "
            "%.2f ms of arithmetic per stream\n",
            r->lm_bytes_per_frame * 1e-6, r->lm_read_ms, r->lm_row_ms);
@@ -128,6 +131,7 @@ static void json_machine(cJSON *j, const bench_concurrency_result *r) {
     cJSON_AddStringToObject(m, "fma_loop", r->fma_given ? "" : r->fma_loop);
     add_num(m, "bf16_gflops", r->bf16_gflops, r->bf16_gflops > 0);
     cJSON_AddStringToObject(m, "bf16_loop", r->bf16_gflops > 0 ? r->bf16_loop : "");
+    add_num(m, "core_rt_ns", r->core_rt_ns, r->core_rt_ns > 0);
     cJSON_AddNumberToObject(m, "threads", r->threads);
 }
 

@@ -62,6 +62,9 @@ static void text_machine(const bench_result *r) {
     if (m->bf16_gflops > 0) {
         printf(", bf16 peak %.1f GFLOP/s (%s)", m->bf16_gflops, m->bf16_loop);
     }
+    if (m->core_rt_ns > 0) {
+        printf(", core round trip %.0f ns", m->core_rt_ns);
+    }
     printf("; probes %.0f ms\n", m->probe_ms);
 }
 
@@ -254,6 +257,7 @@ static void json_machine(json_out *j, const bench_machine *m) {
     json_str(j, "fma_loop", m->fma_given ? "" : m->fma_loop);
     json_num(j, "bf16_gflops", m->bf16_gflops, m->bf16_gflops > 0);
     json_str(j, "bf16_loop", m->bf16_gflops > 0 ? m->bf16_loop : "");
+    json_num(j, "core_rt_ns", m->core_rt_ns, m->core_rt_ns > 0);
     json_num(j, "probe_ms", m->probe_ms, true);
     json_close(j, '}');
 }

@@ -41,6 +41,7 @@ typedef struct bench_machine {
     const char *fma_loop; /* loop that measured it, e.g. "avx2 fma" */
     double bf16_gflops;   /* bf16 matrix peak of the codec's fast precision; 0 = not used */
     const char *bf16_loop;/* loop that measured it, e.g. "amx tdpbf16ps" */
+    double core_rt_ns;    /* cache-line round trip between two threads; 0 = not measured */
     double probe_ms;      /* time the probes took */
 } bench_machine;
 

@@ -90,7 +90,12 @@ static double probe_fma_gflops(const char *loop, int n_threads, const char **loo
                                                                                          : 0;
 }
 
-/* The machine's limits for the stages' thread counts. */
+static double probe_core_rt_ns(void) {
+    double ns = 0;
+    return kz_experimental_machine_core_rt_ns(&ns) == KZ_OK ? ns : 0;
+}
+
+/* The machine's limits for the stages' thread counts, and where its threads were placed. */
 static void measure_machine(const bench_opts *o, bench_result *r) {
     bench_machine *m = &r->machine;
     const double t0 = stats_now_ms();
@@ -120,6 +125,7 @@ static void measure_machine(const bench_opts *o, bench_result *r) {
                                 : probe_fma_gflops(r->kernels, v->make_threads, &loop);
         bench_voice_floors(v, peak);
     }
+    m->core_rt_ns = r->threads_lm > 1 || r->threads_codec > 1 ? probe_core_rt_ns() : 0;
     m->probe_ms = stats_now_ms() - t0;
 }
 
