@@ -73,12 +73,14 @@ typedef enum kz_isa {
  * packed weights do not depend on the kernel level. */
 #define KZ_PANEL 16
 
-/* Load-time loops in plain C (the codec's weight packing and Winograd transforms) compiled
- * for several x86 levels, one picked when the library loads (target_clones): the same
- * operations in the same order (no contraction, -ffp-contract=off), so the same bits on
- * every CPU. Elsewhere one plain version. */
+/* Loops in plain C (the codec's weight packing and Winograd transforms at load, its
+ * one-column conv per call) compiled for several x86 levels, one picked when the library
+ * loads (target_clones): the same operations in the same order (no contraction,
+ * -ffp-contract=off; fmaf is one instruction where FMA is in the level, a libm call
+ * otherwise), so the same bits on every CPU. x86-64-v3, not "avx2": an "avx2" clone
+ * lacks FMA. Elsewhere one plain version. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-#define KZ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define KZ_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #else
 #define KZ_CLONES
 #endif
