@@ -49,6 +49,7 @@ METRICS = [
     ("offline RTF / floor RTF", lambda j: j["offline"]["rtf"] / j["floor_rtf"]),
     ("first audio ms", lambda j: j["first_audio_non_streaming_layout_ms"]),
     ("DRAM probe GB/s", lambda j: j["machine"]["read_gbs"]),
+    ("core round trip ns", lambda j: j["machine"]["core_rt_ns"]),
 ]
 
 
