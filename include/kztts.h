@@ -781,9 +781,10 @@ KZ_API kz_status kz_experimental_machine_fma_gflops(const char *loop, int32_t n_
                                                     double *gflops, const char **loop_run);
 
 /* The round trip of one cache line between two threads (a value written by one, returned
- * by the other), fastest of up to 20 trials within ~0.3 s, in *ns. On a virtual machine it
+ * by the other), fastest of up to 40 trials within ~0.3 s, in *ns. On a virtual machine it
  * tells whether the two vCPUs share a cache, which moves every stage's rate. 0 when fewer
- * than two CPUs are allowed to this process. */
+ * than two CPUs are allowed to this process, or when the machine is too busy for the two
+ * threads to run at once. */
 KZ_API kz_status kz_experimental_machine_core_rt_ns(double *ns);
 
 #ifdef __cplusplus

@@ -417,7 +417,7 @@ double kz_machine_fma_gflops(const char *isa, int n_threads, const char **loop) 
 
 /* --- core-to-core round trip --------------------------------------------------- */
 
-enum { RT_ROUNDS = 2000, RT_TRIALS = 20 };
+enum { RT_ROUNDS = 256, RT_TRIALS = 40 }; // short trials: one may fit between preemptions
 #define RT_BUDGET_MS 300.0 // a preempted partner ends the probe early, not the bench
 
 typedef struct rt_line {

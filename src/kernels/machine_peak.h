@@ -26,8 +26,9 @@ double kz_machine_read_gbs(int n_threads);
 double kz_machine_fma_gflops(const char *isa, int n_threads, const char **loop);
 
 /* The round trip of one cache line between the calling thread and a second one (a value
- * written, returned), fastest of up to 20 trials of 2000 rounds within ~0.3 s. Returns
- * ns, or 0 when fewer than two CPUs are allowed or no trial finished. */
+ * written, returned), fastest of up to 40 trials of 256 rounds within ~0.3 s. Returns
+ * ns, or 0 when fewer than two CPUs are allowed or no trial finished (on a loaded
+ * machine the partner may not run at the same time). */
 double kz_machine_core_rt_ns(void);
 
 #endif

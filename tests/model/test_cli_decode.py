@@ -229,8 +229,9 @@ def check_bench_json(a):
     m = j["machine"]
     check(m["read_gbs"] == 10 and m["fma_gflops"] == 50 and m["read_source"] == "option",
           f"bench --json: --peak-gbs/--peak-gflops used: {m}")
-    if len(os.sched_getaffinity(0)) > 1 and j.get("threads_lm", 1) > 1:
-        check(0 < (m.get("core_rt_ns") or 0) < 1e9, f"bench --json: core round trip probed: {m}")
+    # Absent when the machine was too busy to run the probe's two threads at once.
+    check(m.get("core_rt_ns") is None or 0 < m["core_rt_ns"] < 1e9,
+          f"bench --json: core round trip absent or plausible: {m}")
     stages = {s["name"]: s for s in j["stages"]}
     for name, unit in (("talker", "gbs"), ("code predictor", "gbs"), ("codec decoder", "gflops")):
         s = stages.get(name, {})

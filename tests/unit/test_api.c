@@ -6,9 +6,8 @@
  * NULL, and the log callback receives messages. No model files needed (the zeroed
  * request synthesizing is tests/unit/api_c11.c on the tiny checkpoint).
  */
-#define _DEFAULT_SOURCE // sysconf's _SC_NPROCESSORS_ONLN
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "kztts.h"
 #include "test.h"
@@ -149,9 +148,11 @@ static void test_experimental_null(void) {
     CHECK(v > 0 && loop && strstr(loop, "portable"));
     CHECK(kz_experimental_machine_core_rt_ns(NULL) == KZ_STATUS_INVALID_ARGUMENT);
     v = -1;
+    const time_t t0 = time(NULL);
     CHECK(kz_experimental_machine_core_rt_ns(&v) == KZ_OK);
-    // With two CPUs a round trip is tens to hundreds of ns; never a second (0 on one CPU).
-    CHECK(sysconf(_SC_NPROCESSORS_ONLN) < 2 ? v >= 0 && v < 1e9 : v > 0 && v < 1e9);
+    CHECK(time(NULL) - t0 <= 3); // its budget is ~0.3 s, busy machine or not
+    // Tens to hundreds of ns; 0 on one CPU or a machine too busy to run both threads at once.
+    CHECK(v >= 0 && v < 1e9);
 }
 
 /* Every public function with every pointer argument NULL: a status (with a message) or
