@@ -45,6 +45,9 @@
 #define CHUNK_BLOCKS 256 /* activation blocks quantized per pass: 10 KB per token */
 #define GROUP 8          /* blocks per fold: one float lane each */
 #define PREFETCH 2048    /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
+#define WALK_SET_Q8 2    /* tokens per row_dots in the batched walk (quant_walk.h): */
+#define WALK_SET_Q4 4    /* q8_0 spills at 4 (more instructions), q4_0 saves 19 % */
+#define WALK_SET 4       /* the larger: the arrays of row_dots */
 
 typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
@@ -177,7 +180,7 @@ ALWAYS_INLINE __m256i reduce4_pairs(__m256i a, __m256i b) { // reduce4_level of 
  * block b + 1 is past the chunk: its codes are zeros then), against nt tokens: int16 x 16
  * per token, [block b: 8 partial sums | block b + 1: 8] of nibble x q (0..15 nibbles,
  * maddubs pairs at most 3810, two of them added in int16: 7620, no overflow). */
-ALWAYS_INLINE void pair_dots_q4(__m256i p[2], const uint8_t *w0, const uint8_t *w1, const act *a,
+ALWAYS_INLINE void pair_dots_q4(__m256i p[WALK_SET], const uint8_t *w0, const uint8_t *w1, const act *a,
                                 size_t b, int nt) {
     const __m256i mask = _mm256_set1_epi8(0x0f);
     const __m256i raw = _mm256_inserti128_si256(
@@ -226,7 +229,7 @@ static __m256 tail_scales(const uint8_t *row, size_t b, size_t n, int bsize) {
 
 /* q8_0 block b of one row against nt (1 or 2) tokens: int32 x 8 partial sums p[t] whose
  * lanes add up to sum_i w_i q_x,i. */
-ALWAYS_INLINE void block_dots(__m256i p[2], const uint8_t *blk, const act *a, size_t b, int nt) {
+ALWAYS_INLINE void block_dots(__m256i p[WALK_SET], const uint8_t *blk, const act *a, size_t b, int nt) {
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
     const __m256i wabs = _mm256_abs_epi8(w); // -128 -> 128 as u8
@@ -238,11 +241,17 @@ ALWAYS_INLINE void block_dots(__m256i p[2], const uint8_t *blk, const act *a, si
 
 /* The exact sums of q4_0 blocks b .. b + n - 1 (n <= 8) of one row against nt tokens,
  * without the -8 offset, block b + k in lane k, lanes past n 0. */
-ALWAYS_INLINE void group_sums_q4(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
+ALWAYS_INLINE void group_sums_q4(__m256i s[WALK_SET], const uint8_t *row, const act *a, size_t b, size_t n,
                                  int nt) {
-    __m256i prev[2], lvl[2][2];
+    __m256i prev[WALK_SET], lvl[WALK_SET][2];
+    for (int t = 0; t < nt; t++) { // always written first; the zeros quiet GCC's flow analysis
+        prev[t] = lvl[t][0] = lvl[t][1] = _mm256_setzero_si256();
+    }
     for (int k = 0; k < GROUP; k += 2) {
-        __m256i pk[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        __m256i pk[WALK_SET];
+        for (int t = 0; t < nt; t++) {
+            pk[t] = _mm256_setzero_si256();
+        }
         if ((size_t)k < n) {
             const uint8_t *w0 = row + (b + (size_t)k) * KZ_Q4_0_BLOCK_BYTES;
             const uint8_t *w1 = (size_t)k + 1 < n ? w0 + KZ_Q4_0_BLOCK_BYTES : w0;
@@ -262,11 +271,17 @@ ALWAYS_INLINE void group_sums_q4(__m256i s[2], const uint8_t *row, const act *a,
 }
 
 /* The same for q8_0 blocks. */
-ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a, size_t b, size_t n,
+ALWAYS_INLINE void group_sums_q8(__m256i s[WALK_SET], const uint8_t *row, const act *a, size_t b, size_t n,
                                  int nt) {
-    __m256i prev[2], pair[2], quad[2][2];
+    __m256i prev[WALK_SET], pair[WALK_SET], quad[WALK_SET][2];
+    for (int t = 0; t < nt; t++) { // as in group_sums_q4
+        prev[t] = pair[t] = quad[t][0] = quad[t][1] = _mm256_setzero_si256();
+    }
     for (int k = 0; k < GROUP; k++) {
-        __m256i pk[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        __m256i pk[WALK_SET];
+        for (int t = 0; t < nt; t++) {
+            pk[t] = _mm256_setzero_si256();
+        }
         if ((size_t)k < n) {
             block_dots(pk, row + (b + (size_t)k) * KZ_Q8_0_BLOCK_BYTES, a, b + (size_t)k, nt);
         }
@@ -290,11 +305,11 @@ ALWAYS_INLINE void group_sums_q8(__m256i s[2], const uint8_t *row, const act *a,
 
 /* One group of n (1..8) blocks from block b: acc[t] += float(exact block sums) * d_w d_x,
  * block b + k in lane k. */
-ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, size_t b, size_t n,
+ALWAYS_INLINE void group_step(__m256 acc[WALK_SET], const uint8_t *row, const act *a, size_t b, size_t n,
                               int nt, int q4) {
     const int bsize = q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES;
     quant_prefetch(row + b * (size_t)bsize, GROUP * (size_t)bsize, PREFETCH, a[0].prefetch);
-    __m256i sums[2];
+    __m256i sums[WALK_SET];
     if (q4) {
         group_sums_q4(sums, row, a, b, n, nt);
     } else {
@@ -315,7 +330,10 @@ ALWAYS_INLINE void group_step(__m256 acc[2], const uint8_t *row, const act *a, s
 /* Dot products of one row's nb blocks with nt tokens. */
 ALWAYS_INLINE void row_dots(float *out, const uint8_t *row, const act *a, size_t nb, int nt,
                             int q4) {
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 acc[WALK_SET];
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm256_setzero_ps();
+    }
     size_t b = 0;
     for (; b + GROUP <= nb; b += GROUP) {
         group_step(acc, row, a, b, GROUP, nt, q4);
