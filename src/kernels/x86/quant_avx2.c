@@ -32,7 +32,8 @@
  * quantization costs O(n_in) per token per call and the weights stream once
  * per token pair. The batched entry points (kernels.h matvec_q8_0) run the same
  * row_dots in quant_walk.h's batched walk: each row tile read from memory once for
- * every pair, the same bits.
+ * all tokens, one call per set of tokens sharing its weight loads (q8_0 pairs, q4_0
+ * fours: WALK_SET_*), the same bits.
  */
 #include <immintrin.h>
 #include <stdint.h>
