@@ -130,10 +130,12 @@ def main():
     keys = os.path.join(a.work, "keys")
     with open(keys, "w") as f:
         f.write(KEY + "\n")
-    # A drain ends when its stream does; the long timeout only keeps a loaded, sanitized
-    # build (six requests through nginx took over 60 s once) from cutting it first.
+    # A drain ends when its stream does. The held stream reads nothing while six requests go
+    # through nginx, which took over 30 s under ASan on a loaded machine: the long drain and
+    # idle timeouts keep A from closing it first (the idle one closed it at its default 30).
     common = ["-m", a.tiny, "--voices-dir", os.path.join(a.work, "voices"), "--api-key-file", keys,
-              "--parallel", "1", "--max-queue", "4", "--drain-timeout", "300"]
+              "--parallel", "1", "--max-queue", "4", "--drain-timeout", "300",
+              "--idle-timeout", "300"]
     rep_a = Server(a.kztts, a.work, "replica_a", common)
     rep_b = Server(a.kztts, a.work, "replica_b", common)
     check(rep_a.wait_ready() and rep_b.wait_ready(), "both replicas become ready")
