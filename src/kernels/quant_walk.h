@@ -51,6 +51,7 @@
 /* row_dots with nt (1 .. the format's set) a constant in each instance. */
 #define ROWS_FN(name, q4, set)                                                                     \
     static void name(float *out, const uint8_t *row, const act *a, size_t nb, int nt) {         \
+        KZ_ASSERT(nt >= 1 && nt <= (set));                                                         \
         switch (nt) {                                                                              \
         case 1: row_dots(out, row, a, nb, 1, q4); break;                                          \
         case 2: row_dots(out, row, a, nb, 2, q4); break;                                          \
