@@ -47,6 +47,8 @@
 #ifndef WALK_SET
 #define WALK_SET (WALK_SET_Q8 > WALK_SET_Q4 ? WALK_SET_Q8 : WALK_SET_Q4)
 #endif
+_Static_assert(WALK_SET >= WALK_SET_Q8 && WALK_SET >= WALK_SET_Q4 && WALK_SET <= 4,
+               "WALK_SET: the larger set, and row_dots takes at most four tokens");
 
 /* row_dots with nt (1 .. the format's set) a constant in each instance. */
 #define ROWS_FN(name, q4, set)                                                                     \

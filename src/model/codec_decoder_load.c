@@ -60,7 +60,7 @@ static kz_status load_snake(kz_codec_decoder *d, const kz_weights *f, const char
 }
 
 /* The codebooks: each quantizer's stored embedding sums, bound in place (their rows are
- * divided when a frame looks them up, kz_codec_codebook_row), and its usages clamped as
+ * divided when a frame looks them up: codec_decoder.c codebook_row), and its usages clamped as
  * the reference's EuclideanCodebook.decode clamps them. Row 0 of each is converted once
  * here, so a dtype that cannot be read is refused at load. */
 static kz_status load_quantizer(kz_codec_decoder *d, const kz_weights *f) {

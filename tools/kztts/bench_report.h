@@ -88,7 +88,7 @@ typedef struct bench_result {
     /* The offline runs' wall time per frame by stage (BENCH_OFFLINE_* order): prefill,
      * talker steps, code predictor, sampling, codec, and the rest of the wall time (setup,
      * per-frame work between the stages, hand-offs between the LM and codec threads). */
-    double offline_stage_ms[6];
+    double offline_stage_ms[BENCH_OFFLINE_PARTS];
     double first_audio_layout_ms[2][2]; /* full pipeline: [non-streaming, streaming text
                                            layout][whole prompt, voice prefix cached], the
                                            median of first_audio_layout_runs runs */

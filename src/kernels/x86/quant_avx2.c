@@ -47,8 +47,8 @@
 #define GROUP 8          /* blocks per fold: one float lane each */
 #define PREFETCH 2048    /* bytes ahead of the weight stream into L1 (quant_prefetch.h) */
 #define WALK_SET_Q8 2    /* tokens per row_dots in the batched walk (quant_walk.h): */
-#define WALK_SET_Q4 4    /* q8_0 spills at 4 (more instructions), q4_0 saves 19 % */
-#define WALK_SET 4       /* the larger: the arrays of row_dots */
+#define WALK_SET_Q4 4    /* q8_0 spills past two (more instructions), q4_0 gains at four */
+#define WALK_SET WALK_SET_Q4 /* the larger: the arrays of row_dots (quant_walk.h checks) */
 
 typedef struct act {
     _Alignas(32) int8_t q[CHUNK_BLOCKS * KZ_QK];
