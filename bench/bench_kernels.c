@@ -364,12 +364,15 @@ typedef struct vec_ctx {
 
 static void run_dot(const kz_kernels *k, void *ctx) {
     const vec_ctx *v = ctx;
-    sink = k->dot(v->a, v->b, v->n);
+    float d;
+    k->dot_rows(&d, v->a, v->b, v->n, 1, v->n, 1.0f);
+    sink = d;
 }
 
 static void run_axpy(const kz_kernels *k, void *ctx) {
     const vec_ctx *v = ctx;
-    k->axpy(v->b, 1e-7f, v->a, v->n);
+    const float w = 1e-7f;
+    k->axpy_rows(v->b, &w, v->a, v->n, 1, v->n);
 }
 
 static void run_snake(const kz_kernels *k, void *ctx) {

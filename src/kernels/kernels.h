@@ -342,11 +342,15 @@ typedef struct kz_kernels {
     /* SwiGLU, in place into gate allowed: y[i] = silu(gate[i]) * up[i], silu(v) = v / (1 + exp(-v)). [n] */
     void (*swiglu)(float *y, const float *gate, const float *up, size_t n);
 
-    /* Dot product of two [n] vectors, fixed summation order for a given n. */
-    float (*dot)(const float *a, const float *b, size_t n);
+    /* Attention scores: out[r] = dot(q, rows + r * stride) * scale for r < n_rows, each
+     * dot over [n] in a summation order fixed by n alone (not by r, n_rows or alignment). */
+    void (*dot_rows)(float *out, const float *q, const float *rows, size_t stride,
+                     size_t n_rows, size_t n, float scale);
 
-    /* y[i] += a * x[i], [n]. */
-    void (*axpy)(float *y, float a, const float *x, size_t n);
+    /* Attention values: for r = 0 .. n_rows - 1 in turn, y[i] = y[i] + w[r] * rows[r * stride
+     * + i] (mul then add), [n]: bit-identical on every level. */
+    void (*axpy_rows)(float *y, const float *w, const float *rows, size_t stride,
+                      size_t n_rows, size_t n);
 
     /* A small matrix times rows (the Winograd transforms, layers/winograd.c): for
      * r < n_dst and c < n,

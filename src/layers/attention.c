@@ -64,24 +64,46 @@ static const float *row_at(const float *base, const cache_rows *c, int64_t p) {
     return base + (c->ring ? (size_t)(p % (int64_t)c->ring) : (size_t)p) * c->stride;
 }
 
-/* The attention row of both entry points: one computation whatever the rows' layout. */
+/* Rows from p on (p <= last) that sit at one stride after another: to the end of p's block
+ * or of the ring, or to last. */
+static size_t run_at(const cache_rows *c, int64_t p, int64_t last) {
+    size_t n = (size_t)(last - p + 1);
+    const size_t wrap = c->block_rows ? c->block_rows : c->ring;
+    if (wrap) {
+        const size_t left = wrap - (size_t)p % wrap;
+        n = left < n ? left : n;
+    }
+    return n;
+}
+
+/* The attention row of both entry points: one computation whatever the rows' layout, the
+ * kernels called once per run of evenly spaced rows (a block or a stretch of the ring). */
 static void attend(const kz_kernels *k, float *out, const float *q, const float *keys,
                    const float *values, const cache_rows *c, int64_t first, int64_t last,
                    size_t head_dim, float *scores) {
-    float scale = 1.0f / sqrtf((float)head_dim);
-    float max = -INFINITY, sum = 0.0f;
-    for (int64_t p = first; p <= last; p++) {
-        float sc = k->dot(q, row_at(keys, c, p), head_dim) * scale;
-        scores[p - first] = sc;
-        max = sc > max ? sc : max;
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    for (int64_t p = first, n; p <= last; p += n) {
+        n = (int64_t)run_at(c, p, last);
+        k->dot_rows(scores + (p - first), q, row_at(keys, c, p), c->stride, (size_t)n, head_dim,
+                    scale);
     }
-    for (int64_t p = first; p <= last; p++) {
-        scores[p - first] = expf(scores[p - first] - max);
-        sum += scores[p - first];
+    const size_t count = (size_t)(last - first + 1);
+    float max = -INFINITY, sum = 0.0f;
+    for (size_t i = 0; i < count; i++) {
+        max = scores[i] > max ? scores[i] : max;
+    }
+    for (size_t i = 0; i < count; i++) {
+        scores[i] = expf(scores[i] - max);
+        sum += scores[i];
+    }
+    for (size_t i = 0; i < count; i++) {
+        scores[i] = scores[i] / sum;
     }
     memset(out, 0, head_dim * sizeof *out);
-    for (int64_t p = first; p <= last; p++) {
-        k->axpy(out, scores[p - first] / sum, row_at(values, c, p), head_dim);
+    for (int64_t p = first, n; p <= last; p += n) {
+        n = (int64_t)run_at(c, p, last);
+        k->axpy_rows(out, scores + (p - first), row_at(values, c, p), c->stride, (size_t)n,
+                     head_dim);
     }
 }
 

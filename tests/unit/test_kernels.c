@@ -93,8 +93,8 @@ static kz_isa select_expected(kz_isa cap) {
 /* Whether table k has every kernel (round_bf16_f32 is optional: kernels.h). */
 static int complete(const kz_kernels *k) {
     return k->gemm && k->gemm_mr && k->gemm_bf16 && k->round_bf16 && k->gemm_bf16_name &&
-           k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->elu && k->swiglu && k->dot &&
-           k->axpy && k->mix_rows && k->matmul_bf16 && k->matmul_f16 && k->matmul_f32 &&
+           k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->elu && k->swiglu && k->dot_rows &&
+           k->axpy_rows && k->mix_rows && k->matmul_bf16 && k->matmul_f16 && k->matmul_f32 &&
            k->matmul_q8_0 && k->matmul_q4_0 && k->matmul_q8_0_reused &&
            k->matmul_q4_0_reused && k->quant && k->gemm_rows && k->rows_to_f32_bf16 &&
            k->rows_to_f32_f16 && k->rows_to_f32_q8_0 && k->rows_to_f32_q4_0;
@@ -813,46 +813,67 @@ static void test_gelu_accuracy(void) {
     free(y);
 }
 
-static void test_dot_axpy(void) {
+/* dot_rows: every row of a set against the scalar sum (within rounding) and bit for bit
+ * against the same row alone and at another alignment (the order depends on n only);
+ * axpy_rows: bit for bit against the scalar definition, rows at odd strides and offsets. */
+static void test_dot_axpy_rows(void) {
     for (int trial = 0; trial < 80; trial++) {
         const size_t n = trial < 70 ? test_xs_size(&rng, 0, 300) : test_xs_size(&rng, 1000, 5000);
+        const size_t n_rows = test_xs_size(&rng, 1, 11);
+        const size_t stride = n + test_xs_size(&rng, 0, 5);
         // One extra element so the same data can be used at offset 1.
-        float *a = test_xs_array(&rng, n + 1, -1.0f, 1.0f);
-        float *b = test_xs_array(&rng, n + 1, -1.0f, 1.0f);
-        const float s = test_xs_float(&rng, -2.0f, 2.0f);
-        double abs_sum = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            abs_sum += fabs((double)a[i] * b[i]);
-        }
-        const float d_ref = kz_kernels_scalar.dot(a, b, n);
-        float *y_ref = test_copy_floats(b, n + 1);
-        kz_kernels_scalar.axpy(y_ref, s, a, n);
+        float *q = test_xs_array(&rng, n + 1, -1.0f, 1.0f);
+        float *rows = test_xs_array(&rng, n_rows * stride + 1, -1.0f, 1.0f);
+        float *w = test_xs_array(&rng, n_rows, -2.0f, 2.0f);
+        const float scale = test_xs_float(&rng, 0.01f, 2.0f);
+        float ref[11], got[11], one, shifted;
+        kz_kernels_scalar.dot_rows(ref, q, rows, stride, n_rows, n, scale);
+        float *y_ref = test_xs_array(&rng, n + 1, -1.0f, 1.0f);
+        float *y0 = test_copy_floats(y_ref, n + 1);
+        kz_kernels_scalar.axpy_rows(y_ref, w, rows, stride, n_rows, n);
+        float *q1 = malloc((n + 1) * sizeof(float));
+        float *rows1 = malloc((n_rows * stride + 1) * sizeof(float));
+        memcpy(q1 + 1, q, n * sizeof(float));
+        memcpy(rows1 + 1, rows, n_rows * stride * sizeof(float));
         for (size_t l = 0; l < n_simd_levels; l++) {
             const kz_kernels *k = simd_levels[l];
-            const float d = k->dot(a, b, n);
-            // Tolerance: both sums are within n * 2^-24 * sum|a_i b_i| of the exact dot.
-            CHECK_NEAR(d, d_ref, 2.0 * (double)n * ldexp(abs_sum, -24) + 1e-30);
-            float *a1 = malloc((n + 1) * sizeof(float));
-            float *b1 = malloc((n + 1) * sizeof(float));
-            memcpy(a1 + 1, a, n * sizeof(float));
-            memcpy(b1 + 1, b, n * sizeof(float));
-            const float d1 = k->dot(a1 + 1, b1 + 1, n);
-            CHECK_MSG(memcmp(&d, &d1, sizeof d) == 0, "%s dot depends on alignment", k->name);
-            // axpy: bit-identical to scalar (mul then add per element).
-            float *y = test_copy_floats(b, n + 1);
-            k->axpy(y, s, a, n);
-            CHECK_MSG(memcmp(y, y_ref, (n + 1) * sizeof(float)) == 0, "%s axpy differs (n %zu)",
-                      k->name, n);
-            k->axpy(b1 + 1, s, a1 + 1, n);
-            CHECK_MSG(memcmp(b1 + 1, y_ref, n * sizeof(float)) == 0, "%s axpy offset differs",
-                      k->name);
-            free(a1);
-            free(b1);
+            k->dot_rows(got, q, rows, stride, n_rows, n, scale);
+            for (size_t r = 0; r < n_rows; r++) {
+                double abs_sum = 0.0;
+                for (size_t i = 0; i < n; i++) {
+                    abs_sum += fabs((double)q[i] * rows[r * stride + i]);
+                }
+                // Tolerance: both sums are within n * 2^-24 * sum|q_i k_i| of the exact dot,
+                // then scaled (one more rounding each).
+                CHECK_NEAR(got[r], ref[r],
+                           (2.0 * (double)n * ldexp(abs_sum, -24)) * scale +
+                               ldexp(fabs(ref[r]), -22) + 1e-30);
+                k->dot_rows(&one, q, rows + r * stride, stride, 1, n, scale);
+                k->dot_rows(&shifted, q1 + 1, rows1 + 1 + r * stride, stride, 1, n, scale);
+                CHECK_MSG(memcmp(&one, &got[r], sizeof one) == 0 &&
+                              memcmp(&shifted, &got[r], sizeof one) == 0,
+                          "%s dot_rows row %zu of %zu depends on its set or alignment (n %zu)",
+                          k->name, r, n_rows, n);
+            }
+            float *y = test_copy_floats(y0, n + 1);
+            k->axpy_rows(y, w, rows, stride, n_rows, n);
+            CHECK_MSG(memcmp(y, y_ref, (n + 1) * sizeof(float)) == 0,
+                      "%s axpy_rows differs (n %zu, %zu rows)", k->name, n, n_rows);
+            float *y1 = malloc((n + 1) * sizeof(float));
+            memcpy(y1 + 1, y0, n * sizeof(float));
+            k->axpy_rows(y1 + 1, w, rows1 + 1, stride, n_rows, n);
+            CHECK_MSG(memcmp(y1 + 1, y_ref, n * sizeof(float)) == 0,
+                      "%s axpy_rows offset differs", k->name);
+            free(y1);
             free(y);
         }
-        free(a);
-        free(b);
+        free(q1);
+        free(rows1);
+        free(q);
+        free(rows);
+        free(w);
         free(y_ref);
+        free(y0);
     }
 }
 
@@ -932,7 +953,7 @@ int main(void) {
     test_norms();
     test_gelu_swiglu();
     test_gelu_accuracy();
-    test_dot_axpy();
+    test_dot_axpy_rows();
     test_mix_rows();
     return test_main_result("test_kernels");
 }

@@ -7,8 +7,8 @@
  * start with unaligned loads; the last n % 4 channels go through a
  * zero-padded 4-lane buffer and the same instruction sequence as the body, so
  * results do not depend on alignment or on where a row sits in a call.
- * Reductions (dot, the norms) sum in a fixed lane layout per n; they differ
- * from the sequential scalar sums by rounding only. axpy matches the scalar
+ * Reductions (dot_rows, the norms) sum in a fixed lane layout per n; they differ
+ * from the sequential scalar sums by rounding only. axpy_rows matches the scalar
  * definition bit for bit (mul then add, no FMA); snake_beta, gelu and swiglu
  * use the vector sin^2 / erf / exp of simd_math_neon.h. The table at the end
  * adds kz_gemm_neon, the matmuls of matmul_neon.c and quant_neon.c, and
@@ -253,8 +253,9 @@ static void swiglu_neon(float *y, const float *gate, const float *up, size_t n) 
     }
 }
 
-/* Four accumulators over 16 elements, then one over 4, then the padded tail. */
-static float dot_neon(const float *a, const float *b, size_t n) {
+/* Four accumulators over 16 elements, then one over 4, then the padded tail: the sum of one
+ * row, kept for its order (dot_rows below runs it for four rows at once). */
+static inline float32x4_t dot_lanes(const float *a, const float *b, size_t n) {
     float32x4_t a0 = vdupq_n_f32(0.0f);
     float32x4_t a1 = a0;
     float32x4_t a2 = a0;
@@ -272,17 +273,62 @@ static float dot_neon(const float *a, const float *b, size_t n) {
     if (i < n) {
         a1 = vfmaq_f32(a1, load_tail(a + i, n - i), load_tail(b + i, n - i));
     }
-    return hsum(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    return vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3));
 }
 
-static void axpy_neon(float *y, float a, const float *x, size_t n) {
-    const float32x4_t av = vdupq_n_f32(a);
+/* Rows four at a time (16 accumulators of the 32 q registers), so the sums' chains and
+ * reductions overlap; each row's sum in dot_lanes' order whatever its place. */
+static void dot_rows_neon(float *out, const float *q, const float *rows, size_t stride,
+                          size_t n_rows, size_t n, float scale) {
+    size_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+        const float *b = rows + r * stride;
+        const float32x4_t s0 = dot_lanes(q, b, n);
+        const float32x4_t s1 = dot_lanes(q, b + stride, n);
+        const float32x4_t s2 = dot_lanes(q, b + 2 * stride, n);
+        const float32x4_t s3 = dot_lanes(q, b + 3 * stride, n);
+        out[r] = hsum(s0) * scale;
+        out[r + 1] = hsum(s1) * scale;
+        out[r + 2] = hsum(s2) * scale;
+        out[r + 3] = hsum(s3) * scale;
+    }
+    for (; r < n_rows; r++) {
+        out[r] = hsum(dot_lanes(q, rows + r * stride, n)) * scale;
+    }
+}
+
+/* y held in 16 registers 64 channels at a time while every row adds to it in turn; each
+ * element sees y + w[r] * x in row order, mul then add, as the scalar definition. */
+static void axpy_rows_neon(float *y, const float *w, const float *rows, size_t stride,
+                           size_t n_rows, size_t n) {
     size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        float32x4_t acc[16];
+        for (int j = 0; j < 16; j++) {
+            acc[j] = vld1q_f32(y + i + 4 * j);
+        }
+        for (size_t r = 0; r < n_rows; r++) {
+            const float32x4_t wv = vdupq_n_f32(w[r]);
+            const float *x = rows + r * stride + i;
+            for (int j = 0; j < 16; j++) {
+                acc[j] = vaddq_f32(acc[j], vmulq_f32(wv, vld1q_f32(x + 4 * j)));
+            }
+        }
+        for (int j = 0; j < 16; j++) {
+            vst1q_f32(y + i + 4 * j, acc[j]);
+        }
+    }
     for (; i + 4 <= n; i += 4) {
-        vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(av, vld1q_f32(x + i))));
+        float32x4_t acc = vld1q_f32(y + i);
+        for (size_t r = 0; r < n_rows; r++) {
+            acc = vaddq_f32(acc, vmulq_f32(vdupq_n_f32(w[r]), vld1q_f32(rows + r * stride + i)));
+        }
+        vst1q_f32(y + i, acc);
     }
     for (; i < n; i++) {
-        y[i] = y[i] + a * x[i];
+        for (size_t r = 0; r < n_rows; r++) {
+            y[i] = y[i] + w[r] * rows[r * stride + i];
+        }
     }
 }
 
@@ -312,8 +358,8 @@ const kz_kernels kz_kernels_neon = {
     .gelu = gelu_neon,
     .elu = elu_neon,
     .swiglu = swiglu_neon,
-    .dot = dot_neon,
-    .axpy = axpy_neon,
+    .dot_rows = dot_rows_neon,
+    .axpy_rows = axpy_rows_neon,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_neon,
     .matmul_f16 = kz_matmul_f16_neon,

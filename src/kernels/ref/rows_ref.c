@@ -5,8 +5,8 @@
  * Data flow: each function reads [n_rows, n_ch] (or [n]) activations and
  * writes the same shape, row by row, in plain C with libm (sinf, erff, expf,
  * sqrtf). These are the results the AVX2 / AVX-512 variants in kernels/x86/
- * are tested against: axpy bit for bit; snake_beta, gelu and swiglu within the
- * error of their vectorised sin / erf / exp; dot and the norms within the
+ * are tested against: axpy_rows bit for bit; snake_beta, gelu and swiglu within the
+ * error of their vectorised sin / erf / exp; dot_rows and the norms within the
  * rounding of their lane-parallel sums. Reductions here run sequentially in
  * index order; the build's -ffp-contract=off keeps a*b+c as two roundings.
  * The table at the end adds kz_gemm_ref, the matmuls of matmul_ref.c and
@@ -87,17 +87,24 @@ static void swiglu_ref(float *y, const float *gate, const float *up, size_t n) {
     }
 }
 
-static float dot_ref(const float *a, const float *b, size_t n) {
-    float acc = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        acc += a[i] * b[i];
+static void dot_rows_ref(float *out, const float *q, const float *rows, size_t stride,
+                         size_t n_rows, size_t n, float scale) {
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *b = rows + r * stride;
+        float acc = 0.0f;
+        for (size_t i = 0; i < n; i++) {
+            acc += q[i] * b[i];
+        }
+        out[r] = acc * scale;
     }
-    return acc;
 }
 
-static void axpy_ref(float *y, float a, const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        y[i] = y[i] + a * x[i];
+static void axpy_rows_ref(float *y, const float *w, const float *rows, size_t stride,
+                          size_t n_rows, size_t n) {
+    for (size_t r = 0; r < n_rows; r++) {
+        for (size_t i = 0; i < n; i++) {
+            y[i] = y[i] + w[r] * rows[r * stride + i];
+        }
     }
 }
 
@@ -135,8 +142,8 @@ const kz_kernels kz_kernels_scalar = {
     .gelu = gelu_ref,
     .elu = elu_ref,
     .swiglu = swiglu_ref,
-    .dot = dot_ref,
-    .axpy = axpy_ref,
+    .dot_rows = dot_rows_ref,
+    .axpy_rows = axpy_rows_ref,
     .mix_rows = mix_rows_ref,
     .matmul_bf16 = kz_matmul_bf16_ref,
     .matmul_f16 = kz_matmul_f16_ref,

@@ -5,9 +5,9 @@
  * channels at a time from the row start with unaligned loads; the last
  * n % 8 channels go through a zero-padded 8-lane buffer and the same
  * instruction sequence as the body, so results do not depend on alignment or
- * on where a row sits in a call. Reductions (dot, the norms) sum in a fixed
+ * on where a row sits in a call. Reductions (dot_rows, the norms) sum in a fixed
  * lane layout per n; they differ from the sequential scalar sums by rounding
- * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
+ * only. axpy_rows matches the scalar definition bit for bit (mul then add, no FMA);
  * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
  * simd_math.h. The table at the end adds kz_gemm_avx2, the matmuls of
  * matmul_avx2.c and quant_avx2.c, and gemm_rows_avx2.c.
@@ -226,8 +226,9 @@ static void swiglu_avx2(float *y, const float *gate, const float *up, size_t n) 
     }
 }
 
-/* Four accumulators over 32 elements, then one over 8, then the padded tail. */
-static float dot_avx2(const float *a, const float *b, size_t n) {
+/* Four accumulators over 32 elements, then one over 8, then the padded tail: the sum of one
+ * row, kept for its order (dot_rows below runs it for two rows at once). */
+static inline __m256 dot_lanes(const float *a, const float *b, size_t n) {
     __m256 a0 = _mm256_setzero_ps();
     __m256 a1 = _mm256_setzero_ps();
     __m256 a2 = _mm256_setzero_ps();
@@ -245,19 +246,59 @@ static float dot_avx2(const float *a, const float *b, size_t n) {
     if (i < n) {
         a1 = _mm256_fmadd_ps(load_tail(a + i, n - i), load_tail(b + i, n - i), a1);
     }
-    return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
 }
 
-static void axpy_avx2(float *y, float a, const float *x, size_t n) {
-    const __m256 av = _mm256_set1_ps(a);
+/* Rows two at a time (eight accumulators fill half the 16 ymm), so the two sums' chains
+ * and reductions overlap; each row's sum in dot_lanes' order whatever its place. */
+static void dot_rows_avx2(float *out, const float *q, const float *rows, size_t stride,
+                          size_t n_rows, size_t n, float scale) {
+    size_t r = 0;
+    for (; r + 2 <= n_rows; r += 2) {
+        const float *b = rows + r * stride;
+        const __m256 s0 = dot_lanes(q, b, n);
+        const __m256 s1 = dot_lanes(q, b + stride, n);
+        out[r] = hsum(s0) * scale;
+        out[r + 1] = hsum(s1) * scale;
+    }
+    for (; r < n_rows; r++) {
+        out[r] = hsum(dot_lanes(q, rows + r * stride, n)) * scale;
+    }
+}
+
+/* y held in eight registers 64 channels at a time while every row adds to it in turn;
+ * each element sees y + w[r] * x in row order, mul then add, as the scalar definition. */
+static void axpy_rows_avx2(float *y, const float *w, const float *rows, size_t stride,
+                           size_t n_rows, size_t n) {
     size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m256 acc[8];
+        for (int j = 0; j < 8; j++) {
+            acc[j] = _mm256_loadu_ps(y + i + 8 * j);
+        }
+        for (size_t r = 0; r < n_rows; r++) {
+            const __m256 wv = _mm256_set1_ps(w[r]);
+            const float *x = rows + r * stride + i;
+            for (int j = 0; j < 8; j++) {
+                acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv, _mm256_loadu_ps(x + 8 * j)));
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            _mm256_storeu_ps(y + i + 8 * j, acc[j]);
+        }
+    }
     for (; i + 8 <= n; i += 8) {
-        const __m256 r = _mm256_add_ps(_mm256_loadu_ps(y + i),
-                                       _mm256_mul_ps(av, _mm256_loadu_ps(x + i)));
-        _mm256_storeu_ps(y + i, r);
+        __m256 acc = _mm256_loadu_ps(y + i);
+        for (size_t r = 0; r < n_rows; r++) {
+            const __m256 x = _mm256_loadu_ps(rows + r * stride + i);
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[r]), x));
+        }
+        _mm256_storeu_ps(y + i, acc);
     }
     for (; i < n; i++) {
-        y[i] = y[i] + a * x[i];
+        for (size_t r = 0; r < n_rows; r++) {
+            y[i] = y[i] + w[r] * rows[r * stride + i];
+        }
     }
 }
 
@@ -287,8 +328,8 @@ const kz_kernels kz_kernels_avx2 = {
     .gelu = gelu_avx2,
     .elu = elu_avx2,
     .swiglu = swiglu_avx2,
-    .dot = dot_avx2,
-    .axpy = axpy_avx2,
+    .dot_rows = dot_rows_avx2,
+    .axpy_rows = axpy_rows_avx2,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx2,
     .matmul_f16 = kz_matmul_f16_avx2,

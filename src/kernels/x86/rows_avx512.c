@@ -5,9 +5,9 @@
  * from the row start with unaligned loads; the last n % 16 channels use
  * masked loads and stores (zero in the idle lanes) through the same
  * instruction sequence as the body, so results do not depend on alignment or
- * on where a row sits in a call. Reductions (dot, the norms) sum in a fixed
+ * on where a row sits in a call. Reductions (dot_rows, the norms) sum in a fixed
  * lane layout per n and differ from the sequential scalar sums by rounding
- * only. axpy matches the scalar definition bit for bit (mul then add, no FMA);
+ * only. axpy_rows matches the scalar definition bit for bit (mul then add, no FMA);
  * snake_beta, gelu and swiglu use the vector sin^2 / erf / exp of
  * simd_math.h. The table at the end adds kz_gemm_avx512, the matmuls of
  * matmul_avx512.c and quant_avx512.c, and gemm_rows_avx512.c.
@@ -208,8 +208,9 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, size_t n
     }
 }
 
-/* Four accumulators over 64 elements, then one over 16, then the masked tail. */
-static float dot_avx512(const float *a, const float *b, size_t n) {
+/* Four accumulators over 64 elements, then one over 16, then the masked tail: the sum of
+ * one row, kept for its order (dot_rows below runs it for several rows at once). */
+static inline __m512 dot_lanes(const float *a, const float *b, size_t n) {
     __m512 a0 = _mm512_setzero_ps();
     __m512 a1 = _mm512_setzero_ps();
     __m512 a2 = _mm512_setzero_ps();
@@ -228,22 +229,60 @@ static float dot_avx512(const float *a, const float *b, size_t n) {
         const __mmask16 m = first_lanes(n - i);
         a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), a1);
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    return _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
 }
 
-static void axpy_avx512(float *y, float a, const float *x, size_t n) {
-    const __m512 av = _mm512_set1_ps(a);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 r = _mm512_add_ps(_mm512_loadu_ps(y + i),
-                                       _mm512_mul_ps(av, _mm512_loadu_ps(x + i)));
-        _mm512_storeu_ps(y + i, r);
+/* Rows four at a time, so the four sums' chains and reductions overlap; each row's sum in
+ * dot_lanes' order whatever its place in the set. */
+static void dot_rows_avx512(float *out, const float *q, const float *rows, size_t stride,
+                            size_t n_rows, size_t n, float scale) {
+    size_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+        const float *b = rows + r * stride;
+        const __m512 s0 = dot_lanes(q, b, n);
+        const __m512 s1 = dot_lanes(q, b + stride, n);
+        const __m512 s2 = dot_lanes(q, b + 2 * stride, n);
+        const __m512 s3 = dot_lanes(q, b + 3 * stride, n);
+        out[r] = _mm512_reduce_add_ps(s0) * scale;
+        out[r + 1] = _mm512_reduce_add_ps(s1) * scale;
+        out[r + 2] = _mm512_reduce_add_ps(s2) * scale;
+        out[r + 3] = _mm512_reduce_add_ps(s3) * scale;
     }
-    if (i < n) {
+    for (; r < n_rows; r++) {
+        out[r] = _mm512_reduce_add_ps(dot_lanes(q, rows + r * stride, n)) * scale;
+    }
+}
+
+/* y held in registers 128 channels at a time while every row adds to it in turn (the
+ * per-row axpy reloaded and stored y for each row). Each element sees y + w[r] * x in row
+ * order, mul then add, as the scalar definition. */
+static void axpy_rows_avx512(float *y, const float *w, const float *rows, size_t stride,
+                             size_t n_rows, size_t n) {
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        __m512 acc[8];
+        for (int j = 0; j < 8; j++) {
+            acc[j] = _mm512_loadu_ps(y + i + 16 * j);
+        }
+        for (size_t r = 0; r < n_rows; r++) {
+            const __m512 wv = _mm512_set1_ps(w[r]);
+            const float *x = rows + r * stride + i;
+            for (int j = 0; j < 8; j++) {
+                acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(wv, _mm512_loadu_ps(x + 16 * j)));
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            _mm512_storeu_ps(y + i + 16 * j, acc[j]);
+        }
+    }
+    for (; i < n; i += 16) {
         const __mmask16 m = first_lanes(n - i);
-        const __m512 r = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i),
-                                       _mm512_mul_ps(av, _mm512_maskz_loadu_ps(m, x + i)));
-        _mm512_mask_storeu_ps(y + i, m, r);
+        __m512 acc = _mm512_maskz_loadu_ps(m, y + i);
+        for (size_t r = 0; r < n_rows; r++) {
+            const __m512 x = _mm512_maskz_loadu_ps(m, rows + r * stride + i);
+            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[r]), x));
+        }
+        _mm512_mask_storeu_ps(y + i, m, acc);
     }
 }
 
@@ -273,8 +312,8 @@ const kz_kernels kz_kernels_avx512 = {
     .gelu = gelu_avx512,
     .elu = elu_avx512,
     .swiglu = swiglu_avx512,
-    .dot = dot_avx512,
-    .axpy = axpy_avx512,
+    .dot_rows = dot_rows_avx512,
+    .axpy_rows = axpy_rows_avx512,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx512,
     .matmul_f16 = kz_matmul_f16_avx512,
