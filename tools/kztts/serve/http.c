@@ -42,6 +42,12 @@
 /* Bytes read_body hands libmicrohttpd at most per call. */
 #define BLOCK_BYTES (16 * 1024)
 
+/* A declared body over --max-body but at most this long is read and dropped before its
+ * 413, unless the client waits for 100 Continue: answering in the middle of a body makes
+ * the library close on a client that is still sending, which then sees a reset instead of
+ * the 413. Longer declared bodies get the 413 at once. */
+#define DRAIN_MAX ((unsigned long long)64 << 20)
+
 typedef struct header_kv {
     char *name, *value;
     struct header_kv *next;
@@ -56,6 +62,7 @@ struct http_req {
     char *body;
     size_t n_body, cap_body;
     size_t n_dropped;     /* body bytes read and dropped after it passed --max-body */
+    bool draining;        /* its declared length is over --max-body: every byte dropped */
     header_kv *headers;   /* added to the response */
     int status;           /* 0 until a response is queued */
     stream *st;           /* the streamed body's stream (a reference), or NULL */
@@ -360,13 +367,16 @@ static bool body_append(http_req *r, const char *data, size_t n) {
     return true;
 }
 
-/* One chunk of a body. A body without a Content-Length that grows past the limit is
+/* One chunk of a body. A body declared over the limit (draining) is dropped whole; one
+ * without a Content-Length that grows past the limit is
  * read on and dropped, since no response can be queued in the middle of a body; the
  * client gets its 413 at the end, unless it sends another --max-body, which closes the
  * connection so that an endless body cannot hold it. */
 static enum MHD_Result body_chunk(http_req *r, const char *data, size_t *n) {
     const size_t limit = r->srv->cfg->max_body;
-    if (r->n_dropped == 0 && *n <= limit - r->n_body) {
+    if (r->draining) {
+        r->n_dropped += *n;
+    } else if (r->n_dropped == 0 && *n <= limit - r->n_body) {
         if (!body_append(r, data, *n)) { // no memory for a body within the limit
             r->status = 500;
             return MHD_NO;
@@ -380,6 +390,11 @@ static enum MHD_Result body_chunk(http_req *r, const char *data, size_t *n) {
     }
     *n = 0;
     return MHD_YES;
+}
+
+/* The client sent Expect (100-continue): it sends its body only after an interim answer. */
+static bool waits_for_continue(struct MHD_Connection *conn) {
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT) != NULL;
 }
 
 static void dispatch(http_req *r) {
@@ -413,7 +428,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             char *end;
             unsigned long long n = strtoull(length, &end, 10);
             if (errno == ERANGE || n > srv->cfg->max_body) {
-                return too_large(r);
+                if (errno == ERANGE || n > DRAIN_MAX || waits_for_continue(conn)) {
+                    return too_large(r);
+                }
+                r->draining = true;
             }
         }
         return MHD_YES;
@@ -425,7 +443,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         return body_chunk(r, upload_data, upload_data_size);
     }
-    if (r->n_dropped) {
+    if (r->n_dropped || r->draining) {
         return too_large(r);
     }
     dispatch(r);
