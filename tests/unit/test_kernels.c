@@ -93,9 +93,9 @@ static kz_isa select_expected(kz_isa cap) {
 /* Whether table k has every kernel (round_bf16_f32 is optional: kernels.h). */
 static int complete(const kz_kernels *k) {
     return k->gemm && k->gemm_mr && k->gemm_bf16 && k->round_bf16 && k->gemm_bf16_name &&
-           k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->elu && k->swiglu && k->dot_rows &&
-           k->axpy_rows && k->mix_rows && k->matmul_bf16 && k->matmul_f16 && k->matmul_f32 &&
-           k->matmul_q8_0 && k->matmul_q4_0 && k->matmul_q8_0_reused &&
+           k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->elu && k->swiglu &&
+           k->dot_rows && k->axpy_rows && k->mix_rows && k->matmul_bf16 && k->matmul_f16 &&
+           k->matmul_f32 && k->matmul_q8_0 && k->matmul_q4_0 && k->matmul_q8_0_reused &&
            k->matmul_q4_0_reused && k->quant && k->gemm_rows && k->rows_to_f32_bf16 &&
            k->rows_to_f32_f16 && k->rows_to_f32_q8_0 && k->rows_to_f32_q4_0;
 }

@@ -253,84 +253,22 @@ static void swiglu_neon(float *y, const float *gate, const float *up, size_t n) 
     }
 }
 
-/* Four accumulators over 16 elements, then one over 4, then the padded tail: the sum of one
- * row, kept for its order (dot_rows below runs it for four rows at once). */
-static inline float32x4_t dot_lanes(const float *a, const float *b, size_t n) {
-    float32x4_t a0 = vdupq_n_f32(0.0f);
-    float32x4_t a1 = a0;
-    float32x4_t a2 = a0;
-    float32x4_t a3 = a0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = vfmaq_f32(a0, vld1q_f32(a + i), vld1q_f32(b + i));
-        a1 = vfmaq_f32(a1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-        a2 = vfmaq_f32(a2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
-        a3 = vfmaq_f32(a3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) {
-        a0 = vfmaq_f32(a0, vld1q_f32(a + i), vld1q_f32(b + i));
-    }
-    if (i < n) {
-        a1 = vfmaq_f32(a1, load_tail(a + i, n - i), load_tail(b + i, n - i));
-    }
-    return vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3));
-}
-
-/* Rows four at a time (16 accumulators of the 32 q registers), so the sums' chains and
- * reductions overlap; each row's sum in dot_lanes' order whatever its place. */
-static void dot_rows_neon(float *out, const float *q, const float *rows, size_t stride,
-                          size_t n_rows, size_t n, float scale) {
-    size_t r = 0;
-    for (; r + 4 <= n_rows; r += 4) {
-        const float *b = rows + r * stride;
-        const float32x4_t s0 = dot_lanes(q, b, n);
-        const float32x4_t s1 = dot_lanes(q, b + stride, n);
-        const float32x4_t s2 = dot_lanes(q, b + 2 * stride, n);
-        const float32x4_t s3 = dot_lanes(q, b + 3 * stride, n);
-        out[r] = hsum(s0) * scale;
-        out[r + 1] = hsum(s1) * scale;
-        out[r + 2] = hsum(s2) * scale;
-        out[r + 3] = hsum(s3) * scale;
-    }
-    for (; r < n_rows; r++) {
-        out[r] = hsum(dot_lanes(q, rows + r * stride, n)) * scale;
-    }
-}
-
-/* y held in 16 registers 64 channels at a time while every row adds to it in turn; each
- * element sees y + w[r] * x in row order, mul then add, as the scalar definition. */
-static void axpy_rows_neon(float *y, const float *w, const float *rows, size_t stride,
-                           size_t n_rows, size_t n) {
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        float32x4_t acc[16];
-        for (int j = 0; j < 16; j++) {
-            acc[j] = vld1q_f32(y + i + 4 * j);
-        }
-        for (size_t r = 0; r < n_rows; r++) {
-            const float32x4_t wv = vdupq_n_f32(w[r]);
-            const float *x = rows + r * stride + i;
-            for (int j = 0; j < 16; j++) {
-                acc[j] = vaddq_f32(acc[j], vmulq_f32(wv, vld1q_f32(x + 4 * j)));
-            }
-        }
-        for (int j = 0; j < 16; j++) {
-            vst1q_f32(y + i + 4 * j, acc[j]);
-        }
-    }
-    for (; i + 4 <= n; i += 4) {
-        float32x4_t acc = vld1q_f32(y + i);
-        for (size_t r = 0; r < n_rows; r++) {
-            acc = vaddq_f32(acc, vmulq_f32(vdupq_n_f32(w[r]), vld1q_f32(rows + r * stride + i)));
-        }
-        vst1q_f32(y + i, acc);
-    }
-    for (; i < n; i++) {
-        for (size_t r = 0; r < n_rows; r++) {
-            y[i] = y[i] + w[r] * rows[r * stride + i];
-        }
-    }
-}
+/* kernels.h dot_rows and axpy_rows (kernels/attend_shapes.h) on 4-float vectors. */
+#define ATT_VEC float32x4_t
+#define ATT_LANES 4
+#define ATT_ROWS 4 /* 16 accumulators of the 32 q registers */
+#define ATT_ACC 16
+#define ATT_ZERO() vdupq_n_f32(0.0f)
+#define ATT_LOAD(p) vld1q_f32(p)
+#define ATT_LOAD_TAIL(p, n) load_tail((p), (n))
+#define ATT_STORE(p, v) vst1q_f32((p), (v))
+#define ATT_STORE_TAIL(p, v, n) store_tail((p), (v), (n))
+#define ATT_FMA(a, b, acc) vfmaq_f32((acc), (a), (b))
+#define ATT_ADD(a, b) vaddq_f32((a), (b))
+#define ATT_MUL(a, b) vmulq_f32((a), (b))
+#define ATT_SET1(f) vdupq_n_f32(f)
+#define ATT_HSUM(v) hsum(v)
+#include "kernels/attend_shapes.h"
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 4-float vectors (untuned on ARM). */
 #define MIX_COLS 4
@@ -358,8 +296,8 @@ const kz_kernels kz_kernels_neon = {
     .gelu = gelu_neon,
     .elu = elu_neon,
     .swiglu = swiglu_neon,
-    .dot_rows = dot_rows_neon,
-    .axpy_rows = axpy_rows_neon,
+    .dot_rows = attend_dot_rows,
+    .axpy_rows = attend_axpy_rows,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_neon,
     .matmul_f16 = kz_matmul_f16_neon,

@@ -226,81 +226,22 @@ static void swiglu_avx2(float *y, const float *gate, const float *up, size_t n) 
     }
 }
 
-/* Four accumulators over 32 elements, then one over 8, then the padded tail: the sum of one
- * row, kept for its order (dot_rows below runs it for two rows at once). */
-static inline __m256 dot_lanes(const float *a, const float *b, size_t n) {
-    __m256 a0 = _mm256_setzero_ps();
-    __m256 a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps();
-    __m256 a3 = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), a3);
-    }
-    for (; i + 8 <= n; i += 8) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), a0);
-    }
-    if (i < n) {
-        a1 = _mm256_fmadd_ps(load_tail(a + i, n - i), load_tail(b + i, n - i), a1);
-    }
-    return _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-}
-
-/* Rows two at a time (eight accumulators fill half the 16 ymm), so the two sums' chains
- * and reductions overlap; each row's sum in dot_lanes' order whatever its place. */
-static void dot_rows_avx2(float *out, const float *q, const float *rows, size_t stride,
-                          size_t n_rows, size_t n, float scale) {
-    size_t r = 0;
-    for (; r + 2 <= n_rows; r += 2) {
-        const float *b = rows + r * stride;
-        const __m256 s0 = dot_lanes(q, b, n);
-        const __m256 s1 = dot_lanes(q, b + stride, n);
-        out[r] = hsum(s0) * scale;
-        out[r + 1] = hsum(s1) * scale;
-    }
-    for (; r < n_rows; r++) {
-        out[r] = hsum(dot_lanes(q, rows + r * stride, n)) * scale;
-    }
-}
-
-/* y held in eight registers 64 channels at a time while every row adds to it in turn;
- * each element sees y + w[r] * x in row order, mul then add, as the scalar definition. */
-static void axpy_rows_avx2(float *y, const float *w, const float *rows, size_t stride,
-                           size_t n_rows, size_t n) {
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        __m256 acc[8];
-        for (int j = 0; j < 8; j++) {
-            acc[j] = _mm256_loadu_ps(y + i + 8 * j);
-        }
-        for (size_t r = 0; r < n_rows; r++) {
-            const __m256 wv = _mm256_set1_ps(w[r]);
-            const float *x = rows + r * stride + i;
-            for (int j = 0; j < 8; j++) {
-                acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(wv, _mm256_loadu_ps(x + 8 * j)));
-            }
-        }
-        for (int j = 0; j < 8; j++) {
-            _mm256_storeu_ps(y + i + 8 * j, acc[j]);
-        }
-    }
-    for (; i + 8 <= n; i += 8) {
-        __m256 acc = _mm256_loadu_ps(y + i);
-        for (size_t r = 0; r < n_rows; r++) {
-            const __m256 x = _mm256_loadu_ps(rows + r * stride + i);
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(w[r]), x));
-        }
-        _mm256_storeu_ps(y + i, acc);
-    }
-    for (; i < n; i++) {
-        for (size_t r = 0; r < n_rows; r++) {
-            y[i] = y[i] + w[r] * rows[r * stride + i];
-        }
-    }
-}
+/* kernels.h dot_rows and axpy_rows (kernels/attend_shapes.h) on 8-float vectors. */
+#define ATT_VEC __m256
+#define ATT_LANES 8
+#define ATT_ROWS 2 /* eight accumulators, half the 16 ymm */
+#define ATT_ACC 8
+#define ATT_ZERO() _mm256_setzero_ps()
+#define ATT_LOAD(p) _mm256_loadu_ps(p)
+#define ATT_LOAD_TAIL(p, n) load_tail((p), (n))
+#define ATT_STORE(p, v) _mm256_storeu_ps((p), (v))
+#define ATT_STORE_TAIL(p, v, n) store_tail((p), (v), (n))
+#define ATT_FMA(a, b, acc) _mm256_fmadd_ps((a), (b), (acc))
+#define ATT_ADD(a, b) _mm256_add_ps((a), (b))
+#define ATT_MUL(a, b) _mm256_mul_ps((a), (b))
+#define ATT_SET1(f) _mm256_set1_ps(f)
+#define ATT_HSUM(v) hsum(v)
+#include "kernels/attend_shapes.h"
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 8-float vectors. */
 #define MIX_COLS 8
@@ -328,8 +269,8 @@ const kz_kernels kz_kernels_avx2 = {
     .gelu = gelu_avx2,
     .elu = elu_avx2,
     .swiglu = swiglu_avx2,
-    .dot_rows = dot_rows_avx2,
-    .axpy_rows = axpy_rows_avx2,
+    .dot_rows = attend_dot_rows,
+    .axpy_rows = attend_axpy_rows,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx2,
     .matmul_f16 = kz_matmul_f16_avx2,

@@ -208,83 +208,22 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, size_t n
     }
 }
 
-/* Four accumulators over 64 elements, then one over 16, then the masked tail: the sum of
- * one row, kept for its order (dot_rows below runs it for several rows at once). */
-static inline __m512 dot_lanes(const float *a, const float *b, size_t n) {
-    __m512 a0 = _mm512_setzero_ps();
-    __m512 a1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps();
-    __m512 a3 = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), a3);
-    }
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
-    }
-    if (i < n) {
-        const __mmask16 m = first_lanes(n - i);
-        a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), a1);
-    }
-    return _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-}
-
-/* Rows four at a time, so the four sums' chains and reductions overlap; each row's sum in
- * dot_lanes' order whatever its place in the set. */
-static void dot_rows_avx512(float *out, const float *q, const float *rows, size_t stride,
-                            size_t n_rows, size_t n, float scale) {
-    size_t r = 0;
-    for (; r + 4 <= n_rows; r += 4) {
-        const float *b = rows + r * stride;
-        const __m512 s0 = dot_lanes(q, b, n);
-        const __m512 s1 = dot_lanes(q, b + stride, n);
-        const __m512 s2 = dot_lanes(q, b + 2 * stride, n);
-        const __m512 s3 = dot_lanes(q, b + 3 * stride, n);
-        out[r] = _mm512_reduce_add_ps(s0) * scale;
-        out[r + 1] = _mm512_reduce_add_ps(s1) * scale;
-        out[r + 2] = _mm512_reduce_add_ps(s2) * scale;
-        out[r + 3] = _mm512_reduce_add_ps(s3) * scale;
-    }
-    for (; r < n_rows; r++) {
-        out[r] = _mm512_reduce_add_ps(dot_lanes(q, rows + r * stride, n)) * scale;
-    }
-}
-
-/* y held in registers 128 channels at a time while every row adds to it in turn (the
- * per-row axpy reloaded and stored y for each row). Each element sees y + w[r] * x in row
- * order, mul then add, as the scalar definition. */
-static void axpy_rows_avx512(float *y, const float *w, const float *rows, size_t stride,
-                             size_t n_rows, size_t n) {
-    size_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        __m512 acc[8];
-        for (int j = 0; j < 8; j++) {
-            acc[j] = _mm512_loadu_ps(y + i + 16 * j);
-        }
-        for (size_t r = 0; r < n_rows; r++) {
-            const __m512 wv = _mm512_set1_ps(w[r]);
-            const float *x = rows + r * stride + i;
-            for (int j = 0; j < 8; j++) {
-                acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(wv, _mm512_loadu_ps(x + 16 * j)));
-            }
-        }
-        for (int j = 0; j < 8; j++) {
-            _mm512_storeu_ps(y + i + 16 * j, acc[j]);
-        }
-    }
-    for (; i < n; i += 16) {
-        const __mmask16 m = first_lanes(n - i);
-        __m512 acc = _mm512_maskz_loadu_ps(m, y + i);
-        for (size_t r = 0; r < n_rows; r++) {
-            const __m512 x = _mm512_maskz_loadu_ps(m, rows + r * stride + i);
-            acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_set1_ps(w[r]), x));
-        }
-        _mm512_mask_storeu_ps(y + i, m, acc);
-    }
-}
+/* kernels.h dot_rows and axpy_rows (kernels/attend_shapes.h) on 16-float vectors. */
+#define ATT_VEC __m512
+#define ATT_LANES 16
+#define ATT_ROWS 4 /* 16 accumulators and the query's loads in the 32 zmm */
+#define ATT_ACC 8  /* a 128-float head */
+#define ATT_ZERO() _mm512_setzero_ps()
+#define ATT_LOAD(p) _mm512_loadu_ps(p)
+#define ATT_LOAD_TAIL(p, n) _mm512_maskz_loadu_ps(first_lanes(n), (p))
+#define ATT_STORE(p, v) _mm512_storeu_ps((p), (v))
+#define ATT_STORE_TAIL(p, v, n) _mm512_mask_storeu_ps((p), first_lanes(n), (v))
+#define ATT_FMA(a, b, acc) _mm512_fmadd_ps((a), (b), (acc))
+#define ATT_ADD(a, b) _mm512_add_ps((a), (b))
+#define ATT_MUL(a, b) _mm512_mul_ps((a), (b))
+#define ATT_SET1(f) _mm512_set1_ps(f)
+#define ATT_HSUM(v) _mm512_reduce_add_ps(v)
+#include "kernels/attend_shapes.h"
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 16-float vectors. */
 #define MIX_COLS 16
@@ -312,8 +251,8 @@ const kz_kernels kz_kernels_avx512 = {
     .gelu = gelu_avx512,
     .elu = elu_avx512,
     .swiglu = swiglu_avx512,
-    .dot_rows = dot_rows_avx512,
-    .axpy_rows = axpy_rows_avx512,
+    .dot_rows = attend_dot_rows,
+    .axpy_rows = attend_axpy_rows,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx512,
     .matmul_f16 = kz_matmul_f16_avx512,
