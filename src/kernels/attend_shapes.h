@@ -5,9 +5,9 @@
  * vector type.
  *
  * Before including it a kernel defines ATT_VEC (the vector type), ATT_LANES (floats per
- * vector), ATT_ROWS (rows of dot_rows in flight, 2 or 4: four accumulators each), ATT_ACC (output
- * vectors axpy_rows keeps in registers), ATT_ZERO(), ATT_LOAD(p), ATT_LOAD_TAIL(p, n) (the
- * first n < ATT_LANES floats, zeros after), ATT_STORE(p, v), ATT_STORE_TAIL(p, v, n),
+ * vector), ATT_ROWS (rows of dot_rows in flight, 2 or 4: four accumulators each), ATT_ACC
+ * (output vectors axpy_rows keeps in registers), ATT_ZERO(), ATT_LOAD(p), ATT_LOAD_TAIL(p,
+ * n) (the first n < ATT_LANES floats, zeros after), ATT_STORE(p, v), ATT_STORE_TAIL(p, v, n),
  * ATT_FMA(a, b, acc) (acc + a * b, fused), ATT_ADD(a, b), ATT_MUL(a, b), ATT_SET1(f) and
  * ATT_HSUM(v) (the level's fixed-order sum of the lanes); this file defines
  *

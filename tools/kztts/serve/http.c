@@ -368,10 +368,10 @@ static bool body_append(http_req *r, const char *data, size_t n) {
 }
 
 /* One chunk of a body. A body declared over the limit (draining) is dropped whole; one
- * without a Content-Length that grows past the limit is
- * read on and dropped, since no response can be queued in the middle of a body; the
- * client gets its 413 at the end, unless it sends another --max-body, which closes the
- * connection so that an endless body cannot hold it. */
+ * without a Content-Length that grows past the limit is read on and dropped, since no
+ * response can be queued in the middle of a body; the client gets its 413 at the end,
+ * unless it sends another --max-body, which closes the connection so that an endless
+ * body cannot hold it. */
 static enum MHD_Result body_chunk(http_req *r, const char *data, size_t *n) {
     const size_t limit = r->srv->cfg->max_body;
     if (r->draining) {
