@@ -308,19 +308,34 @@ static void gemm_tile(void *arg, size_t chunk, int worker) {
     }
 }
 
-/* Tiles: row blocks of 48 (a multiple of common micro-kernel heights) and
- * groups of 4 panels (64 columns); small problems are cut finer so that every
- * thread gets work. */
-static void choose_tiles(gemm_job *j, int n_threads) {
-    size_t n_rows = j->n_rows;
-    size_t n_panels = j->n_panels;
-    j->row_block = n_rows < 48 ? n_rows : 48;
-    j->panel_block = 4;
+/* Tile sizes: rows in multiples of TILE_ROWS (a multiple of common micro-kernel heights),
+ * TILE_PANELS panels (64 columns), and at least TILE_MIN_FLOP a tile where there are rows
+ * enough: a few microseconds of one core, so that claiming a tile (a cache line that moves
+ * between the cores, up to ~0.5 us apart) stays a small share of it (the codec's narrow
+ * convs: 96 input channels make a 48-row tile ~0.6 MFLOP). */
+#define TILE_ROWS 48
+#define TILE_PANELS 4
+#define TILE_MIN_FLOP 4e6
+
+/* Tiles of TILE_ROWS rows times the fewest multiples that reach TILE_MIN_FLOP while every
+ * thread keeps four tiles; small problems are cut finer so that every thread gets work.
+ * k_rows: the conv's taps x input channels. The GEMMs' sums do not depend on the tiles. */
+static void choose_tiles(gemm_job *j, int n_threads, size_t k_rows) {
+    const size_t n_rows = j->n_rows, n_panels = j->n_panels, min_tiles = (size_t)n_threads * 4;
+    const double tile_flop = 2.0 * TILE_ROWS * TILE_PANELS * KZ_PANEL * (double)k_rows;
+    size_t rows = TILE_ROWS;
+    while (rows * tile_flop / TILE_ROWS < TILE_MIN_FLOP &&
+           (n_rows + 2 * rows - 1) / (2 * rows) * ((n_panels + TILE_PANELS - 1) / TILE_PANELS) >=
+               min_tiles) {
+        rows *= 2;
+    }
+    j->row_block = n_rows < rows ? n_rows : rows;
+    j->panel_block = TILE_PANELS;
     size_t n_tiles;
     for (;;) {
         j->n_row_blocks = (n_rows + j->row_block - 1) / j->row_block;
         n_tiles = j->n_row_blocks * ((n_panels + j->panel_block - 1) / j->panel_block);
-        if (n_tiles >= (size_t)n_threads * 4 || j->panel_block == 1) {
+        if (n_tiles >= min_tiles || j->panel_block == 1) {
             break;
         }
         j->panel_block /= 2;
@@ -459,7 +474,7 @@ static gemm_job conv_job(const kz_conv *c, const kz_exec *e, float *y, size_t ld
                            .w = &c->w, .bias = c->bias, .mode = mode, .n_rows = n_rows},
                   .n_rows = n_rows,
                   .n_panels = c->wb.data ? c->wb.n_panels : c->w.n_panels};
-    choose_tiles(&j, n_threads);
+    choose_tiles(&j, n_threads, c->k_in * c->taps);
     return j;
 }
 
