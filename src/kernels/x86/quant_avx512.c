@@ -10,7 +10,7 @@
  * rows are re-read half as often), eight for both formats on the VNNI path (their
  * codes unpacked into lane order once per group: no per-token work but the products)
  * (docs/ARCHITECTURE.md#language-model-matmuls). The activations of a set take up to
- * 82 KB of stack:
+ * 85 KB of stack:
  *   x[t] f32 --quant_act--> int8 q_x by block quad (blocks 4j..4j+3): elements
  *            0..15 of the four blocks in one 64-byte row, 16..31 in the next;
  *            or, for VNNI sets of 4 to 8 tokens, in lane order: dword m (codes
@@ -108,6 +108,10 @@ typedef struct act {
     _Alignas(64) int8_t q[CHUNK_BLOCKS * KZ_QK];
     _Alignas(64) float d[CHUNK_BLOCKS];     /* d_x of block 16 g + k at 16 g + LANE(k) */
     _Alignas(64) int32_t off[CHUNK_BLOCKS]; /* -8 (q4_0) or -128 (q8_0) * sum q, same order */
+    /* Five lines more: the tokens of a set (an array of act) would otherwise start every
+     * 2.5 pages, half of them on the same L1 sets, which the weight stream passing through
+     * L1 also needs (docs/PERF.md, 2026-12-07 07:11). */
+    _Alignas(64) char pad[5 * 64];
 } act;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
