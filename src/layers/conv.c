@@ -288,6 +288,8 @@ typedef struct gemm_job {
     kz_gemm_args args;
     size_t n_rows, n_panels;
     size_t row_block, panel_block, n_row_blocks;
+    bool rows_outer; /* chunks row block by row block (the pool's split mode), else panel
+                        block by panel block */
     void (*gemm_bf16)(const kz_gemm_bf16_args *a, size_t t0, size_t t1, size_t p0, size_t p1);
     kz_gemm_bf16_args args_bf16; /* used when gemm_bf16 is set */
 } gemm_job;
@@ -295,8 +297,9 @@ typedef struct gemm_job {
 static void gemm_tile(void *arg, size_t chunk, int worker) {
     const gemm_job *j = arg;
     (void)worker;
-    size_t rb = chunk % j->n_row_blocks;
-    size_t pb = chunk / j->n_row_blocks;
+    const size_t n_pb = (j->n_panels + j->panel_block - 1) / j->panel_block;
+    size_t rb = j->rows_outer ? chunk / n_pb : chunk % j->n_row_blocks;
+    size_t pb = j->rows_outer ? chunk % n_pb : chunk / j->n_row_blocks;
     size_t t0 = rb * j->row_block;
     size_t t1 = t0 + j->row_block < j->n_rows ? t0 + j->row_block : j->n_rows;
     size_t p0 = pb * j->panel_block;
@@ -473,7 +476,8 @@ static gemm_job conv_job(const kz_conv *c, const kz_exec *e, float *y, size_t ld
                   .args = {.y = y, .ldy = ldy, .x = x, .ldx = ldx, .tap_stride = c->dilation,
                            .w = &c->w, .bias = c->bias, .mode = mode, .n_rows = n_rows},
                   .n_rows = n_rows,
-                  .n_panels = c->wb.data ? c->wb.n_panels : c->w.n_panels};
+                  .n_panels = c->wb.data ? c->wb.n_panels : c->w.n_panels,
+                  .rows_outer = kz_pool_split(e->pool)};
     choose_tiles(&j, n_threads, c->k_in * c->taps);
     return j;
 }

@@ -463,6 +463,10 @@ static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, si
     if (n_frames > tail) {
         memcpy(s->d, s->a, n_frames * row_floats * sizeof(float));
     }
+    // The tail's passes in split mode: each thread keeps its rows (a frame of a two-frame
+    // tail) from pass to pass in its own caches, which matters where the two cores share none.
+    const bool was_split = kz_pool_split(e->pool);
+    kz_pool_set_split(e->pool, true);
     for (size_t f0 = 0; f0 < n_frames; f0 += tail) {
         const size_t nf = n_frames - f0 < tail ? n_frames - f0 : tail;
         if (n_frames > tail) {
@@ -476,6 +480,7 @@ static void vocoder(const kz_codec_decoder *d, kz_codec_state *s, kz_exec *e, si
         }
         final_conv(d, s, e, r, pcm + f0 * pcm_rows);
     }
+    kz_pool_set_split(e->pool, was_split);
     s->ms[MS_VOCODER] += now_ms() - t0;
 }
 

@@ -40,6 +40,9 @@
  * Workers are an optimisation, never a requirement: the caller claims chunks too, so a job
  * completes even if no worker joins it (e.g. all preempted), and fn must compute each output
  * the same way whichever thread runs its chunk. fn must not call kz_pool_run on the same pool.
+ * Split mode (kz_pool_set_split) is the exception: each started worker runs its own range of
+ * the job (the job's mode is fixed when it is published, so a worker that comes late to a
+ * finished job never runs a range twice), and the caller waits for it.
  */
 #include "runtime/threadpool.h"
 
@@ -79,6 +82,7 @@ struct kz_pool {
     kz_pool_fn fn;
     void *arg;
     size_t n_chunks;
+    bool job_split; // the job's chunks are dealt in ranges (split at its start), not claimed
 
     int n_threads;
     int n_started;      // worker threads actually created
@@ -86,6 +90,8 @@ struct kz_pool {
     worker *workers;    // [n_threads - 1]
     pthread_mutex_t mutex;
     pthread_cond_t wake;
+
+    bool split; // kz_pool_set_split, the caller's: the mode of the jobs it publishes
 
     // Read by every spinning worker, written twice per run: its own cache line.
     _Alignas(CACHE_LINE) atomic_uint gen; // odd: a job is open; even: closed
@@ -165,14 +171,27 @@ static unsigned wait_for_job(kz_pool *pool, unsigned seen) {
     }
 }
 
-// Claims and runs chunks of job `gen` on worker `id` until none are left.
+// Worker id's range of n_chunks in split mode: the threads that exist (the caller and the
+// started workers, ids 0..n_started) in id order.
+static size_t range_start(const kz_pool *pool, size_t n_chunks, int id) {
+    return (size_t)id * n_chunks / ((size_t)pool->n_started + 1);
+}
+
+// Runs chunks of job `gen` on worker `id`: its range in split mode, else claimed one by one
+// until none are left.
 static void join_job(kz_pool *pool, unsigned gen, int id) {
     atomic_fetch_add_explicit(&pool->active, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&pool->gen, memory_order_seq_cst) == gen) {
         kz_pool_fn fn = pool->fn;
         void *arg = pool->arg;
         size_t n_chunks = pool->n_chunks;
-        for (;;) {
+        const bool split = pool->job_split;
+        const size_t end = range_start(pool, n_chunks, id + 1);
+        for (size_t chunk = range_start(pool, n_chunks, id); split && chunk < end; chunk++) {
+            fn(arg, chunk, id);
+            atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+        }
+        while (!split) {
             size_t chunk = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
             if (chunk >= n_chunks) {
                 break;
@@ -329,17 +348,22 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     pool->fn = fn;
     pool->arg = arg;
     pool->n_chunks = n_chunks;
+    pool->job_split = pool->split;
     atomic_store_explicit(&pool->next_chunk, 0, memory_order_relaxed);
     atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
     gen++; // odd, so never 0 (wait_for_job's "stop") even after wrap-around
     atomic_store_explicit(&pool->gen, gen, memory_order_seq_cst);
     if (atomic_load_explicit(&pool->sleepers, memory_order_seq_cst) > 0) {
-        wake_sleepers(pool, n_chunks - 1);
+        // Split mode: every started worker holds a range, so all of them must come.
+        wake_sleepers(pool, pool->job_split ? (size_t)pool->n_started : n_chunks - 1);
     }
 
-    // Work as worker 0, then wait for the chunks other threads claimed.
+    // Work as worker 0 (its range, or claims), then wait for the other threads' chunks.
     size_t n_mine = 0;
-    for (;;) {
+    for (; pool->job_split && n_mine < range_start(pool, n_chunks, 1); n_mine++) {
+        fn(arg, n_mine, 0);
+    }
+    while (!pool->job_split) {
         size_t chunk = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
         if (chunk >= n_chunks) {
             break;
@@ -350,4 +374,14 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     while (atomic_load_explicit(&pool->done, memory_order_acquire) != n_chunks - n_mine) {
         caller_relax(&spins);
     }
+}
+
+void kz_pool_set_split(kz_pool *pool, bool split) {
+    KZ_ASSERT(pool != NULL);
+    pool->split = split;
+}
+
+bool kz_pool_split(const kz_pool *pool) {
+    KZ_ASSERT(pool != NULL);
+    return pool->split;
 }

@@ -12,6 +12,7 @@
 #ifndef KZ_THREADPOOL_H
 #define KZ_THREADPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "kztts.h"
@@ -39,5 +40,14 @@ int kz_pool_threads(const kz_pool *pool);
 /* Runs fn over chunks [0, n_chunks) and waits. n_chunks == 0 returns at once.
  * With one thread or one chunk, fn runs inline on the caller. */
 void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg);
+
+/* Split mode (off at creation): the runs that follow deal each job's chunks in contiguous
+ * ranges, one per thread in id order (the caller the first), instead of claiming them one by
+ * one, so that in jobs of the same chunk count a chunk runs on the same thread each time:
+ * passes over the same rows keep them in that core's caches (the codec's tail blocks, whose
+ * rows would otherwise cross between cores that share no cache). No balancing: for uniform
+ * chunks. Set between runs by the pool's caller. */
+void kz_pool_set_split(kz_pool *pool, bool split);
+bool kz_pool_split(const kz_pool *pool);
 
 #endif

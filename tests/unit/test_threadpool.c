@@ -3,8 +3,9 @@
  *
  * Checks, for many thread and chunk counts: every chunk runs exactly once, worker ids are in
  * range, plain writes made in chunks are visible to the caller on return, one thread or one
- * chunk runs inline on the caller. Then: 10,000 back-to-back tiny runs (some after the workers
- * fell asleep) all complete; sleeping workers are really woken (a rendezvous that needs every
+ * chunk runs inline on the caller; in split mode each thread ran its own contiguous range.
+ * Then: 10,000 back-to-back tiny runs (some after the workers fell asleep, some in split
+ * mode) all complete; sleeping workers are really woken (a rendezvous that needs every
  * thread at once); an idle pool uses almost no CPU; bad arguments return a status and message;
  * the default thread count is the online CPUs clamped to [1, 8].
  * No assertion depends on timing except the generous idle-CPU bound; waits are bounded by
@@ -29,6 +30,7 @@ typedef struct coverage_job {
     atomic_int runs[MAX_CHUNKS]; // how often each chunk ran
     size_t value[MAX_CHUNKS];    // plain writes: must be visible to the caller afterwards
     atomic_int bad_worker;       // calls with a worker id outside [0, n_threads)
+    int worker_of[MAX_CHUNKS];   // the thread that ran each chunk
     int n_threads;
 } coverage_job;
 
@@ -36,6 +38,7 @@ static void coverage_chunk(void *arg, size_t chunk, int worker) {
     coverage_job *job = arg;
     atomic_fetch_add_explicit(&job->runs[chunk], 1, memory_order_relaxed);
     job->value[chunk] = chunk * 3 + 1;
+    job->worker_of[chunk] = worker;
     if (worker < 0 || worker >= job->n_threads) {
         atomic_fetch_add_explicit(&job->bad_worker, 1, memory_order_relaxed);
     }
@@ -52,9 +55,12 @@ static void test_every_chunk_once(void) {
             continue;
         }
         CHECK_EQ_INT(kz_pool_threads(pool), threads[t]);
-        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+        for (size_t c = 0; c < 2 * sizeof chunks / sizeof chunks[0]; c++) {
+            const bool split = c % 2;
+            kz_pool_set_split(pool, split);
+            CHECK(kz_pool_split(pool) == split);
             for (int rep = 0; rep < 3; rep++) {
-                size_t n_chunks = chunks[c];
+                size_t n_chunks = chunks[c / 2];
                 for (size_t i = 0; i < MAX_CHUNKS; i++) {
                     atomic_init(&job.runs[i], 0);
                     job.value[i] = 0;
@@ -74,6 +80,15 @@ static void test_every_chunk_once(void) {
                 CHECK_MSG(wrong_values == 0, "threads %d chunks %zu: %d results not visible",
                           threads[t], n_chunks, wrong_values);
                 CHECK_EQ_INT(atomic_load(&job.bad_worker), 0);
+                // Split mode: thread w ran the w-th contiguous range (inline runs: the caller).
+                int wrong_owner = 0;
+                const size_t n_t = (size_t)threads[t];
+                for (size_t i = 0; split && n_t > 1 && n_chunks > 1 && i < n_chunks; i++) {
+                    const size_t w = (size_t)job.worker_of[i];
+                    wrong_owner += !(w * n_chunks / n_t <= i && i < (w + 1) * n_chunks / n_t);
+                }
+                CHECK_MSG(wrong_owner == 0, "threads %d chunks %zu: %d chunks off their range",
+                          threads[t], n_chunks, wrong_owner);
             }
         }
         kz_pool_free(pool);
@@ -126,9 +141,12 @@ static void sleep_us(long us) {
 
 /* 10,000 runs per pool size with 2..9 chunks; every 97th run waits 300 us first so the
  * workers (spinning ~100 us) go to sleep and must be woken. A lost wake-up can only slow a run
- * down (the caller does the chunks itself); a deadlock would hang and hit the CTest timeout. */
+ * down (the caller does the chunks itself); a deadlock would hang and hit the CTest timeout.
+ * Two runs in five are in split mode, switched between runs (a worker late for a claimed
+ * job must not run a range of it; fewer chunks than threads leave some ranges empty): the
+ * running sum would show any chunk run twice or not at all. */
 static void test_back_to_back(void) {
-    static const int threads[] = {2, 4};
+    static const int threads[] = {2, 3, 4};
     for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
         kz_pool *pool = NULL;
         CHECK_EQ_INT(kz_pool_new(threads[t], &pool), KZ_OK);
@@ -144,6 +162,7 @@ static void test_back_to_back(void) {
             if (run % 97 == 0) {
                 sleep_us(300);
             }
+            kz_pool_set_split(pool, run % 5 < 2);
             kz_pool_run(pool, n_chunks, count_chunk, &sum);
             expect += n_chunks * (n_chunks + 1) / 2;
             completed += atomic_load_explicit(&sum, memory_order_relaxed) == expect;
