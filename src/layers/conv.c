@@ -311,23 +311,24 @@ static void gemm_tile(void *arg, size_t chunk, int worker) {
     }
 }
 
-/* Tile sizes: rows in multiples of TILE_ROWS (a multiple of common micro-kernel heights),
- * TILE_PANELS panels (64 columns), and at least TILE_MIN_FLOP a tile where there are rows
- * enough: a few microseconds of one core, so that claiming a tile (a cache line that moves
- * between the cores, up to ~0.5 us apart) stays a small share of it (the codec's narrow
+/* Tile sizes: rows a power-of-two multiple of TILE_ROWS (a multiple of common micro-kernel
+ * heights), TILE_PANELS panels (64 columns), and at least TILE_MIN_FLOP a tile where there
+ * are rows enough: a few microseconds of one core, so that claiming a tile (a cache line that
+ * moves between the cores, up to ~0.5 us apart) stays a small share of it (the codec's narrow
  * convs: 96 input channels make a 48-row tile ~0.6 MFLOP). */
 #define TILE_ROWS 48
 #define TILE_PANELS 4
 #define TILE_MIN_FLOP 4e6
 
-/* Tiles of TILE_ROWS rows times the fewest multiples that reach TILE_MIN_FLOP while every
- * thread keeps four tiles; small problems are cut finer so that every thread gets work.
- * k_rows: the conv's taps x input channels. The GEMMs' sums do not depend on the tiles. */
+/* Tiles of TILE_ROWS rows, doubled until a tile reaches TILE_MIN_FLOP or the next doubling
+ * would leave a thread fewer than four tiles; small problems are cut finer so that every
+ * thread gets work. k_rows: the conv's taps x input channels. The GEMMs' sums do not depend
+ * on the tiles. */
 static void choose_tiles(gemm_job *j, int n_threads, size_t k_rows) {
     const size_t n_rows = j->n_rows, n_panels = j->n_panels, min_tiles = (size_t)n_threads * 4;
-    const double tile_flop = 2.0 * TILE_ROWS * TILE_PANELS * KZ_PANEL * (double)k_rows;
+    const double row_flop = 2.0 * TILE_PANELS * KZ_PANEL * (double)k_rows; /* a tile's row */
     size_t rows = TILE_ROWS;
-    while (rows * tile_flop / TILE_ROWS < TILE_MIN_FLOP &&
+    while ((double)rows * row_flop < TILE_MIN_FLOP &&
            (n_rows + 2 * rows - 1) / (2 * rows) * ((n_panels + TILE_PANELS - 1) / TILE_PANELS) >=
                min_tiles) {
         rows *= 2;

@@ -348,22 +348,23 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     pool->fn = fn;
     pool->arg = arg;
     pool->n_chunks = n_chunks;
-    pool->job_split = pool->split;
+    const bool split = pool->split;
+    pool->job_split = split;
     atomic_store_explicit(&pool->next_chunk, 0, memory_order_relaxed);
     atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
     gen++; // odd, so never 0 (wait_for_job's "stop") even after wrap-around
     atomic_store_explicit(&pool->gen, gen, memory_order_seq_cst);
     if (atomic_load_explicit(&pool->sleepers, memory_order_seq_cst) > 0) {
         // Split mode: every started worker holds a range, so all of them must come.
-        wake_sleepers(pool, pool->job_split ? (size_t)pool->n_started : n_chunks - 1);
+        wake_sleepers(pool, split ? (size_t)pool->n_started : n_chunks - 1);
     }
 
     // Work as worker 0 (its range, or claims), then wait for the other threads' chunks.
     size_t n_mine = 0;
-    for (; pool->job_split && n_mine < range_start(pool, n_chunks, 1); n_mine++) {
+    for (; split && n_mine < range_start(pool, n_chunks, 1); n_mine++) {
         fn(arg, n_mine, 0);
     }
-    while (!pool->job_split) {
+    while (!split) {
         size_t chunk = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
         if (chunk >= n_chunks) {
             break;
