@@ -43,10 +43,18 @@ void kz_rope_angles(float *cs, int head_dim, const float *inv_freq, int64_t pos)
     }
 }
 
+/* Head by head over contiguous pairs, so the compiler vectorizes it; each element gets
+ * rotate_pair's operations (the build never contracts them into fused multiply-adds). */
 void kz_rope_rotate(float *x, int n_heads, int head_dim, const float *cs) {
     const int half = head_dim / 2;
-    for (int j = 0; j < half; j++) {
-        rotate_pair(x, n_heads, head_dim, j, cs[j], cs[half + j]);
+    const float *c = cs, *s = cs + half;
+    for (int h = 0; h < n_heads; h++) {
+        float *lo = x + (size_t)h * (size_t)head_dim, *hi = lo + half;
+        for (int j = 0; j < half; j++) {
+            const float a = lo[j], b = hi[j];
+            lo[j] = a * c[j] - b * s[j];
+            hi[j] = b * c[j] + a * s[j];
+        }
     }
 }
 
