@@ -36,6 +36,9 @@
  * - Sleeping: a worker increments `sleepers` under the mutex and then re-reads gen; the caller
  *   stores gen and then reads `sleepers` (all seq_cst). Either the worker sees the new job or
  *   the caller sees the sleeper and signals under the same mutex, so no wake-up is lost.
+ *   Emulators need not keep that order (qemu-user on an x86 host lets an aarch64 store-release
+ *   pass a later load-acquire), so a split job's caller, which cannot finish without every
+ *   worker, signals again while it waits and finds a sleeper.
  *
  * Workers are an optimisation, never a requirement: the caller claims chunks too, so a job
  * completes even if no worker joins it (e.g. all preempted), and fn must compute each output
@@ -374,6 +377,12 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     }
     while (atomic_load_explicit(&pool->done, memory_order_acquire) != n_chunks - n_mine) {
         caller_relax(&spins);
+        // A worker asleep while a split job waits for its range missed the wake-up (header:
+        // sleeping); signal again rather than wait forever.
+        if (split && spins % SPINS_PER_YIELD == 0 &&
+            atomic_load_explicit(&pool->sleepers, memory_order_seq_cst) > 0) {
+            wake_sleepers(pool, (size_t)pool->n_started);
+        }
     }
 }
 
