@@ -14,16 +14,21 @@ void kz_rope_init(float *inv_freq, int head_dim, float theta) {
     }
 }
 
+/* Rotates the pair (*lo, *hi) by the angle with cosine c and sine s: RoPE's one definition
+ * (the build never contracts it into fused multiply-adds, so vectorized calls keep its bits). */
+static inline void rotate(float *lo, float *hi, float c, float s) {
+    const float a = *lo, b = *hi;
+    *lo = a * c - b * s;
+    *hi = b * c + a * s;
+}
+
 /* Rotates pair j (elements j and j + half) of every head by the angle with cosine c
  * and sine s. */
 static void rotate_pair(float *x, int n_heads, int head_dim, int j, float c, float s) {
     const int half = head_dim / 2;
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * (size_t)head_dim;
-        float a = v[j], b = v[j + half];
-        float ac = a * c, bs = b * s, bc = b * c, as = a * s;
-        v[j] = ac - bs;
-        v[j + half] = bc + as;
+        rotate(v + j, v + j + half, c, s);
     }
 }
 
@@ -43,17 +48,13 @@ void kz_rope_angles(float *cs, int head_dim, const float *inv_freq, int64_t pos)
     }
 }
 
-/* Head by head over contiguous pairs, so the compiler vectorizes it; each element gets
- * rotate_pair's operations (the build never contracts them into fused multiply-adds). */
+/* Head by head over contiguous pairs, so the compiler vectorizes it. */
 void kz_rope_rotate(float *x, int n_heads, int head_dim, const float *cs) {
     const int half = head_dim / 2;
-    const float *c = cs, *s = cs + half;
     for (int h = 0; h < n_heads; h++) {
-        float *lo = x + (size_t)h * (size_t)head_dim, *hi = lo + half;
+        float *v = x + (size_t)h * (size_t)head_dim;
         for (int j = 0; j < half; j++) {
-            const float a = lo[j], b = hi[j];
-            lo[j] = a * c[j] - b * s[j];
-            hi[j] = b * c[j] + a * s[j];
+            rotate(v + j, v + j + half, cs[j], cs[half + j]);
         }
     }
 }

@@ -282,7 +282,8 @@ static void attend_group(void *arg, size_t chunk, int worker) {
  * sequence on the pool, or on the calling thread when the (token, position) pairs are few
  * (a pool dispatch would cost more than the work): the same per-head computation either
  * way. The pool deals the jobs in split mode: each thread takes the same KV heads in every
- * layer and step, with no chunk claimed across cores (faster than claiming, docs/PERF.md). */
+ * layer and step, reading the cache rows it wrote itself, and no chunk is claimed across cores
+ * (docs/ARCHITECTURE.md#kv-cache-and-attention). */
 static void attend(const kz_qwen3_stack *s, kz_exec *e, int l, const attn_rows *rows,
                    size_t n_seq, size_t n_tok) {
     size_t pairs = 0;

@@ -110,7 +110,7 @@ typedef struct act {
     _Alignas(64) int32_t off[CHUNK_BLOCKS]; /* -8 (q4_0) or -128 (q8_0) * sum q, same order */
     /* Five lines more: the tokens of a set (an array of act) would otherwise start every
      * 2.5 pages, half of them on the same L1 sets, which the weight stream passing through
-     * L1 also needs (docs/PERF.md, 2026-12-07 07:11). */
+     * L1 also needs. */
     _Alignas(64) char pad[5 * 64];
 } act;
 
