@@ -64,7 +64,7 @@ extern "C" {
 
 /* The layout of the public structs and the signatures of the public functions this
  * header declares, as a number that grows with every incompatible change. */
-#define KZ_ABI_VERSION 3
+#define KZ_ABI_VERSION 4
 
 /* KZ_ABI_VERSION of the library linked at run time. A program checks
  * kz_abi_version() == KZ_ABI_VERSION once at start-up: different numbers mean it was
@@ -142,6 +142,17 @@ typedef enum kz_precision {
                                        pointwise ones */
 } kz_precision;
 
+/* Element type of the talker's KV cache (the keys and values of every position so far,
+ * read whole by every step). */
+typedef enum kz_kv_cache {
+    KZ_KV_CACHE_DEFAULT = 0, /* KZ_KV_CACHE_F32 */
+    KZ_KV_CACHE_F32 = 1,     /* fp32, as the reference computes */
+    KZ_KV_CACHE_F16 = 2,     /* IEEE binary16, each key and value rounded to nearest even as
+                                it is stored: half the cache's memory and bytes read a step;
+                                the codes may differ from F32's (the same in a batch of
+                                any size and with the prompt cache, as F32's) */
+} kz_kv_cache;
+
 typedef struct kz_model_params {
     kz_isa_cap isa;               /* kernel level cap. Default (0) KZ_ISA_CAP_AUTO. */
     kz_precision codec_precision; /* codec decoder convolutions. Default (0)
@@ -150,9 +161,12 @@ typedef struct kz_model_params {
                                      (voices then come only from files, kz_voice_load): a
                                      faster load and ~160 MB less memory at 0.6B. Default
                                      false: a Base model can make voices. */
+    kz_kv_cache kv_cache;         /* the talker's KV cache, for every session and scheduler
+                                     on the model. Default (0) KZ_KV_CACHE_F32. */
 } kz_model_params;
 
-/* Defaults: isa = KZ_ISA_CAP_AUTO, codec_precision = KZ_PRECISION_DEFAULT. */
+/* Defaults: isa = KZ_ISA_CAP_AUTO, codec_precision = KZ_PRECISION_DEFAULT, kv_cache =
+ * KZ_KV_CACHE_DEFAULT (f32). */
 KZ_API void kz_model_default_params(kz_model_params *params);
 
 /* Loads a model from `path`: a Qwen3-TTS checkpoint directory as released
@@ -665,6 +679,9 @@ typedef struct kz_quantize_report {
     size_t n_forms;             /* of those, stored in codec_forms' converted form too */
     size_t n_skipped;           /* source tensors of types GGUF cannot hold (unused) */
     double seconds;             /* wall time of the call */
+    kz_quantize_count tokenizer; /* "tokenizer": the text tokenizer's tables, stored as
+                                    integer tensors so that a load maps them (not weights,
+                                    so not in types) */
 } kz_quantize_report;
 
 typedef struct kz_quantize_params {
@@ -706,6 +723,7 @@ typedef struct kz_experimental_model_info {
     const char *kernel_sub_level;/* its sub-level, e.g. "avx512-vnni" (kz_model_describe) */
     const char *codec_precision; /* in effect: "f32" (EXACT), "bf16", "winograd",
                                     "winograd-bf16" */
+    const char *kv_cache;        /* the talker's KV cache: "f32" or "f16" */
     bool codec_forms_stored;     /* its converted weights were mapped from the GGUF
                                     (`kztts quantize --codec-forms`), not computed at load */
     const char *bf16_gemm;       /* the codec's bf16 GEMM: "ref", "avx2" (FMAs on widened

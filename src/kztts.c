@@ -48,6 +48,7 @@ void kz_model_default_params(kz_model_params *p) {
         memset(p, 0, sizeof *p);
         p->isa = KZ_ISA_CAP_AUTO;
         p->codec_precision = KZ_PRECISION_DEFAULT;
+        p->kv_cache = KZ_KV_CACHE_DEFAULT;
     }
 }
 
@@ -74,6 +75,10 @@ kz_status kz_model_load(const char *path, const kz_model_params *params, kz_mode
         return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
                             "kz_model_load: codec precision %d out of range",
                             (int)params->codec_precision);
+    }
+    if (params->kv_cache < KZ_KV_CACHE_DEFAULT || params->kv_cache > KZ_KV_CACHE_F16) {
+        return kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                            "kz_model_load: kv cache type %d out of range", (int)params->kv_cache);
     }
     return kz_model_open(path, params, out);
 }
@@ -732,6 +737,7 @@ kz_status kz_experimental_model_get_info(const kz_model *m, kz_experimental_mode
     out->kernels = kz_isa_name(m->kernels->isa);
     out->kernel_sub_level = m->kernels->name;
     out->codec_precision = kz_precision_name(kz_model_precision_in_effect(m));
+    out->kv_cache = m->talker.stack.kv_f16 ? "f16" : "f32";
     out->codec_forms_stored = m->codec_forms_mapped;
     out->bf16_gemm = d->bf16 ? m->kernels->gemm_bf16_name : "";
     out->load_ms = m->load_ms;

@@ -352,6 +352,14 @@ typedef struct kz_kernels {
     void (*axpy_rows)(float *y, const float *w, const float *rows, size_t stride,
                       size_t n_rows, size_t n);
 
+    /* dot_rows and axpy_rows over rows of IEEE binary16 (uint16 bits; the talker's f16 KV
+     * cache): on each level, bit for bit what dot_rows and axpy_rows give on the rows widened
+     * to float (kz_fp16_to_f32, exact). */
+    void (*dot_rows_f16)(float *out, const float *q, const uint16_t *rows, size_t stride,
+                         size_t n_rows, size_t n, float scale);
+    void (*axpy_rows_f16)(float *y, const float *w, const uint16_t *rows, size_t stride,
+                          size_t n_rows, size_t n);
+
     /* A small matrix times rows (the Winograd transforms, layers/winograd.c): for
      * r < n_dst and c < n,
      *   acc = 0; for s in 0..n_src-1 (this order): acc = fma(mat[r * n_src + s], src[s][c], acc)

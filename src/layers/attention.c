@@ -1,9 +1,12 @@
 /*
- * attention.c - RoPE and single-row attention (see attention.h).
+ * attention.c - RoPE and single-row attention (see attention.h): per run of evenly spaced
+ * cache rows, the scores by dot_rows (or dot_rows_f16), the softmax here, the values by
+ * axpy_rows (or axpy_rows_f16).
  */
 #include "layers/attention.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 void kz_rope_init(float *inv_freq, int head_dim, float theta) {
@@ -59,18 +62,21 @@ void kz_rope_rotate(float *x, int n_heads, int head_dim, const float *cs) {
     }
 }
 
-/* Where the cache rows are: row p of a position at base + p * stride (p % ring with a
- * ring), or, with blocks, base + (p / block_rows) * block_stride + (p % block_rows) * stride. */
+/* Where the cache rows are: row p of a position at element p * stride (p % ring with a
+ * ring), or, with blocks, (p / block_rows) * block_stride + (p % block_rows) * stride, of
+ * keys and values in floats or (f16) binary16. */
 typedef struct cache_rows {
+    const void *keys, *values;
+    bool f16;
     size_t stride, ring, block_rows, block_stride;
 } cache_rows;
 
-static const float *row_at(const float *base, const cache_rows *c, int64_t p) {
+static size_t row_at(const cache_rows *c, int64_t p) {
     if (c->block_rows) {
         const size_t b = (size_t)p / c->block_rows, i = (size_t)p % c->block_rows;
-        return base + b * c->block_stride + i * c->stride;
+        return b * c->block_stride + i * c->stride;
     }
-    return base + (c->ring ? (size_t)(p % (int64_t)c->ring) : (size_t)p) * c->stride;
+    return (c->ring ? (size_t)(p % (int64_t)c->ring) : (size_t)p) * c->stride;
 }
 
 /* Rows from p on (p <= last) that sit at one stride after another: to the end of p's block
@@ -85,16 +91,34 @@ static size_t run_at(const cache_rows *c, int64_t p, int64_t last) {
     return n;
 }
 
-/* The attention row of both entry points: one computation whatever the rows' layout, the
+/* The scores of n rows from element `at` on. */
+static void dot_run(const kz_kernels *k, float *scores, const float *q, const cache_rows *c,
+                    size_t at, size_t n, size_t head_dim, float scale) {
+    if (c->f16) {
+        k->dot_rows_f16(scores, q, (const uint16_t *)c->keys + at, c->stride, n, head_dim, scale);
+    } else {
+        k->dot_rows(scores, q, (const float *)c->keys + at, c->stride, n, head_dim, scale);
+    }
+}
+
+/* out += the weighted values of n rows from element `at` on. */
+static void axpy_run(const kz_kernels *k, float *out, const float *w, const cache_rows *c,
+                     size_t at, size_t n, size_t head_dim) {
+    if (c->f16) {
+        k->axpy_rows_f16(out, w, (const uint16_t *)c->values + at, c->stride, n, head_dim);
+    } else {
+        k->axpy_rows(out, w, (const float *)c->values + at, c->stride, n, head_dim);
+    }
+}
+
+/* The attention row of the entry points: one computation whatever the rows' layout, the
  * kernels called once per run of evenly spaced rows (a block or a stretch of the ring). */
-static void attend(const kz_kernels *k, float *out, const float *q, const float *keys,
-                   const float *values, const cache_rows *c, int64_t first, int64_t last,
-                   size_t head_dim, float *scores) {
+static void attend(const kz_kernels *k, float *out, const float *q, const cache_rows *c,
+                   int64_t first, int64_t last, size_t head_dim, float *scores) {
     const float scale = 1.0f / sqrtf((float)head_dim);
     for (int64_t p = first, n; p <= last; p += n) {
         n = (int64_t)run_at(c, p, last);
-        k->dot_rows(scores + (p - first), q, row_at(keys, c, p), c->stride, (size_t)n, head_dim,
-                    scale);
+        dot_run(k, scores + (p - first), q, c, row_at(c, p), (size_t)n, head_dim, scale);
     }
     const size_t count = (size_t)(last - first + 1);
     float max = -INFINITY, sum = 0.0f;
@@ -111,22 +135,21 @@ static void attend(const kz_kernels *k, float *out, const float *q, const float 
     memset(out, 0, head_dim * sizeof *out);
     for (int64_t p = first, n; p <= last; p += n) {
         n = (int64_t)run_at(c, p, last);
-        k->axpy_rows(out, scores + (p - first), row_at(values, c, p), c->stride, (size_t)n,
-                     head_dim);
+        axpy_run(k, out, scores + (p - first), c, row_at(c, p), (size_t)n, head_dim);
     }
 }
 
 void kz_attend_row(const kz_kernels *k, float *out, const float *q, const float *keys,
                    const float *values, size_t stride, int64_t first, int64_t last, size_t ring,
                    size_t head_dim, float *scores) {
-    const cache_rows c = {.stride = stride, .ring = ring};
-    attend(k, out, q, keys, values, &c, first, last, head_dim, scores);
+    const cache_rows c = {.keys = keys, .values = values, .stride = stride, .ring = ring};
+    attend(k, out, q, &c, first, last, head_dim, scores);
 }
 
-void kz_attend_row_blocks(const kz_kernels *k, float *out, const float *q, const float *keys,
-                          const float *values, size_t block_rows, size_t block_stride,
+void kz_attend_row_blocks(const kz_kernels *k, float *out, const float *q, const void *keys,
+                          const void *values, bool f16, size_t block_rows, size_t block_stride,
                           int64_t last, size_t head_dim, float *scores) {
-    const cache_rows c = {.stride = head_dim, .block_rows = block_rows,
-                          .block_stride = block_stride};
-    attend(k, out, q, keys, values, &c, 0, last, head_dim, scores);
+    const cache_rows c = {.keys = keys, .values = values, .f16 = f16, .stride = head_dim,
+                          .block_rows = block_rows, .block_stride = block_stride};
+    attend(k, out, q, &c, 0, last, head_dim, scores);
 }

@@ -14,6 +14,7 @@
 #ifndef KZ_ATTENTION_H
 #define KZ_ATTENTION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,10 +40,11 @@ void kz_attend_row(const kz_kernels *k, float *out, const float *q, const float 
                    size_t head_dim, float *scores);
 
 /* The same over positions 0..last of a cache kept in blocks of block_rows positions: row p
- * at keys + (p / block_rows) * block_stride + (p % block_rows) * head_dim (values alike);
- * the bits of kz_attend_row over the same rows stored contiguously. */
-void kz_attend_row_blocks(const kz_kernels *k, float *out, const float *q, const float *keys,
-                          const float *values, size_t block_rows, size_t block_stride,
+ * at element (p / block_rows) * block_stride + (p % block_rows) * head_dim of keys (values
+ * alike), floats or, with f16, binary16 (uint16 bits, widened exactly); the bits of
+ * kz_attend_row over the same (widened) rows stored contiguously. */
+void kz_attend_row_blocks(const kz_kernels *k, float *out, const float *q, const void *keys,
+                          const void *values, bool f16, size_t block_rows, size_t block_stride,
                           int64_t last, size_t head_dim, float *scores);
 
 #endif

@@ -11,7 +11,9 @@
  * ([block, layer, kv head, position in block, head_dim]): a head reads its keys and values
  * as contiguous streams, one per block, where a position-major cache would have it read
  * 512 bytes of every 4 KB row (docs/ARCHITECTURE.md#kv-cache-and-attention); the blocks
- * let a large cache live on 2 MB pages without mapping the positions not reached yet.
+ * let a large cache live on 2 MB pages without mapping the positions not reached yet. Its
+ * elements are floats, or binary16 when the stack asks (kv_f16: rounded as written, widened
+ * exactly by the attention kernels).
  *
  * kz_qwen3_forward_batch steps several independent sequences at once (continuous
  * batching): every projection runs over all their rows in one batched matrix-vector
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "kernels/quant.h"
 #include "layers/attention.h"
 #include "layers/vector.h"
 #include "runtime/error.h"
@@ -115,6 +118,16 @@ static size_t kv_rows(size_t max_pos) {
     return (max_pos + KV_BLOCK - 1) / KV_BLOCK * KV_BLOCK;
 }
 
+/* Bytes per element of a KV cache. */
+static size_t kv_elem(bool f16) {
+    return f16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+/* Element `slot` of a KV cache array. */
+static void *cache_at(void *cache, bool f16, size_t slot) {
+    return (char *)cache + slot * kv_elem(f16);
+}
+
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)
 
 /* Caches of at least this many bytes go on 2 MB pages (cache_alloc); smaller ones (the
@@ -126,12 +139,12 @@ static size_t kv_rows(size_t max_pos) {
  * reads each layer's whole cache right after the weight stream has evicted it, and the
  * TLB with it, and on 4 KB pages a head's rows cost a page walk every eighth position (and
  * each new page a fault). Freed with free(). */
-static float *cache_alloc(size_t bytes) {
+static void *cache_alloc(size_t bytes) {
     if (bytes < HUGE_CACHE_BYTES) {
         return malloc(bytes);
     }
     const size_t rounded = (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
-    float *p = aligned_alloc(HUGE_PAGE_BYTES, rounded);
+    void *p = aligned_alloc(HUGE_PAGE_BYTES, rounded);
 #ifdef MADV_HUGEPAGE
     if (p) {
         madvise(p, rounded, MADV_HUGEPAGE); // advice: 4 KB pages if refused
@@ -148,7 +161,8 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     st->max_pos = max_pos;
     st->max_tok = max_tok;
-    const size_t cache_bytes = (size_t)d->n_layers * kv_rows(max_pos) * kv * sizeof(float);
+    st->kv_f16 = s->kv_f16;
+    const size_t cache_bytes = (size_t)d->n_layers * kv_rows(max_pos) * kv * kv_elem(s->kv_f16);
     st->k_cache = cache_alloc(cache_bytes);
     st->v_cache = cache_alloc(cache_bytes);
     st->xn = malloc(max_tok * hid * sizeof(float));
@@ -171,7 +185,7 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
 }
 
 void kz_qwen3_state_free(kz_qwen3_state *st) {
-    float *bufs[] = {st->k_cache, st->v_cache, st->xn, st->h,      st->q,      st->att,
+    void *bufs[] = {st->k_cache, st->v_cache, st->xn, st->h,      st->q,      st->att,
                      st->k,       st->v,       st->gate, st->up, st->scores, st->rope};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(bufs[i]);
@@ -185,7 +199,7 @@ void kz_qwen3_state_free(kz_qwen3_state *st) {
  * sequences) always uses the pool. */
 #define ATTENTION_INLINE_PAIRS 20
 
-/* Offset of (layer, kv head, position) in the KV cache (KV_BLOCK), in floats. */
+/* Offset of (layer, kv head, position) in the KV cache (KV_BLOCK), in elements. */
 static size_t cache_slot(const kz_qwen3_dims *d, int layer, size_t kv_head, size_t pos) {
     const size_t block = pos / KV_BLOCK;
     return (((block * (size_t)d->n_layers + (size_t)layer) * (size_t)d->n_kv_heads + kv_head) *
@@ -194,7 +208,7 @@ static size_t cache_slot(const kz_qwen3_dims *d, int layer, size_t kv_head, size
            (size_t)d->head_dim;
 }
 
-/* Floats between a position's row and the same row of the next block. */
+/* Elements between a position's row and the same row of the next block. */
 static size_t cache_block_stride(const kz_qwen3_dims *d) {
     return (size_t)d->n_layers * (size_t)d->n_kv_heads * KV_BLOCK * (size_t)d->head_dim;
 }
@@ -206,6 +220,20 @@ typedef struct kz_qwen3_attn_rows {
     float *q, *k, *att;
     const float *v;
 } attn_rows;
+
+/* Writes n floats of x at element `slot` of a KV cache array (binary16: each rounded to
+ * nearest even, the same bits on every level). */
+static void cache_write(const kz_qwen3_state *st, void *cache, size_t slot, const float *x,
+                        size_t n) {
+    if (st->kv_f16) {
+        uint16_t *h = cache_at(cache, true, slot);
+        for (size_t i = 0; i < n; i++) {
+            h[i] = kz_f32_to_fp16(x[i]);
+        }
+    } else {
+        memcpy(cache_at(cache, false, slot), x, n * sizeof(float));
+    }
+}
 
 /* The steps between the q/k/v projections and the softmax, for KV head g and its query
  * heads over n_tok rows: RMSNorm and RoPE (st's next positions, angles in st->rope) of the
@@ -226,8 +254,8 @@ static void prepare_group(const kz_qwen3_dims *d, const kz_qwen3_layer *L, const
         k->rms_norm(key, key, L->k_norm, 1, hd, d->eps);
         kz_rope_rotate(key, 1, d->head_dim, cs);
         const size_t slot = cache_slot(d, layer, g, (size_t)(st->n_pos + (int64_t)t));
-        memcpy(st->k_cache + slot, key, hd * sizeof(float));
-        memcpy(st->v_cache + slot, a->v + t * kvw + g * hd, hd * sizeof(float));
+        cache_write(st, st->k_cache, slot, key, hd);
+        cache_write(st, st->v_cache, slot, a->v + t * kvw + g * hd, hd);
         float *query = a->q + t * qw + g * rep * hd;
         k->rms_norm(query, query, L->q_norm, rep, hd, d->eps);
         kz_rope_rotate(query, (int)rep, d->head_dim, cs);
@@ -247,7 +275,8 @@ static void attend_heads(const kz_qwen3_dims *d, const kz_kernels *k, int layer,
         float *sc = st->scores + h * st->max_pos;
         for (size_t t = 0; t < n_tok; t++) {
             kz_attend_row_blocks(k, a->att + t * qw + h * hd, a->q + t * qw + h * hd,
-                                 st->k_cache + slot, st->v_cache + slot, KV_BLOCK,
+                                 cache_at(st->k_cache, st->kv_f16, slot),
+                                 cache_at(st->v_cache, st->kv_f16, slot), st->kv_f16, KV_BLOCK,
                                  block_stride, st->n_pos + (int64_t)t, hd, sc);
         }
     }
@@ -459,9 +488,10 @@ void kz_qwen3_forward_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, 
     }
 }
 
-size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos) {
+size_t kz_qwen3_kv_bytes(const kz_qwen3_stack *s, size_t n_pos) {
     const kz_qwen3_dims *d = &s->d;
-    return 2 * (size_t)d->n_layers * (size_t)d->n_kv_heads * n_pos * (size_t)d->head_dim;
+    return 2 * (size_t)d->n_layers * (size_t)d->n_kv_heads * n_pos * (size_t)d->head_dim *
+           kv_elem(s->kv_f16);
 }
 
 /* Rows of the run of positions [p, n_pos) that lie in p's block. */
@@ -471,44 +501,47 @@ static size_t rows_in_block(size_t p, size_t n_pos) {
 
 /* The cache's (layer, kv head) runs of positions [0, n_pos), in order, to or from
  * one packed buffer, a block's part of each run at a time. */
-static void kv_pack(const kz_qwen3_dims *d, const float *cache, float *out, size_t n_pos) {
-    const size_t hd = (size_t)d->head_dim;
+static void kv_pack(const kz_qwen3_dims *d, bool f16, const void *cache, char *out,
+                    size_t n_pos) {
+    const size_t row_bytes = (size_t)d->head_dim * kv_elem(f16);
     for (int l = 0; l < d->n_layers; l++) {
         for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
-            for (size_t p = 0, rows; p < n_pos; p += rows, out += rows * hd) {
+            for (size_t p = 0, rows; p < n_pos; p += rows, out += rows * row_bytes) {
                 rows = rows_in_block(p, n_pos);
-                memcpy(out, cache + cache_slot(d, l, g, p), rows * hd * sizeof(float));
+                const size_t at = cache_slot(d, l, g, p) * kv_elem(f16);
+                memcpy(out, (const char *)cache + at, rows * row_bytes);
             }
         }
     }
 }
 
-static void kv_unpack(const kz_qwen3_dims *d, float *cache, const float *in, size_t n_pos) {
-    const size_t hd = (size_t)d->head_dim;
+static void kv_unpack(const kz_qwen3_dims *d, bool f16, void *cache, const char *in,
+                      size_t n_pos) {
+    const size_t row_bytes = (size_t)d->head_dim * kv_elem(f16);
     for (int l = 0; l < d->n_layers; l++) {
         for (size_t g = 0; g < (size_t)d->n_kv_heads; g++) {
-            for (size_t p = 0, rows; p < n_pos; p += rows, in += rows * hd) {
+            for (size_t p = 0, rows; p < n_pos; p += rows, in += rows * row_bytes) {
                 rows = rows_in_block(p, n_pos);
-                memcpy(cache + cache_slot(d, l, g, p), in, rows * hd * sizeof(float));
+                memcpy(cache_at(cache, f16, cache_slot(d, l, g, p)), in, rows * row_bytes);
             }
         }
     }
 }
 
 void kz_qwen3_kv_save(const kz_qwen3_stack *s, const kz_qwen3_state *st, size_t n_pos,
-                      float *out) {
-    KZ_ASSERT((int64_t)n_pos <= st->n_pos);
-    const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
-    kv_pack(&s->d, st->k_cache, out, n_pos);
-    kv_pack(&s->d, st->v_cache, out + half, n_pos);
+                      void *out) {
+    KZ_ASSERT((int64_t)n_pos <= st->n_pos && st->kv_f16 == s->kv_f16);
+    const size_t half = kz_qwen3_kv_bytes(s, n_pos) / 2;
+    kv_pack(&s->d, st->kv_f16, st->k_cache, out, n_pos);
+    kv_pack(&s->d, st->kv_f16, st->v_cache, (char *)out + half, n_pos);
 }
 
-void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const float *in,
+void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const void *in,
                          size_t n_pos) {
-    KZ_ASSERT(st->n_pos == 0 && n_pos <= st->max_pos);
-    const size_t half = kz_qwen3_kv_floats(s, n_pos) / 2;
-    kv_unpack(&s->d, st->k_cache, in, n_pos);
-    kv_unpack(&s->d, st->v_cache, in + half, n_pos);
+    KZ_ASSERT(st->n_pos == 0 && n_pos <= st->max_pos && st->kv_f16 == s->kv_f16);
+    const size_t half = kz_qwen3_kv_bytes(s, n_pos) / 2;
+    kv_unpack(&s->d, st->kv_f16, st->k_cache, in, n_pos);
+    kv_unpack(&s->d, st->kv_f16, st->v_cache, (const char *)in + half, n_pos);
     st->n_pos = (int64_t)n_pos;
 }
 

@@ -38,13 +38,17 @@ typedef struct kz_qwen3_stack {
     const float *norm; /* [hidden] final norm */
     float *vectors;    /* owned storage of the norm weights */
     float *inv_freq;   /* [head_dim / 2] */
+    bool kv_f16;       /* the states' KV caches hold binary16 (rounded to nearest even as
+                          written), else floats; set before kz_qwen3_state_init */
 } kz_qwen3_stack;
 
 /* Per-sequence state: KV cache for max_pos positions, scratch for max_tok rows. */
 typedef struct kz_qwen3_state {
-    float *k_cache, *v_cache; /* [blocks, n_layers, n_kv_heads, block positions, head_dim]
-                                 (transformer.c KV_BLOCK): each head's positions a
-                                 contiguous stream per block for attention */
+    void *k_cache, *v_cache; /* [blocks, n_layers, n_kv_heads, block positions, head_dim]
+                                (transformer.c KV_BLOCK) floats or binary16 (the stack's
+                                kv_f16): each head's positions a contiguous stream per
+                                block for attention */
+    bool kv_f16;
     size_t max_pos, max_tok;
     int64_t n_pos;            /* positions filled */
     float *xn, *q, *k, *v, *att, *h, *gate, *up; /* scratch */
@@ -91,17 +95,17 @@ void kz_qwen3_batch_free(kz_qwen3_batch *b);
 void kz_qwen3_forward_batch(const kz_qwen3_stack *s, kz_qwen3_state *const *st, size_t n_seq,
                             kz_qwen3_batch *b, kz_exec *e, float *x, size_t n_tok);
 
-/* Floats that kz_qwen3_kv_save writes for the first n_pos positions (keys and values
- * of every layer and kv head). */
-size_t kz_qwen3_kv_floats(const kz_qwen3_stack *s, size_t n_pos);
+/* Bytes that kz_qwen3_kv_save writes for the first n_pos positions (keys and values
+ * of every layer and kv head, in the cache's element type). */
+size_t kz_qwen3_kv_bytes(const kz_qwen3_stack *s, size_t n_pos);
 
 /* Copies the keys and values of positions [0, n_pos) (n_pos <= st->n_pos) to out. */
 void kz_qwen3_kv_save(const kz_qwen3_stack *s, const kz_qwen3_state *st, size_t n_pos,
-                      float *out);
+                      void *out);
 
 /* Fills an empty state (n_pos 0) with n_pos positions saved by kz_qwen3_kv_save, as if
  * it had run them: the next forward continues at position n_pos. */
-void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const float *in,
+void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const void *in,
                          size_t n_pos);
 
 /* y[hidden] = final RMSNorm of row x[hidden]. */

@@ -212,11 +212,15 @@ static kz_status build_description(kz_model *m) {
         snprintf(note, sizeof note, " (the file stores the forms of %.40s)", forms->strings[0]);
     }
     const kz_kernels *k = m->kernels;
-    snprintf(b + w, n - (size_t)w,
-             "cpu: %s\nkernels: %s\nkernel sub-level: %s%s\ncodec precision: %s%s\n"
-             "load: %.0f ms",
-             kz_cpu_features(), kz_isa_name(k->isa), k->name,
-             k->prefetch != KZ_QPF_L1 ? " (prefetch into L2)" : "", precision, note, m->load_ms);
+    w += snprintf(b + w, n - (size_t)w,
+                  "cpu: %s\nkernels: %s\nkernel sub-level: %s%s\ncodec precision: %s%s\n",
+                  kz_cpu_features(), kz_isa_name(k->isa), k->name,
+                  k->prefetch != KZ_QPF_L1 ? " (prefetch into L2)" : "", precision, note);
+    if (m->has_tts) {
+        w += snprintf(b + w, n - (size_t)w, "talker kv cache: %s\n",
+                      m->talker.stack.kv_f16 ? "f16" : "f32");
+    }
+    snprintf(b + w, n - (size_t)w, "load: %.0f ms", m->load_ms);
     return KZ_OK;
 }
 
@@ -624,6 +628,7 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
         m->voice_fingerprint = kz_model_voice_fingerprint(m);
     }
     st = st == KZ_OK ? use_codec_precision(m, params->codec_precision) : st;
+    m->talker.stack.kv_f16 = params->kv_cache == KZ_KV_CACHE_F16;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     m->load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
     st = st == KZ_OK ? build_description(m) : st;

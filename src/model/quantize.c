@@ -551,6 +551,12 @@ static kz_status add_tokenizer_tables(const job *j, kz_gguf_writer *w) {
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0] && st == KZ_OK; i++) {
         st = kz_gguf_writer_add_tensor(w, tensors[i].name, tensors[i].type, tensors[i].n_dims,
                                        tensors[i].shape, tensors[i].data);
+        const int64_t *n = tensors[i].shape;
+        const size_t elem = tensors[i].type == KZ_GGUF_TENSOR_I8    ? 1
+                            : tensors[i].type == KZ_GGUF_TENSOR_I32 ? 4
+                                                                    : 8;
+        j->rep->tokenizer.n_tensors++;
+        j->rep->tokenizer.n_bytes += (uint64_t)(n[0] * (tensors[i].n_dims > 1 ? n[1] : 1)) * elem;
     }
     return st;
 }
@@ -688,7 +694,8 @@ kz_status kz_quantize(const char *src, const char *out_path, const kz_quantize_p
     kz_quantize_default_params(&defaults);
     const kz_quantize_params *p = params ? params : &defaults;
     kz_quantize_report report = {.types = {{"F32", 0, 0}, {"F16", 0, 0}, {"BF16", 0, 0},
-                                           {"Q8_0", 0, 0}, {"Q4_0", 0, 0}}};
+                                           {"Q8_0", 0, 0}, {"Q4_0", 0, 0}},
+                                 .tokenizer = {"tokenizer", 0, 0}};
     job j = {.type = p->type, .forms = p->codec_forms, .rep = &report,
              .progress = p->progress, .progress_user = p->user};
     double t0 = now_s();

@@ -12,8 +12,8 @@
 void kz_prefill_run(kz_session *s, kz_talker_state *ts, kz_prompt *p) {
     const kz_talker *t = &s->model->talker;
     const size_t D = (size_t)t->cfg.hidden_size, n = p->n_rows, np = p->n_prefix;
-    const size_t kv_floats = kz_qwen3_kv_floats(&t->stack, np);
-    const float *kv = kz_prompt_cache_find(&s->prompt_cache, p->rows, np, D, kv_floats);
+    const size_t kv_bytes = kz_qwen3_kv_bytes(&t->stack, np);
+    const void *kv = kz_prompt_cache_find(&s->prompt_cache, p->rows, np, D, kv_bytes);
     if (kv) {
         kz_qwen3_kv_restore(&t->stack, &ts->seq, kv, np);
         kz_talker_forward(t, ts, &s->lm, p->rows + np * D, n - np, 0);
@@ -22,7 +22,7 @@ void kz_prefill_run(kz_session *s, kz_talker_state *ts, kz_prompt *p) {
         return;
     }
     // The slot copies the prefix rows now: the forward overwrites them.
-    float *slot = kz_prompt_cache_slot(&s->prompt_cache, p->rows, np, D, kv_floats);
+    void *slot = kz_prompt_cache_slot(&s->prompt_cache, p->rows, np, D, kv_bytes);
     kz_talker_forward(t, ts, &s->lm, p->rows, n, np);
     if (slot) {
         kz_qwen3_kv_save(&t->stack, &ts->seq, np, slot);
@@ -46,9 +46,9 @@ static kz_status prepare_alone(void *arg) {
     kz_prompt p = {0};
     st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, m->cp.embeddings, &ts, &s->lm) : st;
     if (st == KZ_OK) {
-        const size_t np = p.n_prefix, kv_floats = kz_qwen3_kv_floats(&t->stack, np);
-        if (!kz_prompt_cache_find(&s->prompt_cache, p.rows, np, D, kv_floats)) {
-            float *slot = kz_prompt_cache_slot(&s->prompt_cache, p.rows, np, D, kv_floats);
+        const size_t np = p.n_prefix, kv_bytes = kz_qwen3_kv_bytes(&t->stack, np);
+        if (!kz_prompt_cache_find(&s->prompt_cache, p.rows, np, D, kv_bytes)) {
+            void *slot = kz_prompt_cache_slot(&s->prompt_cache, p.rows, np, D, kv_bytes);
             if (!slot) {
                 st = s->prompt_cache.budget == 0
                          ? kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_session_prepare: the "

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t entry_bytes(size_t n_rows, size_t width, size_t kv_floats) {
-    return (n_rows * width + kv_floats) * sizeof(float);
+static size_t entry_bytes(size_t n_rows, size_t width, size_t kv_bytes) {
+    return n_rows * width * sizeof(float) + kv_bytes;
 }
 
 void kz_prompt_cache_init(kz_prompt_cache *c, size_t budget) {
@@ -22,7 +22,7 @@ void kz_prompt_cache_init(kz_prompt_cache *c, size_t budget) {
 
 static void drop(kz_prompt_cache *c, size_t i) {
     kz_prompt_cache_entry *e = &c->entries[i];
-    c->bytes -= entry_bytes(e->n_rows, e->width, e->kv_floats);
+    c->bytes -= entry_bytes(e->n_rows, e->width, e->kv_bytes);
     free(e->rows);
     free(e->kv);
     c->entries[i] = c->entries[--c->n];
@@ -40,11 +40,11 @@ void kz_prompt_cache_free(kz_prompt_cache *c) {
     memset(c, 0, sizeof *c);
 }
 
-const float *kz_prompt_cache_find(kz_prompt_cache *c, const float *rows, size_t n_rows,
-                                  size_t width, size_t kv_floats) {
+const void *kz_prompt_cache_find(kz_prompt_cache *c, const float *rows, size_t n_rows,
+                                 size_t width, size_t kv_bytes) {
     for (size_t i = 0; i < c->n; i++) {
         kz_prompt_cache_entry *e = &c->entries[i];
-        if (e->n_rows == n_rows && e->width == width && e->kv_floats == kv_floats &&
+        if (e->n_rows == n_rows && e->width == width && e->kv_bytes == kv_bytes &&
             memcmp(e->rows, rows, n_rows * width * sizeof(float)) == 0) {
             e->last_use = ++c->clock;
             return e->kv;
@@ -61,9 +61,9 @@ static void evict_oldest(kz_prompt_cache *c) {
     drop(c, oldest);
 }
 
-float *kz_prompt_cache_slot(kz_prompt_cache *c, const float *rows, size_t n_rows, size_t width,
-                            size_t kv_floats) {
-    const size_t bytes = entry_bytes(n_rows, width, kv_floats);
+void *kz_prompt_cache_slot(kz_prompt_cache *c, const float *rows, size_t n_rows, size_t width,
+                           size_t kv_bytes) {
+    const size_t bytes = entry_bytes(n_rows, width, kv_bytes);
     if (bytes > c->budget) {
         return NULL;
     }
@@ -76,10 +76,10 @@ float *kz_prompt_cache_slot(kz_prompt_cache *c, const float *rows, size_t n_rows
     }
     c->entries = grown;
     kz_prompt_cache_entry e = {.rows = malloc(n_rows * width * sizeof(float)),
-                               .kv = malloc(kv_floats * sizeof(float)),
+                               .kv = malloc(kv_bytes),
                                .n_rows = n_rows,
                                .width = width,
-                               .kv_floats = kv_floats,
+                               .kv_bytes = kv_bytes,
                                .last_use = ++c->clock};
     if (!e.rows || !e.kv) {
         free(e.rows);

@@ -24,8 +24,8 @@
 
 typedef struct kz_prompt_cache_entry {
     float *rows;        /* [n_rows, width] key, owned */
-    float *kv;          /* [kv_floats] value, owned */
-    size_t n_rows, width, kv_floats;
+    void *kv;           /* [kv_bytes] value (the talker's cache elements), owned */
+    size_t n_rows, width, kv_bytes;
     uint64_t last_use;  /* clock value of the last find or slot */
 } kz_prompt_cache_entry;
 
@@ -44,13 +44,13 @@ void kz_prompt_cache_free(kz_prompt_cache *c);
 void kz_prompt_cache_clear(kz_prompt_cache *c);
 
 /* The saved values of the prefix rows[n_rows, width], or NULL. */
-const float *kz_prompt_cache_find(kz_prompt_cache *c, const float *rows, size_t n_rows,
-                                  size_t width, size_t kv_floats);
+const void *kz_prompt_cache_find(kz_prompt_cache *c, const float *rows, size_t n_rows,
+                                 size_t width, size_t kv_bytes);
 
-/* A new entry for rows[n_rows, width] (copied now) whose kv_floats values the caller
+/* A new entry for rows[n_rows, width] (copied now) whose kv_bytes of values the caller
  * writes into the returned buffer before the next call; evicts old entries to make
  * room. NULL when it does not fit the budget or memory runs out. */
-float *kz_prompt_cache_slot(kz_prompt_cache *c, const float *rows, size_t n_rows, size_t width,
-                            size_t kv_floats);
+void *kz_prompt_cache_slot(kz_prompt_cache *c, const float *rows, size_t n_rows, size_t width,
+                           size_t kv_bytes);
 
 #endif

@@ -49,6 +49,9 @@ LM_CASES = [
     ("remap_english_streaming", "tiny_remap", "eric", "english", "streaming", True),
     ("remap_dialect_nonstreaming", "tiny_remap", "dylan", "auto", "non_streaming", False),
     ("remap_chinese_nonstreaming", "tiny_remap", "vivian", "chinese", "non_streaming", True),
+    # The talker's KV cache in binary16 (reference and engine round alike).
+    ("cv06_auto_nonstreaming_kvf16", "tiny", "vivian", "auto", "non_streaming", True, "f16"),
+    ("cv17_auto_streaming_kvf16", "tiny_1b7", "dylan", "auto", "streaming", True, "f16"),
 ]
 BASE_TEXT = "Hello world, this is a test."
 BASE_REF_TEXT = "A reference, read aloud."
@@ -148,11 +151,12 @@ def lm_fixture(py, a):
     codec_goldens(py, a, remap, os.path.join(a.golden, "remap"), with_model=True)
     ref = os.path.join(a.source, "tools", "reference", "talker.py")
     lines, remap_cases = [], []
-    for name, ck, speaker, lang, layout, instruct in LM_CASES:
+    for name, ck, speaker, lang, layout, instruct, *kv in LM_CASES:
+        kv = kv[0] if kv else "f32"
         model = os.path.join(root, ck)
         golden = os.path.join(a.golden, f"lm_{name}.safetensors")
         cmd = [py, ref, "--model", model, "--language", lang, "--layout", layout,
-               "--frames", str(LM_FRAMES), "--out", golden, "--quiet"]
+               "--frames", str(LM_FRAMES), "--kv-cache", kv, "--out", golden, "--quiet"]
         if ck == "tiny_remap":
             cmd += ["--text", REMAP_TEXT] + (["--instruct", REMAP_INSTRUCT] if instruct else [])
         else:
@@ -163,7 +167,7 @@ def lm_fixture(py, a):
         run(cmd)
         text_ids, wrapped = golden_ids(golden)
         lines.append("|".join([name, model, speaker, lang, layout, str(LM_FRAMES),
-                               ids_arg(text_ids), ids_arg(wrapped) or "-", golden]))
+                               ids_arg(text_ids), ids_arg(wrapped) or "-", golden, kv]))
         if ck == "tiny_remap":
             remap_cases.append(dict(name=name, model=model, speaker=speaker, language=lang,
                                     layout=layout, frames=LM_FRAMES, text=REMAP_TEXT,

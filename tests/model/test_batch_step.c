@@ -4,8 +4,9 @@
  *
  * argv[1..]: tiny checkpoint directories (make_fixture.py). Each is run as stored (F32 /
  * BF16 weights) and quantized to Q8_0 and Q4_0 GGUFs (kz_quantize, in a temporary
- * folder), at every kernel level cap this CPU runs (scalar, avx2, avx512 / neon), on a pool
- * of 2 threads. Per model and level:
+ * folder), at every kernel level cap this CPU runs (scalar, avx2, avx512 / neon), and with
+ * the talker's KV cache in binary16 at the scalar and the best level, on a pool of 2
+ * threads. Per model, level and KV cache:
  *   - 8 requests, each with its own talker state, prefilled alone with a different number
  *     of prompt rows (1, 4, ..., 22: staggered positions; prompts of 4 or more rows take the
  *     prefill's GEMM path; the steps alone of the longer ones attend over more positions
@@ -165,10 +166,11 @@ static void run_frame(const kz_model *m, request *req, kz_exec *e, kz_talker_bat
     }
 }
 
-static void run_model(const char *path, kz_isa_cap cap, const char *what) {
+static void run_model(const char *path, kz_isa_cap cap, kz_kv_cache kv, const char *what) {
     kz_model_params mp;
     kz_model_default_params(&mp);
     mp.isa = cap;
+    mp.kv_cache = kv;
     kz_model *m = NULL;
     if (kz_model_load(path, &mp, &m) != KZ_OK) {
         CHECK_MSG(0, "%s: cannot load %s: %s", what, path, kz_last_error());
@@ -226,13 +228,17 @@ static void run_model(const char *path, kz_isa_cap cap, const char *what) {
 static void run_levels(const char *path, const char *label) {
     static const struct {
         kz_isa_cap cap;
+        kz_kv_cache kv;
         const char *name;
-    } caps[] = {{KZ_ISA_CAP_SCALAR, "scalar"}, {KZ_ISA_CAP_AVX2, "avx2"},
-                {KZ_ISA_CAP_AUTO, "best"}};
+    } caps[] = {{KZ_ISA_CAP_SCALAR, KZ_KV_CACHE_F32, "scalar"},
+                {KZ_ISA_CAP_AVX2, KZ_KV_CACHE_F32, "avx2"},
+                {KZ_ISA_CAP_AUTO, KZ_KV_CACHE_F32, "best"},
+                {KZ_ISA_CAP_SCALAR, KZ_KV_CACHE_F16, "scalar, f16 kv cache"},
+                {KZ_ISA_CAP_AUTO, KZ_KV_CACHE_F16, "best, f16 kv cache"}};
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
         char what[700];
         snprintf(what, sizeof what, "%s [%s]", label, caps[i].name);
-        run_model(path, caps[i].cap, what);
+        run_model(path, caps[i].cap, caps[i].kv, what);
     }
 }
 

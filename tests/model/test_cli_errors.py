@@ -209,6 +209,8 @@ NAMED = [
     ("bench", "--isa", "sse"), ("bench", "--codec-precision", "f8"),
     ("bench", "--schedule", "bogus"), ("bench", "--schedule", "turns,bogus"),
     ("bench", "--codec-precision", "f32,f8"), ("quality", "--isa", "sse"),
+    ("synth", "--kv-cache", "f8"), ("bench", "--kv-cache", "bf16"), ("bench", "--kv-cache", "f32,q8"),
+    ("quality", "--kv-cache", "f64"),
     ("tokenize", "--split", "gpt2"), ("quantize", "--codec-forms", "f8"),
 ]
 

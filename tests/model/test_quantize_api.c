@@ -138,9 +138,12 @@ static void test_defaults(const char *tiny, const char *dir) {
     CHECK_MSG(l.final_size == (long long)st.st_size, "at (n, n) the file had %lld of %lld bytes",
               l.final_size, (long long)st.st_size);
     // The writer also writes the tokenizer's stored BPE tables (tokenizer.bpe.*,
-    // model/gguf_layout.h), integer tensors the report's weight types do not count.
+    // model/gguf_layout.h), integer tensors the report counts apart from the weights.
     CHECK_MSG(l.total > 0 && l.total == n_tensors + N_TOKENIZER_TABLES, "%zu written, %zu weights",
               l.total, n_tensors);
+    CHECK(strcmp(report.tokenizer.type, "tokenizer") == 0);
+    CHECK_EQ_INT(report.tokenizer.n_tensors, N_TOKENIZER_TABLES);
+    CHECK(report.tokenizer.n_bytes > 256 * 4); // the byte ids alone are 1 KB
     CHECK(strcmp(report.types[0].type, "F32") == 0 && strcmp(report.types[3].type, "Q8_0") == 0);
     CHECK(report.types[3].n_tensors > 0 && report.types[3].n_bytes > 0);
     CHECK(report.types[4].n_tensors == 0 && report.n_packed > 0 && report.seconds >= 0);

@@ -386,7 +386,7 @@ def case_bad_options():
                          (["--max-body", "0"], "--max-body"), (["--idle-timeout", "x"], "--idle-timeout"),
                          (["--bogus"], "--bogus"), (["--isa", "mmx"], "--isa"),
                          (["--max-batch", "-1"], "--max-batch"), (["--max-batch", "65"], "--max-batch"),
-                         (["--max-batch", "x"], "--max-batch")]:
+                         (["--max-batch", "x"], "--max-batch"), (["--kv-cache", "f8"], "--kv-cache")]:
         r = subprocess.run([A.kztts, "serve", "-m", A.tiny] + args, capture_output=True, text=True,
                            timeout=60)
         check(r.returncode == 2 and needle in r.stderr, f"{args}: exit {r.returncode} {r.stderr!r}")

@@ -3,8 +3,9 @@
  * (tools/reference/talker.py), greedy, from fixed token ids.
  *
  * argv[1] is a manifest written by make_fixture.py, one case per line:
- *   name|model_dir|speaker|language|layout|frames|text_ids|instruct_ids|golden
- * (ids comma-separated, "-" for none). Per case: resolve the request (speaker,
+ *   name|model_dir|speaker|language|layout|frames|text_ids|instruct_ids|golden|kv_cache
+ * (ids comma-separated, "-" for none; kv_cache f32 or f16, the talker's KV cache of both
+ * the reference and the engine: with f16 both round each key and value to binary16). Per case: resolve the request (speaker,
  * language, layout), inject the instruction ids the reference used (full
  * "<|im_start|>user\n...<|im_end|>\n" ids: the tiny checkpoints' stand-in tokenizer
  * cannot spell an instruction), run greedy synthesis of `frames` frames, and require
@@ -114,7 +115,7 @@ static double rel_err(const float *x, const kz_st_tensor *t, size_t n) {
 }
 
 typedef struct lm_case {
-    char name[64], model[512], speaker[64], language[64], layout[32], golden[512];
+    char name[64], model[512], speaker[64], language[64], layout[32], golden[512], kv[8];
     int frames;
     int32_t text[512], instruct[512];
     size_t n_text, n_instruct;
@@ -126,13 +127,15 @@ static int read_case(FILE *f, lm_case *c) {
         return 0;
     }
     memset(c, 0, sizeof *c);
-    int n = sscanf(line, "%63[^|]|%511[^|]|%63[^|]|%63[^|]|%31[^|]|%d|%4095[^|]|%4095[^|]|%511[^|\n]",
+    int n = sscanf(line,
+                   "%63[^|]|%511[^|]|%63[^|]|%63[^|]|%31[^|]|%d|%4095[^|]|%4095[^|]|%511[^|]|%7[^|\n]",
                    c->name, c->model, c->speaker, c->language, c->layout, &c->frames, text, instr,
-                   c->golden);
-    CHECK_MSG(n == 9, "bad manifest line: %s", line);
+                   c->golden, c->kv);
+    const bool ok = n == 10 && (strcmp(c->kv, "f32") == 0 || strcmp(c->kv, "f16") == 0);
+    CHECK_MSG(ok, "bad manifest line: %s", line);
     c->n_text = parse_ids(text, c->text, 512);
     c->n_instruct = parse_ids(instr, c->instruct, 512);
-    return n == 9;
+    return ok;
 }
 
 static void fill_request(const kz_model *m, const lm_case *c, kz_request *r, uint64_t seed,
@@ -380,7 +383,10 @@ int main(int argc, char **argv) {
     int n_cases = 0;
     while (f && read_case(f, &c)) {
         kz_model *m;
-        kz_status st = kz_model_load(c.model, NULL, &m);
+        kz_model_params mp;
+        kz_model_default_params(&mp);
+        mp.kv_cache = strcmp(c.kv, "f16") == 0 ? KZ_KV_CACHE_F16 : KZ_KV_CACHE_F32;
+        kz_status st = kz_model_load(c.model, &mp, &m);
         CHECK_MSG(st == KZ_OK, "%s: %s", c.model, kz_last_error());
         if (st != KZ_OK) {
             continue;

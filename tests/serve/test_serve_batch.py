@@ -16,7 +16,8 @@ must still be the bytes alone, and the server idle and healthy after. On a Base 
 (tiny_base_1b7), two voice clones from reference audio in the request (one with its
 transcript, one from the speaker embedding alone) batched equal each alone. A server started
 with --parallel 12 and no --max-batch says "batch 8" (the default rule: --parallel, at
-most 8), and --parallel 1 says "batch 1".
+most 8), and --parallel 1 says "batch 1". With --kv-cache f16 (the ready line says "talker
+kv f16"), A and C batched (sent at once) equal each alone on a server with the same cache.
 """
 import argparse
 import http.client
@@ -249,6 +250,31 @@ def clones(a, work):
           + f"; batched in {steps:.0f} steps", flush=True)
 
 
+def f16_cache(a, work):
+    """--kv-cache f16: in effect, and batched equals alone."""
+    names, alone = ("A", "C"), {}
+    with Server(a.kztts, a.tiny, work, "f16_alone", ["--max-batch", "1", "--threads", "1",
+                                                     "--kv-cache", "f16"]) as s:
+        line = wait_until(lambda: "ready (" in s.log(), 30)
+        check(line and "talker kv f16)" in s.log(), f"f16: the ready line:\n{s.log()[-500:]}")
+        for name in names:
+            r = speech(s.port, body(name), timeout=600)
+            check(r.status == 200 and r.complete, f"f16 alone {name}: {r!r}")
+            alone[name] = r.body
+    with Server(a.kztts, a.tiny, work, "f16_batched",
+                ["--max-batch", "2", "--parallel", "2", "--threads", "1", "--kv-cache", "f16",
+                 "--quiet"]) as s:
+        results = {}
+        run_all([threading.Thread(target=streamed, args=(s.port, body(n), results, n))
+                 for n in names])
+    for name in names:
+        status, audio = results.get(name, (None, b""))
+        check(status == 200 and audio == alone[name],
+              f"f16 batched {name}: status {status}, {len(audio)} bytes, "
+              f"{'equal to' if audio == alone[name] else 'not'} the {len(alone[name])} alone")
+    print("ok   f16 kv cache: batched as alone", flush=True)
+
+
 def default_batch(a, work):
     """The ready line names the batch: --parallel, at most 8."""
     for parallel, want in (("12", 8), ("1", 1)):
@@ -275,6 +301,7 @@ def main():
     batched(a, work, ref)
     crowded(a, work, ref)
     clones(a, work)
+    f16_cache(a, work)
     default_batch(a, work)
     finish("test_serve_batch")
 

@@ -30,6 +30,7 @@ static void test_defaults(void) {
     kz_model_default_params(&mp);
     CHECK(mp.isa == KZ_ISA_CAP_AUTO && mp.isa == mp0.isa);
     CHECK(mp.codec_precision == KZ_PRECISION_DEFAULT && mp.codec_precision == mp0.codec_precision);
+    CHECK(mp.kv_cache == KZ_KV_CACHE_DEFAULT && mp.kv_cache == mp0.kv_cache);
     const kz_session_params sp0 = {0};
     kz_session_params sp;
     memset(&sp, 0x5a, sizeof sp);
@@ -81,6 +82,14 @@ static void test_null_and_bad(void) {
         CHECK_STR_CONTAINS(kz_last_error(), "precision");
     }
     mp.codec_precision = KZ_PRECISION_EXACT;
+    for (int kv = -1; kv <= 3; kv += 4) {
+        mp.kv_cache = (kz_kv_cache)kv;
+        CHECK(kz_model_load("x", &mp, &m) == KZ_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(kz_last_error(), "kv cache");
+    }
+    mp.kv_cache = KZ_KV_CACHE_F16;
+    CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
+    mp.kv_cache = KZ_KV_CACHE_DEFAULT;
     CHECK(kz_model_load("/nonexistent/model", &mp, &m) == KZ_STATUS_IO && m == NULL);
     mp.codec_precision = KZ_PRECISION_BF16; // valid on every CPU (f32 where bf16 is missing)
     mp.isa = KZ_ISA_CAP_NEON; // in range on every CPU: the load fails on the path instead

@@ -17,13 +17,15 @@
  *             without bias, ldx > k_in, ldy > n.
  *   rows      tolerances stated at each check (vector sin / erf / exp and
  *             lane-parallel sums); axpy and mix_rows bit-identical; results independent of
- *             the buffers' alignment (bit-identical at offsets 0 and 1).
+ *             the buffers' alignment (bit-identical at offsets 0 and 1); the binary16-row
+ *             twins bit-identical to their level's float kernels on the widened rows.
  *   dispatch  names, parsing, the cap, KZ_ISA through setenv (an unknown
  *             value logs one warning and is ignored); the sub-levels: in order,
  *             each table complete (every kernel, the bf16 GEMM included), a level
  *             selecting its highest sub-level.
  */
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "kztts.h"
 #include "test.h"
 #include "test_levels.h"
@@ -94,7 +96,7 @@ static kz_isa select_expected(kz_isa cap) {
 static int complete(const kz_kernels *k) {
     return k->gemm && k->gemm_mr && k->gemm_bf16 && k->round_bf16 && k->gemm_bf16_name &&
            k->snake_beta && k->rms_norm && k->layer_norm && k->gelu && k->elu && k->swiglu &&
-           k->dot_rows && k->axpy_rows && k->mix_rows && k->matmul_bf16 && k->matmul_f16 &&
+           k->dot_rows && k->axpy_rows && k->dot_rows_f16 && k->axpy_rows_f16 && k->mix_rows && k->matmul_bf16 && k->matmul_f16 &&
            k->matmul_f32 && k->matmul_q8_0 && k->matmul_q4_0 && k->matmul_q8_0_reused &&
            k->matmul_q4_0_reused && k->quant && k->gemm_rows && k->rows_to_f32_bf16 &&
            k->rows_to_f32_f16 && k->rows_to_f32_q8_0 && k->rows_to_f32_q4_0;
@@ -877,6 +879,58 @@ static void test_dot_axpy_rows(void) {
     }
 }
 
+/* dot_rows_f16 and axpy_rows_f16: on every level, scalar included, bit for bit what the
+ * level's dot_rows and axpy_rows give on the rows widened to float, rows at odd strides and
+ * offsets; the halves cover subnormals, large values and both signs. */
+static void test_dot_axpy_rows_f16(void) {
+    const kz_kernels *levels[TEST_MAX_LEVELS + 1] = {&kz_kernels_scalar};
+    size_t n_levels = 1;
+    for (size_t l = 0; l < n_simd_levels; l++) {
+        levels[n_levels++] = simd_levels[l];
+    }
+    for (int trial = 0; trial < 60; trial++) {
+        const size_t n = trial < 50 ? test_xs_size(&rng, 1, 300) : test_xs_size(&rng, 1000, 3000);
+        const size_t n_rows = test_xs_size(&rng, 1, 11);
+        const size_t stride = n + test_xs_size(&rng, 0, 5);
+        const size_t off = (size_t)trial % 2; // odd addresses for the half rows
+        const size_t n_el = n_rows * stride + 1;
+        uint16_t *h = malloc(n_el * sizeof *h);
+        float *wide = malloc(n_el * sizeof *wide);
+        for (size_t i = 0; i < n_el; i++) {
+            const float v = test_xs_float(&rng, -1.0f, 1.0f);
+            const float mag = i % 7 == 0 ? 0x1p-20f : (i % 11 == 0 ? 3000.0f : 1.0f);
+            h[i] = kz_f32_to_fp16(v * mag);
+            wide[i] = kz_fp16_to_f32(h[i]);
+        }
+        float *q = test_xs_array(&rng, n, -1.0f, 1.0f);
+        float *w = test_xs_array(&rng, n_rows, -2.0f, 2.0f);
+        float *y0 = test_xs_array(&rng, n, -1.0f, 1.0f);
+        const float scale = test_xs_float(&rng, 0.01f, 2.0f);
+        for (size_t l = 0; l < n_levels; l++) {
+            const kz_kernels *k = levels[l];
+            float want[11], got[11];
+            k->dot_rows(want, q, wide + off, stride, n_rows, n, scale);
+            k->dot_rows_f16(got, q, h + off, stride, n_rows, n, scale);
+            CHECK_MSG(memcmp(want, got, n_rows * sizeof(float)) == 0,
+                      "%s dot_rows_f16 differs from dot_rows on widened rows (n %zu)", k->name,
+                      n);
+            float *y_want = test_copy_floats(y0, n), *y_got = test_copy_floats(y0, n);
+            k->axpy_rows(y_want, w, wide + off, stride, n_rows, n);
+            k->axpy_rows_f16(y_got, w, h + off, stride, n_rows, n);
+            CHECK_MSG(memcmp(y_want, y_got, n * sizeof(float)) == 0,
+                      "%s axpy_rows_f16 differs from axpy_rows on widened rows (n %zu)",
+                      k->name, n);
+            free(y_want);
+            free(y_got);
+        }
+        free(h);
+        free(wide);
+        free(q);
+        free(w);
+        free(y0);
+    }
+}
+
 /* mix_rows: the scalar definition against a loop written here from kernels.h, and every
  * level bit for bit against it (ragged widths, 1..KZ_MIX_MAX_SRC sources, rows at odd
  * offsets); columns beyond n are left untouched. */
@@ -954,6 +1008,7 @@ int main(void) {
     test_gelu_swiglu();
     test_gelu_accuracy();
     test_dot_axpy_rows();
+    test_dot_axpy_rows_f16();
     test_mix_rows();
     return test_main_result("test_kernels");
 }

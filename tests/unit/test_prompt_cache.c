@@ -11,6 +11,7 @@
 #include "test.h"
 
 enum { W = 4, ROWS = 3, KV = 10 };
+#define KV_BYTES (KV * sizeof(float))
 #define ENTRY_BYTES ((ROWS * W + KV) * sizeof(float))
 
 static void make_rows(float *rows, float base) {
@@ -23,7 +24,7 @@ static void make_rows(float *rows, float base) {
 static bool put(kz_prompt_cache *c, float base) {
     float rows[ROWS * W];
     make_rows(rows, base);
-    float *kv = kz_prompt_cache_slot(c, rows, ROWS, W, KV);
+    float *kv = kz_prompt_cache_slot(c, rows, ROWS, W, KV_BYTES);
     for (int i = 0; kv && i < KV; i++) {
         kv[i] = base;
     }
@@ -34,7 +35,7 @@ static bool put(kz_prompt_cache *c, float base) {
 static const float *get(kz_prompt_cache *c, float base) {
     float rows[ROWS * W];
     make_rows(rows, base);
-    const float *kv = kz_prompt_cache_find(c, rows, ROWS, W, KV);
+    const float *kv = kz_prompt_cache_find(c, rows, ROWS, W, KV_BYTES);
     for (int i = 0; kv && i < KV; i++) {
         CHECK_MSG(kv[i] == base, "entry %g value %d is %g", base, i, kv[i]);
     }
@@ -49,11 +50,11 @@ static void test_find(void) {
     CHECK(get(&c, 1) != NULL && get(&c, 100) != NULL && get(&c, 2) == NULL);
     float rows[ROWS * W];
     make_rows(rows, 1);
-    CHECK_MSG(kz_prompt_cache_find(&c, rows, ROWS - 1, W, KV) == NULL, "fewer rows matched");
-    CHECK_MSG(kz_prompt_cache_find(&c, rows, ROWS, W, KV + 1) == NULL, "other value size matched");
+    CHECK_MSG(kz_prompt_cache_find(&c, rows, ROWS - 1, W, KV_BYTES) == NULL, "fewer rows matched");
+    CHECK_MSG(kz_prompt_cache_find(&c, rows, ROWS, W, KV_BYTES + 1) == NULL, "other value size matched");
     make_rows(rows, 1);
     rows[0] = 1.0f + 0x1p-20f; // one bit off in the first row
-    CHECK_MSG(kz_prompt_cache_find(&c, rows, ROWS, W, KV) == NULL, "rows one bit apart matched");
+    CHECK_MSG(kz_prompt_cache_find(&c, rows, ROWS, W, KV_BYTES) == NULL, "rows one bit apart matched");
     CHECK_EQ_INT(c.bytes, 2 * ENTRY_BYTES);
     kz_prompt_cache_clear(&c);
     CHECK(c.n == 0 && c.bytes == 0 && get(&c, 1) == NULL);

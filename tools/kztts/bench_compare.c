@@ -1,7 +1,7 @@
 /*
  * bench_compare.c - variants of one option compared in one process (see bench_compare.h).
  *
- * Data flow: the list in -m, --codec-precision or --schedule (its names checked by the
+ * Data flow: the list in -m, --codec-precision, --kv-cache or --schedule (its names checked by the
  * CLI's own parsers) -> one model and session per variant (cli_open_engine; the GGUF or
  * safetensors pages of one file are shared, each precision's transformed panels are its
  * own) -> a warm-up run each (a decode of up to 4 frames, or a 2-frame synthesis) ->
@@ -27,10 +27,10 @@
 #include "kztts.h"
 #include "stats.h"
 
-typedef enum bench_axis { AXIS_PRECISION, AXIS_SCHEDULE, AXIS_MODEL } bench_axis;
+typedef enum bench_axis { AXIS_PRECISION, AXIS_KV_CACHE, AXIS_SCHEDULE, AXIS_MODEL } bench_axis;
 
-static const char *const AXIS_NAMES[] = {"codec precision", "schedule", "model"};
-static const char *const AXIS_KEYS[] = {"codec_precision", "schedule", "model"};
+static const char *const AXIS_NAMES[] = {"codec precision", "kv cache", "schedule", "model"};
+static const char *const AXIS_KEYS[] = {"codec_precision", "kv_cache", "schedule", "model"};
 
 typedef struct variant {
     const char *requested;
@@ -52,10 +52,12 @@ typedef struct variant {
  * "kztts bench: --option must be ..., got 'name'" when not). */
 static bool valid_name(bench_axis axis, const char *name) {
     kz_precision p;
+    kz_kv_cache kv;
     kz_schedule sc;
-    return axis == AXIS_MODEL                ? true
-           : axis == AXIS_PRECISION          ? cli_parse_codec_precision("bench", name, &p) == 0
-                                             : cli_parse_schedule("bench", name, &sc) == 0;
+    return axis == AXIS_MODEL       ? true
+           : axis == AXIS_PRECISION ? cli_parse_codec_precision("bench", name, &p) == 0
+           : axis == AXIS_KV_CACHE  ? cli_parse_kv_cache("bench", name, &kv) == 0
+                                    : cli_parse_schedule("bench", name, &sc) == 0;
 }
 
 /* Splits list at commas into names[] (2 to BENCH_COMPARE_MAX valid names); returns
@@ -111,6 +113,7 @@ static int open_variants(const bench_compare_opts *o, bench_axis axis, variant *
         const char *label = v[i].requested;
         const cli_engine e = {.isa = o->isa,
                               .codec_precision = axis == AXIS_PRECISION ? label : o->precisions,
+                              .kv_cache = axis == AXIS_KV_CACHE ? label : o->kv_cache,
                               .schedule = axis == AXIS_SCHEDULE ? label : o->schedule,
                               .threads = o->threads, .threads_lm = o->threads_lm,
                               .threads_codec = o->threads_codec};
@@ -266,9 +269,11 @@ static void print_json(const bench_compare_opts *o, bench_axis axis, const varia
     cJSON_Delete(j);
 }
 
-bool bench_compare_wanted(const char *model, const char *precisions, const char *schedule) {
+bool bench_compare_wanted(const char *model, const char *precisions, const char *kv_cache,
+                          const char *schedule) {
     struct stat sb;
-    return (precisions && strchr(precisions, ',')) || (schedule && strchr(schedule, ',')) ||
+    return (precisions && strchr(precisions, ',')) || (kv_cache && strchr(kv_cache, ',')) ||
+           (schedule && strchr(schedule, ',')) ||
            (model && strchr(model, ',') && stat(model, &sb) != 0);
 }
 
@@ -276,19 +281,25 @@ bool bench_compare_wanted(const char *model, const char *precisions, const char 
 static int variant_list(const bench_compare_opts *o, bench_axis *axis, char *buf, size_t cap,
                         const char *names[BENCH_COMPARE_MAX]) {
     const bool p = o->precisions && strchr(o->precisions, ',');
+    const bool kv = o->kv_cache && strchr(o->kv_cache, ',');
     const bool s = o->schedule && strchr(o->schedule, ',');
-    const bool m = bench_compare_wanted(o->model, NULL, NULL);
-    if (p + s + m != 1) {
+    const bool m = bench_compare_wanted(o->model, NULL, NULL, NULL);
+    if (p + kv + s + m != 1) {
         fprintf(stderr, "kztts bench: compare one thing at a time (a list in one of -m, "
-                        "--codec-precision, --schedule)\n");
+                        "--codec-precision, --kv-cache, --schedule)\n");
+        return -1;
+    }
+    if (kv && o->decoder_only) {
+        fprintf(stderr, "kztts bench: --decoder-only has no KV cache to compare\n");
         return -1;
     }
     if (s && o->decoder_only) {
         fprintf(stderr, "kztts bench: --decoder-only has no schedule to compare\n");
         return -1;
     }
-    *axis = p ? AXIS_PRECISION : s ? AXIS_SCHEDULE : AXIS_MODEL;
-    return split_names(p ? o->precisions : s ? o->schedule : o->model, *axis, buf, cap, names);
+    *axis = p ? AXIS_PRECISION : kv ? AXIS_KV_CACHE : s ? AXIS_SCHEDULE : AXIS_MODEL;
+    const char *list = p ? o->precisions : kv ? o->kv_cache : s ? o->schedule : o->model;
+    return split_names(list, *axis, buf, cap, names);
 }
 
 int bench_compare(const bench_compare_opts *o) {

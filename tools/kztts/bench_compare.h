@@ -1,6 +1,6 @@
 /*
  * bench_compare.h - `kztts bench` with a list in one option (`--codec-precision P1,P2`,
- * `--schedule turns,overlap` or `-m A.gguf,B.gguf`): the variants compared in one
+ * `--kv-cache f32,f16`, `--schedule turns,overlap` or `-m A.gguf,B.gguf`): the variants compared in one
  * process, their runs alternated, for shared and noisy machines where two separate
  * benchmark runs minutes apart measure the host as much as the code (bench_compare.c).
  * With --decoder-only the codec alone decodes random frames; else each variant
@@ -21,14 +21,16 @@
 typedef struct bench_compare_opts {
     const char *model, *isa, *schedule; /* model path(s), schedule name(s): a list or one */
     const char *precisions;             /* codec precision name(s), comma-separated */
+    const char *kv_cache;               /* talker KV cache name(s), comma-separated */
     int64_t frames, chunk, rounds, seed;
     int threads, threads_lm, threads_codec; /* 0 = the session's default */
     bool decoder_only, json;
 } bench_compare_opts;
 
-/* True when one of the options is a list: a comma in the precision or schedule, or in a
- * model path that does not exist as written. */
-bool bench_compare_wanted(const char *model, const char *precisions, const char *schedule);
+/* True when one of the options is a list: a comma in the precision, KV cache or schedule,
+ * or in a model path that does not exist as written. */
+bool bench_compare_wanted(const char *model, const char *precisions, const char *kv_cache,
+                          const char *schedule);
 
 /* The bench's text, about a 10-word sentence (12 tokens with the released models'
  * tokenizer). */

@@ -363,6 +363,7 @@ static void engine_facts(const kz_model *m, const kz_session *s, int threads,
     r->kernels = mi.kernels;
     r->kernel_sub_level = mi.kernel_sub_level;
     r->codec_precision = mi.codec_precision;
+    r->kv_cache = mi.kv_cache;
     r->bf16_gemm = mi.bf16_gemm;
     r->frame_ms = 1e3 * kz_model_samples_per_frame(m) / kz_model_sample_rate(m);
     // Threads 0: the session resolved them as the scheduler would (the online CPUs, at
@@ -412,7 +413,7 @@ int bench_concurrency(const bench_concurrency_opts *o) {
     kz_model *m;
     kz_session *s; // without a scheduler: W, and the threads resolved
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
-                          .threads = o->threads};
+                          .kv_cache = o->kv_cache, .threads = o->threads};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }

@@ -38,7 +38,7 @@
 #define BENCH_CONCURRENCY_MAX 64
 
 typedef struct bench_concurrency_opts {
-    const char *model, *isa, *codec_precision;
+    const char *model, *isa, *codec_precision, *kv_cache;
     const char *list;   /* "1,2,4,8" as given */
     int64_t frames, chunk, repeat, seed;
     int threads;        /* the scheduler's pool; 0 = the online CPUs, at most 8 */
@@ -79,7 +79,7 @@ typedef struct bench_concurrency_level {
 } bench_concurrency_level;
 
 typedef struct bench_concurrency_result {
-    const char *kernels, *kernel_sub_level, *codec_precision;
+    const char *kernels, *kernel_sub_level, *codec_precision, *kv_cache;
     const char *bf16_gemm;    /* the codec's bf16 GEMM, "" when it runs no bf16 */
     int64_t frames, runs, chunk;
     int threads;              /* the scheduler's pool, as resolved */

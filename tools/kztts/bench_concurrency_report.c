@@ -25,9 +25,11 @@ static void text_header(const bench_concurrency_result *r) {
         snprintf(chunk, sizeof chunk, "%lld frames", (long long)r->chunk);
     }
     printf("concurrency: N streams batched by one scheduler (max_batch N) on %d thread%s; "
-           "%lld frames per stream, %lld round%s, chunk %s; kernels %s (%s), codec %s\n",
+           "%lld frames per stream, %lld round%s, chunk %s; kernels %s (%s), codec %s, talker "
+           "kv %s\n",
            r->threads, r->threads == 1 ? "" : "s", (long long)r->frames, (long long)r->runs,
-           r->runs == 1 ? "" : "s", chunk, r->kernels, r->kernel_sub_level, r->codec_precision);
+           r->runs == 1 ? "" : "s", chunk, r->kernels, r->kernel_sub_level, r->codec_precision,
+           r->kv_cache);
     printf("machine: DRAM read %.1f GB/s%s, FMA peak %.1f GFLOP/s (%s)", r->read_gbs,
            r->read_given ? " (--peak-gbs)" : "", r->fma_gflops,
            r->fma_given ? "--peak-gflops" : r->fma_loop);
@@ -141,6 +143,7 @@ void bench_concurrency_print_json(const bench_concurrency_result *r) {
     cJSON_AddStringToObject(j, "kernels", r->kernels);
     cJSON_AddStringToObject(j, "kernel_sub_level", r->kernel_sub_level);
     cJSON_AddStringToObject(j, "codec_precision", r->codec_precision);
+    cJSON_AddStringToObject(j, "kv_cache", r->kv_cache);
     cJSON_AddNumberToObject(j, "frames", (double)r->frames);
     cJSON_AddNumberToObject(j, "runs", (double)r->runs);
     cJSON_AddNumberToObject(j, "chunk", (double)r->chunk);

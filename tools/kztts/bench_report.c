@@ -75,9 +75,10 @@ static void text_header(const bench_result *r) {
     } else {
         snprintf(chunk, sizeof chunk, "adaptive");
     }
-    printf("frames/run %lld, runs %lld, chunk %s, kernels %s, codec %s%s, threads %d",
+    printf("frames/run %lld, runs %lld, chunk %s, kernels %s, codec %s%s, talker kv %s, "
+           "threads %d",
            (long long)r->frames, (long long)r->runs, chunk, r->kernels, r->codec_precision,
-           r->codec_forms_stored ? " (forms from the file)" : "", r->threads);
+           r->codec_forms_stored ? " (forms from the file)" : "", r->kv_cache, r->threads);
     if (!r->decoder_only) {
         printf(" (LM stage %d, codec stage %d, %s)", r->threads_lm, r->threads_codec,
                r->overlap ? "overlapping" : "taking turns");
@@ -340,6 +341,7 @@ void bench_print_json(const bench_result *r) {
     json_str(&j, "mode", r->decoder_only ? "decoder-only" : "full");
     json_str(&j, "kernels", r->kernels);
     json_str(&j, "codec_precision", r->codec_precision);
+    json_str(&j, "kv_cache", r->kv_cache);
     json_bool(&j, "codec_forms_stored", r->codec_forms_stored);
     json_num(&j, "frames", (double)r->frames, true);
     json_num(&j, "runs", (double)r->runs, true);

@@ -65,6 +65,7 @@ typedef struct bench_result {
     bool decoder_only;
     const char *kernels;  /* kernel level of the model, e.g. "avx2" */
     const char *codec_precision; /* in effect after load: f32, bf16, winograd(-bf16) */
+    const char *kv_cache;        /* the talker's KV cache: f32, f16 */
     bool codec_forms_stored; /* its converted weights came from the file (quantize
                                 --codec-forms), not computed at load */
     const char *bf16_gemm; /* the codec's bf16 GEMM ("amx", ...), "" without bf16 work */

@@ -37,6 +37,8 @@ const arg_choice CLI_PRECISION_NAMES[] = {
     {"exact", KZ_PRECISION_EXACT}, {"f32", KZ_PRECISION_EXACT}, {"fast", KZ_PRECISION_FAST},
     {"bf16", KZ_PRECISION_BF16}, {"winograd", KZ_PRECISION_WINOGRAD},
     {"winograd-bf16", KZ_PRECISION_WINOGRAD_BF16}, {NULL, 0}};
+const arg_choice CLI_KV_CACHE_NAMES[] = {
+    {"f32", KZ_KV_CACHE_F32}, {"f16", KZ_KV_CACHE_F16}, {NULL, 0}};
 const arg_choice CLI_SCHEDULE_NAMES[] = {
     {"auto", KZ_SCHEDULE_AUTO}, {"turns", KZ_SCHEDULE_TURNS}, {"overlap", KZ_SCHEDULE_OVERLAP},
     {NULL, 0}};
@@ -73,6 +75,13 @@ int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out) {
     int v = KZ_SCHEDULE_AUTO;
     int rc = lookup(cmd, "--schedule", CLI_SCHEDULE_NAMES, name, &v);
     *out = (kz_schedule)v;
+    return rc;
+}
+
+int cli_parse_kv_cache(const char *cmd, const char *name, kz_kv_cache *out) {
+    int v = KZ_KV_CACHE_DEFAULT;
+    int rc = lookup(cmd, "--kv-cache", CLI_KV_CACHE_NAMES, name, &v);
+    *out = (kz_kv_cache)v;
     return rc;
 }
 
@@ -157,14 +166,17 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
     kz_model_params mp;
     kz_model_default_params(&mp);
     int isa = (int)mp.isa, precision = (int)mp.codec_precision, schedule = (int)sp.schedule;
+    int kv = (int)mp.kv_cache;
     if (lookup(cmd, "--isa", CLI_ISA_NAMES, e->isa, &isa) != 0 ||
         lookup(cmd, "--codec-precision", CLI_PRECISION_NAMES, e->codec_precision,
                &precision) != 0 ||
+        lookup(cmd, "--kv-cache", CLI_KV_CACHE_NAMES, e->kv_cache, &kv) != 0 ||
         lookup(cmd, "--schedule", CLI_SCHEDULE_NAMES, e->schedule, &schedule) != 0) {
         return -1;
     }
     mp.isa = (kz_isa_cap)isa;
     mp.codec_precision = (kz_precision)precision;
+    mp.kv_cache = (kz_kv_cache)kv;
     mp.skip_voice_encoders = e->voice_files_only;
     sp.schedule = (kz_schedule)schedule;
     if (load_model(cmd, path, &mp, model) != 0) {

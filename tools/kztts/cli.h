@@ -27,6 +27,7 @@ int cmd_voice(int argc, char **argv);
 /* Names of the options shared by several commands (any case on the command line). */
 extern const arg_choice CLI_ISA_NAMES[];       /* --isa: auto, scalar, avx2, avx512, neon */
 extern const arg_choice CLI_PRECISION_NAMES[]; /* --codec-precision: exact (f32), fast, ... */
+extern const arg_choice CLI_KV_CACHE_NAMES[];  /* --kv-cache: f32, f16 */
 extern const arg_choice CLI_SCHEDULE_NAMES[];  /* --schedule: auto, turns, overlap */
 extern const arg_choice CLI_SPLIT_NAMES[];     /* --split: qwen2, mistral */
 extern const arg_choice CLI_FORMAT_NAMES[]; /* --format: wav, f32, s16, flac, ogg, mp3, opus,
@@ -44,10 +45,11 @@ int cli_open(const char *cmd, const char *path, const char *isa, int n_threads, 
 int cli_load(const char *cmd, const char *path, const char *isa, kz_model **model);
 
 /* How a command runs the engine: ISA name (NULL = auto), threads (0 = automatic), LM /
- * codec stage threads (0 = automatic), codec precision name (NULL: the model's default)
- * and stage schedule name (NULL = auto); names as args.c checked them. */
+ * codec stage threads (0 = automatic), codec precision name (NULL: the model's default),
+ * talker KV cache name (NULL = f32) and stage schedule name (NULL = auto); names as args.c
+ * checked them. */
 typedef struct cli_engine {
-    const char *isa, *codec_precision, *schedule;
+    const char *isa, *codec_precision, *kv_cache, *schedule;
     int threads, threads_lm, threads_codec;
     bool voice_files_only; /* a Base model without its voice encoders (a --voice file) */
 } cli_engine;
@@ -65,6 +67,15 @@ int cli_parse_schedule(const char *cmd, const char *name, kz_schedule *out);
     "P     codec convolutions: exact (f32, as the reference) or fast (this CPU's fastest, "   \
     ">= 40 dB SNR); default: the model file's (quantize --codec-forms), else exact; "        \
     "bf16, winograd, winograd-bf16 force one of fast's forms (benchmarking)"
+
+/* The --kv-cache option's help text (synth, bench, serve). */
+#define CLI_KV_CACHE_HELP                                                                      \
+    "T     the talker's KV cache: f32 (default, as the reference) or f16 (half the memory "    \
+    "and bytes a step; codes may differ from f32's)"
+
+/* The KV cache type named name (CLI_KV_CACHE_NAMES, any case; NULL means the default, f32)
+ * into *out; -1 after printing "kztts CMD: --kv-cache must be ..." for any other name. */
+int cli_parse_kv_cache(const char *cmd, const char *name, kz_kv_cache *out);
 
 /* The codec precision named name (CLI_PRECISION_NAMES, any case; NULL means
  * KZ_PRECISION_DEFAULT, the model file's choice) into *out; -1 after printing

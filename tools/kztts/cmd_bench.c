@@ -44,7 +44,7 @@
 #include "stats.h"
 
 typedef struct bench_opts {
-    const char *model, *isa, *codec_precision, *schedule, *concurrency;
+    const char *model, *isa, *codec_precision, *kv_cache, *schedule, *concurrency;
     int64_t frames, threads, threads_lm, threads_codec, chunk, repeat, seed;
     double peak_gbs, peak_gflops; /* 0 = measure */
     bench_voice_opts voice;
@@ -68,6 +68,7 @@ static void engine_facts(const kz_model *m, const kz_session *s, bool decoder_on
     kz_experimental_session_get_info(s, &si);
     r->kernels = mi.kernels;
     r->codec_precision = mi.codec_precision;
+    r->kv_cache = mi.kv_cache;
     r->codec_forms_stored = mi.codec_forms_stored;
     r->bf16_gemm = mi.bf16_gemm;
     r->load_ms = mi.load_ms;
@@ -202,7 +203,7 @@ static int run_decoder(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
-                          .threads = (int)o->threads};
+                          .kv_cache = o->kv_cache, .threads = (int)o->threads};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }
@@ -420,7 +421,7 @@ static int run_full(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
-                          .schedule = o->schedule, .threads = (int)o->threads,
+                          .kv_cache = o->kv_cache, .schedule = o->schedule, .threads = (int)o->threads,
                           .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec,
                           .voice_files_only = o->voice.voice && !o->voice.ref_audio};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
@@ -453,7 +454,7 @@ static int run_concurrency(const bench_opts *o) {
     }
     if (o->decoder_only || o->threads_lm || o->threads_codec || o->schedule ||
         o->voice.voice || o->voice.ref_audio ||
-        bench_compare_wanted(o->model, o->codec_precision, NULL)) {
+        bench_compare_wanted(o->model, o->codec_precision, o->kv_cache, NULL)) {
         fprintf(stderr, "kztts bench: --concurrency runs the whole pipeline of one model on the "
                         "scheduler's --threads (no --decoder-only, --threads-lm, "
                         "--threads-codec, --schedule, --voice, --ref-audio or compare list)\n");
@@ -461,7 +462,7 @@ static int run_concurrency(const bench_opts *o) {
     }
     const bench_concurrency_opts c = {.model = o->model, .isa = o->isa,
                                       .codec_precision = o->codec_precision,
-                                      .list = o->concurrency, .frames = o->frames,
+                                      .kv_cache = o->kv_cache, .list = o->concurrency, .frames = o->frames,
                                       .chunk = o->chunk < 0 ? 0 : o->chunk, .repeat = o->repeat,
                                       .seed = o->seed, .threads = (int)o->threads,
                                       .peak_gbs = o->peak_gbs, .peak_gflops = o->peak_gflops,
@@ -483,6 +484,7 @@ int cmd_bench(int argc, char **argv) {
         ARG_OPT_INT("--seed", NULL, &o.seed, 0, 1e15, "N     seed of the random codes and of the sampling (default 1)"),
         ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
         ARG_OPT_CHOICES("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, BENCH_COMPARE_MAX, CLI_CODEC_PRECISION_HELP),
+        ARG_OPT_CHOICES("--kv-cache", NULL, &o.kv_cache, CLI_KV_CACHE_NAMES, BENCH_COMPARE_MAX, CLI_KV_CACHE_HELP),
         ARG_OPT_CHOICES("--schedule", NULL, &o.schedule, CLI_SCHEDULE_NAMES, BENCH_COMPARE_MAX, "S     how the LM and codec stages share the cores: turns (default) or overlap"),
         ARG_OPT_DOUBLE("--peak-gbs", NULL, &o.peak_gbs, 0, 1e6, "X     DRAM read GB/s of the LM threads (default: measured)"),
         ARG_OPT_DOUBLE("--peak-gflops", NULL, &o.peak_gflops, 0, 1e9, "Y     FMA GFLOP/s of the codec threads (default: measured)"),
@@ -510,7 +512,8 @@ int cmd_bench(int argc, char **argv) {
                "under a second after the runs;\n'%% of floor' = floor / time; the floor RTF: "
                "the stages at their floors,\none after another. Then real-time factors, time to "
                "first audio, peak RSS and the model\nload time.\n"
-               "\nA list in one of -m, --codec-precision or --schedule (A,B,...: 2 to 5) "
+               "\nA list in one of -m, --codec-precision, --kv-cache or --schedule (A,B,...: 2 "
+               "to 5) "
                "compares them in one\nprocess: one model each, --repeat rounds in which each "
                "runs once, the order rotating;\nmedian, min and max ms per frame and the "
                "ratio to the first.\n"
@@ -530,7 +533,7 @@ int cmd_bench(int argc, char **argv) {
         return 2;
     }
     const bool cloned = o.voice.voice || o.voice.ref_audio;
-    if (cloned && (o.decoder_only || bench_compare_wanted(o.model, o.codec_precision, o.schedule))) {
+    if (cloned && (o.decoder_only || bench_compare_wanted(o.model, o.codec_precision, o.kv_cache, o.schedule))) {
         fprintf(stderr, "kztts bench: --voice and --ref-audio go with the full pipeline of one "
                         "model (not --decoder-only or a compare list)\n");
         return 2;
@@ -550,9 +553,10 @@ int cmd_bench(int argc, char **argv) {
     }
     bench_result r = {.decoder_only = o.decoder_only, .frames = o.frames, .runs = o.repeat,
                       .chunk = o.chunk};
-    if (bench_compare_wanted(o.model, o.codec_precision, o.schedule)) {
+    if (bench_compare_wanted(o.model, o.codec_precision, o.kv_cache, o.schedule)) {
         const bench_compare_opts c = {.model = o.model, .isa = o.isa, .schedule = o.schedule,
-                                      .precisions = o.codec_precision, .frames = o.frames,
+                                      .precisions = o.codec_precision, .kv_cache = o.kv_cache,
+                                      .frames = o.frames,
                                       .chunk = o.chunk, .rounds = o.repeat, .seed = o.seed,
                                       .threads = (int)o.threads, .threads_lm = (int)o.threads_lm,
                                       .threads_codec = (int)o.threads_codec,

@@ -38,6 +38,7 @@
 
 typedef struct quality_opts {
     const char *model, *ref, *isa, *speaker, *language, *token_ids;
+    const char *kv_cache; /* MODEL's talker KV cache (REF keeps f32) */
     int64_t frames, threads;
     bool json, help, quiet;
 } quality_opts;
@@ -470,7 +471,8 @@ static int run(const quality_opts *o, const char *arg) {
     kz_session *rs, *ms;
     rc = 1;
     if (cli_open("quality", o->ref, o->isa, (int)o->threads, &ref, &rs) == 0) {
-        if (cli_open("quality", o->model, o->isa, (int)o->threads, &m, &ms) == 0) {
+        const cli_engine e = {.isa = o->isa, .kv_cache = o->kv_cache, .threads = (int)o->threads};
+        if (cli_open_engine("quality", o->model, &e, &m, &ms) == 0) {
             rc = measure(o, m, ms, ref, rs, text, ids, n_ids);
             kz_session_free(ms);
             kz_model_free(m);
@@ -495,6 +497,7 @@ int cmd_quality(int argc, char **argv) {
         ARG_OPT_FLAG("--json", NULL, &o.json, "print one JSON object"),
         ARG_OPT_INT("--threads", "-t", &o.threads, 0, 256, "N     threads (default: all cores, at most 8)"),
         ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
+        ARG_OPT_CHOICE("--kv-cache", NULL, &o.kv_cache, CLI_KV_CACHE_NAMES, "T     MODEL's talker KV cache: f32 (default) or f16 (REF keeps f32)"),
         ARG_OPT_FLAG("--quiet", "-q", &o.quiet, CLI_QUIET_HELP),
         ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };

@@ -26,6 +26,11 @@ static void print_report(const char *out, const kz_quantize_report *r) {
             total += c->n_bytes;
         }
     }
+    if (r->tokenizer.n_tensors) {
+        printf("  tokenizer tables %zu tensors %5.1f MB\n", r->tokenizer.n_tensors,
+               r->tokenizer.n_bytes / 1e6);
+        total += r->tokenizer.n_bytes;
+    }
     printf("  total %9.1f MB; %zu codec weights pre-packed", total / 1e6, r->n_packed);
     if (r->n_forms) {
         printf(", %zu of them also in converted form", r->n_forms);

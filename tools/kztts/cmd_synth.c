@@ -27,7 +27,7 @@
 
 typedef struct synth_opts {
     const char *model, *out, *format, *isa, *speaker, *language, *instruct, *token_ids;
-    const char *dump_codes, *layout, *split, *codec_precision, *schedule;
+    const char *dump_codes, *layout, *split, *codec_precision, *kv_cache, *schedule;
     const char *voice, *ref_audio, *ref_text;
     double max_ref_seconds;
     bool xvector_only;
@@ -346,7 +346,8 @@ static int run(const synth_opts *o, const char *text_arg) {
     kz_session *s;
     int rc = 1;
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
-                          .schedule = o->schedule, .threads = (int)o->threads,
+                          .kv_cache = o->kv_cache, .schedule = o->schedule,
+                          .threads = (int)o->threads,
                           .threads_lm = (int)o->threads_lm, .threads_codec = (int)o->threads_codec,
                           .voice_files_only = o->voice && !o->ref_audio};
     if (cli_open_engine("synth", o->model, &e, &m, &s) == 0) {
@@ -402,6 +403,7 @@ int cmd_synth(int argc, char **argv) {
         ARG_OPT_INT("--threads-codec", NULL, &o.threads_codec, 0, 256, "N     threads of the codec stage (default all; half with overlap)"),
         ARG_OPT_CHOICE("--isa", NULL, &o.isa, CLI_ISA_NAMES, "LEVEL auto|scalar|avx2|avx512|neon kernel cap"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &o.codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
+        ARG_OPT_CHOICE("--kv-cache", NULL, &o.kv_cache, CLI_KV_CACHE_NAMES, CLI_KV_CACHE_HELP),
         ARG_OPT_CHOICE("--schedule", NULL, &o.schedule, CLI_SCHEDULE_NAMES, "S     how the LM and codec stages share the cores: turns (default) or overlap"),
         ARG_OPT_FLAG("--help", "-h", &o.help, "show this help"),
     };

@@ -122,14 +122,19 @@ def linear(x, w, b=None):
 
 
 class KVCache:
-    """Keys and values per layer, [kv_heads, n_tokens, head_dim] each, after RoPE."""
+    """Keys and values per layer, [kv_heads, n_tokens, head_dim] each, after RoPE; with
+    f16 each stored key and value rounded to binary16 (nearest even) and back, as the
+    engine's KZ_KV_CACHE_F16 keeps them."""
 
-    def __init__(self, n_layers):
+    def __init__(self, n_layers, f16=False):
         self.k = [None] * n_layers
         self.v = [None] * n_layers
         self.n_tokens = 0
+        self.f16 = f16
 
     def append(self, layer, k, v):
+        if self.f16:
+            k, v = k.half().float(), v.half().float()
         if self.k[layer] is None:
             self.k[layer], self.v[layer] = k, v
         else:
@@ -157,6 +162,7 @@ class DecoderStack:
         if cfg.get("use_sliding_window"):
             raise ValueError("use_sliding_window = true is not supported")
         self.inv_freq = rope_inv_freq(self.head_dim, cfg["rope_theta"])
+        self.kv_f16 = False   # new caches round to binary16 (--kv-cache f16, talker only)
         self.layers = []
         for l in range(self.n_layers):
             p = f"{prefix}layers.{l}."
@@ -168,7 +174,7 @@ class DecoderStack:
         self.norm = w[prefix + "norm.weight"]
 
     def new_cache(self):
-        return KVCache(self.n_layers)
+        return KVCache(self.n_layers, self.kv_f16)
 
     def attention(self, x, L, l, cos, sin, cache):
         """Self-attention of x [T, hidden] over the cache plus x; returns o_proj output."""
@@ -397,6 +403,9 @@ def parse_args(argv):
                      help="natural EOS stop with this limit (default: generation_config.json)")
     ap.add_argument("--repetition-penalty", type=float,
                     help="talker repetition penalty (default: generation_config.json, 1.05)")
+    ap.add_argument("--kv-cache", choices=("f32", "f16"), default="f32",
+                    help="the talker's KV cache: f32, or f16 (keys and values rounded to "
+                         "binary16 as stored, as the engine's --kv-cache f16)")
     ap.add_argument("--all-cp-logits", action="store_true",
                     help="also write cp_logits [F, 15, Vc] for every frame")
     ap.add_argument("--out", help="golden .safetensors to write")
@@ -442,6 +451,7 @@ def run_golden(args):
     pr, gen = _helpers()
     t0 = time.time()
     model = load_model(args.model)
+    model.talker.stack.kv_f16 = args.kv_cache == "f16"
     layout = args.layout or pr.default_layout(model)
     input_ids = parse_ids(args.input_ids) if args.input_ids is not None else None
     instruct_ids = parse_ids(args.instruct_ids) if args.instruct_ids is not None else None

@@ -28,6 +28,13 @@ static inline float32x4_t load_tail(const float *p, size_t n) {
     return vld1q_f32(buf);
 }
 
+/* Up to 3 trailing binary16 values widened into a zeroed vector. */
+static inline float32x4_t load_tail_f16(const uint16_t *p, size_t n) {
+    uint16_t buf[4] = {0};
+    memcpy(buf, p, n * sizeof(uint16_t));
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(buf)));
+}
+
 static inline void store_tail(float *p, float32x4_t v, size_t n) {
     float buf[4];
     vst1q_f32(buf, v);
@@ -253,7 +260,8 @@ static void swiglu_neon(float *y, const float *gate, const float *up, size_t n) 
     }
 }
 
-/* kernels.h dot_rows and axpy_rows (kernels/attend_shapes.h) on 4-float vectors. */
+/* kernels.h dot_rows and axpy_rows and their binary16-row twins (kernels/attend_shapes.h) on
+ * 4-float vectors. */
 #define ATT_VEC float32x4_t
 #define ATT_LANES 4
 #define ATT_ROWS 4 /* 16 accumulators of the 32 q registers */
@@ -268,6 +276,15 @@ static void swiglu_neon(float *y, const float *gate, const float *up, size_t n) 
 #define ATT_MUL(a, b) vmulq_f32((a), (b))
 #define ATT_SET1(f) vdupq_n_f32(f)
 #define ATT_HSUM(v) hsum(v)
+#define ATT_ROW float
+#define ATT_LOAD_ROW(p) ATT_LOAD(p)
+#define ATT_LOAD_ROW_TAIL(p, n) ATT_LOAD_TAIL((p), (n))
+#define ATT_SUFFIX
+#include "kernels/attend_shapes.h"
+#define ATT_ROW uint16_t
+#define ATT_LOAD_ROW(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+#define ATT_LOAD_ROW_TAIL(p, n) load_tail_f16((p), (n))
+#define ATT_SUFFIX _f16
 #include "kernels/attend_shapes.h"
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 4-float vectors (untuned on ARM). */
@@ -298,6 +315,8 @@ const kz_kernels kz_kernels_neon = {
     .swiglu = swiglu_neon,
     .dot_rows = attend_dot_rows,
     .axpy_rows = attend_axpy_rows,
+    .dot_rows_f16 = attend_dot_rows_f16,
+    .axpy_rows_f16 = attend_axpy_rows_f16,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_neon,
     .matmul_f16 = kz_matmul_f16_neon,

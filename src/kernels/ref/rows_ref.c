@@ -13,6 +13,7 @@
  * the prefill GEMM and weight conversions of gemm_rows_ref.c.
  */
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "runtime/error.h"
 
 #include <math.h>
@@ -108,6 +109,27 @@ static void axpy_rows_ref(float *y, const float *w, const float *rows, size_t st
     }
 }
 
+static void dot_rows_f16_ref(float *out, const float *q, const uint16_t *rows, size_t stride,
+                             size_t n_rows, size_t n, float scale) {
+    for (size_t r = 0; r < n_rows; r++) {
+        const uint16_t *b = rows + r * stride;
+        float acc = 0.0f;
+        for (size_t i = 0; i < n; i++) {
+            acc += q[i] * kz_fp16_to_f32(b[i]);
+        }
+        out[r] = acc * scale;
+    }
+}
+
+static void axpy_rows_f16_ref(float *y, const float *w, const uint16_t *rows, size_t stride,
+                              size_t n_rows, size_t n) {
+    for (size_t r = 0; r < n_rows; r++) {
+        for (size_t i = 0; i < n; i++) {
+            y[i] = y[i] + w[r] * kz_fp16_to_f32(rows[r * stride + i]);
+        }
+    }
+}
+
 void kz_mix_rows_cols_ref(float *const *dst, const float *const *src, const float *mat,
                           size_t n_dst, size_t n_src, size_t c0, size_t n) {
     KZ_ASSERT(n_src <= KZ_MIX_MAX_SRC);
@@ -144,6 +166,8 @@ const kz_kernels kz_kernels_scalar = {
     .swiglu = swiglu_ref,
     .dot_rows = dot_rows_ref,
     .axpy_rows = axpy_rows_ref,
+    .dot_rows_f16 = dot_rows_f16_ref,
+    .axpy_rows_f16 = axpy_rows_f16_ref,
     .mix_rows = mix_rows_ref,
     .matmul_bf16 = kz_matmul_bf16_ref,
     .matmul_f16 = kz_matmul_f16_ref,

@@ -26,6 +26,13 @@ static inline __m256 load_tail(const float *p, size_t n) {
     return _mm256_load_ps(buf);
 }
 
+/* Up to 7 trailing binary16 values widened into a zeroed vector. */
+static inline __m256 load_tail_f16(const uint16_t *p, size_t n) {
+    _Alignas(16) uint16_t buf[8] = {0};
+    memcpy(buf, p, n * sizeof(uint16_t));
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)buf));
+}
+
 static inline void store_tail(float *p, __m256 v, size_t n) {
     _Alignas(32) float buf[8];
     _mm256_store_ps(buf, v);
@@ -226,7 +233,8 @@ static void swiglu_avx2(float *y, const float *gate, const float *up, size_t n) 
     }
 }
 
-/* kernels.h dot_rows and axpy_rows (kernels/attend_shapes.h) on 8-float vectors. */
+/* kernels.h dot_rows and axpy_rows and their binary16-row twins (kernels/attend_shapes.h) on
+ * 8-float vectors (F16C widening). */
 #define ATT_VEC __m256
 #define ATT_LANES 8
 #define ATT_ROWS 2 /* eight accumulators, half the 16 ymm */
@@ -241,6 +249,15 @@ static void swiglu_avx2(float *y, const float *gate, const float *up, size_t n) 
 #define ATT_MUL(a, b) _mm256_mul_ps((a), (b))
 #define ATT_SET1(f) _mm256_set1_ps(f)
 #define ATT_HSUM(v) hsum(v)
+#define ATT_ROW float
+#define ATT_LOAD_ROW(p) ATT_LOAD(p)
+#define ATT_LOAD_ROW_TAIL(p, n) ATT_LOAD_TAIL((p), (n))
+#define ATT_SUFFIX
+#include "kernels/attend_shapes.h"
+#define ATT_ROW uint16_t
+#define ATT_LOAD_ROW(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define ATT_LOAD_ROW_TAIL(p, n) load_tail_f16((p), (n))
+#define ATT_SUFFIX _f16
 #include "kernels/attend_shapes.h"
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 8-float vectors. */
@@ -271,6 +288,8 @@ const kz_kernels kz_kernels_avx2 = {
     .swiglu = swiglu_avx2,
     .dot_rows = attend_dot_rows,
     .axpy_rows = attend_axpy_rows,
+    .dot_rows_f16 = attend_dot_rows_f16,
+    .axpy_rows_f16 = attend_axpy_rows_f16,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx2,
     .matmul_f16 = kz_matmul_f16_avx2,

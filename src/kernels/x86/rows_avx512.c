@@ -208,7 +208,8 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, size_t n
     }
 }
 
-/* kernels.h dot_rows and axpy_rows (kernels/attend_shapes.h) on 16-float vectors. */
+/* kernels.h dot_rows and axpy_rows and their binary16-row twins (kernels/attend_shapes.h) on
+ * 16-float vectors. */
 #define ATT_VEC __m512
 #define ATT_LANES 16
 #define ATT_ROWS 4 /* 16 accumulators and the query's loads in the 32 zmm */
@@ -223,6 +224,15 @@ static void swiglu_avx512(float *y, const float *gate, const float *up, size_t n
 #define ATT_MUL(a, b) _mm512_mul_ps((a), (b))
 #define ATT_SET1(f) _mm512_set1_ps(f)
 #define ATT_HSUM(v) _mm512_reduce_add_ps(v)
+#define ATT_ROW float
+#define ATT_LOAD_ROW(p) ATT_LOAD(p)
+#define ATT_LOAD_ROW_TAIL(p, n) ATT_LOAD_TAIL((p), (n))
+#define ATT_SUFFIX
+#include "kernels/attend_shapes.h"
+#define ATT_ROW uint16_t
+#define ATT_LOAD_ROW(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define ATT_LOAD_ROW_TAIL(p, n) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first_lanes(n), (p)))
+#define ATT_SUFFIX _f16
 #include "kernels/attend_shapes.h"
 
 /* kernels.h mix_rows (kernels/mix_shapes.h) on 16-float vectors. */
@@ -253,6 +263,8 @@ const kz_kernels kz_kernels_avx512 = {
     .swiglu = swiglu_avx512,
     .dot_rows = attend_dot_rows,
     .axpy_rows = attend_axpy_rows,
+    .dot_rows_f16 = attend_dot_rows_f16,
+    .axpy_rows_f16 = attend_axpy_rows_f16,
     .mix_rows = mix_rows_shapes,
     .matmul_bf16 = kz_matmul_bf16_avx512,
     .matmul_f16 = kz_matmul_f16_avx512,

@@ -54,7 +54,7 @@ static double now_s(void) {
 
 typedef struct serve_opts {
     serve_config cfg;
-    const char *isa, *codec_precision;
+    const char *isa, *codec_precision, *kv_cache;
 } serve_opts;
 
 /* Parses argv into o; 0 to run, or the exit status (help: 0, bad options: 2). */
@@ -82,6 +82,7 @@ static int parse(int argc, char **argv, serve_opts *o, int *exit_status) {
         ARG_OPT_INT("--threads", "-t", &threads, 0, 1024, "N the server's compute threads: with batching, the one pool every request in flight computes on (default 0: online CPUs, at most 8); with --max-batch 1, shared among the sessions: N / --parallel each, at least 1 (default 0: online CPUs)"),
         ARG_OPT_CHOICE("--isa", NULL, &o->isa, CLI_ISA_NAMES, "ISA  cap the kernels' instruction set (default auto)"),
         ARG_OPT_CHOICE("--codec-precision", NULL, &o->codec_precision, CLI_PRECISION_NAMES, CLI_CODEC_PRECISION_HELP),
+        ARG_OPT_CHOICE("--kv-cache", NULL, &o->kv_cache, CLI_KV_CACHE_NAMES, CLI_KV_CACHE_HELP),
         ARG_OPT_FLAG("--quiet", "-q", &quiet, "no log line per request, no progress lines"),
         ARG_OPT_FLAG("--help", "-h", &help, "show this help"),
     };
@@ -120,8 +121,8 @@ static int parse(int argc, char **argv, serve_opts *o, int *exit_status) {
     return 0;
 }
 
-/* The model at path with the ISA cap and codec precision named by the options; -1 after
- * one line. */
+/* The model at path with the ISA cap, codec precision and KV cache named by the options;
+ * -1 after one line. */
 static int load_model(const serve_opts *o, kz_model **model) {
     *model = NULL;
     kz_model_params mp;
@@ -129,7 +130,8 @@ static int load_model(const serve_opts *o, kz_model **model) {
     if (o->isa) {
         mp.isa = (kz_isa_cap)args_choice_value(CLI_ISA_NAMES, o->isa);
     }
-    if (cli_parse_codec_precision("serve", o->codec_precision, &mp.codec_precision) != 0) {
+    if (cli_parse_codec_precision("serve", o->codec_precision, &mp.codec_precision) != 0 ||
+        cli_parse_kv_cache("serve", o->kv_cache, &mp.kv_cache) != 0) {
         return -1;
     }
     char *dir;
@@ -246,8 +248,10 @@ int cmd_serve(int argc, char **argv) {
     }
     atomic_store(&s.ready, true);
     if (!o.cfg.quiet) {
-        fprintf(stderr, "kztts serve: ready (model %s, %d parallel, batch %d, queue %d)\n", id,
-                o.cfg.parallel, o.cfg.max_batch, o.cfg.max_queue);
+        fprintf(stderr,
+                "kztts serve: ready (model %s, %d parallel, batch %d, queue %d, talker kv %s)\n",
+                id, o.cfg.parallel, o.cfg.max_batch, o.cfg.max_queue,
+                o.kv_cache ? o.kv_cache : "f32");
     }
     while (!interrupt_pending()) {
         sleep_ms(WAIT_MS);
