@@ -17,6 +17,7 @@
 #include "runtime/error.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 static void snake_beta_ref(float *y, const float *x, size_t n_rows, size_t n_ch,
                            const float *alpha, const float *inv_beta) {
@@ -88,46 +89,49 @@ static void swiglu_ref(float *y, const float *gate, const float *up, size_t n) {
     }
 }
 
-static void dot_rows_ref(float *out, const float *q, const float *rows, size_t stride,
+/* Element i of a run of cache rows: floats, or binary16 widened exactly. */
+static inline float row_elem(const void *rows, bool f16, size_t i) {
+    return f16 ? kz_fp16_to_f32(((const uint16_t *)rows)[i]) : ((const float *)rows)[i];
+}
+
+static void dot_rows_any(float *out, const float *q, const void *rows, bool f16, size_t stride,
                          size_t n_rows, size_t n, float scale) {
     for (size_t r = 0; r < n_rows; r++) {
-        const float *b = rows + r * stride;
         float acc = 0.0f;
         for (size_t i = 0; i < n; i++) {
-            acc += q[i] * b[i];
+            acc += q[i] * row_elem(rows, f16, r * stride + i);
         }
         out[r] = acc * scale;
     }
+}
+
+static void axpy_rows_any(float *y, const float *w, const void *rows, bool f16, size_t stride,
+                          size_t n_rows, size_t n) {
+    for (size_t r = 0; r < n_rows; r++) {
+        for (size_t i = 0; i < n; i++) {
+            y[i] = y[i] + w[r] * row_elem(rows, f16, r * stride + i);
+        }
+    }
+}
+
+static void dot_rows_ref(float *out, const float *q, const float *rows, size_t stride,
+                         size_t n_rows, size_t n, float scale) {
+    dot_rows_any(out, q, rows, false, stride, n_rows, n, scale);
 }
 
 static void axpy_rows_ref(float *y, const float *w, const float *rows, size_t stride,
                           size_t n_rows, size_t n) {
-    for (size_t r = 0; r < n_rows; r++) {
-        for (size_t i = 0; i < n; i++) {
-            y[i] = y[i] + w[r] * rows[r * stride + i];
-        }
-    }
+    axpy_rows_any(y, w, rows, false, stride, n_rows, n);
 }
 
 static void dot_rows_f16_ref(float *out, const float *q, const uint16_t *rows, size_t stride,
                              size_t n_rows, size_t n, float scale) {
-    for (size_t r = 0; r < n_rows; r++) {
-        const uint16_t *b = rows + r * stride;
-        float acc = 0.0f;
-        for (size_t i = 0; i < n; i++) {
-            acc += q[i] * kz_fp16_to_f32(b[i]);
-        }
-        out[r] = acc * scale;
-    }
+    dot_rows_any(out, q, rows, true, stride, n_rows, n, scale);
 }
 
 static void axpy_rows_f16_ref(float *y, const float *w, const uint16_t *rows, size_t stride,
                               size_t n_rows, size_t n) {
-    for (size_t r = 0; r < n_rows; r++) {
-        for (size_t i = 0; i < n; i++) {
-            y[i] = y[i] + w[r] * kz_fp16_to_f32(rows[r * stride + i]);
-        }
-    }
+    axpy_rows_any(y, w, rows, true, stride, n_rows, n);
 }
 
 void kz_mix_rows_cols_ref(float *const *dst, const float *const *src, const float *mat,
