@@ -36,9 +36,11 @@
  * - Sleeping: a worker increments `sleepers` under the mutex and then re-reads gen; the caller
  *   stores gen and then reads `sleepers` (all seq_cst). Either the worker sees the new job or
  *   the caller sees the sleeper and signals under the same mutex, so no wake-up is lost.
- *   Emulators need not keep that order (qemu-user on an x86 host lets an aarch64 store-release
- *   pass a later load-acquire), so a split job's caller, which cannot finish without every
- *   worker, signals again while it waits and finds a sleeper.
+ * - Both handshakes put a seq_cst fence between their store and their load (store_load_fence).
+ *   C11 orders seq_cst operations alone; emulators need not (qemu-user on an x86 host lets an
+ *   aarch64 store-release pass a later load-acquire, which lost a wake-up in CI), but they
+ *   do translate a full barrier. A split job's caller, which cannot finish without every
+ *   worker, also signals again while it waits and finds a sleeper.
  *
  * Workers are an optimisation, never a requirement: the caller claims chunks too, so a job
  * completes even if no worker joins it (e.g. all preempted), and fn must compute each output
@@ -131,6 +133,15 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+// Orders a handshake's store before its load (header: memory ordering). x86's seq_cst
+// store is already a full barrier, so only other targets (aarch64, run under qemu in CI)
+// pay for it.
+static inline void store_load_fence(void) {
+#if !defined(__x86_64__) && !defined(__i386__)
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 // True if generation `gen` is an open job this worker has not joined yet.
 static inline bool job_is_new(unsigned gen, unsigned seen) {
     return (gen & 1u) != 0 && gen != seen;
@@ -140,6 +151,7 @@ static inline bool job_is_new(unsigned gen, unsigned seen) {
 static void sleep_until_job(kz_pool *pool, unsigned seen) {
     pthread_mutex_lock(&pool->mutex);
     atomic_fetch_add_explicit(&pool->sleepers, 1, memory_order_seq_cst);
+    store_load_fence();
     while (!atomic_load_explicit(&pool->stop, memory_order_seq_cst) &&
            !job_is_new(atomic_load_explicit(&pool->gen, memory_order_seq_cst), seen)) {
         pthread_cond_wait(&pool->wake, &pool->mutex);
@@ -184,6 +196,7 @@ static size_t range_start(const kz_pool *pool, size_t n_chunks, int id) {
 // until none are left.
 static void join_job(kz_pool *pool, unsigned gen, int id) {
     atomic_fetch_add_explicit(&pool->active, 1, memory_order_seq_cst);
+    store_load_fence();
     if (atomic_load_explicit(&pool->gen, memory_order_seq_cst) == gen) {
         kz_pool_fn fn = pool->fn;
         void *arg = pool->arg;
@@ -342,6 +355,7 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     if (gen & 1u) {
         gen++;
         atomic_store_explicit(&pool->gen, gen, memory_order_seq_cst);
+        store_load_fence();
     }
     while (atomic_load_explicit(&pool->active, memory_order_seq_cst) != 0) {
         caller_relax(&spins);
@@ -357,6 +371,7 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
     gen++; // odd, so never 0 (wait_for_job's "stop") even after wrap-around
     atomic_store_explicit(&pool->gen, gen, memory_order_seq_cst);
+    store_load_fence();
     if (atomic_load_explicit(&pool->sleepers, memory_order_seq_cst) > 0) {
         // Split mode: every started worker holds a range, so all of them must come.
         wake_sleepers(pool, split ? (size_t)pool->n_started : n_chunks - 1);
