@@ -148,9 +148,10 @@ typedef enum kz_kv_cache {
     KZ_KV_CACHE_DEFAULT = 0, /* KZ_KV_CACHE_F32 */
     KZ_KV_CACHE_F32 = 1,     /* fp32, as the reference computes */
     KZ_KV_CACHE_F16 = 2,     /* IEEE binary16, each key and value rounded to nearest even as
-                                it is stored: half the cache's memory and bytes read a step;
-                                the codes may differ from F32's (the same in a batch of
-                                any size and with the prompt cache, as F32's) */
+                                it is stored (one beyond +-65504 would become infinite):
+                                half the cache's memory and bytes read a step; the codes
+                                may differ from F32's (the same in a batch of any size and
+                                with the prompt cache, as F32's) */
 } kz_kv_cache;
 
 typedef struct kz_model_params {
