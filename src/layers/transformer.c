@@ -161,7 +161,6 @@ kz_status kz_qwen3_state_init(kz_qwen3_state *st, const kz_qwen3_stack *s, size_
     size_t hid = (size_t)d->hidden, inter = (size_t)d->intermediate;
     st->max_pos = max_pos;
     st->max_tok = max_tok;
-    st->kv_f16 = s->kv_f16;
     const size_t cache_bytes = (size_t)d->n_layers * kv_rows(max_pos) * kv * kv_elem(s->kv_f16);
     st->k_cache = cache_alloc(cache_bytes);
     st->v_cache = cache_alloc(cache_bytes);
@@ -223,9 +222,8 @@ typedef struct kz_qwen3_attn_rows {
 
 /* Writes n floats of x at element `slot` of a KV cache array (binary16: each rounded to
  * nearest even, the same bits on every level). */
-static void cache_write(const kz_qwen3_state *st, void *cache, size_t slot, const float *x,
-                        size_t n) {
-    if (st->kv_f16) {
+static void cache_write(bool f16, void *cache, size_t slot, const float *x, size_t n) {
+    if (f16) {
         uint16_t *h = cache_at(cache, true, slot);
         for (size_t i = 0; i < n; i++) {
             h[i] = kz_f32_to_fp16(x[i]);
@@ -242,8 +240,10 @@ static void cache_write(const kz_qwen3_state *st, void *cache, size_t slot, cons
  * attention job they run on the pool, where the new cache lines (first-touch page faults
  * included) and the per-head arithmetic are shared by the threads instead of holding up
  * the others at the caller. */
-static void prepare_group(const kz_qwen3_dims *d, const kz_qwen3_layer *L, const kz_kernels *k,
-                          int layer, size_t g, const attn_rows *a, size_t n_tok) {
+static void prepare_group(const kz_qwen3_stack *s, const kz_kernels *k, int layer, size_t g,
+                          const attn_rows *a, size_t n_tok) {
+    const kz_qwen3_dims *d = &s->d;
+    const kz_qwen3_layer *L = &s->layers[layer];
     const size_t hd = (size_t)d->head_dim;
     const size_t qw = (size_t)d->n_heads * hd, kvw = (size_t)d->n_kv_heads * hd;
     const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
@@ -254,8 +254,8 @@ static void prepare_group(const kz_qwen3_dims *d, const kz_qwen3_layer *L, const
         k->rms_norm(key, key, L->k_norm, 1, hd, d->eps);
         kz_rope_rotate(key, 1, d->head_dim, cs);
         const size_t slot = cache_slot(d, layer, g, (size_t)(st->n_pos + (int64_t)t));
-        cache_write(st, st->k_cache, slot, key, hd);
-        cache_write(st, st->v_cache, slot, a->v + t * kvw + g * hd, hd);
+        cache_write(s->kv_f16, st->k_cache, slot, key, hd);
+        cache_write(s->kv_f16, st->v_cache, slot, a->v + t * kvw + g * hd, hd);
         float *query = a->q + t * qw + g * rep * hd;
         k->rms_norm(query, query, L->q_norm, rep, hd, d->eps);
         kz_rope_rotate(query, (int)rep, d->head_dim, cs);
@@ -265,8 +265,10 @@ static void prepare_group(const kz_qwen3_dims *d, const kz_qwen3_layer *L, const
 /* The query heads of KV head g over n_tok rows of one sequence, each a causal softmax over
  * st's cache positions: the group's keys and values come from memory once and stay in cache
  * for its other heads (the talker's cache is evicted by every step's weight stream). */
-static void attend_heads(const kz_qwen3_dims *d, const kz_kernels *k, int layer, size_t g,
+static void attend_heads(const kz_qwen3_stack *s, const kz_kernels *k, int layer, size_t g,
                          const attn_rows *a, size_t n_tok) {
+    const kz_qwen3_dims *d = &s->d;
+    const bool f16 = s->kv_f16;
     const size_t hd = (size_t)d->head_dim, qw = (size_t)d->n_heads * hd;
     const size_t rep = (size_t)(d->n_heads / d->n_kv_heads);
     kz_qwen3_state *st = a->st;
@@ -275,8 +277,8 @@ static void attend_heads(const kz_qwen3_dims *d, const kz_kernels *k, int layer,
         float *sc = st->scores + h * st->max_pos;
         for (size_t t = 0; t < n_tok; t++) {
             kz_attend_row_blocks(k, a->att + t * qw + h * hd, a->q + t * qw + h * hd,
-                                 cache_at(st->k_cache, st->kv_f16, slot),
-                                 cache_at(st->v_cache, st->kv_f16, slot), st->kv_f16, KV_BLOCK,
+                                 cache_at(st->k_cache, f16, slot),
+                                 cache_at(st->v_cache, f16, slot), f16, KV_BLOCK,
                                  block_stride, st->n_pos + (int64_t)t, hd, sc);
         }
     }
@@ -286,8 +288,8 @@ static void attend_heads(const kz_qwen3_dims *d, const kz_kernels *k, int layer,
  * its query heads' softmax. */
 static void attend_group_rows(const kz_qwen3_stack *s, const kz_kernels *k, int layer, size_t g,
                               const attn_rows *a, size_t n_tok) {
-    prepare_group(&s->d, &s->layers[layer], k, layer, g, a, n_tok);
-    attend_heads(&s->d, k, layer, g, a, n_tok);
+    prepare_group(s, k, layer, g, a, n_tok);
+    attend_heads(s, k, layer, g, a, n_tok);
 }
 
 typedef struct attn_job {
@@ -530,18 +532,18 @@ static void kv_unpack(const kz_qwen3_dims *d, bool f16, void *cache, const char 
 
 void kz_qwen3_kv_save(const kz_qwen3_stack *s, const kz_qwen3_state *st, size_t n_pos,
                       void *out) {
-    KZ_ASSERT((int64_t)n_pos <= st->n_pos && st->kv_f16 == s->kv_f16);
+    KZ_ASSERT((int64_t)n_pos <= st->n_pos);
     const size_t half = kz_qwen3_kv_bytes(s, n_pos) / 2;
-    kv_pack(&s->d, st->kv_f16, st->k_cache, out, n_pos);
-    kv_pack(&s->d, st->kv_f16, st->v_cache, (char *)out + half, n_pos);
+    kv_pack(&s->d, s->kv_f16, st->k_cache, out, n_pos);
+    kv_pack(&s->d, s->kv_f16, st->v_cache, (char *)out + half, n_pos);
 }
 
 void kz_qwen3_kv_restore(const kz_qwen3_stack *s, kz_qwen3_state *st, const void *in,
                          size_t n_pos) {
-    KZ_ASSERT(st->n_pos == 0 && n_pos <= st->max_pos && st->kv_f16 == s->kv_f16);
+    KZ_ASSERT(st->n_pos == 0 && n_pos <= st->max_pos);
     const size_t half = kz_qwen3_kv_bytes(s, n_pos) / 2;
-    kv_unpack(&s->d, st->kv_f16, st->k_cache, in, n_pos);
-    kv_unpack(&s->d, st->kv_f16, st->v_cache, (const char *)in + half, n_pos);
+    kv_unpack(&s->d, s->kv_f16, st->k_cache, in, n_pos);
+    kv_unpack(&s->d, s->kv_f16, st->v_cache, (const char *)in + half, n_pos);
     st->n_pos = (int64_t)n_pos;
 }
 

@@ -39,7 +39,8 @@ typedef struct kz_qwen3_stack {
     float *vectors;    /* owned storage of the norm weights */
     float *inv_freq;   /* [head_dim / 2] */
     bool kv_f16;       /* the states' KV caches hold binary16 (rounded to nearest even as
-                          written), else floats; set before kz_qwen3_state_init */
+                          written), else floats; set before kz_qwen3_state_init, and a
+                          state is used only with the stack it was made for */
 } kz_qwen3_stack;
 
 /* Per-sequence state: KV cache for max_pos positions, scratch for max_tok rows. */
@@ -48,7 +49,6 @@ typedef struct kz_qwen3_state {
                                 (transformer.c KV_BLOCK) floats or binary16 (the stack's
                                 kv_f16): each head's positions a contiguous stream per
                                 block for attention */
-    bool kv_f16;
     size_t max_pos, max_tok;
     int64_t n_pos;            /* positions filled */
     float *xn, *q, *k, *v, *att, *h, *gate, *up; /* scratch */

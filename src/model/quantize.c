@@ -552,9 +552,8 @@ static kz_status add_tokenizer_tables(const job *j, kz_gguf_writer *w) {
         st = kz_gguf_writer_add_tensor(w, tensors[i].name, tensors[i].type, tensors[i].n_dims,
                                        tensors[i].shape, tensors[i].data);
         const int64_t *n = tensors[i].shape;
-        const size_t elem = tensors[i].type == KZ_GGUF_TENSOR_I8    ? 1
-                            : tensors[i].type == KZ_GGUF_TENSOR_I32 ? 4
-                                                                    : 8;
+        size_t elem = 0;
+        kz_gguf_tensor_type_block(tensors[i].type, NULL, &elem); // one value a block
         j->rep->tokenizer.n_tensors++;
         j->rep->tokenizer.n_bytes += (uint64_t)(n[0] * (tensors[i].n_dims > 1 ? n[1] : 1)) * elem;
     }
