@@ -38,9 +38,9 @@
  *   the caller sees the sleeper and signals under the same mutex, so no wake-up is lost.
  * - Both handshakes put a seq_cst fence between their store and their load (store_load_fence).
  *   C11 orders seq_cst operations alone; emulators need not (qemu-user on an x86 host lets an
- *   aarch64 store-release pass a later load-acquire, which lost a wake-up in CI), but they
- *   do translate a full barrier. A split job's caller, which cannot finish without every
- *   worker, also signals again while it waits and finds a sleeper.
+ *   aarch64 store-release pass a later load-acquire: a lost wake-up, on which a split job's
+ *   caller, which cannot finish without every worker, would wait forever), but they do
+ *   translate a full barrier.
  *
  * Workers are an optimisation, never a requirement: the caller claims chunks too, so a job
  * completes even if no worker joins it (e.g. all preempted), and fn must compute each output
@@ -392,12 +392,6 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     }
     while (atomic_load_explicit(&pool->done, memory_order_acquire) != n_chunks - n_mine) {
         caller_relax(&spins);
-        // A worker asleep while a split job waits for its range missed the wake-up (header:
-        // sleeping); signal again rather than wait forever.
-        if (split && spins % SPINS_PER_YIELD == 0 &&
-            atomic_load_explicit(&pool->sleepers, memory_order_seq_cst) > 0) {
-            wake_sleepers(pool, (size_t)pool->n_started);
-        }
     }
 }
 
