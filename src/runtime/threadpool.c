@@ -45,9 +45,17 @@
  * Workers are an optimisation, never a requirement: the caller claims chunks too, so a job
  * completes even if no worker joins it (e.g. all preempted), and fn must compute each output
  * the same way whichever thread runs its chunk. fn must not call kz_pool_run on the same pool.
- * Split mode (kz_pool_set_split) is the exception: each started worker runs its own range of
- * the job (the job's mode is fixed when it is published, so a worker that comes late to a
- * finished job never runs a range twice), and the caller waits for it.
+ *
+ * Split mode (kz_pool_set_split): each thread (the caller and every started worker) owns a
+ * contiguous range of the job's chunks, one word per range packing its front (the next
+ * chunk, taken by the owner with a fetch-add) and its back (the end, lowered by a
+ * compare-exchange when another thread takes the last chunk): each chunk is taken exactly
+ * once, from the front or the back. A thread done with its own range watches the others' and
+ * takes chunks from the back of one whose owner has taken none for STEAL_AFTER_NS (preempted,
+ * or not awake yet), so a stalled thread delays a split job by that long rather than by its
+ * whole time off the core, and the job completes even if a worker never joins it. Owners
+ * that keep pace keep their whole range (the mode's point: a chunk on the same thread in
+ * every pass).
  */
 #include "runtime/threadpool.h"
 
@@ -76,11 +84,25 @@
 // Caller wait iterations between sched_yield calls, so a worker preempted onto the caller's
 // core (more threads than cores) gets to finish its chunk.
 #define SPINS_PER_YIELD 4096
+// Split mode: how long a range's owner may take no chunk before the idle threads take its
+// chunks from the back. Far above a split job's chunk (microseconds) and a wake-up, far
+// below a preempted thread's time off the core (milliseconds).
+#define STEAL_AFTER_NS 50000
+// Split mode: how often an idle thread reads the other ranges; each read pulls the owner's
+// line away from it, so not on every spin.
+#define STEAL_POLL_NS 5000
 
 typedef struct worker {
     kz_pool *pool;
     int id; // in [1, n_threads)
 } worker;
+
+// One thread's range of a split job: front (the next chunk, low 32 bits) and back (one past
+// the last chunk not yet taken, high 32 bits); empty when front >= back. Its own cache line,
+// written by its owner on every chunk.
+typedef struct range_slot {
+    _Alignas(CACHE_LINE) atomic_uint_least64_t word;
+} range_slot;
 
 struct kz_pool {
     // The current job: written by the caller only while no worker is inside a job.
@@ -93,6 +115,7 @@ struct kz_pool {
     int n_started;      // worker threads actually created
     pthread_t *threads; // [n_threads - 1]
     worker *workers;    // [n_threads - 1]
+    range_slot *ranges; // [n_threads]: split jobs' ranges, by thread id
     pthread_mutex_t mutex;
     pthread_cond_t wake;
 
@@ -192,6 +215,105 @@ static size_t range_start(const kz_pool *pool, size_t n_chunks, int id) {
     return (size_t)id * n_chunks / ((size_t)pool->n_started + 1);
 }
 
+static uint64_t range_word(size_t front, size_t back) {
+    return (uint64_t)back << 32 | (uint64_t)front;
+}
+
+static size_t range_front(uint64_t word) {
+    return (size_t)(word & 0xffffffffu);
+}
+
+static size_t range_back(uint64_t word) {
+    return (size_t)(word >> 32);
+}
+
+// Deals a split job's ranges; before its publication, which orders these stores for the
+// threads that read them.
+static void deal_ranges(kz_pool *pool, size_t n_chunks) {
+    for (int id = 0; id <= pool->n_started; id++) {
+        const uint64_t w =
+            range_word(range_start(pool, n_chunks, id), range_start(pool, n_chunks, id + 1));
+        atomic_store_explicit(&pool->ranges[id].word, w, memory_order_relaxed);
+    }
+}
+
+// The owner's next chunk of its range, or SIZE_MAX when none is left. The front may pass the
+// back by one (this call's failed take); the range then reads as empty.
+static size_t take_front(range_slot *r) {
+    const uint64_t w = atomic_fetch_add_explicit(&r->word, 1, memory_order_relaxed);
+    return range_front(w) < range_back(w) ? range_front(w) : SIZE_MAX;
+}
+
+// The last chunk of another thread's range, or SIZE_MAX when none is left.
+static size_t take_back(range_slot *r) {
+    uint64_t w = atomic_load_explicit(&r->word, memory_order_relaxed);
+    while (range_front(w) < range_back(w)) {
+        const uint64_t less = range_word(range_front(w), range_back(w) - 1);
+        if (atomic_compare_exchange_weak_explicit(&r->word, &w, less, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            return range_back(w) - 1;
+        }
+    }
+    return SIZE_MAX;
+}
+
+// A worker's completed chunk, for the caller's count (the caller counts its own).
+static void chunk_done(kz_pool *pool, int id) {
+    if (id != 0) {
+        atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+    }
+}
+
+// Runs thread id's own range of a split job, then watches the other ranges until none has a
+// chunk left, taking chunks from the back of any whose owner took none for STEAL_AFTER_NS.
+// Returns the chunks it ran.
+static size_t run_split(kz_pool *pool, kz_pool_fn fn, void *arg, int id) {
+    size_t ran = 0;
+    for (size_t c; (c = take_front(&pool->ranges[id])) != SIZE_MAX; ran++) {
+        fn(arg, c, id);
+        chunk_done(pool, id);
+    }
+    size_t seen[MAX_THREADS];
+    int64_t since[MAX_THREADS];
+    const int64_t t0 = now_ns();
+    for (int j = 0; j <= pool->n_started; j++) {
+        seen[j] = SIZE_MAX;
+        since[j] = t0;
+    }
+    unsigned spins = 0;
+    for (int64_t next_poll = t0;; caller_relax(&spins)) {
+        const int64_t now = now_ns();
+        if (now < next_poll) {
+            continue;
+        }
+        next_poll = now + STEAL_POLL_NS;
+        bool left = false;
+        for (int j = 0; j <= pool->n_started; j++) {
+            const uint64_t w = atomic_load_explicit(&pool->ranges[j].word, memory_order_relaxed);
+            if (j == id || range_front(w) >= range_back(w)) {
+                continue;
+            }
+            left = true;
+            if (range_front(w) != seen[j]) {
+                seen[j] = range_front(w);
+                since[j] = now;
+                continue;
+            }
+            const size_t c =
+                now - since[j] >= STEAL_AFTER_NS ? take_back(&pool->ranges[j]) : SIZE_MAX;
+            if (c != SIZE_MAX) {
+                fn(arg, c, id);
+                chunk_done(pool, id);
+                ran++;
+                next_poll = 0; // the owner is still stalled: look again at once
+            }
+        }
+        if (!left) {
+            return ran;
+        }
+    }
+}
+
 // Runs chunks of job `gen` on worker `id`: its range in split mode, else claimed one by one
 // until none are left.
 static void join_job(kz_pool *pool, unsigned gen, int id) {
@@ -201,19 +323,16 @@ static void join_job(kz_pool *pool, unsigned gen, int id) {
         kz_pool_fn fn = pool->fn;
         void *arg = pool->arg;
         size_t n_chunks = pool->n_chunks;
-        const bool split = pool->job_split;
-        const size_t end = range_start(pool, n_chunks, id + 1);
-        for (size_t chunk = range_start(pool, n_chunks, id); split && chunk < end; chunk++) {
-            fn(arg, chunk, id);
-            atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+        if (pool->job_split) {
+            run_split(pool, fn, arg, id);
         }
-        while (!split) {
+        while (!pool->job_split) {
             size_t chunk = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
             if (chunk >= n_chunks) {
                 break;
             }
             fn(arg, chunk, id);
-            atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+            chunk_done(pool, id);
         }
     }
     atomic_fetch_sub_explicit(&pool->active, 1, memory_order_release);
@@ -293,7 +412,8 @@ kz_status kz_pool_new(int n_threads, kz_pool **out) {
     if (n_threads > 1) {
         pool->threads = malloc((size_t)(n_threads - 1) * sizeof(pthread_t));
         pool->workers = malloc((size_t)(n_threads - 1) * sizeof(worker));
-        if (pool->threads == NULL || pool->workers == NULL) {
+        pool->ranges = aligned_alloc(CACHE_LINE, (size_t)n_threads * sizeof(range_slot));
+        if (pool->threads == NULL || pool->workers == NULL || pool->ranges == NULL) {
             kz_pool_free(pool);
             return kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
                                 "kz_pool_new: cannot allocate %d worker records", n_threads - 1);
@@ -304,8 +424,8 @@ kz_status kz_pool_new(int n_threads, kz_pool **out) {
             if (err != 0) { // EAGAIN: out of memory for its stack, or of threads
                 kz_pool_free(pool);
                 return kz_error_set(err == EAGAIN ? KZ_STATUS_OUT_OF_MEMORY : KZ_STATUS_INTERNAL,
-                                    "cannot start worker thread %d of %d: %s", i + 1,
-                                    n_threads - 1, strerror(err));
+                                    "cannot start worker thread %d of %d: %s", i + 1, n_threads - 1,
+                                    strerror(err));
             }
             pool->n_started++;
         }
@@ -323,6 +443,7 @@ void kz_pool_free(kz_pool *pool) {
     pthread_mutex_destroy(&pool->mutex);
     free(pool->threads);
     free(pool->workers);
+    free(pool->ranges);
     free(pool);
 }
 
@@ -338,6 +459,7 @@ int kz_pool_threads(const kz_pool *pool) {
 
 void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     KZ_ASSERT(pool != NULL && fn != NULL);
+    KZ_ASSERT(!pool->split || n_chunks < UINT32_MAX); // a range_slot's halves
     if (n_chunks == 0) {
         return;
     }
@@ -367,21 +489,21 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg) {
     pool->n_chunks = n_chunks;
     const bool split = pool->split;
     pool->job_split = split;
+    if (split) {
+        deal_ranges(pool, n_chunks);
+    }
     atomic_store_explicit(&pool->next_chunk, 0, memory_order_relaxed);
     atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
     gen++; // odd, so never 0 (wait_for_job's "stop") even after wrap-around
     atomic_store_explicit(&pool->gen, gen, memory_order_seq_cst);
     store_load_fence();
     if (atomic_load_explicit(&pool->sleepers, memory_order_seq_cst) > 0) {
-        // Split mode: every started worker holds a range, so all of them must come.
+        // Split mode: every started worker holds a range, so all of them should come.
         wake_sleepers(pool, split ? (size_t)pool->n_started : n_chunks - 1);
     }
 
     // Work as worker 0 (its range, or claims), then wait for the other threads' chunks.
-    size_t n_mine = 0;
-    for (; split && n_mine < range_start(pool, n_chunks, 1); n_mine++) {
-        fn(arg, n_mine, 0);
-    }
+    size_t n_mine = split ? run_split(pool, fn, arg, 0) : 0;
     while (!split) {
         size_t chunk = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
         if (chunk >= n_chunks) {

@@ -3,9 +3,11 @@
  *
  * Checks, for many thread and chunk counts: every chunk runs exactly once, worker ids are in
  * range, plain writes made in chunks are visible to the caller on return, one thread or one
- * chunk runs inline on the caller; in split mode each thread ran its own contiguous range.
+ * chunk runs inline on the caller; in split mode each thread ran a front part of its own
+ * contiguous range (others take only from a range's back).
  * Then: 10,000 back-to-back tiny runs (some after the workers fell asleep, some in split
- * mode) all complete; sleeping workers are really woken (a rendezvous that needs every
+ * mode) all complete; in split mode a stalled thread's range is finished by the others;
+ * sleeping workers are really woken (a rendezvous that needs every
  * thread at once); an idle pool uses almost no CPU; bad arguments return a status and message;
  * the default thread count is the online CPUs clamped to [1, 8].
  * No assertion depends on timing except the generous idle-CPU bound; waits are bounded by
@@ -80,14 +82,20 @@ static void test_every_chunk_once(void) {
                 CHECK_MSG(wrong_values == 0, "threads %d chunks %zu: %d results not visible",
                           threads[t], n_chunks, wrong_values);
                 CHECK_EQ_INT(atomic_load(&job.bad_worker), 0);
-                // Split mode: thread w ran the w-th contiguous range (inline runs: the caller).
+                // Split mode: thread w ran a front part of the w-th contiguous range, the
+                // others (who took chunks from its back) the rest; inline runs: the caller.
                 int wrong_owner = 0;
                 const size_t n_t = (size_t)threads[t];
-                for (size_t i = 0; split && n_t > 1 && n_chunks > 1 && i < n_chunks; i++) {
-                    const size_t w = (size_t)job.worker_of[i];
-                    wrong_owner += !(w * n_chunks / n_t <= i && i < (w + 1) * n_chunks / n_t);
+                for (size_t w = 0; split && n_t > 1 && n_chunks > 1 && w < n_t; w++) {
+                    bool others = false;
+                    for (size_t i = w * n_chunks / n_t; i < (w + 1) * n_chunks / n_t; i++) {
+                        others |= (size_t)job.worker_of[i] != w;
+                        wrong_owner += others && (size_t)job.worker_of[i] == w;
+                    }
                 }
-                CHECK_MSG(wrong_owner == 0, "threads %d chunks %zu: %d chunks off their range",
+                CHECK_MSG(wrong_owner == 0,
+                          "threads %d chunks %zu: %d chunks of an owner "
+                          "after another thread's",
                           threads[t], n_chunks, wrong_owner);
             }
         }
@@ -168,6 +176,69 @@ static void test_back_to_back(void) {
             completed += atomic_load_explicit(&sum, memory_order_relaxed) == expect;
         }
         CHECK_EQ_INT(completed, 10000);
+        kz_pool_free(pool);
+    }
+}
+
+#define STALL_CHUNKS 8
+
+/* A split job with a stalled thread: the first chunk of one range waits (bounded: 10 s) until
+ * the rest of that range has run, which only the other threads can do, by taking those chunks
+ * from the range's back. */
+typedef struct stall_job {
+    size_t stall, end;     // the waiting chunk, and its range's end
+    atomic_int after_done; // chunks in (stall, end) done
+    atomic_int runs[STALL_CHUNKS];
+    int worker_of[STALL_CHUNKS];
+    atomic_int timed_out;
+} stall_job;
+
+static void stall_chunk(void *arg, size_t chunk, int worker) {
+    stall_job *job = arg;
+    job->worker_of[chunk] = worker;
+    atomic_fetch_add(&job->runs[chunk], 1);
+    const int rest = (int)(job->end - job->stall) - 1;
+    if (chunk == job->stall) {
+        for (int i = 0; i < 2000 && atomic_load(&job->after_done) < rest; i++) {
+            sleep_us(5000);
+        }
+        atomic_store(&job->timed_out, atomic_load(&job->after_done) < rest);
+    } else if (chunk > job->stall && chunk < job->end) {
+        atomic_fetch_add(&job->after_done, 1);
+    }
+}
+
+/* With 2 and 4 threads, the stall in the caller's range and in a worker's, some runs after
+ * the workers fell asleep: the job completes without the wait timing out, every chunk once,
+ * the stalled range's later chunks on other threads. */
+static void test_split_stalled_thread(void) {
+    static const int threads[] = {2, 4};
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        kz_pool *pool = NULL;
+        CHECK_EQ_INT(kz_pool_new(threads[t], &pool), KZ_OK);
+        if (pool == NULL) {
+            continue;
+        }
+        kz_pool_set_split(pool, true);
+        const size_t per = STALL_CHUNKS / (size_t)threads[t];
+        for (int rep = 0; rep < 8; rep++) {
+            if (rep % 4 == 0) {
+                sleep_us(5000); // workers asleep on the condvar
+            }
+            const size_t owner = (size_t)rep % (size_t)threads[t];
+            static stall_job job;
+            job = (stall_job){.stall = owner * per, .end = (owner + 1) * per};
+            kz_pool_run(pool, STALL_CHUNKS, stall_chunk, &job);
+            CHECK_MSG(!atomic_load(&job.timed_out), "threads %d owner %zu: range not taken over",
+                      threads[t], owner);
+            int wrong = 0;
+            for (size_t i = 0; i < STALL_CHUNKS; i++) {
+                wrong += atomic_load(&job.runs[i]) != 1;
+                wrong += i > job.stall && i < job.end && (size_t)job.worker_of[i] == owner;
+            }
+            CHECK_MSG(wrong == 0, "threads %d owner %zu: %d chunks run wrongly", threads[t], owner,
+                      wrong);
+        }
         kz_pool_free(pool);
     }
 }
@@ -273,6 +344,7 @@ int main(void) {
     test_inline();
     test_every_chunk_once();
     test_back_to_back();
+    test_split_stalled_thread();
     test_workers_wake();
     test_idle_cpu();
     return test_main_result("test_threadpool");
