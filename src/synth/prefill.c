@@ -41,29 +41,31 @@ static kz_status prepare_alone(void *arg) {
     const kz_model *m = s->model;
     const kz_talker *t = &m->talker;
     const size_t n_rows = kz_prompt_rows(spec, t), D = (size_t)t->cfg.hidden_size;
-    kz_talker_state ts;
-    kz_status st = kz_talker_state_init(&ts, t, n_rows, n_rows > 64 ? n_rows : 64);
+    kz_talker_state *ts;
+    kz_status st = kz_session_talker(s, n_rows, n_rows > 64 ? n_rows : 64, &ts);
     kz_prompt p = {0};
-    st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, m->cp.embeddings, &ts, &s->lm) : st;
+    st = st == KZ_OK ? kz_prompt_build(&p, spec, &m->cfg, t, m->cp.embeddings, ts, &s->lm) : st;
     if (st == KZ_OK) {
         const size_t np = p.n_prefix, kv_bytes = kz_qwen3_kv_bytes(&t->stack, np);
         if (!kz_prompt_cache_find(&s->prompt_cache, p.rows, np, D, kv_bytes)) {
             void *slot = kz_prompt_cache_slot(&s->prompt_cache, p.rows, np, D, kv_bytes);
             if (!slot) {
                 st = s->prompt_cache.budget == 0
-                         ? kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_session_prepare: the "
+                         ? kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
+                                        "kz_session_prepare: the "
                                         "session keeps no prompt cache (prompt_cache_mb -1)")
-                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_session_prepare: the prompt "
-                                        "prefix (%zu rows) does not fit the prompt cache", np);
+                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
+                                        "kz_session_prepare: the prompt "
+                                        "prefix (%zu rows) does not fit the prompt cache",
+                                        np);
             } else {
-                kz_qwen3_forward(&t->stack, &ts.seq, &s->lm, p.rows, np, 0);
-                kz_qwen3_kv_save(&t->stack, &ts.seq, np, slot);
+                kz_qwen3_forward(&t->stack, &ts->seq, &s->lm, p.rows, np, 0);
+                kz_qwen3_kv_save(&t->stack, &ts->seq, np, slot);
                 s->stats.prompt_tokens += (int64_t)np;
             }
         }
     }
     kz_prompt_free(&p);
-    kz_talker_state_free(&ts);
     return st;
 }
 

@@ -74,6 +74,7 @@ void kz_session_destroy(kz_session *s) {
     if (s->model->has_tts) {
         kz_code_predictor_state_free(&s->cp_state);
     }
+    kz_talker_state_free(&s->talker);
     kz_pool_free(s->pool);
     kz_pool_free(s->lm_pool);
     kz_pool_free(s->codec_pool);
@@ -81,6 +82,21 @@ void kz_session_destroy(kz_session *s) {
         kz_sched_attach(s->sched, -1);
     }
     free(s);
+}
+
+kz_status kz_session_talker(kz_session *s, size_t max_pos, size_t max_tok, kz_talker_state **out) {
+    kz_talker_state *ts = &s->talker;
+    if (!ts->seq.k_cache || ts->seq.max_pos < max_pos || ts->seq.max_tok < max_tok) {
+        kz_talker_state_free(ts);
+        const size_t pos = (max_pos + 63) / 64 * 64;
+        kz_status st = kz_talker_state_init(ts, &s->model->talker, pos, max_tok);
+        if (st != KZ_OK) {
+            return st;
+        }
+    }
+    ts->seq.n_pos = 0;
+    *out = ts;
+    return KZ_OK;
 }
 
 typedef struct lm_call {

@@ -3,7 +3,9 @@
  *
  * A session owns its thread pool, its execution context (kernel table + pool +
  * FLOP counter) and the codec decoder's streaming state, all sized at creation;
- * decoding allocates nothing per frame. One thread uses a session at a time.
+ * decoding allocates nothing per frame. The talker's state (KV cache and scratch) is
+ * made by the first synthesis and kept for the next ones (kz_session_talker), grown when
+ * one needs more positions. One thread uses a session at a time.
  */
 #ifndef KZ_SESSION_H
 #define KZ_SESSION_H
@@ -48,6 +50,7 @@ struct kz_session {
     kz_exec cp;                    /* code predictor work */
     kz_codec_state codec;
     kz_code_predictor_state cp_state; /* allocated when the model has a talker */
+    kz_talker_state talker;        /* kz_session_talker's; zero until the first synthesis */
     kz_lm_stats stats;
     kz_prompt_cache prompt_cache;  /* computed prompt prefixes (synth/prefill.c) */
     kz_voice_contexts voice_ctx;   /* the codec state after recent ICL voices' references */
@@ -76,6 +79,16 @@ void kz_session_destroy(kz_session *s);
  * a scheduler on its thread between two batches (r: a place there that nothing else uses
  * meanwhile, or a fresh one; r->job_cost its size), with exec, if not NULL, moved to the
  * pool kz_sched_pool gives the job meanwhile. */
+/* The session's talker state for a sequence of up to max_pos positions and calls of up to
+ * max_tok rows, at position 0: the one kept from an earlier call when it is large enough,
+ * else a new one in its place (positions rounded up to 64). Kept, because a new state's
+ * memory is new pages: the first rows of every request would fault in and zero the KV
+ * cache's first block (15 MB at 0.6B) and the scratch, and unmapping them at the end costs
+ * the other cores a TLB flush. The pages the longest request touched stay mapped until
+ * kz_session_free. */
+kz_status kz_session_talker(kz_session *s, size_t max_pos, size_t max_tok,
+                            kz_talker_state **out);
+
 kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind, kz_exec *exec,
                              kz_status (*fn)(void *), void *arg);
 

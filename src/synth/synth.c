@@ -83,7 +83,7 @@ typedef struct synth {
     const kz_model *m;
     size_t groups;
     /* LM stage */
-    kz_talker_state ts;
+    kz_talker_state *ts;   /* the session's (kz_session_talker) */
     kz_prompt_spec spec;   /* the plan's prompt, with streamed text ids filled in */
     kz_prompt prompt;
     kz_text_feed feed;     /* streaming text input, when plan->text_pull */
@@ -147,8 +147,8 @@ static kz_status setup(synth *y) {
     size_t n_rows = kz_prompt_rows(&y->plan->prompt, &m->talker);
     size_t max_tok = n_rows > 64 ? n_rows : 64;
     y->groups = (size_t)m->talker.cfg.num_code_groups;
-    kz_status st = kz_talker_state_init(&y->ts, &m->talker,
-                                        n_rows + (size_t)y->plan->max_frames + 1, max_tok);
+    kz_status st =
+        kz_session_talker(y->s, n_rows + (size_t)y->plan->max_frames + 1, max_tok, &y->ts);
     size_t vmax = V > (size_t)m->cp.cfg.vocab_size ? V : (size_t)m->cp.cfg.vocab_size;
     size_t chunk = max_chunk(y->plan);
     y->seen = calloc(V, 1);
@@ -184,7 +184,6 @@ static kz_status setup(synth *y) {
 }
 
 static void teardown(synth *y) {
-    kz_talker_state_free(&y->ts);
     kz_prompt_free(&y->prompt);
     if (y->streaming_text) {
         kz_text_feed_free(&y->feed);
@@ -240,11 +239,11 @@ static kz_status first_text(synth *y) {
 static kz_status prefill_alone(void *arg) {
     synth *y = arg;
     kz_status st = kz_prompt_build(&y->prompt, &y->spec, &y->m->cfg, &y->m->talker,
-                                   y->m->cp.embeddings, &y->ts, &y->s->lm);
+                                   y->m->cp.embeddings, y->ts, &y->s->lm);
     if (st == KZ_OK) {
         observe(y, "prefill_rows", y->prompt.rows, y->prompt.n_rows,
                 (size_t)y->m->talker.cfg.hidden_size);
-        kz_prefill_run(y->s, &y->ts, &y->prompt);
+        kz_prefill_run(y->s, y->ts, &y->prompt);
     }
     return st;
 }
@@ -287,12 +286,12 @@ static int32_t pick_c0(synth *y) {
     double t0 = now_ms();
     const kz_talker_config *c = &y->m->talker.cfg;
     size_t V = (size_t)c->vocab_size;
-    observe(y, "talker_logits", y->ts.logits, 1, V);
-    if (kz_vector_first_nonfinite(y->ts.logits, V) < V) {
+    observe(y, "talker_logits", y->ts->logits, 1, V);
+    if (kz_vector_first_nonfinite(y->ts->logits, V) < V) {
         y->lm_status = nonfinite_error(y, "the talker's logits");
         return -1;
     }
-    memcpy(y->logits, y->ts.logits, V * sizeof(float));
+    memcpy(y->logits, y->ts->logits, V * sizeof(float));
     bool mask_eos = y->plan->frames > 0 || y->n_frames < 2 ||
                     (y->streaming_text && !y->feed.done);
     kz_logits_talker(y->logits, V, y->seen, y->plan->repetition_penalty, mask_eos,
@@ -324,7 +323,7 @@ static int32_t pick_cp(void *user, float *logits, size_t n) {
 
 static kz_status text_vector_alone(void *arg) {
     synth *y = arg;
-    return kz_talker_text_vectors(&y->m->talker, &y->ts, &y->s->lm,
+    return kz_talker_text_vectors(&y->m->talker, y->ts, &y->s->lm,
                                   &y->feed.ids[y->feed_next], 1, y->tvec);
 }
 
@@ -471,10 +470,10 @@ static bool frame_step(synth *y, int32_t c0) {
     y->cp_nonfinite = false;
     kz_talker_codec_vector(&m->talker, c0, y->emb);
     if (y->s->sched) {
-        kz_sched_predict(y->s->sched, &y->req, &y->s->cp_state, y->ts.hidden, y->emb, pick_cp, y,
+        kz_sched_predict(y->s->sched, &y->req, &y->s->cp_state, y->ts->hidden, y->emb, pick_cp, y,
                          y->frame + 1, y->cp_logits);
     } else {
-        kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts.hidden, y->emb, pick_cp,
+        kz_code_predictor_run(&m->cp, &y->s->cp_state, &y->s->cp, y->ts->hidden, y->emb, pick_cp,
                               y, y->frame + 1, y->cp_logits);
     }
     if (y->cp_nonfinite) {
@@ -505,9 +504,9 @@ static bool frame_step(synth *y, int32_t c0) {
     }
     double t1 = now_ms();
     if (y->s->sched) {
-        kz_sched_step(y->s->sched, &y->req, &y->ts, y->emb);
+        kz_sched_step(y->s->sched, &y->req, y->ts, y->emb);
     } else {
-        kz_talker_forward(&m->talker, &y->ts, &y->s->lm, y->emb, 1, 0);
+        kz_talker_forward(&m->talker, y->ts, &y->s->lm, y->emb, 1, 0);
     }
     y->s->stats.talker_ms += now_ms() - t1;
     return true;
