@@ -17,6 +17,8 @@
  *     plus one frame generated after k), and the session then synthesizes the
  *     same audio again (ASan checks that nothing leaks);
  *   - teacher forcing (experimental) makes another seed give the same codes and audio;
+ *   - one session's requests of 3, 100 and 3 frames (its talker state kept, grown, reused)
+ *     each give a fresh session's codes and audio;
  *   - out-of-range session parameters (schedule, thread counts) and chunk sizes are
  *     refused; in a request, 0 is the model's default (the runs here use zeroed
  *     requests), -1 turns top-k off and never splits the text, other out-of-range
@@ -153,6 +155,41 @@ static void check_same(const run *a, const run *b, const char *what) {
                   memcmp(a->pcm, b->pcm, a->n_samples * sizeof(float)) == 0,
               "%s: audio differs", what);
     CHECK_MSG(b->order_ok && b->n_last == 1, "%s: callback order or is_last wrong", what);
+}
+
+/* One session, requests of 3, 100 and 3 frames: its talker state made, then grown past the
+ * 64 positions it was rounded to, then reused larger than needed. Each request gives the
+ * codes and audio of the same request on a fresh session. */
+static void check_session_reuse(const kz_model *m) {
+    static const int32_t frames[] = {3, 100, 3};
+    kz_session *s;
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
+        run kept = {.order_ok = true, .cancel_at = -1, .cancel_frame_at = -1};
+        run fresh = kept;
+        kz_request q = {0};
+        q.token_ids = TEXT;
+        q.n_token_ids = n_text;
+        q.speaker = "ryan";
+        q.frames = frames[i];
+        q.seed = 11;
+        q.on_frame = on_frame;
+        q.on_audio = on_audio;
+        q.user = &kept;
+        CHECK(kz_synthesize(s, &q) == KZ_OK);
+        kz_session *f;
+        CHECK(kz_session_new(m, NULL, &f) == KZ_OK);
+        q.user = &fresh;
+        CHECK(kz_synthesize(f, &q) == KZ_OK);
+        kz_session_free(f);
+        char what[64];
+        snprintf(what, sizeof what, "request %zu (%d frames) on a used session", i, frames[i]);
+        CHECK_EQ_INT(kept.n_samples, (size_t)frames[i] * spf);
+        check_same(&fresh, &kept, what);
+        free(kept.pcm);
+        free(fresh.pcm);
+    }
+    kz_session_free(s);
 }
 
 /* Positions across the utterances of long text: each callback starts where the last
@@ -468,6 +505,7 @@ int main(int argc, char **argv) {
     check_offline(m, &ref);
     check_forcing(m, &ref);
     check_busy(m, &ref);
+    check_session_reuse(m);
     static const int chunks[] = {1, 2, 4, 25, 0}; /* 0: adaptive */
     static const int splits[][2] = {{1, 1}, {2, 1}};
     static const kz_schedule schedules[] = {KZ_SCHEDULE_TURNS, KZ_SCHEDULE_OVERLAP};
