@@ -51,11 +51,11 @@
  * chunk, taken by the owner with a fetch-add) and its back (the end, lowered by a
  * compare-exchange when another thread takes the last chunk): each chunk is taken exactly
  * once, from the front or the back. A thread done with its own range watches the others' and
- * takes chunks from the back of one whose owner has taken none for STEAL_AFTER_NS (preempted,
- * or not awake yet), so a stalled thread delays a split job by that long rather than by its
- * whole time off the core, and the job completes even if a worker never joins it. Owners
- * that keep pace keep their whole range (the mode's point: a chunk on the same thread in
- * every pass).
+ * takes chunks from the back of one whose owner has taken none for a while (STEAL_AFTER_NS
+ * and STALL_CHUNKS: preempted, or not awake yet), so a stalled thread delays a split job by
+ * that long rather than by its whole time off the core, and the job completes even if a
+ * worker never joins it. Owners that keep pace keep their whole range (the mode's point: a
+ * chunk on the same thread in every pass).
  */
 #include "runtime/threadpool.h"
 
@@ -85,9 +85,11 @@
 // core (more threads than cores) gets to finish its chunk.
 #define SPINS_PER_YIELD 4096
 // Split mode: how long a range's owner may take no chunk before the idle threads take its
-// chunks from the back. Far above a split job's chunk (microseconds) and a wake-up, far
-// below a preempted thread's time off the core (milliseconds).
+// chunks from the back: at least this (far above a wake-up, far below a preempted thread's
+// time off the core, milliseconds), and at least STALL_CHUNKS of the idle thread's own mean
+// chunk time.
 #define STEAL_AFTER_NS 50000
+#define STALL_CHUNKS 4
 // Split mode: how often an idle thread reads the other ranges; each read pulls the owner's
 // line away from it, so not on every spin.
 #define STEAL_POLL_NS 5000
@@ -264,24 +266,16 @@ static void chunk_done(kz_pool *pool, int id) {
     }
 }
 
-// Runs thread id's own range of a split job, then watches the other ranges until none has a
-// chunk left, taking chunks from the back of any whose owner took none for STEAL_AFTER_NS.
-// Returns the chunks it ran.
-static size_t run_split(kz_pool *pool, kz_pool_fn fn, void *arg, int id) {
-    size_t ran = 0;
-    for (size_t c; (c = take_front(&pool->ranges[id])) != SIZE_MAX; ran++) {
-        fn(arg, c, id);
-        chunk_done(pool, id);
-    }
-    size_t seen[MAX_THREADS];
+// Watches the other ranges of a split job until none has a chunk left, taking chunks from
+// the back of any whose owner has taken none for `patience` ns. Returns the chunks it ran.
+static size_t help_stalled(kz_pool *pool, kz_pool_fn fn, void *arg, int id, int64_t patience) {
+    size_t ran = 0, seen[MAX_THREADS];
     int64_t since[MAX_THREADS];
-    const int64_t t0 = now_ns();
     for (int j = 0; j <= pool->n_started; j++) {
         seen[j] = SIZE_MAX;
-        since[j] = t0;
     }
     unsigned spins = 0;
-    for (int64_t next_poll = t0;; caller_relax(&spins)) {
+    for (int64_t next_poll = 0;; caller_relax(&spins)) {
         const int64_t now = now_ns();
         if (now < next_poll) {
             continue;
@@ -299,8 +293,7 @@ static size_t run_split(kz_pool *pool, kz_pool_fn fn, void *arg, int id) {
                 since[j] = now;
                 continue;
             }
-            const size_t c =
-                now - since[j] >= STEAL_AFTER_NS ? take_back(&pool->ranges[j]) : SIZE_MAX;
+            const size_t c = now - since[j] >= patience ? take_back(&pool->ranges[j]) : SIZE_MAX;
             if (c != SIZE_MAX) {
                 fn(arg, c, id);
                 chunk_done(pool, id);
@@ -312,6 +305,23 @@ static size_t run_split(kz_pool *pool, kz_pool_fn fn, void *arg, int id) {
             return ran;
         }
     }
+}
+
+// Runs thread id's own range of a split job, then helps stalled owners: patience is
+// STEAL_AFTER_NS, or STALL_CHUNKS of this thread's mean chunk time when that is longer (the
+// chunks are alike, so an owner that long on one is off its core, not slow). Returns the
+// chunks it ran.
+static size_t run_split(kz_pool *pool, kz_pool_fn fn, void *arg, int id) {
+    const int64_t t0 = now_ns();
+    size_t ran = 0;
+    for (size_t c; (c = take_front(&pool->ranges[id])) != SIZE_MAX; ran++) {
+        fn(arg, c, id);
+        chunk_done(pool, id);
+    }
+    const int64_t per_chunk = ran ? (now_ns() - t0) / (int64_t)ran : 0;
+    const int64_t patience =
+        STALL_CHUNKS * per_chunk > STEAL_AFTER_NS ? STALL_CHUNKS * per_chunk : STEAL_AFTER_NS;
+    return ran + help_stalled(pool, fn, arg, id, patience);
 }
 
 // Runs chunks of job `gen` on worker `id`: its range in split mode, else claimed one by one
