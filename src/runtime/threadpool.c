@@ -38,9 +38,9 @@
  *   the caller sees the sleeper and signals under the same mutex, so no wake-up is lost.
  * - Both handshakes put a seq_cst fence between their store and their load (store_load_fence).
  *   C11 orders seq_cst operations alone; emulators need not (qemu-user on an x86 host lets an
- *   aarch64 store-release pass a later load-acquire: a lost wake-up, on which a split job's
- *   caller, which cannot finish without every worker, would wait forever), but they do
- *   translate a full barrier.
+ *   aarch64 store-release pass a later load-acquire: a lost wake-up, after which every split
+ *   job's caller would take the sleeping worker's range over only when it seemed stalled),
+ *   but they do translate a full barrier.
  *
  * Workers are an optimisation, never a requirement: the caller claims chunks too, so a job
  * completes even if no worker joins it (e.g. all preempted), and fn must compute each output
@@ -333,10 +333,11 @@ static void join_job(kz_pool *pool, unsigned gen, int id) {
         kz_pool_fn fn = pool->fn;
         void *arg = pool->arg;
         size_t n_chunks = pool->n_chunks;
-        if (pool->job_split) {
+        const bool split = pool->job_split;
+        if (split) {
             run_split(pool, fn, arg, id);
         }
-        while (!pool->job_split) {
+        while (!split) {
             size_t chunk = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
             if (chunk >= n_chunks) {
                 break;
