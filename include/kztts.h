@@ -259,7 +259,9 @@ typedef struct kz_session_params {
 KZ_API void kz_session_default_params(kz_session_params *params);
 
 /* Creates a session on `model` (which must outlive it). params may be NULL (the
- * defaults). */
+ * defaults). The talker's KV cache is made by the session's first synthesis and kept for
+ * the next ones (grown when one needs more positions): its memory, as much as the longest
+ * synthesis so far touched, is returned by kz_session_free. */
 KZ_API kz_status kz_session_new(const kz_model *model, const kz_session_params *params,
                                 kz_session **out);
 
