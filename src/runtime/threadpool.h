@@ -47,8 +47,8 @@ void kz_pool_run(kz_pool *pool, size_t n_chunks, kz_pool_fn fn, void *arg);
  * passes over the same rows keep them in that core's caches (the codec's tail blocks, whose
  * rows would otherwise cross between cores that share no cache). For uniform chunks: the
  * only balancing is for a stalled thread (preempted, or not awake yet), whose remaining chunks
- * the others take from the back of its range once it has taken none for ~50 us. Set between
- * runs by the pool's caller. */
+ * the others take from the back of its range once it has taken none for 50 us or four of
+ * their own mean chunk times, whichever is longer. Set between runs by the pool's caller. */
 void kz_pool_set_split(kz_pool *pool, bool split);
 bool kz_pool_split(const kz_pool *pool);
 

@@ -51,13 +51,10 @@ static kz_status prepare_alone(void *arg) {
             void *slot = kz_prompt_cache_slot(&s->prompt_cache, p.rows, np, D, kv_bytes);
             if (!slot) {
                 st = s->prompt_cache.budget == 0
-                         ? kz_error_set(KZ_STATUS_INVALID_ARGUMENT,
-                                        "kz_session_prepare: the "
+                         ? kz_error_set(KZ_STATUS_INVALID_ARGUMENT, "kz_session_prepare: the "
                                         "session keeps no prompt cache (prompt_cache_mb -1)")
-                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY,
-                                        "kz_session_prepare: the prompt "
-                                        "prefix (%zu rows) does not fit the prompt cache",
-                                        np);
+                         : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "kz_session_prepare: the prompt "
+                                        "prefix (%zu rows) does not fit the prompt cache", np);
             } else {
                 kz_qwen3_forward(&t->stack, &ts->seq, &s->lm, p.rows, np, 0);
                 kz_qwen3_kv_save(&t->stack, &ts->seq, np, slot);

@@ -75,10 +75,6 @@ kz_status kz_session_create(const kz_model *model, const kz_session_params *para
                             kz_session **out);
 void kz_session_destroy(kz_session *s);
 
-/* fn(arg), which computes with exec (s->lm) or with kz_sched_pool's pool: directly, or with
- * a scheduler on its thread between two batches (r: a place there that nothing else uses
- * meanwhile, or a fresh one; r->job_cost its size), with exec, if not NULL, moved to the
- * pool kz_sched_pool gives the job meanwhile. */
 /* The session's talker state for a sequence of up to max_pos positions and calls of up to
  * max_tok rows, at position 0: the one kept from an earlier call when it is large enough,
  * else a new one in its place (positions rounded up to 64). Kept, because a new state's
@@ -89,6 +85,10 @@ void kz_session_destroy(kz_session *s);
 kz_status kz_session_talker(kz_session *s, size_t max_pos, size_t max_tok,
                             kz_talker_state **out);
 
+/* fn(arg), which computes with exec (s->lm) or with kz_sched_pool's pool: directly, or with
+ * a scheduler on its thread between two batches (r: a place there that nothing else uses
+ * meanwhile, or a fresh one; r->job_cost its size), with exec, if not NULL, moved to the
+ * pool kz_sched_pool gives the job meanwhile. */
 kz_status kz_session_lm_call(kz_session *s, kz_sched_req *r, kz_sched_job kind, kz_exec *exec,
                              kz_status (*fn)(void *), void *arg);
 
