@@ -2,8 +2,9 @@
 # Cross-builds every target (library, CLI, tests, benchmarks) for 64-bit ARM with
 # warnings as errors and runs the kernel parity tests (tests/unit/test_kernels.c,
 # test_matmul.c, test_quant.c, test_gemm_rows.c, test_gemm_bf16.c, test_matvec_batch.c;
-# test_winograd.c with CMake) under qemu-user, so an x86 change cannot break the NEON
-# kernels or the aarch64 build unnoticed. Exits non-zero if a build or a test fails.
+# test_winograd.c and the thread pool's test_threadpool.c with CMake) under qemu-user, so
+# an x86 change cannot break the NEON kernels, the pool's handshakes as aarch64 code or
+# the aarch64 build unnoticed. Exits non-zero if a build or a test fails.
 #
 # Steps: install what is missing (Debian, as root or with sudo): the cross gcc/g++,
 # qemu-user, and the arm64 -dev packages of the dependencies through Debian multiarch
@@ -104,7 +105,10 @@ if [ "$mode" = cmake ]; then
         -DCMAKE_BUILD_TYPE=Release -DKZ_BUILD_TESTS=ON -DKZ_WERROR=ON >/dev/null
     cmake --build "$build" -j2
     bin="$build/tests"
-    tests+=(test_winograd) # the codec's Winograd convs over the NEON mix_rows and GEMM
+    # The codec's Winograd convs over the NEON mix_rows and GEMM; the pool's lock-free
+    # handshakes and split-mode stealing as aarch64 code (under qemu a store may pass a
+    # later load, which x86 builds never see).
+    tests+=(test_winograd test_threadpool)
 else
     # The kernel tests' closure: kernels (scalar + NEON), dispatch, error/log; the CMake
     # build's warning and float flags.
