@@ -238,6 +238,7 @@ static void x86_tables(const x86_cpu *cpu) {
     }
     k.name = "avx512-amx";
     k.quant = &kz_quant_avx512_amx;
+    k.prompt_tile_tokens = 0; // q8_0 prompts take the AMX walk (kernels.h)
     k.gemm_bf16 = kz_gemm_bf16_amx;
     k.gemm_bf16_name = "amx";
     k.bf16_gain = KZ_BF16_BEATS_WINOGRAD;

@@ -262,6 +262,15 @@ typedef struct kz_quant_fns {
  * activations of a pass take up to ~165 KB of the calling thread's stack. */
 #define KZ_MATVEC_PASS 16
 
+/* Quantized prompts of up to this many tokens that a level's matmul walks row tile by row
+ * tile (kz_kernels.prompt_tile_tokens): their activations, quantized once per call, take up
+ * to ~250 KB of the calling thread's stack. */
+#define KZ_PROMPT_TILE_TOKENS 24
+
+/* Weight bytes of such a row tile: every token set goes over it while it is in L2, and the
+ * next tile is fetched into L2 while the later sets run. */
+#define KZ_PROMPT_TILE_BYTES 65536
+
 /* Weight bytes a batched matrix-vector product keeps in L1 while every token set of a
  * pass goes over them: row tiles of about this size (at least one row). */
 #define KZ_MATVEC_TILE_BYTES 16384
@@ -457,6 +466,14 @@ typedef struct kz_kernels {
      * kernels take tokens in pairs (docs/ARCHITECTURE.md#language-model-matmuls).
      * `bench_quant neon-i8mm neon-dotprod --prefill` compares them on a device. */
     bool prefill_gemm_quant;
+    /* Quantized prompts the int8 matmuls walk row tile by row tile: from more than one
+     * token set up to this many tokens (at most KZ_PROMPT_TILE_TOKENS; 0: none, every set
+     * over the call's whole rows in turn, which then should fit in L2). A tile's weights
+     * cross DRAM once for every token however many rows a call takes, and while the later
+     * sets run the next tile is prefetched into L2, so layers/matrix.c gives such prompts one
+     * row block per thread and matrix (each activation quantized once per thread). Set on
+     * AVX-512 but for its AMX sub-level, whose q8_0 prompts take the tiles' own walk. */
+    size_t prompt_tile_tokens;
 } kz_kernels;
 
 /* Points k's quantized matmuls at k->quant's entry points for policy p: the probe's tables

@@ -21,7 +21,8 @@
  *     F16 prompts on every level (docs/ARCHITECTURE.md#language-model-matmuls);
  *   other quantized prompts (AVX-512; NEON with i8mm): the int8 matmuls, which beat
  *     widening to f32 there (kernels.h prefill_gemm_quant), with
- *     QUANT_PREFILL_BLOCKS blocks per thread.
+ *     QUANT_PREFILL_BLOCKS blocks per thread, or one for prompts the table's matmuls walk
+ *     row tile by row tile (kernels.h prompt_tile_tokens).
  * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests). kz_matrix_mul_batch
  * (independent requests' rows, continuous batching) always runs the table's batched
  * matrix-vector products, one block per thread as a decode step: their rows get the
@@ -151,15 +152,17 @@ static void run_batch(const kz_kernels *k, const kz_matrix_out *o, const float *
 #define GEMM_ROWS 4
 #define GEMM_KC 1024
 
-/* Blocks per thread and matrix for quantized prompts on the int8 matmuls
- * (BLOCKS_PER_THREAD otherwise): each matmul call quantizes all the prompt's activations
+/* Blocks per thread and matrix for quantized prompts on the int8 matmuls that walk every
+ * token set over a block's rows in turn (prompts beyond the table's prompt_tile_tokens;
+ * BLOCKS_PER_THREAD on the GEMM path): each matmul call quantizes all the prompt's activations
  * again, so fewer, larger blocks pay off, and a q8_0 block of 512 rows x 1024 inputs
  * (557 KB) still stays in a 1 MB L2 across the token sets
  * (docs/ARCHITECTURE.md#language-model-matmuls). */
 #define QUANT_PREFILL_BLOCKS 3
 
 /* Blocks per thread and matrix for the decode steps' matrix-vector products (n_tok <
- * GEMM_MIN_TOK): one, so each thread streams one contiguous share of every matrix and
+ * GEMM_MIN_TOK) and for prompts the int8 matmuls walk tile by tile (kernels.h
+ * prompt_tile_tokens): one, so each thread streams one contiguous share of every matrix and
  * quantizes the activation once, where each new block would restart the weight stream
  * and the activation quantization (docs/ARCHITECTURE.md#language-model-matmuls). A thread
  * the host delays costs more this way (the other thread takes at most the blocks left),
@@ -267,7 +270,10 @@ static size_t blocks_per_thread(const kz_kernels *k, kz_dtype dtype, size_t n_to
     if (force_gemm || gemm_path(k, dtype, n_tok)) {
         return BLOCKS_PER_THREAD;
     }
-    return n_tok >= GEMM_MIN_TOK ? QUANT_PREFILL_BLOCKS : DECODE_BLOCKS_PER_THREAD;
+    if (n_tok < GEMM_MIN_TOK || n_tok <= k->prompt_tile_tokens) {
+        return DECODE_BLOCKS_PER_THREAD; // one stream per thread, activations quantized once
+    }
+    return QUANT_PREFILL_BLOCKS;
 }
 
 /* Rows per chunk: a multiple of 16, about per_thread chunks per thread per matrix. */

@@ -555,7 +555,14 @@ static void test_matmul(void) {
             // three more (AVX-512 VNNI: q4_0 prompt sets of five or more walk them in segments)
             check_matmul(k, l, q4, 19, 2720, 6, 0);
             check_matmul(k, l, q4, 35, 6144, 8, 1);
-            n_cases += 8;
+            // AVX-512 prompts of two or more sets up to KZ_PROMPT_TILE_TOKENS walk row tiles of
+            // KZ_PROMPT_TILE_BYTES: several tiles and a partial last one (q8_0 60 rows of 1024
+            // inputs a tile, q4_0 113), the limit, one past it, and two activation chunks
+            check_matmul(k, l, q4, 250, 1024, 22, 0);
+            check_matmul(k, l, q4, 47, 3072, KZ_PROMPT_TILE_TOKENS, 1);
+            check_matmul(k, l, q4, 61, 2048, KZ_PROMPT_TILE_TOKENS + 1, 0);
+            check_matmul(k, l, q4, 9, 8224, 9, 1);
+            n_cases += 12;
         }
         if (k->isa == KZ_ISA_SCALAR) {
             printf("level %s: %d cases\n", k->name, n_cases);

@@ -44,6 +44,10 @@
  *   SEG_GROUPS groups: the rows in tiles of SEG_ROWS, each tile's rows a segment of
  *   SEG_GROUPS groups at a time, the accumulators kept between segments, so a segment's
  *   activations stay in L1: chunk_rows)
+ * Prompts of more than one set and up to KZ_PROMPT_TILE_TOKENS tokens quantize every
+ * token once (up to ~250 KB of stack) and then walk the rows in tiles of about
+ * KZ_PROMPT_TILE_BYTES, every set over a tile before the next tile, which the later sets
+ * prefetch into L2 (matmul_q_tiles); longer ones run set after set over the call's rows.
  * The weight stream is prefetched into L1 4 KB (q8_0) or 8 KB (q4_0) ahead, one
  * prefetch per 64 bytes (the best distance and density for the DRAM stream under the L1
  * policy: docs/ARCHITECTURE.md#language-model-matmuls), or under the KZ_QPF_L2 policy into
@@ -948,6 +952,48 @@ static const chunk_fn fns[2][2][MAX_NT] = {
 
 /* The matmul of one entry point: q4 the format, path the integer path, pf the prefetch
  * mode (quant_prefetch.h). */
+/* Prefetches bytes [b0, b1) from p into L2. */
+static void prefetch_l2(const char *p, size_t b0, size_t b1) {
+    for (size_t b = b0 & ~(size_t)63; b < b1; b += 64) {
+        _mm_prefetch(p + b, _MM_HINT_T1);
+    }
+}
+
+/* matmul_q's prompts of more than one set and up to KZ_PROMPT_TILE_TOKENS tokens: every
+ * token quantized once per activation chunk, then per row tile of about
+ * KZ_PROMPT_TILE_BYTES every set over the tile, the first one streaming it from DRAM and,
+ * before each later set, that set's share of the next tile prefetched into L2 (kernels.h
+ * prompt_tile_tokens). Each (t, o) gets the same chunk kernel calls as in matmul_q's
+ * walk: the same bits. */
+static void matmul_q_tiles(float *y, size_t ldy, const float *x, size_t ldx, const uint8_t *w,
+                           size_t nb, size_t n_tok, size_t o0, size_t o1, int q4, int vnni,
+                           size_t per, int pf) {
+    const size_t row_bytes = nb * (q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES);
+    const size_t tile = row_bytes < KZ_PROMPT_TILE_BYTES ? KZ_PROMPT_TILE_BYTES / row_bytes : 1;
+    const size_t n_sets = (n_tok + per - 1) / per;
+    act a[KZ_PROMPT_TILE_TOKENS];
+    for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
+        const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
+        for (size_t k = 0; k < n_tok; k++) { // the layout of k's set
+            const size_t nt = n_tok - k / per * per < per ? n_tok - k / per * per : per;
+            quant_act(&a[k], x + k * ldx + c0 * KZ_QK, cn, q4, LANE_ORDER(nt, vnni));
+        }
+        for (size_t r0 = o0; r0 < o1; r0 += tile) {
+            const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
+            const size_t next = (o1 - r1 < tile ? o1 - r1 : tile) * row_bytes;
+            for (size_t s = 0; s < n_sets; s++) {
+                if (s > 0) {
+                    prefetch_l2((const char *)(w + r1 * row_bytes), (s - 1) * next / (n_sets - 1),
+                                s * next / (n_sets - 1));
+                }
+                const size_t t = s * per, nt = n_tok - t < per ? n_tok - t : per;
+                fns[q4][vnni][nt - 1](y + t * ldy, ldy, w, nb, c0, cn, r0, r1, a + t, c0 != 0, pf,
+                                      1);
+            }
+        }
+    }
+}
+
 static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                      size_t n_tok, size_t o0, size_t o1, int q4, int path, int pf) {
     KZ_ASSERT(n_in % KZ_QK == 0);
@@ -967,6 +1013,10 @@ static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
     const int vnni = path != PATH_PLAIN;
     const size_t max_nt = vnni ? MAX_NT : MAX_NT_PLAIN;
     const size_t per = n_tok >= MAX_NT_PLAIN ? max_nt : 2; // tokens per set (header)
+    if (n_tok > per && n_tok <= KZ_PROMPT_TILE_TOKENS) {
+        matmul_q_tiles(y, ldy, x, ldx, (const uint8_t *)w, nb, n_tok, o0, o1, q4, vnni, per, pf);
+        return;
+    }
     act a[MAX_NT];
     for (size_t t = 0; t < n_tok; t += per) {
         const int nt = (int)(n_tok - t >= per ? per : n_tok - t);

@@ -284,4 +284,5 @@ const kz_kernels kz_kernels_avx512 = {
     .rows_to_f32_q8_0 = kz_rows_to_f32_q8_0_avx512,
     .rows_to_f32_q4_0 = kz_rows_to_f32_q4_0_avx512,
     .prefill_gemm_quant = false,
+    .prompt_tile_tokens = KZ_PROMPT_TILE_TOKENS,
 };
