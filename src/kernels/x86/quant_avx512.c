@@ -950,8 +950,18 @@ static const chunk_fn fns[2][2][MAX_NT] = {
       chunk_q4_8v}},
 };
 
-/* The matmul of one entry point: q4 the format, path the integer path, pf the prefetch
- * mode (quant_prefetch.h). */
+/* Tokens 0..n-1 of x (rows ldx apart) quantized into a[0..n-1] for the activation chunk of
+ * cn blocks from block c0, each in the layout of its set (sets of per tokens from token 0:
+ * lane order for the VNNI path's sets of MIN_LANE_NT or more). */
+static void quant_tokens(act *a, const float *x, size_t ldx, size_t n, size_t per, size_t c0,
+                         size_t cn, int q4, int vnni) {
+    for (size_t k = 0; k < n; k++) {
+        const size_t set = k / per * per;
+        const size_t nt = n - set < per ? n - set : per;
+        quant_act(&a[k], x + k * ldx + c0 * KZ_QK, cn, q4, LANE_ORDER(nt, vnni));
+    }
+}
+
 /* Prefetches bytes [b0, b1) from p into L2. */
 static void prefetch_l2(const char *p, size_t b0, size_t b1) {
     for (size_t b = b0 & ~(size_t)63; b < b1; b += 64) {
@@ -974,10 +984,7 @@ static void matmul_q_tiles(float *y, size_t ldy, const float *x, size_t ldx, con
     act a[KZ_PROMPT_TILE_TOKENS];
     for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
         const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
-        for (size_t k = 0; k < n_tok; k++) { // the layout of k's set
-            const size_t nt = n_tok - k / per * per < per ? n_tok - k / per * per : per;
-            quant_act(&a[k], x + k * ldx + c0 * KZ_QK, cn, q4, LANE_ORDER(nt, vnni));
-        }
+        quant_tokens(a, x, ldx, n_tok, per, c0, cn, q4, vnni);
         for (size_t r0 = o0; r0 < o1; r0 += tile) {
             const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
             const size_t next = (o1 - r1 < tile ? o1 - r1 : tile) * row_bytes;
@@ -994,6 +1001,8 @@ static void matmul_q_tiles(float *y, size_t ldy, const float *x, size_t ldx, con
     }
 }
 
+/* The matmul of one entry point: q4 the format, path the integer path, pf the prefetch
+ * mode (quant_prefetch.h). */
 static void matmul_q(float *y, size_t ldy, const float *x, size_t ldx, const void *w, size_t n_in,
                      size_t n_tok, size_t o0, size_t o1, int q4, int path, int pf) {
     KZ_ASSERT(n_in % KZ_QK == 0);
@@ -1065,11 +1074,7 @@ static void matvec_q(float *y, size_t ldy, const float *x, size_t ldx, const voi
         const size_t np = n_tok - t0 < KZ_MATVEC_PASS ? n_tok - t0 : KZ_MATVEC_PASS;
         for (size_t c0 = 0; c0 < nb; c0 += CHUNK_BLOCKS) {
             const size_t cn = nb - c0 < CHUNK_BLOCKS ? nb - c0 : CHUNK_BLOCKS;
-            for (size_t k = 0; k < np; k++) { // the layout of k's set (below)
-                const size_t set = k / max_nt * max_nt;
-                const size_t nt = np - set < max_nt ? np - set : max_nt;
-                quant_act(&a[k], x + (t0 + k) * ldx + c0 * KZ_QK, cn, q4, LANE_ORDER(nt, vnni));
-            }
+            quant_tokens(a, x + t0 * ldx, ldx, np, max_nt, c0, cn, q4, vnni);
             for (size_t r0 = o0; r0 < o1; r0 += tile) {
                 const size_t r1 = o1 - r0 < tile ? o1 : r0 + tile;
                 for (size_t t = 0; t < np; t += max_nt) {
