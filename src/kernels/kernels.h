@@ -466,13 +466,15 @@ typedef struct kz_kernels {
      * kernels take tokens in pairs (docs/ARCHITECTURE.md#language-model-matmuls).
      * `bench_quant neon-i8mm neon-dotprod --prefill` compares them on a device. */
     bool prefill_gemm_quant;
-    /* Quantized prompts the int8 matmuls walk row tile by row tile: from more than one
-     * token set up to this many tokens (at most KZ_PROMPT_TILE_TOKENS; 0: none, every set
-     * over the call's whole rows in turn, which then should fit in L2). A tile's weights
-     * cross DRAM once for every token however many rows a call takes, and while the later
-     * sets run the next tile is prefetched into L2, so layers/matrix.c gives such prompts one
-     * row block per thread and matrix (each activation quantized once per thread). Set on
-     * AVX-512 but for its AMX sub-level, whose q8_0 prompts take the tiles' own walk. */
+    /* Quantized prompts of up to this many tokens (at most KZ_PROMPT_TILE_TOKENS) that
+     * layers/matrix.c gives one row block per thread and matrix, each activation then
+     * quantized once per thread; 0: none, three blocks whose rows stay in L2 across the
+     * token sets. It may, because the int8 matmuls read each weight from DRAM once for such
+     * prompts whatever the rows a call takes: AVX-512 walks prompts of more than one token
+     * set row tile by row tile, every set over a tile while it is in L2 and the next tile
+     * prefetched into L2 while the later sets run, and a single set streams the rows once
+     * anyway. Set on AVX-512 but for its AMX sub-level, whose q8_0 prompts take the AMX
+     * tiles' walk (its q4_0 prompts walk row tiles, with three blocks). */
     size_t prompt_tile_tokens;
 } kz_kernels;
 

@@ -21,8 +21,8 @@
  *     F16 prompts on every level (docs/ARCHITECTURE.md#language-model-matmuls);
  *   other quantized prompts (AVX-512; NEON with i8mm): the int8 matmuls, which beat
  *     widening to f32 there (kernels.h prefill_gemm_quant), with
- *     QUANT_PREFILL_BLOCKS blocks per thread, or one for prompts the table's matmuls walk
- *     row tile by row tile (kernels.h prompt_tile_tokens).
+ *     QUANT_PREFILL_BLOCKS blocks per thread, or one for prompts of up to the table's
+ *     prompt_tile_tokens (kernels.h).
  * kz_matrix_mul_gemm forces the GEMM path (benchmarks, tests). kz_matrix_mul_batch
  * (independent requests' rows, continuous batching) always runs the table's batched
  * matrix-vector products, one block per thread as a decode step: their rows get the
@@ -161,10 +161,11 @@ static void run_batch(const kz_kernels *k, const kz_matrix_out *o, const float *
 #define QUANT_PREFILL_BLOCKS 3
 
 /* Blocks per thread and matrix for the decode steps' matrix-vector products (n_tok <
- * GEMM_MIN_TOK) and for prompts the int8 matmuls walk tile by tile (kernels.h
- * prompt_tile_tokens): one, so each thread streams one contiguous share of every matrix and
- * quantizes the activation once, where each new block would restart the weight stream
- * and the activation quantization (docs/ARCHITECTURE.md#language-model-matmuls). A thread
+ * GEMM_MIN_TOK) and for quantized prompts of up to the table's prompt_tile_tokens (kernels.h:
+ * read from DRAM once whatever a block's size): one, so each thread streams one contiguous
+ * share of every matrix and quantizes the activation once, where each new block would
+ * restart the weight stream and the activation quantization
+ * (docs/ARCHITECTURE.md#language-model-matmuls). A thread
  * the host delays costs more this way (the other thread takes at most the blocks left),
  * but the caller still runs every block no worker claims. */
 #define DECODE_BLOCKS_PER_THREAD 1
