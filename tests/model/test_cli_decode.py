@@ -239,6 +239,7 @@ def check_bench_json(a):
               and (s.get("floor_ms_per_frame") or 0) > 0, f"bench --json: stage {name}: {s}")
     check(j["model_load_ms"] > 0 and j["peak_rss_mb"] > 0 and j["streaming"]["rtf"] > 0
           and j["offline"]["rtf"] > 0, "bench --json: load, RSS, real-time factors")
+    check((j.get("warmup_ms") or 0) > 0, f"bench --json: the warm-up run's time: {j.get('warmup_ms')}")
     floors = sum(s["floor_ms_per_frame"] for s in j["stages"] if s.get("floor_ms_per_frame"))
     check(floors > 0 and abs((j.get("floor_rtf") or 0) - floors / 80) <= 1e-5 * floors / 80,
           f"bench --json: floor_rtf = the stage floors' sum / 80 ms: {j.get('floor_rtf')}, "

@@ -87,6 +87,9 @@ static void text_header(const bench_result *r) {
     text_machine(r);
     printf("model load          %8.1f ms\n", r->load_ms);
     if (!r->decoder_only) {
+        printf("warm-up             %8.1f ms  (2 frames before the timed runs, not in them: "
+               "the weights' pages mapped on first use)\n",
+               r->warmup_ms);
         printf("prompt              %8lld rows, prefill %.1f ms\n", (long long)r->prompt_rows,
                r->prefill_ms);
     }
@@ -357,6 +360,7 @@ void bench_print_json(const bench_result *r) {
     json_num(&j, "model_load_ms", r->load_ms, true);
     json_num(&j, "prompt_rows", (double)r->prompt_rows, !r->decoder_only);
     json_num(&j, "prefill_ms", r->prefill_ms, !r->decoder_only);
+    json_num(&j, "warmup_ms", r->warmup_ms, !r->decoder_only);
     json_num(&j, "codec_gflop_per_frame", r->codec_gflop_per_frame, true);
     json_stages(&j, r);
     const double f = floor_rtf(r);
