@@ -88,7 +88,7 @@ static void text_header(const bench_result *r) {
     printf("model load          %8.1f ms\n", r->load_ms);
     if (!r->decoder_only) {
         printf("warm-up             %8.1f ms  (2 frames before the timed runs, not in them: "
-               "the weights' pages mapped on first use)\n",
+               "a process's first pass over its weights is slower)\n",
                r->warmup_ms);
         printf("prompt              %8lld rows, prefill %.1f ms\n", (long long)r->prompt_rows,
                r->prefill_ms);

@@ -79,8 +79,8 @@ typedef struct bench_result {
     bench_machine machine;
     int64_t prompt_rows;  /* full pipeline: prefill rows and time per run */
     double prefill_ms;
-    double warmup_ms;     /* full pipeline: the untimed 2-frame run before the others (the
-                             weights' pages mapped on first use), its wall time */
+    double warmup_ms;     /* full pipeline: the untimed 2-frame run before the others (a
+                             process's first pass over its weights is slower), its wall time */
     double codec_gflop_per_frame;
     bench_stage stages[8];
     int n_stages;
