@@ -36,8 +36,13 @@
  * sum_i (|c_i| + 8 for q4_0) |q_i| (the lane sums include q4_0's -8 sum q).
  * A wrong nibble, sign, tie or scale fails this by orders of magnitude.
  */
+#define _DEFAULT_SOURCE // MAP_ANONYMOUS (glibc hides it under plain POSIX)
+
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -701,6 +706,92 @@ static void test_prefetch_policies(void) {
     }
 }
 
+/* The weights of c (its rows and blocks), quantized, at the end of a mapping followed by
+ * an inaccessible page, so that a read past the last weight byte faults; *map and
+ * *map_bytes for munmap. NULL when the mapping fails. */
+static uint8_t *weights_at_guard(const path_case *c, float *wrow, void **map, size_t *map_bytes) {
+    const size_t bytes = c->rows * (c->n_in / KZ_QK) *
+                         (c->q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES);
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + page - 1) / page * page;
+    *map_bytes = body + page;
+    *map = mmap(NULL, *map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (*map == MAP_FAILED || mprotect((char *)*map + body, page, PROT_NONE) != 0) {
+        return NULL;
+    }
+    uint8_t *w = (uint8_t *)*map + body - bytes;
+    fill_weights(w, wrow, c->rows, c->n_in, c->q4, c->raw);
+    return w;
+}
+
+/* The AVX-512 kernels read a full q8_0 group on a 32-byte boundary (a GGUF tensor's rows of
+ * whole groups) from aligned lines, the others with unaligned windows: each entry point
+ * (matmul, reused, batched) gives the same bits for weights on 64- and 32-byte boundaries,
+ * ending at an inaccessible page, as for the same weights at an odd address. */
+static void test_aligned_weights(void) {
+    static const struct { size_t rows, n_in, n_tok; } shapes[] = {
+        {37, 1024, 1}, {37, 1024, 2}, {37, 1024, 3}, {20, 1024, 8}, {45, 1024, 22},
+        {9, 512, 1}, {10, 512, 4}, {11, 3072, 5}, {6, 2048, 16}, {5, 8224, 2}, {13, 1056, 3}};
+    int cases = 0;
+    for (size_t l = 0; l < test_n_levels(); l++) {
+        const kz_kernels *k = test_level(l);
+        if (!k) {
+            continue;
+        }
+        for (int q4 = 0; q4 < 2; q4++) {
+            const kz_matmul_fn fns[4] = {
+                q4 ? k->matmul_q4_0 : k->matmul_q8_0, q4 ? k->matmul_q4_0_reused : k->matmul_q8_0_reused,
+                q4 ? k->matvec_q4_0 : k->matvec_q8_0, q4 ? k->matvec_q4_0_reused : k->matvec_q8_0_reused};
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                const path_case c = {.q4 = q4, .raw = (int)(s % 2), .rows = shapes[s].rows,
+                                     .n_in = shapes[s].n_in, .n_tok = shapes[s].n_tok,
+                                     .ldx = shapes[s].n_in + 1, .ldy = shapes[s].rows + 2};
+                const size_t bytes = c.rows * (c.n_in / KZ_QK) *
+                                     (q4 ? KZ_Q4_0_BLOCK_BYTES : KZ_Q8_0_BLOCK_BYTES);
+                const size_t ny = c.n_tok * c.ldy;
+                float *wrow = malloc(c.n_in * sizeof(float));
+                float *x = malloc(c.n_tok * c.ldx * sizeof(float));
+                float *y[2] = {malloc(ny * sizeof(float)), malloc(ny * sizeof(float))};
+                uint8_t *odd = malloc(bytes + 1);
+                void *map = NULL;
+                size_t map_bytes = 0;
+                uint8_t *w = weights_at_guard(&c, wrow, &map, &map_bytes);
+                CHECK_MSG(w != NULL, "mapping the weights with a guard page failed");
+                if (w) {
+                    memcpy(odd + 1, w, bytes);
+                    fill_activations(x, c.ldx, c.n_in, c.n_tok);
+                    for (int f = 0; f < 4; f++) {
+                        if (!fns[f]) {
+                            continue;
+                        }
+                        for (int v = 0; v < 2; v++) {
+                            for (size_t i = 0; i < ny; i++) {
+                                y[v][i] = -7.0f;
+                            }
+                            fns[f](y[v], c.ldy, x, c.ldx, v ? odd + 1 : w, c.n_in, c.n_tok, 0,
+                                   c.rows);
+                        }
+                        CHECK_MSG(memcmp(y[0], y[1], ny * sizeof(float)) == 0,
+                                  "%s %s entry %d rows %zu n_in %zu n_tok %zu: aligned weights "
+                                  "(32-byte boundary: %d) give other bits than at an odd address",
+                                  k->name, q4 ? "q4_0" : "q8_0", f, c.rows, c.n_in, c.n_tok,
+                                  ((uintptr_t)w & 31) == 0);
+                        cases++;
+                    }
+                }
+                if (map && map != MAP_FAILED) {
+                    munmap(map, map_bytes);
+                }
+                free(odd);
+                free(wrow);
+                free(x);
+                free(y[0]);
+                free(y[1]);
+            }
+        }
+    }
+    printf("aligned weights: %d cases, the bits of the odd address\n", cases);
+}
+
 int main(void) {
     test_fp16();
     test_layout_q8_0();
@@ -710,5 +801,6 @@ int main(void) {
     test_matmul();
     test_sublevel_paths();
     test_prefetch_policies();
+    test_aligned_weights();
     return test_main_result("test_quant");
 }

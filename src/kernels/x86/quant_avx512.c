@@ -18,7 +18,9 @@
  *            dword transpose per 128-bit section);
  *            d_x per block in lane order (below); -8 (q4_0) or -128 (q8_0) sum q_x
  *   per weight row o, per group of 16 blocks (the last one may be partial):
- *     unaligned 64-byte windows of the row --vpermt2w--> per block quad:
+ *     64-byte windows of the row (unaligned loads; a full q8_0 group on a 32-byte boundary,
+ *     as in GGUF tensors: its nine aligned lines, the windows cut from them by valignq)
+ *     --vpermt2w--> per block quad:
  *     q8_0: codes 0..15 of the 4 blocks (wl), codes 16..31 (wh), int8
  *           sets in quad order: the sign of w moves onto q_x (masked subtract
  *             from zero), |w| (0..128) as u8 (w + 128 could saturate a maddubs pair)
@@ -351,9 +353,57 @@ ALWAYS_INLINE __m512i window(const uint8_t *blk, int off, int nbytes, int full) 
     return _mm512_maskz_loadu_epi8(m, blk + off);
 }
 
-/* The windows of a group with nvalid blocks (GROUP outside a row's tail). */
-ALWAYS_INLINE void load_windows(__m512i *win, const uint8_t *blk, int q4, int nvalid) {
+/* Window i of a full q8_0 group (window's offset within the group: 136 (i / 4) + {0, 64, 8,
+ * 72}[i % 4]) from the aligned lines L of the group, which starts lead bytes into L[0]. */
+#define Q8_WINDOW_OFF(i) (136 * ((i) / 4) + ((i) % 2) * 64 + (((i) / 2) % 2) * 8)
+#define Q8_LINE_WINDOW(L, lead, i)                                                                 \
+    _mm512_alignr_epi64(L[((lead) + Q8_WINDOW_OFF(i)) / 64 + 1], L[((lead) + Q8_WINDOW_OFF(i)) / 64], \
+                        (((lead) + Q8_WINDOW_OFF(i)) % 64) / 8)
+
+/* A full q8_0 group's windows at blk, lead (0 or 32) bytes past a 64-byte boundary, from
+ * the nine aligned lines that hold it, the two end lines masked to the group's bytes: nine
+ * loads instead of sixteen unaligned ones, twelve of which span two lines. The core's
+ * loads per line of weights are what let the DRAM stream overlap the arithmetic
+ * (docs/ARCHITECTURE.md#language-model-matmuls). */
+ALWAYS_INLINE void q8_windows_aligned(__m512i win[Q8_WINDOWS], const uint8_t *blk, int lead) {
+    const uint8_t *base = blk - lead;
+    const __mmask64 low = 0xffffffffull; // bytes 0..31 of a line
+    __m512i L[10];
+    L[0] = lead ? _mm512_maskz_loadu_epi8(~low, base) : _mm512_load_si512((const void *)base);
+    for (int k = 1; k < 8; k++) {
+        L[k] = _mm512_load_si512((const void *)(base + 64 * k));
+    }
+    L[8] = lead ? _mm512_load_si512((const void *)(base + 512))
+                : _mm512_maskz_loadu_epi8(low, base + 512);
+    L[9] = _mm512_setzero_si512(); // never picked: a window ends by byte 544 of the group
+// clang-format off
+#define Q8_LINE_WINDOWS(lead)                                                                      \
+    win[0] = Q8_LINE_WINDOW(L, lead, 0);   win[1] = Q8_LINE_WINDOW(L, lead, 1);                    \
+    win[2] = Q8_LINE_WINDOW(L, lead, 2);   win[3] = Q8_LINE_WINDOW(L, lead, 3);                    \
+    win[4] = Q8_LINE_WINDOW(L, lead, 4);   win[5] = Q8_LINE_WINDOW(L, lead, 5);                    \
+    win[6] = Q8_LINE_WINDOW(L, lead, 6);   win[7] = Q8_LINE_WINDOW(L, lead, 7);                    \
+    win[8] = Q8_LINE_WINDOW(L, lead, 8);   win[9] = Q8_LINE_WINDOW(L, lead, 9);                    \
+    win[10] = Q8_LINE_WINDOW(L, lead, 10); win[11] = Q8_LINE_WINDOW(L, lead, 11);                  \
+    win[12] = Q8_LINE_WINDOW(L, lead, 12); win[13] = Q8_LINE_WINDOW(L, lead, 13);                  \
+    win[14] = Q8_LINE_WINDOW(L, lead, 14); win[15] = Q8_LINE_WINDOW(L, lead, 15)
+    // clang-format on
+    if (lead) { // the shifts are immediates: one constant lead per branch
+        Q8_LINE_WINDOWS(32);
+    } else {
+        Q8_LINE_WINDOWS(0);
+    }
+#undef Q8_LINE_WINDOWS
+}
+
+/* The windows of a group with nvalid blocks (GROUP outside a row's tail); full q8_0 groups
+ * on a 32-byte boundary (every group of a GGUF tensor's rows of whole groups) from aligned
+ * lines when lines is set. */
+ALWAYS_INLINE void load_windows(__m512i *win, const uint8_t *blk, int q4, int nvalid, int lines) {
     const int full = nvalid == GROUP;
+    if (!q4 && full && lines && ((uintptr_t)blk & 31) == 0) {
+        q8_windows_aligned(win, blk, (int)((uintptr_t)blk & 63));
+        return;
+    }
     if (q4) {
         static const int off[Q4_WINDOWS] = {0, 64, 128, 192, 224};
         for (int i = 0; i < Q4_WINDOWS; i++) {
@@ -527,7 +577,7 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
-    load_windows(win, blk, q4, nvalid);
+    load_windows(win, blk, q4, nvalid, 1);
     if (LANE_ORDER(nt, vnni)) {
         const __m512 dw = group_scales(win, q4);
         __m512i u[8];
