@@ -84,6 +84,17 @@ static kz_status load_codec(kz_model *m, const char *dir, const kz_load_opts *o)
     return st;
 }
 
+/* A full checkpoint's codec alone (kz_model_params.codec_only): its speech_tokenizer
+ * directory, loaded as a codec-only model's. */
+static kz_status load_tts_codec(kz_model *m, const char *dir, const kz_load_opts *o) {
+    char *codec_dir = join(dir, "speech_tokenizer");
+    kz_status st = codec_dir
+                       ? load_codec(m, codec_dir, o)
+                       : kz_error_set(KZ_STATUS_OUT_OF_MEMORY, "out of memory loading %s", dir);
+    free(codec_dir);
+    return st;
+}
+
 static kz_status load_tts(kz_model *m, const char *dir, const kz_load_opts *o) {
     char *cfg_path = join(dir, "config.json");
     char *st_path = join(dir, "model.safetensors");
@@ -195,7 +206,8 @@ static kz_status build_description(kz_model *m) {
         w += (int)strlen(b + w);
         w += snprintf(b + w, n - (size_t)w, "\n");
     } else {
-        w += snprintf(b + w, n - (size_t)w, "type: codec only (Qwen3-TTS-Tokenizer-12Hz)\n");
+        w += snprintf(b + w, n - (size_t)w, "type: codec only (Qwen3-TTS-Tokenizer-12Hz)%s\n",
+                      m->codec_of_tts ? ", the codec of a Qwen3-TTS checkpoint (codec_only)" : "");
     }
     kz_codec_config_describe(&m->codec_cfg, b + w, n - (size_t)w);
     w += (int)strlen(b + w);
@@ -315,9 +327,11 @@ static kz_status check_codec_indices(const kz_model *m) {
 
 /* The codec's encoder is loaded where it can run: a Base model (voices) or a codec-only
  * model (`kztts encode`). The other types' codecs carry it too, but nothing of theirs
- * encodes audio, so they spend neither the load's time nor its memory on it. */
+ * encodes audio, so they spend neither the load's time nor its memory on it; nor does a
+ * full checkpoint's codec loaded alone (codec_only), which decodes. */
 static bool wants_codec_encoder(const kz_model *m) {
-    return !m->has_tts || (strcmp(m->cfg.tts_model_type, "base") == 0 && !m->skip_voice_encoders);
+    return (!m->has_tts && !m->codec_of_tts) ||
+           (m->has_tts && strcmp(m->cfg.tts_model_type, "base") == 0 && !m->skip_voice_encoders);
 }
 
 /* Tensors the load does not scan: components the engine does not run (never read), and
@@ -472,8 +486,11 @@ static kz_status load_dir(kz_model *m, const char *path, const kz_load_opts *o) 
     st = st == KZ_OK ? peek_model_type(cfg_path, type, sizeof type) : st;
     free(cfg_path);
     if (st == KZ_OK) {
-        m->has_tts = strcmp(type, "qwen3_tts_tokenizer_12hz") != 0;
-        st = m->has_tts ? load_tts(m, path, o) : load_codec(m, path, o);
+        const bool tts = strcmp(type, "qwen3_tts_tokenizer_12hz") != 0;
+        m->has_tts = tts && !m->codec_only;
+        m->codec_of_tts = tts && m->codec_only;
+        st = m->has_tts ? load_tts(m, path, o) : m->codec_of_tts ? load_tts_codec(m, path, o)
+                                                                   : load_codec(m, path, o);
     }
     return st;
 }
@@ -622,6 +639,7 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
     }
     m->kernels = kz_kernels_select(cap_to_isa(params->isa));
     m->skip_voice_encoders = params->skip_voice_encoders;
+    m->codec_only = params->codec_only;
     kz_status st = is_gguf_path(path) ? kz_model_load_gguf(m, path) : load_dir(m, path, opts);
     st = st == KZ_OK && m->has_tts ? kz_model_check_tts(m) : st;
     if (st == KZ_OK) { // which encoders a cloned voice must come from (synth/voice.h)

@@ -41,6 +41,9 @@ struct kz_model {
     kz_codec_encoder *codec_encoder;     /* when the codec has its encoder, else NULL
                                             (kz_model_bind_codec) */
     bool skip_voice_encoders;            /* kz_model_params.skip_voice_encoders */
+    bool codec_only;                     /* kz_model_params.codec_only */
+    bool codec_of_tts;                   /* codec_only took a full checkpoint's codec alone:
+                                            has_tts is false, as for a codec-only file */
     uint64_t voice_fingerprint;          /* voice.h, set at load when both encoders are */
     kz_tokenizer *tokenizer;  /* NULL when the directory has no vocab.json */
     int32_t newline_id;       /* the tokenizer's one id for "\n", the third role token of

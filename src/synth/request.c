@@ -463,8 +463,9 @@ kz_status kz_request_resolve(const kz_model *m, const kz_request *request, kz_pl
     memset(plan, 0, sizeof *plan);
     memset(ids, 0, sizeof *ids);
     if (!m->has_tts) {
-        return kz_error_set(KZ_STATUS_UNSUPPORTED, "%s is a codec-only model: it cannot speak text",
-                            m->path);
+        return kz_error_set(KZ_STATUS_UNSUPPORTED, "%s %s: it cannot speak text", m->path,
+                            m->codec_of_tts ? "was loaded with codec_only (its codec alone)"
+                                            : "is a codec-only model");
     }
     kz_request filled;
     kz_request_fill_defaults(m, request, &filled);

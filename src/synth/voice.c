@@ -191,6 +191,12 @@ kz_status kz_voice_encode(const kz_model *m, const kz_voice_audio *a, const kz_v
                             "encoding audio needs a Base model or a codec; %s is a %s model",
                             m->path, m->cfg.tts_model_type);
     }
+    if (m->codec_of_tts) {
+        return kz_error_set(KZ_STATUS_UNSUPPORTED,
+                            "%s was loaded with codec_only (its codec decoder alone): it cannot "
+                            "encode audio",
+                            m->path);
+    }
     if (!m->codec_encoder) {
         return kz_error_set(KZ_STATUS_UNSUPPORTED,
                             "%s has no codec encoder (speech_tokenizer encoder.* tensors), so it "

@@ -26,6 +26,8 @@
  *   - long text split into utterances (model with a tokenizer): the audio and frame
  *     callbacks' positions run on without a gap or overlap across the joins, counted
  *     in the model's samples per frame.
+ *   - the checkpoint loaded with codec_only decodes the same codes to the same audio and
+ *     refuses synthesis and encoding;
  *   - kz_decode / kz_decode_all refuse a frame count whose codes or audio cannot exist
  *     (no code read, no callback), and kz_session_timings accepts a NULL output;
  *   - a session serves one call at a time: a call on it from its own callback, or from a
@@ -36,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kztts.h"
 #include "test.h"
@@ -147,6 +150,44 @@ static void check_offline(const kz_model *m, const run *ref) {
               "streamed audio differs from the offline decode of the same codes");
     kz_audio_free(&offline);
     kz_session_free(s);
+}
+
+/* The checkpoint loaded with codec_only decodes ref's codes to ref's audio, bit for bit,
+ * and refuses to synthesize or encode, saying why. */
+static void check_codec_only(const char *path, const run *ref) {
+    kz_model_params mp;
+    kz_model_default_params(&mp);
+    CHECK(!mp.codec_only);
+    mp.codec_only = true;
+    kz_model *m = NULL;
+    CHECK_MSG(kz_model_load(path, &mp, &m) == KZ_OK, "%s", kz_last_error());
+    if (!m) {
+        return;
+    }
+    CHECK_MSG(strcmp(kz_model_type(m), "codec") == 0, "type %s", kz_model_type(m));
+    CHECK_STR_CONTAINS(kz_model_describe(m), "codec_only");
+    check_offline(m, ref);
+    kz_session *s = NULL;
+    CHECK(kz_session_new(m, NULL, &s) == KZ_OK);
+    kz_request q = {0};
+    q.token_ids = TEXT;
+    q.n_token_ids = n_text;
+    q.speaker = "ryan";
+    q.frames = 2;
+    kz_audio audio = {0};
+    CHECK(s && kz_synthesize_all(s, &q, &audio) == KZ_STATUS_UNSUPPORTED);
+    CHECK(audio.samples == NULL && audio.n_samples == 0);
+    CHECK_STR_CONTAINS(kz_last_error(), "codec_only");
+    float silence[2400] = {0};
+    int32_t *codes = NULL;
+    size_t n_frames = 0;
+    int32_t n_codebooks = 0;
+    CHECK(kz_encode(m, silence, 2400, 24000, 1, NULL, &codes, &n_frames, &n_codebooks) ==
+          KZ_STATUS_UNSUPPORTED);
+    CHECK_STR_CONTAINS(kz_last_error(), "codec_only");
+    CHECK(codes == NULL && n_frames == 0);
+    kz_session_free(s);
+    kz_model_free(m);
 }
 
 static void check_same(const run *a, const run *b, const char *what) {
@@ -503,6 +544,7 @@ int main(int argc, char **argv) {
     CHECK_EQ_INT(ref.n_samples, N_FRAMES * spf);
     CHECK(ref.order_ok && ref.n_last == 1);
     check_offline(m, &ref);
+    check_codec_only(argv[1], &ref);
     check_forcing(m, &ref);
     check_busy(m, &ref);
     check_session_reuse(m);

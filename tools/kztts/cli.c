@@ -178,6 +178,7 @@ int cli_open_engine(const char *cmd, const char *path, const cli_engine *e, kz_m
     mp.codec_precision = (kz_precision)precision;
     mp.kv_cache = (kz_kv_cache)kv;
     mp.skip_voice_encoders = e->voice_files_only;
+    mp.codec_only = e->codec_only;
     sp.schedule = (kz_schedule)schedule;
     if (load_model(cmd, path, &mp, model) != 0) {
         return -1;

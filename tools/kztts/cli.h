@@ -52,6 +52,7 @@ typedef struct cli_engine {
     const char *isa, *codec_precision, *kv_cache, *schedule;
     int threads, threads_lm, threads_codec;
     bool voice_files_only; /* a Base model without its voice encoders (a --voice file) */
+    bool codec_only;       /* the codec alone (kz_model_params.codec_only): decoding */
 } cli_engine;
 
 /* The schedule named name (CLI_SCHEDULE_NAMES, any case; NULL means auto) into *out;

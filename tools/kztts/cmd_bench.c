@@ -204,7 +204,8 @@ static int run_decoder(const bench_opts *o, bench_result *r) {
     kz_model *m;
     kz_session *s;
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
-                          .kv_cache = o->kv_cache, .threads = (int)o->threads};
+                          .kv_cache = o->kv_cache, .threads = (int)o->threads,
+                          .codec_only = true};
     if (cli_open_engine("bench", o->model, &e, &m, &s) != 0) {
         return 1;
     }

@@ -56,7 +56,7 @@ static int run(const decode_opts *o) {
     kz_model *model;
     kz_session *session;
     const cli_engine e = {.isa = o->isa, .codec_precision = o->codec_precision,
-                          .threads = (int)o->threads};
+                          .threads = (int)o->threads, .codec_only = true};
     if (cli_open_engine("decode", o->model, &e, &model, &session) != 0) {
         return 1;
     }
