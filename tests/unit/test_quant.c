@@ -738,9 +738,10 @@ static void test_aligned_weights(void) {
             continue;
         }
         for (int q4 = 0; q4 < 2; q4++) {
-            const kz_matmul_fn fns[4] = {
-                q4 ? k->matmul_q4_0 : k->matmul_q8_0, q4 ? k->matmul_q4_0_reused : k->matmul_q8_0_reused,
-                q4 ? k->matvec_q4_0 : k->matvec_q8_0, q4 ? k->matvec_q4_0_reused : k->matvec_q8_0_reused};
+            const kz_matmul_fn fns[4] = {q4 ? k->matmul_q4_0 : k->matmul_q8_0,
+                                         q4 ? k->matmul_q4_0_reused : k->matmul_q8_0_reused,
+                                         q4 ? k->matvec_q4_0 : k->matvec_q8_0,
+                                         q4 ? k->matvec_q4_0_reused : k->matvec_q8_0_reused};
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 const path_case c = {.q4 = q4, .raw = (int)(s % 2), .rows = shapes[s].rows,
                                      .n_in = shapes[s].n_in, .n_tok = shapes[s].n_tok,

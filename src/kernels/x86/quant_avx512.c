@@ -356,13 +356,14 @@ ALWAYS_INLINE __m512i window(const uint8_t *blk, int off, int nbytes, int full) 
 /* Window i of a full q8_0 group (window's offset within the group: 136 (i / 4) + {0, 64, 8,
  * 72}[i % 4]) from the aligned lines L of the group, which starts lead bytes into L[0]. */
 #define Q8_WINDOW_OFF(i) (136 * ((i) / 4) + ((i) % 2) * 64 + (((i) / 2) % 2) * 8)
+#define Q8_LINE_AT(lead, i) ((lead) + Q8_WINDOW_OFF(i))
 #define Q8_LINE_WINDOW(L, lead, i)                                                                 \
-    _mm512_alignr_epi64(L[((lead) + Q8_WINDOW_OFF(i)) / 64 + 1], L[((lead) + Q8_WINDOW_OFF(i)) / 64], \
-                        (((lead) + Q8_WINDOW_OFF(i)) % 64) / 8)
+    _mm512_alignr_epi64(L[Q8_LINE_AT(lead, i) / 64 + 1], L[Q8_LINE_AT(lead, i) / 64],              \
+                        (Q8_LINE_AT(lead, i) % 64) / 8)
 
 /* A full q8_0 group's windows at blk, lead (0 or 32) bytes past a 64-byte boundary, from
  * the nine aligned lines that hold it, the two end lines masked to the group's bytes: nine
- * loads instead of sixteen unaligned ones, twelve of which span two lines. The core's
+ * loads instead of sixteen unaligned ones, fourteen or sixteen of which span two lines. The core's
  * loads per line of weights are what let the DRAM stream overlap the arithmetic
  * (docs/ARCHITECTURE.md#language-model-matmuls). */
 ALWAYS_INLINE void q8_windows_aligned(__m512i win[Q8_WINDOWS], const uint8_t *blk, int lead) {
@@ -397,10 +398,10 @@ ALWAYS_INLINE void q8_windows_aligned(__m512i win[Q8_WINDOWS], const uint8_t *bl
 
 /* The windows of a group with nvalid blocks (GROUP outside a row's tail); full q8_0 groups
  * on a 32-byte boundary (every group of a GGUF tensor's rows of whole groups) from aligned
- * lines when lines is set. */
-ALWAYS_INLINE void load_windows(__m512i *win, const uint8_t *blk, int q4, int nvalid, int lines) {
+ * lines. */
+ALWAYS_INLINE void load_windows(__m512i *win, const uint8_t *blk, int q4, int nvalid) {
     const int full = nvalid == GROUP;
-    if (!q4 && full && lines && ((uintptr_t)blk & 31) == 0) {
+    if (!q4 && full && ((uintptr_t)blk & 31) == 0) {
         q8_windows_aligned(win, blk, (int)((uintptr_t)blk & 63));
         return;
     }
@@ -577,7 +578,7 @@ ALWAYS_INLINE void group_codes(__m512i u[8], const __m512i *win, int q4) {
 ALWAYS_INLINE void group_step(__m512 acc[MAX_NT], const uint8_t *blk, const act *a, size_t g,
                               int nt, int q4, int vnni, int nvalid) {
     __m512i win[Q8_WINDOWS];
-    load_windows(win, blk, q4, nvalid, 1);
+    load_windows(win, blk, q4, nvalid);
     if (LANE_ORDER(nt, vnni)) {
         const __m512 dw = group_scales(win, q4);
         __m512i u[8];
