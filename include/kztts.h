@@ -167,9 +167,8 @@ typedef struct kz_model_params {
     bool codec_only;              /* load only the codec decoder of a full checkpoint: kz_decode
                                      works, synthesis and encoding are refused; the language
                                      models, tokenizer and encoders are never bound or mapped
-                                     in (~360 MB less resident at 0.6B q8_0, a faster load).
-                                     A codec-only file loads as it always does. Default
-                                     false. */
+                                     in (less memory, a faster load). A codec-only file loads
+                                     as it always does. Default false. */
 } kz_model_params;
 
 /* Defaults: isa = KZ_ISA_CAP_AUTO, codec_precision = KZ_PRECISION_DEFAULT, kv_cache =

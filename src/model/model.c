@@ -84,6 +84,11 @@ static kz_status load_codec(kz_model *m, const char *dir, const kz_load_opts *o)
     return st;
 }
 
+void kz_model_set_kind(kz_model *m, bool tts) {
+    m->has_tts = tts && !m->codec_only;
+    m->codec_of_tts = tts && m->codec_only;
+}
+
 /* A full checkpoint's codec alone (kz_model_params.codec_only): its speech_tokenizer
  * directory, loaded as a codec-only model's. */
 static kz_status load_tts_codec(kz_model *m, const char *dir, const kz_load_opts *o) {
@@ -486,9 +491,7 @@ static kz_status load_dir(kz_model *m, const char *path, const kz_load_opts *o) 
     st = st == KZ_OK ? peek_model_type(cfg_path, type, sizeof type) : st;
     free(cfg_path);
     if (st == KZ_OK) {
-        const bool tts = strcmp(type, "qwen3_tts_tokenizer_12hz") != 0;
-        m->has_tts = tts && !m->codec_only;
-        m->codec_of_tts = tts && m->codec_only;
+        kz_model_set_kind(m, strcmp(type, "qwen3_tts_tokenizer_12hz") != 0);
         st = m->has_tts ? load_tts(m, path, o) : m->codec_of_tts ? load_tts_codec(m, path, o)
                                                                    : load_codec(m, path, o);
     }

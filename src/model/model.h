@@ -72,6 +72,10 @@ kz_status kz_model_open_with(const char *path, const kz_model_params *params,
 kz_status kz_model_bind_tts(kz_model *m);
 kz_status kz_model_bind_codec(kz_model *m, const kz_load_opts *opts);
 
+/* What a loader loads of a file that holds a full checkpoint (tts) or a codec alone:
+ * sets has_tts and codec_of_tts from tts and m->codec_only. */
+void kz_model_set_kind(kz_model *m, bool tts);
+
 /* Precision p as it runs with m's kernels: FAST resolved for the CPU (every kernel table
  * has a bf16 conv-GEMM, so the others run as they are at any level); DEFAULT is taken as
  * EXACT (the load resolves it from the file first). */

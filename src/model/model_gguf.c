@@ -176,7 +176,6 @@ kz_status kz_model_load_gguf(kz_model *m, const char *path) {
     if (st != KZ_OK) {
         return st;
     }
-    m->has_tts = config != NULL && !m->codec_only;
-    m->codec_of_tts = config != NULL && m->codec_only;
+    kz_model_set_kind(m, config != NULL);
     return m->has_tts ? load_tts(m, config, n_config) : load_codec(m);
 }

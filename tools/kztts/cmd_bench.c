@@ -15,8 +15,8 @@
  * --decoder-only: decode `frames` random frames in streaming mode `repeat` times after
  * one warm-up: per codec stage ms/frame, real-time factor, GFLOP/s against the FMA peak.
  * Default (full pipeline): after an untimed 2-frame warm-up (its wall time reported: a
- * process's first pass over its weights is slower), synthesize exactly `frames` frames from a fixed 12-token
- * text (about a 10-word sentence) with the model's first speaker: prefill, talker,
+ * process's first pass over its weights is slower), synthesize exactly `frames` frames from
+ * a fixed 12-token text (about a 10-word sentence) with the model's first speaker: prefill, talker,
  * code predictor, sampling and codec; then the real-time factor and time to first
  * audio of streaming runs (pipelined, first chunk 1 frame) with the underruns a
  * real-time player would see, of offline runs (all frames, then one decode; their time
@@ -393,8 +393,8 @@ static kz_status full_measure(const bench_opts *o, const kz_model *m, kz_session
     kz_timings t = {0}, t_off = {0};
     kz_request quick = r;
     quick.frames = 2;
-    // A process's first pass over its weights is slower (their page mappings are new to the
-    // MMU, and on a virtual machine to the host); the stages below are the steady speed.
+    // A process's first pass over its weights is slower, by a cost per page
+    // (docs/PERF.md); the stages below are the steady speed.
     if (st == KZ_OK) {
         playback warm;
         st = timed(m, s, &quick, &warm);
